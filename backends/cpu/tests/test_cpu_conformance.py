@@ -1,0 +1,7 @@
+"""tilelang-cpu passes the backend conformance suite of tilelang-core."""
+
+from tilelang_core.testing.conformance import BackendConformance
+
+
+class TestConformance(BackendConformance):
+    plugin_module = "tilelang_cpu._plugin"

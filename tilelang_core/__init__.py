@@ -1,0 +1,50 @@
+"""TileLang-X: a tile-level kernel language and compiler with pluggable vendor backends.
+
+    import tilelang_core as tilelang
+    import tilelang_core.language as T
+
+Importing this package is cheap: it never imports tvm, torch or any backend. The heavy parts
+(the language, the JIT, plugin discovery) load on first use through module ``__getattr__``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+from .errors import (CacheError, CompileError, ConfigError, FrontendError, LaunchError, LayoutError,
+                     LoweringError, PluginError, TargetError, TileLangError)
+from .target import Target
+
+__version__ = "0.1.0"
+
+# public name -> "module:attribute", imported on first access
+_LAZY = {
+    "jit": "tilelang_core.jit:jit",
+    "compile": "tilelang_core.jit:compile",
+    "JITKernel": "tilelang_core.jit:JITKernel",
+    "language": "tilelang_core.language:",
+    "resolve_target": "tilelang_core.target:resolve_target",
+}
+
+__all__ = [
+    "CacheError", "CompileError", "ConfigError", "FrontendError", "LaunchError", "LayoutError",
+    "LoweringError", "PluginError", "Target", "TargetError", "TileLangError", "__version__", *_LAZY,
+]
+
+
+def __getattr__(name: str):
+    spec = _LAZY.get(name)
+    if spec is None:
+        raise AttributeError(f"module 'tilelang_core' has no attribute {name!r}")
+    module_name, _, attr = spec.partition(":")
+    module = importlib.import_module(module_name)
+    value = getattr(module, attr) if attr else module
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from . import language
+    from .jit import JITKernel, compile, jit
+    from .target import resolve_target

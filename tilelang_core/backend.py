@@ -1,0 +1,89 @@
+"""The Backend base class: the stages a backend implements for one compile.
+
+One Backend object is created per compile, for one target. The generic driver in
+``tilelang_core.jit`` runs its stages in order, keeps every stage's output on the compiled kernel
+(``kernel.asm[stage]``) and owns caching; a backend only transforms its input to its output.
+
+Stage contract (Triton's stages dict, typed):
+
+    "tirx"     PrimFunc with tile-op calls, as the frontend produced it   (driver)
+    "lowered"  thread-level TIRX IRModule                                   Backend.lower
+    "source"   text handed to the toolchain (CUDA C++, MSL, LLVM IR, ...)   Backend.codegen
+    "binary"   bytes of a loadable artifact (a shared library)              Backend.build
+
+``Backend.load`` turns the artifact path into a callable module (tvm-ffi).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Mapping
+
+from .errors import ConfigError
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """Frozen, validated compile options. Backends subclass and add fields.
+
+    ``from_pass_configs`` maps the user's ``pass_configs`` dict onto fields (keys may be given with
+    or without the ``tl.`` prefix); unknown keys are an error naming the valid ones.
+    """
+
+    def stable_hash(self) -> str:
+        payload = json.dumps(dataclasses.asdict(self), sort_keys=True, default=str)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    @classmethod
+    def from_pass_configs(cls, pass_configs: Mapping[str, Any] | None):
+        names = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {}
+        for key, value in (pass_configs or {}).items():
+            name = key[3:] if key.startswith("tl.") else key
+            name = name.replace(".", "_")
+            if name not in names:
+                valid = ", ".join(sorted(names)) or "(none)"
+                raise ConfigError(f"unknown pass config {key!r} for {cls.__name__}; valid keys: {valid}")
+            kwargs[name] = value
+        return cls(**kwargs)
+
+
+class Backend:
+    """Base class of every backend. Subclasses set ``kind`` and implement the stages."""
+
+    kind: ClassVar[str] = ""
+    options_class: ClassVar[type[BackendOptions]] = BackendOptions
+    #: file suffix of the artifact ``build`` returns
+    binary_suffix: ClassVar[str] = ".so"
+
+    def __init__(self, target):
+        self.target = target
+
+    # -- stages ---------------------------------------------------------------------------------
+    def make_options(self, pass_configs: Mapping[str, Any] | None = None) -> BackendOptions:
+        return self.options_class.from_pass_configs(pass_configs)
+
+    def lower(self, func, options: BackendOptions):
+        """tirx PrimFunc (tile ops) -> thread-level IRModule."""
+        raise NotImplementedError(f"backend {self.kind!r} does not implement lowering yet")
+
+    def codegen(self, mod, options: BackendOptions) -> str:
+        """Lowered IRModule -> source text for the toolchain."""
+        raise NotImplementedError(f"backend {self.kind!r} does not implement codegen yet")
+
+    def build(self, mod, source: str, options: BackendOptions, workdir: Path) -> bytes:
+        """Source (and the lowered module, for backends that build from IR) -> artifact bytes."""
+        raise NotImplementedError(f"backend {self.kind!r} does not implement build yet")
+
+    def load(self, path: Path):
+        """Artifact on disk -> a tvm-ffi module whose entry function launches the kernel."""
+        raise NotImplementedError(f"backend {self.kind!r} does not implement loading yet")
+
+    # -- identity, for cache keys ---------------------------------------------------------------
+    def toolchain_version(self) -> str:
+        """A string that changes whenever the toolchain would produce different binaries."""
+        return ""

@@ -1,0 +1,119 @@
+"""The only module that reads TILELANG_* environment variables.
+
+Values are read on every call rather than at import, so a test (or a user in a notebook) can change
+the environment and see the effect. Every variable is documented here, once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Mapping
+
+from .errors import ConfigError
+
+#: name -> one-line description; `python -m tilelang_core doctor` prints the ones that are set.
+VARIABLES: dict[str, str] = {
+    "TILELANG_TARGET": "target used by target='auto': a kind ('cuda'), 'kind:arch', or a JSON dict",
+    "TILELANG_PROBE_ORDER": "comma-separated preference of device kinds for 'auto' (default cuda,hip,ascend,metal)",
+    "TILELANG_AUTO_STRICT": "1: 'auto' with no accelerator is an error instead of the cpu fallback",
+    "TILELANG_PROBE_TIMEOUT": "seconds one backend's device probe may take (default 2.0)",
+    "TILELANG_DISABLE_PLUGINS": "comma-separated plugin names to skip at discovery",
+    "TILELANG_CACHE_DIR": "kernel disk cache folder (default ~/.cache/tilelang_core)",
+    "TILELANG_DISABLE_CACHE": "1: never read or write the disk cache",
+    "TILELANG_DUMP_IR": "folder: write the IR after every pass there, with pass timing",
+}
+
+DEFAULT_PROBE_ORDER = ("cuda", "hip", "ascend", "metal")
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def _get(name: str, environ: Mapping[str, str] | None) -> str | None:
+    env = os.environ if environ is None else environ
+    value = env.get(name)
+    return None if value is None else value.strip()
+
+
+def _flag(name: str, environ: Mapping[str, str] | None) -> bool:
+    value = _get(name, environ)
+    if value is None:
+        return False
+    low = value.lower()
+    if low in _TRUE:
+        return True
+    if low in _FALSE:
+        return False
+    raise ConfigError(f"{name}={value!r} is not a boolean: use 1 or 0")
+
+
+def target_override(environ: Mapping[str, str] | None = None) -> str | dict | None:
+    """TILELANG_TARGET as a string ('cuda', 'cuda:sm_90a') or a dict (JSON), or None if unset."""
+    value = _get("TILELANG_TARGET", environ)
+    if not value:
+        return None
+    if value.startswith("{"):
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"TILELANG_TARGET is not valid JSON ({exc}): {value!r}") from None
+        if not isinstance(parsed, dict):
+            raise ConfigError(f"TILELANG_TARGET must be a kind or a JSON object, got {value!r}")
+        return parsed
+    return value
+
+
+def probe_order(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    value = _get("TILELANG_PROBE_ORDER", environ)
+    if not value:
+        return DEFAULT_PROBE_ORDER
+    order = tuple(part.strip() for part in value.split(",") if part.strip())
+    if not order:
+        raise ConfigError(f"TILELANG_PROBE_ORDER={value!r} names no kind; e.g. 'hip,cuda'")
+    return order
+
+
+def auto_strict(environ: Mapping[str, str] | None = None) -> bool:
+    return _flag("TILELANG_AUTO_STRICT", environ)
+
+
+def probe_timeout(environ: Mapping[str, str] | None = None) -> float:
+    value = _get("TILELANG_PROBE_TIMEOUT", environ)
+    if not value:
+        return 2.0
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise ConfigError(f"TILELANG_PROBE_TIMEOUT={value!r} is not a number of seconds") from None
+    if seconds <= 0:
+        raise ConfigError(f"TILELANG_PROBE_TIMEOUT={value!r} must be positive")
+    return seconds
+
+
+def disabled_plugins(environ: Mapping[str, str] | None = None) -> frozenset[str]:
+    value = _get("TILELANG_DISABLE_PLUGINS", environ) or ""
+    return frozenset(part.strip() for part in value.split(",") if part.strip())
+
+
+def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    value = _get("TILELANG_CACHE_DIR", environ)
+    if value:
+        return Path(value).expanduser()
+    return Path.home() / ".cache" / "tilelang_core"
+
+
+def cache_disabled(environ: Mapping[str, str] | None = None) -> bool:
+    return _flag("TILELANG_DISABLE_CACHE", environ)
+
+
+def dump_ir_dir(environ: Mapping[str, str] | None = None) -> Path | None:
+    value = _get("TILELANG_DUMP_IR", environ)
+    return Path(value).expanduser() if value else None
+
+
+def set_variables(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The TILELANG_* variables that are set, for diagnostics."""
+    env = os.environ if environ is None else environ
+    return {name: env[name] for name in sorted(env) if name.startswith("TILELANG_")}

@@ -1,0 +1,80 @@
+"""The one exception hierarchy of TileLang-X.
+
+Every message says what failed, where (kernel, op, parameter, source line) and what to do.
+Backends raise these too, so a user catches ``TileLangError`` and gets everything.
+"""
+
+from __future__ import annotations
+
+
+class TileLangError(Exception):
+    """Base of every error TileLang-X raises on purpose."""
+
+
+class ConfigError(TileLangError):
+    """A TILELANG_* environment variable or a pass config has a value we cannot use."""
+
+
+class PluginError(TileLangError):
+    """A backend plugin is missing, broken, incompatible or ambiguous."""
+
+
+class TargetError(TileLangError):
+    """A target string or dict is malformed, unknown, or not available on this machine."""
+
+
+class FrontendError(TileLangError):
+    """Kernel source is wrong: carries the user's file, line and a caret."""
+
+    def __init__(self, message: str, *, filename: str | None = None, lineno: int | None = None,
+                 col: int | None = None, source_line: str | None = None, kernel: str | None = None):
+        self.message = message
+        self.filename = filename
+        self.lineno = lineno
+        self.col = col
+        self.source_line = source_line
+        self.kernel = kernel
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = []
+        if self.kernel:
+            where.append(f"in kernel '{self.kernel}'")
+        if self.filename:
+            where.append(f"{self.filename}:{self.lineno}" + (f":{self.col}" if self.col else ""))
+        head = f"{self.message}" + (f"\n  --> {', '.join(where)}" if where else "")
+        if self.source_line is not None:
+            line = self.source_line.rstrip("\n")
+            caret = " " * max((self.col or 1) - 1, 0) + "^"
+            head += f"\n   | {line}\n   | {caret}"
+        return head
+
+
+class LayoutError(TileLangError):
+    """Layout inference found no layout, or two that conflict, for a buffer."""
+
+
+class LoweringError(TileLangError):
+    """A tile op could not be lowered for the chosen target."""
+
+
+class CompileError(TileLangError):
+    """The backend toolchain failed; ``log`` holds its full output."""
+
+    def __init__(self, message: str, *, log: str = "", command: list[str] | None = None):
+        self.log = log
+        self.command = command
+        text = message
+        if command:
+            text += "\n  command: " + " ".join(command)
+        if log:
+            text += "\n" + log
+        super().__init__(text)
+
+
+class LaunchError(TileLangError):
+    """Arguments do not fit the compiled kernel, or the launch itself failed."""
+
+
+class CacheError(TileLangError):
+    """The on-disk kernel cache could not be read or written."""
