@@ -1,0 +1,496 @@
+"""One class per tile op: its operands, config and validity checks (see docs/tile-ir.md).
+
+An op instance is plain data. ``to_stmt()`` builds the ``TilePrimitiveCall`` the frontend emits;
+``TileOp.from_stmt(stmt)`` reads one back with typed fields, for passes and backend lowering.
+Constructors check operands (shapes, scopes, dtypes, config values) and raise ``FrontendError``
+without a location: the frontend adds the user's file and line.
+
+Example::
+
+    op = Gemm(A_shared_region, B_shared_region, C_frag_region, transpose_B=True)
+    stmt = op.to_stmt()
+    assert TileOp.from_stmt(stmt).transpose_B
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import tvm
+from tvm.ir import TensorRegion
+
+from ..errors import FrontendError
+from . import region as R
+from .registry import get_op, get_op_class, is_tile_op, register_tile_op
+
+FRAGMENT_SCOPES = ("local.fragment",)
+REGISTER_SCOPES = ("local.fragment", "local", "local.var")
+SHARED_SCOPES = ("shared", "shared.dyn")
+
+
+class GemmWarpPolicy(enum.Enum):
+    """How a gemm spreads its warps over the C tile (TileLang's ``T.GemmWarpPolicy``)."""
+
+    Square = "square"
+    FullRow = "full_row"
+    FullCol = "full_col"
+
+    @classmethod
+    def parse(cls, value) -> GemmWarpPolicy:
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            for member in cls:
+                if value.lower() in (member.value, member.name.lower()):
+                    return member
+        raise FrontendError(f"unknown gemm policy {value!r}; use one of "
+                            + ", ".join(f"T.GemmWarpPolicy.{m.name}" for m in cls))
+
+
+@dataclass(eq=False)
+class TileOp:
+    """Base of every tile op. Subclasses set ``name`` and implement the operand mapping."""
+
+    name: ClassVar[str] = ""
+
+    # -- what subclasses provide -------------------------------------------------------------
+    def args(self) -> list:
+        """Positional operands of the TilePrimitiveCall, in the order of docs/tile-ir.md."""
+        raise NotImplementedError
+
+    def config(self) -> dict[str, Any]:
+        """Keyword options of the TilePrimitiveCall."""
+        return {}
+
+    @classmethod
+    def _from_parts(cls, args: list, config: dict[str, Any]) -> TileOp:
+        raise NotImplementedError
+
+    @property
+    def reads(self) -> tuple[TensorRegion, ...]:
+        """Regions the op reads (for dependence and layout analysis)."""
+        return ()
+
+    @property
+    def writes(self) -> tuple[TensorRegion, ...]:
+        """Regions the op writes."""
+        return ()
+
+    # -- shared behaviour --------------------------------------------------------------------
+    def to_stmt(self) -> tvm.tirx.TilePrimitiveCall:
+        """The ``TilePrimitiveCall`` statement of this op."""
+        return tvm.tirx.TilePrimitiveCall(*self.args(), op=get_op(self.name), config=self.config())
+
+    @staticmethod
+    def from_stmt(stmt) -> TileOp:
+        """The typed op for a ``tl.tile.*`` TilePrimitiveCall (checked again like a new op)."""
+        if not is_tile_op(stmt):
+            raise TypeError(f"not a TileLang tile op: {type(stmt).__name__} "
+                            f"{getattr(getattr(stmt, 'op', None), 'name', '')}")
+        cls = get_op_class(str(stmt.op.name))
+        config = {str(k): _from_ffi(v) for k, v in stmt.config.items()}
+        return cls._from_parts(list(stmt.args), config)
+
+    def replace(self, **changes) -> TileOp:
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def __repr__(self) -> str:
+        parts = [R.fmt_region(a) if R.is_region(a) else str(a) for a in self.args()]
+        parts += [f"{k}={v!r}" for k, v in self.config().items()]
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+
+def _from_ffi(value):
+    """Config values come back as ffi containers/strings; give plain Python values."""
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, tvm.tirx.IntImm):
+        return int(value.value)
+    return value
+
+
+def _region(x, what: str) -> TensorRegion:
+    region = R.to_region(x, what)
+    # Global regions may run past the tensor (ragged tiles are predicated by the lowering);
+    # on-chip buffers have no such slack.
+    if R.scope_of(region) != "global":
+        _check_in_bounds(region, what)
+    return region
+
+
+def _check_in_bounds(region: TensorRegion, what: str) -> None:
+    shape = region.source.ty.shape
+    for dim, (rng, size) in enumerate(zip(region.region, shape, strict=True)):
+        lo, n, limit = R.as_int(rng.min), R.as_int(rng.extent), R.as_int(size)
+        if lo is None or n is None or limit is None:
+            continue
+        if lo < 0 or lo + n > limit:
+            ranges = ", ".join(_fmt_range(r) for r in region.region)
+            raise FrontendError(
+                f"{what}: the region {R.name_of(region)}[{ranges}] is out of bounds in dim "
+                f"{dim} of {R.name_of(region)} with shape {R.fmt_extents(shape)}")
+
+
+def _fmt_range(rng) -> str:
+    lo, n = R.as_int(rng.min), R.as_int(rng.extent)
+    if lo is not None and n is not None:
+        return f"{lo}:{lo + n}"
+    return f"{rng.min}:{rng.min} + {rng.extent}"
+
+
+def _check_scope(region: TensorRegion, allowed: tuple[str, ...], what: str) -> None:
+    scope = R.scope_of(region)
+    if scope not in allowed:
+        raise FrontendError(f"{what} ('{R.name_of(region)}') is in '{scope}' memory but must be in "
+                            + " or ".join(f"'{s}'" for s in allowed)
+                            + _scope_hint(allowed))
+
+
+def _scope_hint(allowed: tuple[str, ...]) -> str:
+    if allowed == FRAGMENT_SCOPES:
+        return "; allocate it with T.alloc_fragment"
+    return ""
+
+
+def _const_int(value, what: str) -> int:
+    v = R.as_int(value)
+    if v is None or isinstance(value, bool):
+        raise FrontendError(f"{what} must be a constant integer, got {value!r}")
+    return v
+
+
+@register_tile_op
+@dataclass(eq=False)
+class Copy(TileOp):
+    """``dst = src`` over two regions with the same element count per non-unit dimension.
+
+    Dtype conversion is implied when the dtypes differ. Extra TileLang options (e.g.
+    ``disable_tma``, ``coalesced_width``) go to ``options`` and print as config.
+    """
+
+    src: TensorRegion
+    dst: TensorRegion
+    options: dict[str, Any] = field(default_factory=dict)
+    name: ClassVar[str] = "copy"
+
+    def __post_init__(self):
+        self.src = _region(self.src, "T.copy source")
+        self.dst = _region(self.dst, "T.copy destination")
+        src_ext = R.squeeze(R.extents_of(self.src))
+        dst_ext = R.squeeze(R.extents_of(self.dst))
+        if not R.same_extents(src_ext, dst_ext):
+            raise FrontendError(
+                f"T.copy shape mismatch: source {R.fmt_region(self.src)} has extents "
+                f"{R.fmt_extents(R.extents_of(self.src))} but destination "
+                f"{R.fmt_region(self.dst)} has {R.fmt_extents(R.extents_of(self.dst))} "
+                "(they must agree after dropping dimensions of size 1)")
+
+    def args(self):
+        return [self.src, self.dst]
+
+    def config(self):
+        return dict(self.options)
+
+    @classmethod
+    def _from_parts(cls, args, config):
+        return cls(args[0], args[1], dict(config))
+
+    @property
+    def reads(self):
+        return (self.src,)
+
+    @property
+    def writes(self):
+        return (self.dst,)
+
+
+@register_tile_op
+@dataclass(eq=False)
+class Fill(TileOp):
+    """Set every element of ``dst`` to ``value`` (``T.clear`` is ``Fill(dst, 0)``)."""
+
+    dst: TensorRegion
+    value: Any
+    name: ClassVar[str] = "fill"
+
+    def __post_init__(self):
+        self.dst = _region(self.dst, "T.fill destination")
+        dtype = R.dtype_of(self.dst)
+        value = self.value
+        if isinstance(value, (bool, int, float)):
+            value = tvm.tirx.const(value, dtype)
+        elif isinstance(value, tvm.ir.Expr) and tvm.ir.is_prim_expr(value):
+            if str(value.ty) != dtype:
+                value = tvm.tirx.Cast(dtype, value)
+        else:
+            raise FrontendError(f"T.fill value must be a scalar expression, got {value!r}")
+        self.value = value
+
+    def args(self):
+        return [self.dst, self.value]
+
+    @classmethod
+    def _from_parts(cls, args, config):
+        return cls(args[0], args[1])
+
+    @property
+    def writes(self):
+        return (self.dst,)
+
+
+def _matrix_extents(region: TensorRegion, what: str) -> list:
+    """The (rows, cols) of a gemm operand: leading dimensions of size 1 are dropped."""
+    ext = R.extents_of(region)
+    while len(ext) > 2 and R.as_int(ext[0]) == 1:
+        ext = ext[1:]
+    if len(ext) != 2:
+        raise FrontendError(f"T.gemm operand {what} must be a 2-D tile, got {R.fmt_region(region)}")
+    return ext
+
+
+@register_tile_op
+@dataclass(eq=False)
+class Gemm(TileOp):
+    """``C (+)= op(A) @ op(B)``; C is an accumulator fragment, A/B shared or fragment tiles."""
+
+    A: TensorRegion
+    B: TensorRegion
+    C: TensorRegion
+    transpose_A: bool = False
+    transpose_B: bool = False
+    policy: GemmWarpPolicy = GemmWarpPolicy.Square
+    clear_accum: bool = False
+    k_pack: int = 1
+    wg_wait: int = 0
+    name: ClassVar[str] = "gemm"
+
+    def __post_init__(self):
+        self.A = _region(self.A, "T.gemm operand A")
+        self.B = _region(self.B, "T.gemm operand B")
+        self.C = _region(self.C, "T.gemm accumulator C")
+        self.policy = GemmWarpPolicy.parse(self.policy)
+        self.transpose_A = bool(self.transpose_A)
+        self.transpose_B = bool(self.transpose_B)
+        self.clear_accum = bool(self.clear_accum)
+        self.k_pack = _const_int(self.k_pack, "T.gemm k_pack")
+        self.wg_wait = _const_int(self.wg_wait, "T.gemm wg_wait")
+        _check_scope(self.C, FRAGMENT_SCOPES, "T.gemm accumulator C")
+        _check_scope(self.A, SHARED_SCOPES + REGISTER_SCOPES, "T.gemm operand A")
+        _check_scope(self.B, SHARED_SCOPES + REGISTER_SCOPES, "T.gemm operand B")
+        a = _matrix_extents(self.A, "A")
+        b = _matrix_extents(self.B, "B")
+        c = _matrix_extents(self.C, "C")
+        m, ka = (a[1], a[0]) if self.transpose_A else (a[0], a[1])
+        kb, n = (b[1], b[0]) if self.transpose_B else (b[0], b[1])
+        problems = []
+        if not R.same_extent(ka, kb):
+            problems.append(f"K of A is {ka} but K of B is {kb}")
+        if not R.same_extent(m, c[0]):
+            problems.append(f"M of A is {m} but C has {c[0]} rows")
+        if not R.same_extent(n, c[1]):
+            problems.append(f"N of B is {n} but C has {c[1]} columns")
+        if problems:
+            raise FrontendError(
+                "T.gemm shape mismatch: " + "; ".join(problems)
+                + f" (A {R.fmt_extents(a)}{' transposed' if self.transpose_A else ''}, "
+                f"B {R.fmt_extents(b)}{' transposed' if self.transpose_B else ''}, "
+                f"C {R.fmt_extents(c)})")
+
+    @property
+    def mnk(self) -> tuple:
+        """(M, N, K) of the product."""
+        a = _matrix_extents(self.A, "A")
+        b = _matrix_extents(self.B, "B")
+        m, k = (a[1], a[0]) if self.transpose_A else (a[0], a[1])
+        n = b[0] if self.transpose_B else b[1]
+        return m, n, k
+
+    def args(self):
+        return [self.A, self.B, self.C]
+
+    def config(self):
+        return {"transpose_A": self.transpose_A, "transpose_B": self.transpose_B,
+                "policy": self.policy.value, "clear_accum": self.clear_accum,
+                "k_pack": self.k_pack, "wg_wait": self.wg_wait}
+
+    @classmethod
+    def _from_parts(cls, args, config):
+        return cls(*args, **config)
+
+    @property
+    def reads(self):
+        return (self.A, self.B) if self.clear_accum else (self.A, self.B, self.C)
+
+    @property
+    def writes(self):
+        return (self.C,)
+
+
+REDUCE_KINDS = ("max", "min", "sum", "abssum", "absmax")
+
+
+def _normalize_dim(dim, rank: int, what: str) -> int:
+    d = _const_int(dim, f"{what} dim")
+    if not -rank <= d < rank:
+        raise FrontendError(f"{what} dim={d} is out of range for a {rank}-D source")
+    return d % rank
+
+
+@register_tile_op
+@dataclass(eq=False)
+class Reduce(TileOp):
+    """Reduce ``src`` along ``dim`` into ``dst`` (shape of src without dim, or with dim = 1).
+
+    ``clear=False`` folds the result into dst's existing values.
+    """
+
+    src: TensorRegion
+    dst: TensorRegion
+    kind: str = "sum"
+    dim: int = -1
+    clear: bool = True
+    name: ClassVar[str] = "reduce"
+
+    def __post_init__(self):
+        what = f"T.reduce_{self.kind}"
+        if self.kind not in REDUCE_KINDS:
+            raise FrontendError(f"unknown reduction kind {self.kind!r}; use one of {REDUCE_KINDS}")
+        self.src = _region(self.src, f"{what} source")
+        self.dst = _region(self.dst, f"{what} destination")
+        allowed = SHARED_SCOPES + REGISTER_SCOPES
+        _check_scope(self.src, allowed, f"{what} source")
+        _check_scope(self.dst, allowed, f"{what} destination")
+        src_ext = R.extents_of(self.src)
+        self.dim = _normalize_dim(self.dim, len(src_ext), what)
+        self.clear = bool(self.clear)
+        dst_ext = R.extents_of(self.dst)
+        dropped = src_ext[:self.dim] + src_ext[self.dim + 1:]
+        kept = src_ext[:self.dim] + [1] + src_ext[self.dim + 1:]
+        if not (R.same_extents(R.squeeze(dst_ext), R.squeeze(dropped))
+                or R.same_extents(dst_ext, kept)):
+            raise FrontendError(
+                f"{what} shape mismatch: reducing {R.fmt_region(self.src)} along dim {self.dim} "
+                f"gives {R.fmt_extents(dropped)}, but destination {R.fmt_region(self.dst)} has "
+                f"{R.fmt_extents(dst_ext)}")
+
+    def args(self):
+        return [self.src, self.dst]
+
+    def config(self):
+        return {"kind": self.kind, "dim": self.dim, "clear": self.clear}
+
+    @classmethod
+    def _from_parts(cls, args, config):
+        return cls(args[0], args[1], **config)
+
+    @property
+    def reads(self):
+        return (self.src,) if self.clear else (self.src, self.dst)
+
+    @property
+    def writes(self):
+        return (self.dst,)
+
+
+@register_tile_op
+@dataclass(eq=False)
+class Cumsum(TileOp):
+    """Inclusive prefix sum of ``src`` along ``dim`` into ``dst`` (same shape; may be src)."""
+
+    src: TensorRegion
+    dst: TensorRegion
+    dim: int = 0
+    reverse: bool = False
+    name: ClassVar[str] = "cumsum"
+
+    def __post_init__(self):
+        self.src = _region(self.src, "T.cumsum source")
+        self.dst = _region(self.dst, "T.cumsum destination")
+        allowed = SHARED_SCOPES + REGISTER_SCOPES
+        _check_scope(self.src, allowed, "T.cumsum source")
+        _check_scope(self.dst, allowed, "T.cumsum destination")
+        self.dim = _normalize_dim(self.dim, len(self.src.region), "T.cumsum")
+        self.reverse = bool(self.reverse)
+        if not R.same_extents(R.extents_of(self.src), R.extents_of(self.dst)):
+            raise FrontendError(f"T.cumsum shape mismatch: source {R.fmt_region(self.src)} and "
+                                f"destination {R.fmt_region(self.dst)} must have the same extents")
+
+    def args(self):
+        return [self.src, self.dst]
+
+    def config(self):
+        return {"dim": self.dim, "reverse": self.reverse}
+
+    @classmethod
+    def _from_parts(cls, args, config):
+        return cls(args[0], args[1], **config)
+
+    @property
+    def reads(self):
+        return (self.src,)
+
+    @property
+    def writes(self):
+        return (self.dst,)
+
+
+ATOMIC_KINDS = ("add", "max", "min")
+
+
+@register_tile_op
+@dataclass(eq=False)
+class Atomic(TileOp):
+    """Atomically combine ``src`` (a region, or a scalar expression) into the region ``dst``."""
+
+    dst: TensorRegion
+    src: Any
+    kind: str = "add"
+    name: ClassVar[str] = "atomic"
+
+    def __post_init__(self):
+        what = f"T.atomic_{self.kind}"
+        if self.kind not in ATOMIC_KINDS:
+            raise FrontendError(f"unknown atomic kind {self.kind!r}; use one of {ATOMIC_KINDS}")
+        self.dst = _region(self.dst, f"{what} destination")
+        src = self.src
+        if R.is_region(src) or tvm.tirx.is_buffer_var(src):
+            src = _region(src, f"{what} source")
+            if not R.same_extents(R.squeeze(R.extents_of(src)),
+                                  R.squeeze(R.extents_of(self.dst))):
+                raise FrontendError(
+                    f"{what} shape mismatch: source {R.fmt_region(src)} and destination "
+                    f"{R.fmt_region(self.dst)} must agree after dropping dimensions of size 1")
+        elif isinstance(src, (bool, int, float)):
+            src = tvm.tirx.const(src, R.dtype_of(self.dst))
+        elif not (isinstance(src, tvm.ir.Expr) and tvm.ir.is_prim_expr(src)):
+            raise FrontendError(f"{what} value must be a buffer region or a scalar expression, "
+                                f"got {src!r}")
+        self.src = src
+
+    @property
+    def src_is_region(self) -> bool:
+        return R.is_region(self.src)
+
+    def args(self):
+        return [self.dst, self.src]
+
+    def config(self):
+        return {"kind": self.kind}
+
+    @classmethod
+    def _from_parts(cls, args, config):
+        return cls(args[0], args[1], **config)
+
+    @property
+    def reads(self):
+        return (self.src, self.dst) if self.src_is_region else (self.dst,)
+
+    @property
+    def writes(self):
+        return (self.dst,)

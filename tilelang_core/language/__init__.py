@@ -1,0 +1,42 @@
+"""The TileLang kernel language: ``import tilelang_core.language as T``.
+
+Same names and semantics as TileLang's ``tilelang.language``, so a kernel ports by changing the
+import. Example::
+
+    import tilelang_core.language as T
+
+    @T.prim_func
+    def matmul(A: T.Tensor((1024, 1024), T.float16), B: T.Tensor((1024, 1024), T.float16),
+               C: T.Tensor((1024, 1024), T.float32)):
+        with T.Kernel(T.ceildiv(1024, 128), T.ceildiv(1024, 128), threads=128) as (bx, by):
+            A_s = T.alloc_shared((128, 32), T.float16)
+            B_s = T.alloc_shared((32, 128), T.float16)
+            C_f = T.alloc_fragment((128, 128), T.float32)
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(1024, 32), num_stages=3):
+                T.copy(A[by * 128, k * 32], A_s)
+                T.copy(B[k * 32, bx * 128], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C[by * 128, bx * 128])
+"""
+
+from ..ir import GemmWarpPolicy
+from . import dtypes as _dtypes
+from .allocate import alloc_buffer, alloc_fragment, alloc_local, alloc_shared, alloc_var
+from .annotations import annotate_layout, use_swizzle
+from .dtypes import DType, canonical_dtype
+from .eager import EagerProgram, Specialization, const, empty, looks_eager
+from .expr import (Cast, Select, abs, cast, ceil, ceildiv, clamp, cos, erf, exp, exp2, exp10, floor,
+                   floordiv, floormod, if_then_else, infinity, isinf, isnan, log, log2, log10,
+                   max, max_value, min, min_value, pow, round, rsqrt, sigmoid, sin, sqrt, tanh,
+                   trunc, truncdiv, truncmod)
+from .function import prim_func
+from .kernel import (Kernel, get_block_binding, get_block_bindings, get_thread_binding,
+                     get_thread_bindings)
+from .macro import macro
+from .loops import Parallel, Pipelined, grid, serial, thread_binding, unroll, vectorized
+from .tensor import Buffer, Tensor, TensorType, dynamic, symbolic
+from .tile_ops import (atomic_add, atomic_max, atomic_min, clear, copy, cumsum, fill, gemm,
+                       reduce, reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum)
+
+globals().update(_dtypes.EXPORTED)  # T.float16, T.int32, T.bool, ...

@@ -1,0 +1,84 @@
+"""Kernel annotations: ``T.annotate_layout`` and ``T.use_swizzle``.
+
+Both are statements that wrap the rest of the kernel body in an attribute (docs/tile-ir.md)::
+
+    T.annotate_layout({A_s: make_swizzled_layout(A_s)})
+    T.use_swizzle(panel_size=10, order="row")
+"""
+
+from __future__ import annotations
+
+import tvm
+import tvm_ffi
+from tvm.script.ir_builder import tirx as B
+from tvm.tirx import is_buffer_var
+
+from ..errors import FrontendError
+from .kernel import current_kernel
+
+
+def annotate_layout(layout_map: dict):
+    """Fix the layout of shared/fragment buffers: ``{buffer: layout}``.
+
+    The map is the node of a ``tl.layout_map`` attribute on the rest of the kernel body; Python
+    layouts are stored as ``tvm.tirx.IndexMap`` (see ``_as_ir_layout``).
+    """
+    current_kernel("T.annotate_layout")
+    if not isinstance(layout_map, dict) or not layout_map:
+        raise FrontendError("T.annotate_layout takes a non-empty dict {buffer: layout}")
+    checked = {}
+    for buf, layout in layout_map.items():
+        if not is_buffer_var(buf):
+            raise FrontendError(f"T.annotate_layout keys must be buffers, got {buf!r}")
+        checked[buf] = _as_ir_layout(buf, layout)
+    # A Map node (not a dict: B.attr reads a dict as several attributes).
+    return B.attr(tvm_ffi.Map(checked), "tl.layout_map", tvm.tirx.const(1, "int32"))
+
+
+def _as_ir_layout(buf, layout):
+    """The layout as an IR object: TVM objects as given; Python layouts as an ``IndexMap``.
+
+    ``tilelang_core.layout.Layout`` (``offset(*idx)``) maps to ``[offset]``; a ``Fragment``
+    (``thread_of``/``local_of``) to ``[thread, local]``; a plain function ``f(i, j, ...)`` to
+    what it returns.
+    """
+    if isinstance(layout, tvm.runtime.Object):
+        return layout
+    rank = len(buf.ty.shape)
+    shape = getattr(layout, "shape", None)
+    if shape is not None and len(tuple(shape)) != rank:
+        raise FrontendError(f"T.annotate_layout: the layout of {buf.name} has {len(shape)} "
+                            f"dimensions but the buffer has {rank}")
+    if hasattr(layout, "thread_of") and hasattr(layout, "local_of"):
+        def fn(*idx):
+            return [layout.thread_of(*idx), layout.local_of(*idx)]
+    elif hasattr(layout, "offset"):
+        def fn(*idx):
+            return [layout.offset(*idx)]
+    elif callable(layout):
+        def fn(*idx):
+            out = layout(*idx)
+            return list(out) if isinstance(out, (list, tuple)) else [out]
+    else:
+        raise FrontendError(f"T.annotate_layout: the layout of {buf.name} must be a Layout, a "
+                            f"Fragment, an index function or a TVM object, got {layout!r}")
+    try:
+        return tvm.tirx.IndexMap.from_func(fn, ndim=rank, index_dtype="int32")
+    except FrontendError:
+        raise
+    except Exception as err:  # noqa: BLE001 - the user's function failed on symbolic indices
+        raise FrontendError(f"T.annotate_layout: the layout of {buf.name} cannot be applied to "
+                            f"symbolic indices: {err}") from None
+
+
+def use_swizzle(panel_size: int = 8, order: str = "row", enable: bool = True):
+    """Reorder block indices in panels of ``panel_size`` for L2 reuse (``order``: row/col)."""
+    current_kernel("T.use_swizzle")
+    if not isinstance(panel_size, int) or isinstance(panel_size, bool) or panel_size <= 0:
+        raise FrontendError(f"T.use_swizzle panel_size must be a positive constant, "
+                            f"got {panel_size!r}")
+    if order not in ("row", "col"):
+        raise FrontendError(f"T.use_swizzle order must be 'row' or 'col', got {order!r}")
+    if not enable:
+        return None
+    return B.attr(tvm.ir.StringImm(order), "tl.swizzle", tvm.tirx.const(panel_size, "int32"))

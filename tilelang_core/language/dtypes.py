@@ -1,0 +1,81 @@
+"""Data types: ``T.float16`` etc. are dtype strings that can also build constants and variables.
+
+``T.float16 == "float16"``, so either spelling works wherever a dtype is expected::
+
+    acc = T.alloc_fragment((64, 64), T.float32)
+    x = T.float16(1.5)            # a float16 constant
+    def k(n: T.int32, ...): ...   # a scalar kernel parameter
+"""
+
+from __future__ import annotations
+
+import tvm
+
+from ..errors import FrontendError
+
+
+class DType(str):
+    """A dtype name that is also a constructor of constants (and of parameters when bare)."""
+
+    __slots__ = ()
+
+    def __call__(self, value=None, *, name: str = ""):
+        if value is None:
+            # Bare annotation ``n: T.int32``: a fresh scalar variable for the parameter.
+            return tvm.tirx.Var(name, str(self))
+        if isinstance(value, (bool, int, float)):
+            return tvm.tirx.const(value, str(self))
+        if isinstance(value, tvm.ir.Expr):
+            return value if str(value.ty) == str(self) else tvm.tirx.Cast(str(self), value)
+        raise FrontendError(f"T.{self}() takes a number or an expression, got {value!r}")
+
+    def __repr__(self) -> str:
+        return f"T.{str(self)}"
+
+
+_NAMES = [
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "bfloat16", "float32", "float64",
+    "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu",
+    "float4_e2m1fn",
+]
+DTYPES: dict[str, DType] = {n: DType(n) for n in _NAMES}
+# TileLang's short aliases
+_ALIASES = {"half": "float16", "float": "float32", "double": "float64", "int": "int32",
+            "float8_e4m3": "float8_e4m3fn", "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}
+
+_TORCH_NAMES = {"half": "float16", "float": "float32", "double": "float64", "long": "int64",
+                "int": "int32", "short": "int16", "bool": "bool"}
+
+
+def canonical_dtype(dtype, what: str = "dtype") -> str:
+    """The dtype string for a TileLang / numpy / torch dtype or a dtype name."""
+    if isinstance(dtype, str):
+        name = _ALIASES.get(str(dtype), str(dtype))
+        try:
+            tvm.DataType(name)
+        except Exception:  # noqa: BLE001 - TVM raises its own error type for unknown names
+            raise FrontendError(f"{what}: unknown dtype {dtype!r}") from None
+        return name
+    text = str(dtype)
+    if text.startswith("torch."):
+        name = text[len("torch."):]
+        return _TORCH_NAMES.get(name, name)
+    name = getattr(dtype, "name", None)  # numpy dtypes and scalar types
+    if isinstance(name, str):
+        return canonical_dtype(name, what)
+    if isinstance(dtype, type):
+        try:
+            import numpy as np
+            return canonical_dtype(np.dtype(dtype).name, what)
+        except TypeError:
+            pass
+    raise FrontendError(f"{what}: cannot interpret {dtype!r} as a dtype")
+
+
+# Names exported as ``T.<name>`` (set on the package by language/__init__.py; not on this module,
+# where ``int``/``bool`` would shadow the builtins).
+EXPORTED: dict[str, DType] = {**DTYPES, "half": DTYPES["float16"],
+                              "float8_e4m3": DTYPES["float8_e4m3fn"]}
+
+__all__ = ["DTYPES", "EXPORTED", "DType", "canonical_dtype"]

@@ -1,0 +1,551 @@
+"""Eager-style programs: the kernel's shapes come from the tensors it is called with.
+
+    @tilelang.jit
+    def matmul(A, B, block_M: int = 64, block_N: int = 64, block_K: int = 32):
+        M, N, K = T.const("M, N, K")
+        A: T.Tensor((M, K), T.float16)
+        B: T.Tensor((K, N), T.float16)
+        C = T.empty((M, N), T.float16)
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            ...
+        return C
+
+Parameters annotated in the body with ``T.Tensor`` take tensors; the others are compile-time
+values. ``EagerProgram.specialize(args, kwargs)`` binds the ``T.const`` names from the argument
+shapes, checks shapes and dtypes, and parses the body into a PrimFunc whose parameters are the
+tensor arguments followed by the ``T.empty`` outputs. ``cache_key`` computes the same key
+without parsing, for the JIT's hot path.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import textwrap
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import tvm
+from tvm.script.ir_builder import tirx as B
+
+from ..errors import FrontendError
+from .dtypes import canonical_dtype
+from .parser import current_eager, parse_kernel
+from .tensor import TensorType
+
+
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Specialization:
+    """One compiled form of an eager program: the PrimFunc and how to call it."""
+
+    func: tvm.tirx.PrimFunc = field(compare=False, hash=False)
+    out_idx: tuple[int, ...]
+    key: Hashable
+    const_values: Mapping[str, int] = field(compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class EagerSignature:
+    """What the program takes: tensor parameters, compile-time parameters, consts, outputs."""
+
+    params: tuple[str, ...]
+    tensor_params: tuple[str, ...]
+    compile_time_params: tuple[str, ...]
+    const_names: tuple[str, ...]
+    outputs: tuple[str, ...]
+    defaults: Mapping[str, Any]
+
+
+@dataclass
+class _Stmt:
+    """A header statement of the body, compiled for evaluation outside the parser."""
+
+    kind: str  # "const" | "tensor" | "empty" | "plain"
+    names: tuple[str, ...]
+    code: Any  # compiled expression
+    node: ast.AST
+    const_spec: str | None = None
+
+
+def _split_names(spec) -> list[str]:
+    if isinstance(spec, (list, tuple)):
+        names = [str(s).strip() for s in spec]
+    else:
+        names = [s.strip() for s in str(spec).replace(",", " ").split()]
+    if not names or not all(n.isidentifier() for n in names):
+        raise FrontendError(f"T.const takes names like \"M, N, K\", got {spec!r}")
+    return names
+
+
+def _is_call_to(node: ast.AST, attr: str) -> bool:
+    return isinstance(node, ast.Call) and (
+        (isinstance(node.func, ast.Attribute) and node.func.attr == attr)
+        or (isinstance(node.func, ast.Name) and node.func.id == attr))
+
+
+class EagerProgram:
+    """An eager-style kernel function, specialized per argument shapes/dtypes/values."""
+
+    def __init__(self, fn: Callable):
+        if not inspect.isfunction(fn):
+            raise TypeError(f"EagerProgram wraps a function, got {fn!r}")
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self._py_sig = inspect.signature(fn)
+        for p in self._py_sig.parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise self._error(None, f"eager kernel '{fn.__name__}' cannot take *args/**kwargs")
+        self._filename = inspect.getsourcefile(fn) or "<unknown>"
+        lines, self._first_line = inspect.getsourcelines(fn)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+        ast.increment_lineno(tree, self._first_line - 1)
+        self._indent = len(lines[0]) - len(lines[0].lstrip())
+        fdef = tree.body[0]
+        params = tuple(self._py_sig.parameters)
+        self._stmts: list[_Stmt] = []
+        tensor_params: list[str] = []
+        consts: list[str] = []
+        outputs: list[str] = []
+        for node in ast.walk(fdef):
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) \
+                    and node.target.id in params and node.value is None:
+                tensor_params.append(node.target.id)
+                self._stmts.append(_Stmt("tensor", (node.target.id,),
+                                         self._compile(node.annotation), node))
+            elif isinstance(node, ast.Assign) and _is_call_to(node.value, "const"):
+                names = self._target_names(node.targets[0])
+                consts.extend(names)
+                self._stmts.append(_Stmt("const", tuple(names), self._compile(node.value), node))
+            elif isinstance(node, ast.Assign) and _is_call_to(node.value, "empty"):
+                names = self._target_names(node.targets[0])
+                if len(names) != 1:
+                    raise self._error(node, "assign each T.empty(...) to one name")
+                outputs.append(names[0])
+                self._stmts.append(_Stmt("empty", tuple(names), self._compile(node.value), node))
+        # Top-level assignments before the kernel (``dtype = T.float16``) may feed annotations.
+        for node in fdef.body:
+            if isinstance(node, ast.With):
+                break
+            if isinstance(node, ast.Assign) and not _is_call_to(node.value, "const") \
+                    and not _is_call_to(node.value, "empty"):
+                try:
+                    names = self._target_names(node.targets[0])
+                except FrontendError:
+                    continue
+                self._stmts.append(_Stmt("plain", tuple(names), self._compile(node.value), node))
+        self._stmts.sort(key=lambda s: (s.node.lineno, s.node.col_offset))
+        # Parameters are declared in signature order, whatever order the annotations have.
+        ordered_tensors = tuple(p for p in params if p in tensor_params)
+        self.signature = EagerSignature(
+            params=params, tensor_params=ordered_tensors,
+            compile_time_params=tuple(p for p in params if p not in tensor_params),
+            const_names=tuple(consts), outputs=tuple(outputs),
+            defaults={k: v.default for k, v in self._py_sig.parameters.items()
+                      if v.default is not inspect.Parameter.empty})
+        self._tensor_pos = tuple(params.index(p) for p in ordered_tensors)
+        self._param_index = {p: i for i, p in enumerate(params)}
+        self._scalar_names = self.signature.compile_time_params
+        self._headers: dict[Hashable, _Header] = {}
+        self._dtype_cache: dict[Any, str] = {}
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _compile(self, expr: ast.expr):
+        return compile(ast.Expression(expr), self._filename, "eval")
+
+    def _target_names(self, target: ast.expr) -> list[str]:
+        if isinstance(target, ast.Name):
+            return [target.id]
+        if isinstance(target, (ast.Tuple, ast.List)) and all(
+                isinstance(e, ast.Name) for e in target.elts):
+            return [e.id for e in target.elts]
+        raise self._error(target, "assign T.const / T.empty results to plain names")
+
+    def _error(self, node, message: str) -> FrontendError:
+        if node is None:
+            return FrontendError(message, filename=self._filename, lineno=self._first_line,
+                                 kernel=self.fn.__name__)
+        line = linecache.getline(self._filename, node.lineno) or None
+        return FrontendError(message, filename=self._filename, lineno=node.lineno,
+                             col=node.col_offset + 1 + self._indent, source_line=line,
+                             kernel=self.fn.__name__)
+
+    def _dtype(self, dtype) -> str:
+        try:
+            return self._dtype_cache[dtype]
+        except (KeyError, TypeError):
+            name = canonical_dtype(dtype, "tensor argument")
+            try:
+                self._dtype_cache[dtype] = name
+            except TypeError:
+                pass
+            return name
+
+    def _bind(self, args: tuple, kwargs: dict) -> list:
+        """Argument values in signature order (fast path for positional calls)."""
+        params = self.signature.params
+        if not kwargs and len(args) == len(params):
+            return list(args)
+        if len(args) <= len(params):
+            # Hand-rolled binding: inspect.Signature.bind costs ~15 us per call.
+            values = list(args) + [_MISSING] * (len(params) - len(args))
+            for name, value in kwargs.items():
+                i = self._param_index.get(name, -1)
+                if i < len(args) or values[i] is not _MISSING:
+                    break  # unknown or duplicate: let inspect produce the message
+                values[i] = value
+            else:
+                defaults = self.signature.defaults
+                for i, value in enumerate(values):
+                    if value is _MISSING:
+                        if params[i] not in defaults:
+                            break
+                        values[i] = defaults[params[i]]
+                else:
+                    return values
+        try:
+            bound = self._py_sig.bind(*args, **kwargs)
+        except TypeError as err:
+            raise self._error(None, f"{self.fn.__name__}(): {err}") from None
+        bound.apply_defaults()
+        return [bound.arguments[p] for p in params]
+
+    def _scalars(self, values: list) -> tuple:
+        out = []
+        for name, value in zip(self.signature.params, values, strict=True):
+            if name in self._scalar_names:
+                if hasattr(value, "shape") and hasattr(value, "dtype"):
+                    raise self._error(None, f"parameter '{name}' received a tensor but has no "
+                                            f"'{name}: T.Tensor(...)' annotation in the body")
+                try:
+                    hash(value)
+                except TypeError:
+                    raise self._error(None, f"compile-time parameter '{name}' must be hashable "
+                                            f"(int, float, bool, str, tuple), got "
+                                            f"{type(value).__name__}") from None
+                out.append(value)
+        return tuple(out)
+
+    # -- public API -----------------------------------------------------------------------
+    def cache_key(self, args: tuple, kwargs: dict | None = None) -> Hashable:
+        """The key ``specialize(args, kwargs).key`` will have, computed without parsing."""
+        values = self._bind(args, kwargs or {})
+        scalars = self._scalars(values)
+        header = self._header(scalars)
+        shapes = []
+        for pos, name, mask in zip(self._tensor_pos, self.signature.tensor_params,
+                                   header.static_mask, strict=True):
+            arg = values[pos]
+            try:
+                shape, dtype = arg.shape, arg.dtype
+            except AttributeError:
+                raise self._error(header.ann_nodes[name],
+                                  f"parameter '{name}' expects a tensor, got "
+                                  f"{type(arg).__name__}") from None
+            shapes.append((tuple(int(d) if keep else None
+                                 for d, keep in zip(shape, mask, strict=False)),
+                           len(shape), self._dtype(dtype)))
+        return (self.fn.__name__, tuple(shapes), scalars)
+
+    def specialize(self, args: tuple, kwargs: dict | None = None) -> Specialization:
+        """Check ``args`` against the annotations and parse the kernel for them."""
+        values = self._bind(args, kwargs or {})
+        scalars = self._scalars(values)
+        header = self._header(scalars)
+        consts = header.bind_consts(self, values)
+        tensors, empties = header.concrete_types(self, consts, scalars, values)
+        key = self.cache_key(args, kwargs)
+        compile_time = dict(zip(self._scalar_names, scalars, strict=True))
+        specializer = _Specializer(self, consts, tensors, empties, compile_time)
+        func = parse_kernel(self.fn, extra_vars=compile_time, eager=specializer)
+        out_idx = specializer.out_idx()
+        return Specialization(func=func, out_idx=out_idx, key=key,
+                              const_values=dict(consts))
+
+    def __repr__(self) -> str:
+        return f"EagerProgram({self.fn.__name__})"
+
+    # -- header evaluation ------------------------------------------------------------------
+    def _namespace(self, scalars: tuple) -> dict[str, Any]:
+        ns = dict(self.fn.__globals__)
+        if self.fn.__closure__:
+            ns.update(dict(zip(self.fn.__code__.co_freevars,
+                               (c.cell_contents for c in self.fn.__closure__), strict=True)))
+        ns.update(self.signature.defaults)
+        ns.update(zip(self._scalar_names, scalars, strict=True))
+        return ns
+
+    def _header(self, scalars: tuple) -> _Header:
+        try:
+            return self._headers[scalars]
+        except KeyError:
+            pass
+        header = _Header(self, scalars)
+        self._headers[scalars] = header
+        return header
+
+
+class _Header:
+    """The header statements evaluated with symbolic consts: which dims bind which const."""
+
+    def __init__(self, program: EagerProgram, scalars: tuple):
+        self.scalars = scalars
+        ns = program._namespace(scalars)
+        self.placeholders: dict[str, tvm.tirx.Var] = {}
+        self.ann_nodes: dict[str, ast.AST] = {}
+        self.ann_types: dict[str, TensorType] = {}
+        for stmt in program._stmts:
+            if stmt.kind == "plain":
+                _eval_plain(stmt, ns)
+            elif stmt.kind == "const":
+                names = _const_names_of(program, stmt, ns)
+                for n in names:
+                    self.placeholders[n] = tvm.tirx.Var(n, "int32")
+                    ns[n] = self.placeholders[n]
+            elif stmt.kind == "tensor":
+                name = stmt.names[0]
+                self.ann_nodes[name] = stmt.node
+                value = _eval(program, stmt, ns)
+                if not isinstance(value, TensorType):
+                    raise program._error(stmt.node, f"parameter '{name}' must be annotated "
+                                                    f"T.Tensor(shape, dtype), got {value!r}")
+                self.ann_types[name] = value
+        for name in program.signature.tensor_params:
+            if name not in self.ann_types:  # pragma: no cover - collected together
+                raise program._error(None, f"parameter '{name}' has no T.Tensor annotation")
+        const_vars = set(self.placeholders.values())
+        # A dim is static (part of the cache key) unless it depends on a T.dynamic size.
+        self.static_mask = tuple(
+            tuple(_is_static(d, const_vars) for d in self.ann_types[n].shape)
+            for n in program.signature.tensor_params)
+
+    def bind_consts(self, program: EagerProgram, values: list) -> dict[str, int]:
+        consts: dict[str, int] = {}
+        by_var = {v: k for k, v in self.placeholders.items()}
+        for pos, name in zip(program._tensor_pos, program.signature.tensor_params, strict=True):
+            ann = self.ann_types[name]
+            arg = values[pos]
+            if not (hasattr(arg, "shape") and hasattr(arg, "dtype")):
+                raise program._error(self.ann_nodes[name], f"parameter '{name}' expects a tensor "
+                                                           f"{ann}, got {type(arg).__name__}")
+            shape = tuple(int(d) for d in arg.shape)
+            if len(shape) != len(ann.shape):
+                raise program._error(self.ann_nodes[name],
+                                     f"parameter '{name}' expects a {len(ann.shape)}-D tensor "
+                                     f"{ann}, got shape {shape}")
+            for i, (dim, actual) in enumerate(zip(ann.shape, shape, strict=True)):
+                const_name = by_var.get(dim) if isinstance(dim, tvm.tirx.Var) else None
+                if const_name is not None and const_name not in consts:
+                    consts[const_name] = actual
+                elif const_name is not None and consts[const_name] != actual:
+                    raise program._error(
+                        self.ann_nodes[name],
+                        f"shape mismatch for parameter '{name}': dim {i} is {const_name} = "
+                        f"{consts[const_name]} (bound by an earlier argument), got {actual} "
+                        f"(shape {shape})")
+        missing = [n for n in self.placeholders if n not in consts]
+        if missing:
+            raise program._error(None, f"T.const {', '.join(missing)} is not the size of any "
+                                       f"dimension of a tensor argument, so it cannot be bound")
+        return consts
+
+    def concrete_types(self, program: EagerProgram, consts: dict[str, int], scalars: tuple,
+                       values: list):
+        """Annotations and T.empty types with the consts substituted, checked against args."""
+        ns = program._namespace(scalars)
+        ns.update(consts)
+        tensors: dict[str, TensorType] = {}
+        empties: list[tuple[str, TensorType, ast.AST]] = []
+        for stmt in program._stmts:
+            if stmt.kind == "const":
+                continue
+            if stmt.kind == "plain":
+                _eval_plain(stmt, ns)
+                continue
+            value = _eval(program, stmt, ns)
+            if stmt.kind == "tensor":
+                tensors[stmt.names[0]] = value
+            else:
+                if not isinstance(value, TensorType):  # pragma: no cover - T.empty returns one
+                    raise program._error(stmt.node, "T.empty(shape, dtype) expected")
+                empties.append((stmt.names[0], value, stmt.node))
+        for pos, name in zip(program._tensor_pos, program.signature.tensor_params, strict=True):
+            ann, arg = tensors[name], values[pos]
+            shape = tuple(int(d) for d in arg.shape)
+            for i, (dim, actual) in enumerate(zip(ann.shape, shape, strict=True)):
+                if isinstance(dim, int) and dim != actual:
+                    raise program._error(
+                        self.ann_nodes[name],
+                        f"shape mismatch for parameter '{name}': expected {ann} but got shape "
+                        f"{shape} (dim {i} should be {dim})")
+            dtype = program._dtype(arg.dtype)
+            if dtype != ann.dtype:
+                raise program._error(self.ann_nodes[name],
+                                     f"dtype mismatch for parameter '{name}': expected "
+                                     f"{ann.dtype}, got {dtype}")
+        return tensors, empties
+
+
+def _is_static(dim, const_vars: set) -> bool:
+    if isinstance(dim, int):
+        return True
+    if isinstance(dim, tvm.tirx.Var):
+        return dim in const_vars
+    return all(v in const_vars for v in tvm.tirx.analysis.undefined_vars(dim))
+
+
+def _eval(program: EagerProgram, stmt: _Stmt, ns: dict):
+    token = current_eager.set(_HeaderEval())
+    try:
+        return eval(stmt.code, ns)  # noqa: S307 - the user's own kernel source
+    except FrontendError as err:
+        raise program._error(stmt.node, err.message) from None
+    except Exception as err:  # noqa: BLE001 - report any failure at the user's line
+        raise program._error(stmt.node, f"{type(err).__name__}: {err}") from None
+    finally:
+        current_eager.reset(token)
+
+
+def _eval_plain(stmt: _Stmt, ns: dict) -> None:
+    """Best effort: a failing plain statement is left to the parser, which reports it."""
+    token = current_eager.set(_HeaderEval())
+    try:
+        value = eval(stmt.code, ns)  # noqa: S307 - the user's own kernel source
+    except Exception:  # noqa: BLE001 - see docstring
+        return
+    finally:
+        current_eager.reset(token)
+    if len(stmt.names) == 1:
+        ns[stmt.names[0]] = value
+    elif isinstance(value, (tuple, list)) and len(value) == len(stmt.names):
+        ns.update(zip(stmt.names, value, strict=True))
+
+
+def _const_names_of(program: EagerProgram, stmt: _Stmt, ns: dict) -> list[str]:
+    call = stmt.node.value
+    if not call.args:
+        raise program._error(stmt.node, "T.const needs the names, e.g. T.const(\"M, N, K\")")
+    spec = eval(compile(ast.Expression(call.args[0]), program._filename, "eval"), ns)  # noqa: S307
+    names = _split_names(spec)
+    if list(stmt.names) != names:
+        raise program._error(stmt.node, f"T.const({spec!r}) must be assigned to the same names "
+                                        f"in the same order: {', '.join(names)}")
+    return names
+
+
+class _HeaderEval:
+    """Marks header evaluation: T.empty returns its type instead of a buffer."""
+
+    def empty(self, shape, dtype):
+        return TensorType(shape, dtype)
+
+
+class _Specializer:
+    """Hooks the parser calls while parsing an eager program for one specialization."""
+
+    def __init__(self, program: EagerProgram, consts: dict[str, int],
+                 tensors: dict[str, TensorType], empties: list, compile_time: dict[str, Any]):
+        self.program = program
+        self.consts = consts
+        self.tensors = tensors
+        self.empties = empties
+        self.compile_time = compile_time
+        self.params: list = []
+        self.outputs: list = []
+        self._next_empty = 0
+        self._returned: list = []
+
+    def declare_params(self, parser, node) -> None:
+        for name in self.program.signature.params:
+            if name in self.tensors:
+                buf = B.arg(name, self.tensors[name]())
+                self.params.append(buf)
+                parser.var_table.add(name, buf)
+            else:
+                parser.var_table.add(name, self.compile_time[name])
+        for name, ttype, _ in self.empties:
+            buf = B.arg(name, ttype())
+            self.outputs.append(buf)
+
+    def const(self, names) -> tuple | int:
+        values = tuple(self.consts[n] for n in _split_names(names))
+        return values[0] if len(values) == 1 else values
+
+    def empty(self, shape, dtype):
+        if self._next_empty >= len(self.outputs):
+            raise FrontendError("T.empty is only allowed as 'name = T.empty(shape, dtype)' at the "
+                                "top level of an eager kernel")
+        buf = self.outputs[self._next_empty]
+        self._next_empty += 1
+        return buf
+
+    def handles_annotation(self, parser, node) -> bool:
+        from tvm.script.parser.core import doc
+        return isinstance(node.target, doc.Name) and node.target.id in self.tensors \
+            and node.value is None
+
+    def check_return(self, parser, node) -> None:
+        if node.value is None:
+            return
+        value = parser.eval_expr(node.value)
+        values = list(value) if isinstance(value, (list, tuple)) else [value]
+        for v in values:
+            if not any(v.same_as(o) for o in self.outputs if hasattr(v, "same_as")):
+                parser.report_error(node, "an eager kernel may only return buffers created with "
+                                          "T.empty")
+        self._returned = values
+
+    def out_idx(self) -> tuple[int, ...]:
+        n_in = len(self.params)
+        returned = self._returned or self.outputs
+        return tuple(n_in + next(i for i, o in enumerate(self.outputs) if o.same_as(r))
+                     for r in returned)
+
+
+def looks_eager(fn: Callable) -> bool:
+    """True when ``fn`` is written in the eager style: a parameter is annotated with a tensor type
+    inside the body (``A: T.Tensor(...)``) or the body creates outputs with ``T.empty``.
+
+    Lets ``@tilelang.jit`` tell an eager program from a function that returns a PrimFunc.
+    """
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    fdef = tree.body[0] if tree.body else None
+    if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    params = {a.arg for a in fdef.args.posonlyargs + fdef.args.args + fdef.args.kwonlyargs}
+    for node in ast.walk(fdef):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) \
+                and node.target.id in params and node.value is None:
+            return True
+        if isinstance(node, ast.Call) and _is_call_to(node, "empty") \
+                and isinstance(node.func, ast.Attribute):
+            return True
+    return False
+
+
+def const(names):
+    """Compile-time sizes of an eager kernel, bound from the argument shapes.
+
+    ``M, N, K = T.const("M, N, K")`` then ``A: T.Tensor((M, K), T.float16)``.
+    """
+    hooks = current_eager.get()
+    if hooks is None or not hasattr(hooks, "const"):
+        raise FrontendError("T.const can only be used in an eager-style kernel (@tilelang.jit "
+                            "without T.prim_func); use T.dynamic for symbolic sizes")
+    return hooks.const(names)
+
+
+def empty(shape, dtype="float32"):
+    """An output tensor of an eager kernel, allocated by the runtime and returned to the caller."""
+    hooks = current_eager.get()
+    if hooks is None or not hasattr(hooks, "empty"):
+        raise FrontendError("T.empty can only be used in an eager-style kernel (@tilelang.jit "
+                            "without T.prim_func)")
+    return hooks.empty(shape, dtype)

@@ -1,0 +1,65 @@
+"""Emit tile ops into the kernel being built, and turn user operands into regions."""
+
+from __future__ import annotations
+
+import tvm
+from tvm.ir import TensorLoad
+from tvm.script.ir_builder import IRBuilder
+from tvm.tirx import is_buffer_var
+from tvm.tirx.script.builder import _ffi_api as _builder_ffi
+
+from ..errors import FrontendError
+from ..ir import TileOp
+from ..ir import region as R
+from .kernel import current_kernel
+
+
+def emit(op: TileOp) -> None:
+    """Append ``op`` as a TilePrimitiveCall statement to the innermost open frame."""
+    current_kernel(f"T.{op.name}")
+    if not IRBuilder.is_in_scope():  # pragma: no cover - current_kernel implies a builder
+        raise FrontendError(f"T.{op.name} must be called inside a kernel")
+    _builder_ffi.TilePrimitiveCall(op.to_stmt())
+
+
+def is_element(x) -> bool:
+    """``A[i, j]``: a single-element access used as the start of a region."""
+    if isinstance(x, tvm.tirx.script.builder.scalar_wrapper):
+        return True
+    return isinstance(x, TensorLoad) and is_buffer_var(x.source)
+
+
+def _unwrap(x):
+    if isinstance(x, tvm.tirx.script.builder.scalar_wrapper):
+        return x.scalar
+    return x
+
+
+def region_from_start(start, other, what: str):
+    """The region of ``start``'s buffer beginning at ``start``'s indices, shaped like ``other``.
+
+    ``T.copy(A[by * 128, k * 32], A_s)`` copies a (128, 32) block of A: the non-unit extents
+    of the other operand fill the trailing dimensions, leading ones get extent 1.
+    """
+    start = _unwrap(start)
+    other_region = R.to_region(other, what)
+    extents = R.squeeze(R.extents_of(other_region))
+    rank = len(start.indices)
+    if len(extents) > rank:
+        raise FrontendError(
+            f"{what}: {start.source.name} has {rank} dimensions but the other operand "
+            f"{R.fmt_region(other_region)} has {len(extents)} non-unit dimensions")
+    extents = [1] * (rank - len(extents)) + list(extents)
+    return R.make_region(start.source, list(start.indices), extents)
+
+
+def pair_regions(a, b, what_a: str, what_b: str):
+    """Regions for two operands where either may be a start element (``A[i, j]``)."""
+    if is_element(a) and is_element(b):
+        raise FrontendError(f"{what_a} and {what_b} are both single elements; give at least one "
+                            f"as a buffer or a slice such as A[0:64, :] so the extent is known")
+    if is_element(a):
+        return region_from_start(a, b, what_a), R.to_region(b, what_b)
+    if is_element(b):
+        return R.to_region(a, what_a), region_from_start(b, a, what_b)
+    return R.to_region(a, what_a), R.to_region(b, what_b)

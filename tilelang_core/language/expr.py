@@ -1,0 +1,170 @@
+"""Scalar expressions: math functions, casts, ``T.ceildiv``, ``T.if_then_else``, ``T.infinity``.
+
+On Python numbers the integer helpers (``ceildiv``, ``max``, ``min``, ``abs``) compute at once, so
+tile sizes stay plain ints; on symbolic values they build TIRX expressions::
+
+    n_tiles = T.ceildiv(K, 32)                     # int if K is an int, an expression otherwise
+    y = T.exp2(x * scale - T.max(m, 0))
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+
+import tvm
+from tvm import tirx
+
+from ..errors import FrontendError
+from .dtypes import canonical_dtype
+
+_NUMBER = (int, float)
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, _NUMBER) and not isinstance(x, bool)
+
+
+def _expr(x, what: str):
+    if isinstance(x, tvm.tirx.script.builder.scalar_wrapper):
+        return x.scalar
+    if _is_number(x):
+        return tirx.const(x, "float32" if isinstance(x, float) else "int32")
+    if isinstance(x, tvm.ir.Expr):
+        return x
+    raise FrontendError(f"{what} expects a number or a scalar expression, got {x!r}")
+
+
+def ceildiv(a, b):
+    """``(a + b - 1) // b``; an int when both are ints."""
+    if isinstance(a, int) and isinstance(b, int):
+        if b == 0:
+            raise FrontendError("T.ceildiv: division by zero")
+        return -(-a // b)
+    return tirx.ceildiv(_expr(a, "T.ceildiv"), _expr(b, "T.ceildiv"))
+
+
+def max(a, b, *rest):  # noqa: A001 - TileLang's name
+    """Maximum of two or more values."""
+    if _is_number(a) and _is_number(b) and all(_is_number(r) for r in rest):
+        return builtins.max(a, b, *rest)
+    out = tirx.max(_expr(a, "T.max"), _expr(b, "T.max"))
+    for r in rest:
+        out = tirx.max(out, _expr(r, "T.max"))
+    return out
+
+
+def min(a, b, *rest):  # noqa: A001 - TileLang's name
+    """Minimum of two or more values."""
+    if _is_number(a) and _is_number(b) and all(_is_number(r) for r in rest):
+        return builtins.min(a, b, *rest)
+    out = tirx.min(_expr(a, "T.min"), _expr(b, "T.min"))
+    for r in rest:
+        out = tirx.min(out, _expr(r, "T.min"))
+    return out
+
+
+def abs(x):  # noqa: A001 - TileLang's name
+    """Absolute value."""
+    return builtins.abs(x) if _is_number(x) else tirx.abs(_expr(x, "T.abs"))
+
+
+def _unary(name: str, fn):
+    def op(x):
+        return fn(_expr(x, f"T.{name}"))
+    op.__name__ = name
+    op.__doc__ = f"Element-wise ``{name}`` of a scalar expression."
+    return op
+
+
+exp = _unary("exp", tirx.exp)
+exp2 = _unary("exp2", tirx.exp2)
+exp10 = _unary("exp10", tirx.exp10)
+log = _unary("log", tirx.log)
+log2 = _unary("log2", tirx.log2)
+log10 = _unary("log10", tirx.log10)
+sqrt = _unary("sqrt", tirx.sqrt)
+rsqrt = _unary("rsqrt", tirx.rsqrt)
+tanh = _unary("tanh", tirx.tanh)
+sigmoid = _unary("sigmoid", tirx.sigmoid)
+erf = _unary("erf", tirx.erf)
+sin = _unary("sin", tirx.sin)
+cos = _unary("cos", tirx.cos)
+floor = _unary("floor", tirx.floor)
+ceil = _unary("ceil", tirx.ceil)
+round = _unary("round", tirx.round)  # noqa: A001
+trunc = _unary("trunc", tirx.trunc)
+isnan = _unary("isnan", tirx.isnan)
+isinf = _unary("isinf", tirx.isinf)
+
+
+def pow(x, y):  # noqa: A001
+    """``x ** y``."""
+    return tirx.pow(_expr(x, "T.pow"), _expr(y, "T.pow"))
+
+
+def floordiv(a, b):
+    return a // b if isinstance(a, int) and isinstance(b, int) else \
+        tirx.floordiv(_expr(a, "T.floordiv"), _expr(b, "T.floordiv"))
+
+
+def floormod(a, b):
+    return a % b if isinstance(a, int) and isinstance(b, int) else \
+        tirx.floormod(_expr(a, "T.floormod"), _expr(b, "T.floormod"))
+
+
+def truncdiv(a, b):
+    return tirx.truncdiv(_expr(a, "T.truncdiv"), _expr(b, "T.truncdiv"))
+
+
+def truncmod(a, b):
+    return tirx.truncmod(_expr(a, "T.truncmod"), _expr(b, "T.truncmod"))
+
+
+def clamp(x, lo, hi):
+    """``x`` limited to ``[lo, hi]``."""
+    return max(min(x, hi), lo)
+
+
+def if_then_else(cond, then_value, else_value):
+    """``then_value if cond else else_value``, evaluated lazily on the device."""
+    if isinstance(cond, bool):
+        return then_value if cond else else_value
+    return tirx.if_then_else(_expr(cond, "T.if_then_else"), then_value, else_value)
+
+
+def Select(cond, then_value, else_value):  # noqa: N802 - TVM's name
+    """Both branches evaluated, one selected."""
+    return tirx.Select(_expr(cond, "T.Select"), then_value, else_value)
+
+
+def infinity(dtype):
+    """+inf of a floating dtype (``-T.infinity(T.float32)`` for -inf)."""
+    return tirx.infinity(canonical_dtype(dtype, "T.infinity"))
+
+
+def max_value(dtype):
+    """Largest finite value of ``dtype``."""
+    return tirx.max_value(canonical_dtype(dtype, "T.max_value"))
+
+
+def min_value(dtype):
+    """Smallest finite value of ``dtype``."""
+    return tirx.min_value(canonical_dtype(dtype, "T.min_value"))
+
+
+def cast(value, dtype):
+    """``value`` converted to ``dtype`` (TileLang's argument order)."""
+    dtype = canonical_dtype(dtype, "T.cast")
+    if _is_number(value) or isinstance(value, bool):
+        return tirx.const(value, dtype)
+    value = _expr(value, "T.cast")
+    return value if str(value.ty) == dtype else tirx.Cast(dtype, value)
+
+
+def Cast(dtype, value):  # noqa: N802 - TVM's name and argument order
+    """``value`` converted to ``dtype`` (TVM's argument order)."""
+    return cast(value, dtype)
+
+
+pi = math.pi

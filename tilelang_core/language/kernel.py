@@ -1,0 +1,133 @@
+"""``T.Kernel``: the launch of a grid of thread blocks, and the thread/block index accessors."""
+
+from __future__ import annotations
+
+import contextlib
+
+import tvm
+from tvm.script.ir_builder import IRBuilder
+from tvm.script.ir_builder import tirx as B
+
+from ..errors import FrontendError
+
+_BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
+_THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+_THREAD_NAMES = ("tx", "ty", "tz")
+
+_ACTIVE: list[Kernel] = []
+
+
+def _extent(value, what: str, must_be_const: bool):
+    if isinstance(value, bool):
+        raise FrontendError(f"{what} must be an integer, got {value!r}")
+    if isinstance(value, int):
+        if value <= 0:
+            raise FrontendError(f"{what} must be positive, got {value}")
+        return value
+    if isinstance(value, tvm.tirx.IntImm):
+        return _extent(int(value.value), what, must_be_const)
+    if isinstance(value, tvm.ir.Expr) and tvm.ir.is_prim_expr(value) \
+            and str(value.ty).startswith(("int", "uint")):
+        if must_be_const:
+            raise FrontendError(f"{what} must be a compile-time constant, got the expression "
+                                f"{value}")
+        return value
+    raise FrontendError(f"{what} must be an integer, got {value!r}")
+
+
+class Kernel:
+    """Launch a grid of thread blocks; the ``with`` body runs once per block.
+
+    ``as bx`` binds the block index of a 1-D grid, ``as (bx, by)`` of a 2-D grid, and so on.
+    ``threads`` is the block size: an int, or a tuple for 2-D/3-D blocks (compile-time constants).
+
+    Example::
+
+        with T.Kernel(T.ceildiv(N, 128), T.ceildiv(M, 128), threads=128) as (bx, by):
+            tx = T.get_thread_binding()
+    """
+
+    def __init__(self, *blocks, threads=128, is_cpu: bool = False, prelude=None):
+        if is_cpu:
+            raise FrontendError("T.Kernel(is_cpu=True) is not supported: kernels are lowered "
+                                "per target by the backend, the CPU one included")
+        if prelude is not None:
+            raise FrontendError("T.Kernel(prelude=...) is not supported")
+        if len(blocks) == 1 and isinstance(blocks[0], (list, tuple)):
+            blocks = tuple(blocks[0])
+        if not 1 <= len(blocks) <= 3:
+            raise FrontendError(f"T.Kernel takes 1 to 3 grid extents, got {len(blocks)}")
+        self.blocks = [_extent(b, f"T.Kernel grid extent {i}", False)
+                       for i, b in enumerate(blocks)]
+        thread_list = list(threads) if isinstance(threads, (list, tuple)) else [threads]
+        if not 1 <= len(thread_list) <= 3:
+            raise FrontendError(f"T.Kernel threads takes 1 to 3 extents, got {len(thread_list)}")
+        self.threads = [_extent(t, "T.Kernel threads", True) for t in thread_list]
+        self.block_vars: list = []
+        self.thread_vars: list = []
+        self._stack: contextlib.ExitStack | None = None
+
+    def __enter__(self):
+        if not IRBuilder.is_in_scope():
+            raise FrontendError("T.Kernel can only be used inside a T.prim_func kernel")
+        if _ACTIVE:
+            raise FrontendError("T.Kernel cannot be nested inside another T.Kernel")
+        stack = contextlib.ExitStack()
+        stack.__enter__()
+        for tag, extent in zip(_BLOCK_TAGS, self.blocks, strict=False):
+            self.block_vars.append(stack.enter_context(B.launch_thread(tag, extent)))
+        for tag, extent, name in zip(_THREAD_TAGS, self.threads, _THREAD_NAMES, strict=False):
+            var = stack.enter_context(B.launch_thread(tag, extent))
+            IRBuilder.name(name, var)
+            self.thread_vars.append(var)
+        self._stack = stack
+        _ACTIVE.append(self)
+        return self.block_vars[0] if len(self.block_vars) == 1 else tuple(self.block_vars)
+
+    def __exit__(self, exc_type, exc, tb):
+        _ACTIVE.pop()
+        stack, self._stack = self._stack, None
+        return stack.__exit__(exc_type, exc, tb)
+
+    def get_thread_binding(self, dim: int = 0):
+        return _pick(self.thread_vars, dim, "thread")
+
+    def get_block_binding(self, dim: int = 0):
+        return _pick(self.block_vars, dim, "block")
+
+
+def _pick(vars_, dim, what):
+    if not isinstance(dim, int) or not 0 <= dim < len(vars_):
+        raise FrontendError(f"the kernel has {len(vars_)} {what} dimensions; dim={dim!r} is "
+                            "out of range")
+    return vars_[dim]
+
+
+def current_kernel(what: str) -> Kernel:
+    """The innermost open kernel, or a FrontendError saying ``what`` needs one."""
+    if not _ACTIVE:
+        raise FrontendError(f"{what} must be used inside 'with T.Kernel(...)'")
+    return _ACTIVE[-1]
+
+
+def reset_kernel_stack() -> None:
+    """Forget open kernels (after a parse error left one open)."""
+    _ACTIVE.clear()
+
+
+def get_thread_binding(dim: int = 0):
+    """The thread index along ``dim`` of the enclosing ``T.Kernel`` (``threadIdx.x`` for 0)."""
+    return current_kernel("T.get_thread_binding").get_thread_binding(dim)
+
+
+def get_block_binding(dim: int = 0):
+    """The block index along ``dim`` of the enclosing ``T.Kernel`` (``blockIdx.x`` for 0)."""
+    return current_kernel("T.get_block_binding").get_block_binding(dim)
+
+
+def get_thread_bindings():
+    return list(current_kernel("T.get_thread_bindings").thread_vars)
+
+
+def get_block_bindings():
+    return list(current_kernel("T.get_block_bindings").block_vars)

@@ -1,0 +1,116 @@
+"""Loops: ``T.Parallel``, ``T.Pipelined``, ``T.serial``, ``T.unroll``, ``T.vectorized``.
+
+``T.Parallel(m, n)`` is a nest of ``parallel`` loops annotated ``{"tl.parallel": 1}``; layout
+inference maps its iterations onto threads. ``T.Pipelined`` is a ``serial`` loop annotated
+``{"tl.num_stages": k}`` that the pipeline planner software-pipelines.
+
+Example::
+
+    for k in T.Pipelined(T.ceildiv(K, 32), num_stages=3):
+        T.copy(A[by * 128, k * 32], A_s)
+    for i, j in T.Parallel(128, 128):
+        C_f[i, j] = T.max(C_f[i, j], 0)
+"""
+
+from __future__ import annotations
+
+import tvm
+from tvm.script.ir_builder import tirx as B
+
+from ..errors import FrontendError
+from .parser import LoopNest
+
+
+def _bound(value, what: str):
+    if isinstance(value, bool):
+        raise FrontendError(f"{what} must be an integer, got {value!r}")
+    if isinstance(value, int) or (isinstance(value, tvm.ir.Expr) and tvm.ir.is_prim_expr(value)
+                                  and str(value.ty).startswith(("int", "uint"))):
+        return value
+    raise FrontendError(f"{what} must be an integer expression, got {value!r}")
+
+
+def _int_list(value, what: str) -> list[int] | None:
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise FrontendError(f"{what} must be a list of integers, got {value!r}")
+    return list(value)
+
+
+class Parallel(LoopNest):
+    """Iterate the element space ``extents`` in parallel: ``for i, j in T.Parallel(M, N)``."""
+
+    def __init__(self, *extents, coalesced_width: int | None = None):
+        if not extents:
+            raise FrontendError("T.Parallel needs at least one extent")
+        self.extents = [_bound(e, "T.Parallel extent") for e in extents]
+        self.annotations: dict = {"tl.parallel": 1}
+        if coalesced_width is not None:
+            if not isinstance(coalesced_width, int) or coalesced_width <= 0:
+                raise FrontendError(f"T.Parallel coalesced_width must be a positive constant, "
+                                    f"got {coalesced_width!r}")
+            self.annotations["tl.coalesced_width"] = coalesced_width
+
+    def frames(self):
+        return [B.parallel(0, e, annotations=dict(self.annotations)) for e in self.extents]
+
+
+def Pipelined(start, stop=None, num_stages: int = 0, order=None, stage=None, sync=None,
+              group=None):
+    """A serial loop the compiler software-pipelines over ``num_stages`` stages.
+
+    ``T.Pipelined(n, num_stages=3)`` or ``T.Pipelined(start, stop, num_stages=3)``; ``order``,
+    ``stage`` and ``group`` give an explicit schedule per statement of the body.
+    """
+    if not isinstance(num_stages, int) or isinstance(num_stages, bool) or num_stages < 0:
+        raise FrontendError(f"T.Pipelined num_stages must be a non-negative constant integer, "
+                            f"got {num_stages!r}")
+    if sync is not None:
+        raise FrontendError("T.Pipelined(sync=...) is not supported")
+    start = _bound(start, "T.Pipelined start")
+    if stop is not None:
+        stop = _bound(stop, "T.Pipelined stop")
+    ann: dict = {"tl.num_stages": num_stages}
+    for key, value in (("tl.order", order), ("tl.stage", stage), ("tl.group", group)):
+        if key == "tl.group" and value is not None:
+            if not isinstance(value, (list, tuple)):
+                raise FrontendError(f"T.Pipelined group must be a list of lists, got {value!r}")
+            ann[key] = [_int_list(g, "T.Pipelined group entry") for g in value]
+        elif value is not None:
+            ann[key] = _int_list(value, f"T.Pipelined {key[3:]}")
+    return B.serial(start, stop, annotations=ann)
+
+
+def serial(start, stop=None, step=None, annotations=None):
+    """A sequential loop (``range`` on symbolic bounds)."""
+    return B.serial(_bound(start, "T.serial start"),
+                    None if stop is None else _bound(stop, "T.serial stop"),
+                    step=step, annotations=annotations)
+
+
+def unroll(start, stop=None, step=None, explicit: bool = False, annotations=None):
+    """A loop to unroll fully."""
+    return B.unroll(_bound(start, "T.unroll start"),
+                    None if stop is None else _bound(stop, "T.unroll stop"),
+                    step=step, annotations=annotations)
+
+
+def vectorized(start, stop=None, annotations=None):
+    """A loop to turn into vector instructions (constant extent)."""
+    return B.vectorized(_bound(start, "T.vectorized start"),
+                        None if stop is None else _bound(stop, "T.vectorized stop"),
+                        annotations=annotations)
+
+
+def thread_binding(start, stop=None, thread: str = "threadIdx.x"):
+    """A loop bound to a thread index (TileLang's low-level form; prefer T.Kernel/T.Parallel)."""
+    if stop is None:
+        start, stop = 0, start
+    return B.thread_binding(start, stop, thread=thread)
+
+
+def grid(*extents):
+    """Nested serial loops: ``for i, j in T.grid(M, N)``."""
+    return B.grid(*[_bound(e, "T.grid extent") for e in extents])

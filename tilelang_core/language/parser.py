@@ -1,0 +1,416 @@
+"""Parse a kernel's Python source into a ``tvm.tirx.PrimFunc``, reusing TVMScript's parser.
+
+TVMScript's parser walks the doc-AST and dispatches each statement kind through a table keyed by
+(dialect token, node type). We register a dialect ``"tl"`` that starts as a copy of TVM's
+``"tirx"`` entries and overrides the few statements whose TileLang meaning differs:
+
+- ``FunctionDef``: our own signature handling (``T.Tensor`` parameters, eager programs);
+- ``For``: ``T.Parallel(m, n)`` / ``T.Pipelined`` nests, besides ``range`` and plain loop frames;
+- ``Assign``: ``x = expr`` binds an immutable value (TileLang's let), not TIRX's mutable scalar;
+- ``AnnAssign`` / ``Return``: eager-style ``A: T.Tensor(...)`` and ``return C``.
+
+Every error is re-raised as :class:`FrontendError` with the user's file, line and caret; TVM's
+own frames are dropped (``from None``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import linecache
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import tvm
+from tvm.ir import Expr
+from tvm.script.ir_builder import IRBuilder
+from tvm.script.ir_builder import tirx as B
+from tvm.script.parser.core import dispatch, doc
+from tvm.script.parser.core import utils as parser_utils
+from tvm.script.parser.core.diagnostics import Source
+from tvm.script.parser.core.parser import Parser
+from tvm.tirx import is_buffer_var
+from tvm.tirx.script.parser import parser as tirx_parser
+
+from ..errors import FrontendError
+from .kernel import reset_kernel_stack
+
+TOKEN = "tl"
+
+# Copy TIRX's statement handlers into our dialect once; overrides follow below.
+for (_token, _type_name), _method in list(dispatch.ParseVTable.items()):
+    if _token == "tirx":
+        dispatch.ParseVTable.setdefault((TOKEN, _type_name), _method)
+
+
+class LoopNest:
+    """A loop construct that opens several nested ``For`` frames (``T.Parallel(m, n)``).
+
+    ``frames()`` returns the builder ForFrames, outermost first; the ``for`` target binds to the
+    loop variables in that order.
+    """
+
+    def frames(self) -> list:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+# The parser of the kernel being parsed, for T.macro calls (TVM's own lookup walks the Python
+# stack with inspect.getouterframes, which costs ~1 ms per call).
+current_parser: contextvars.ContextVar[Any] = contextvars.ContextVar("tl_current_parser",
+                                                                    default=None)
+
+# The eager program being specialized, if any (see eager.py); read by T.const / T.empty.
+current_eager: contextvars.ContextVar[Any] = contextvars.ContextVar("tl_current_eager",
+                                                                   default=None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors
+# ---------------------------------------------------------------------------------------------
+def _message_of(err: BaseException) -> str:
+    if isinstance(err, FrontendError):
+        return err.message
+    if isinstance(err, NameError):
+        return str(err).replace("name ", "unknown name ", 1) if str(err).startswith("name ") \
+            else str(err)
+    text = str(err)
+    if text.startswith("Undefined variable: "):
+        return f"unknown name '{text[len('Undefined variable: '):].strip()}'"
+    if isinstance(err, AttributeError) and "tilelang_core.language' has no attribute" in text:
+        return f"unknown name T.{text.rsplit(' ', 1)[-1].strip(chr(39))}: not part of the " \
+               "tile language"
+    if isinstance(err, KeyError):
+        return f"KeyError: {text}"
+    # TVM errors carry a C++ backtrace before the message: keep the last meaningful line.
+    lines = [ln for ln in text.split("\n") if ln.strip()]
+    msg = lines[-1] if lines else type(err).__name__
+    for prefix in ("tvm.error.", "TVMError: ", "InternalError: ", "ValueError: ", "TypeError: "):
+        if msg.startswith(prefix):
+            msg = msg[len(prefix):]
+    return msg
+
+
+def make_error(source: Source, node, err: BaseException | str,
+               kernel: str | None = None) -> FrontendError:
+    """A FrontendError for ``err`` at ``node`` of ``source``."""
+    msg = err if isinstance(err, str) else _message_of(err)
+    lineno, col, _, _ = source.location(node)
+    filename = source.source_name
+    line = linecache.getline(filename, lineno) if filename and filename != "<str>" else ""
+    if not line:
+        src_lines = source.source.split("\n")
+        idx = lineno - source.start_line
+        line = (" " * source.start_column + src_lines[idx]) if 0 <= idx < len(src_lines) else None
+    return FrontendError(msg, filename=filename, lineno=lineno, col=col, source_line=line,
+                         kernel=kernel)
+
+
+class TileLangParser(Parser):
+    """TVMScript's parser with our dialect forced on the kernel and FrontendError reporting."""
+
+    kernel_name: str | None = None
+    private: bool = False  # no global_symbol attribute on the PrimFunc
+
+    def get_dispatch_token(self, node: doc.FunctionDef) -> str:
+        # The user's decorator may be @tilelang.jit, @T.prim_func or anything stacked; the
+        # function we were handed is a kernel, whatever decorates it.
+        return TOKEN
+
+    def report_error(self, node: doc.AST, err: Exception | str) -> None:
+        if isinstance(err, FrontendError) and err.filename is not None:
+            raise err
+        raise make_error(self.diag.source, node, err, kernel=self.kernel_name)
+
+
+_PARSE_LOCK = threading.RLock()
+
+
+def parse_kernel(func: Callable, extra_vars: dict[str, Any] | None = None,
+                 eager=None, outer_locals: dict[str, Any] | None = None,
+                 private: bool = False) -> tvm.tirx.PrimFunc:
+    """Parse Python function ``func`` into a PrimFunc.
+
+    ``extra_vars`` override names of the function's scope (compile-time arguments).
+    ``eager`` is an ``eager.EagerSpecializer`` when parsing an eager-style program.
+    ``outer_locals`` are the locals of the frame that defined ``func``: names used only in
+    annotations are no closure variables of ``func``, yet annotations may need them.
+    """
+    try:
+        source = Source(func)
+    except (OSError, TypeError):
+        raise FrontendError(f"cannot read the source of kernel '{func.__name__}': kernels must "
+                            "be defined in a file (not typed at an interactive prompt or "
+                            "built with exec)", kernel=func.__name__) from None
+    scope = _function_scope(func, outer_locals)
+    if extra_vars:
+        scope.update(extra_vars)
+    parser = TileLangParser(source, {func.__name__: getattr(func, "__annotations__", {})})
+    parser.kernel_name = func.__name__
+    parser.private = private
+    # One parse at a time: the stack of open T.Kernel frames is module state, and JIT compiles
+    # may come from several threads (a parse takes milliseconds).
+    with _PARSE_LOCK:
+        token = current_eager.set(eager)
+        parser_token = current_parser.set(parser)
+        try:
+            with IRBuilder() as builder:
+                parser.parse(extra_vars=scope)
+            result = builder.get()
+        except FrontendError as err:
+            raise _fresh(err) from None
+        except Exception as err:  # noqa: BLE001 - anything escaping the parser is reported at the def
+            raise _fresh(make_error(source, _def_node(source), err, kernel=func.__name__)) from None
+        finally:
+            current_eager.reset(token)
+            current_parser.reset(parser_token)
+            reset_kernel_stack()
+    if not isinstance(result, tvm.tirx.PrimFunc):
+        raise make_error(source, _def_node(source), "the kernel did not produce a PrimFunc",
+                         kernel=func.__name__)
+    try:
+        tvm.tirx.analysis.verify_tirx_well_formed(result)
+    except Exception as err:  # noqa: BLE001 - TVM reports ill-formed IR with its own error type
+        raise make_error(source, _def_node(source), f"the kernel is not well-formed: "
+                         f"{_message_of(err)}", kernel=func.__name__) from None
+    return result
+
+
+def _fresh(err: FrontendError) -> FrontendError:
+    """A copy without TVM's frames in ``__traceback__`` / ``__context__``."""
+    return FrontendError(err.message, filename=err.filename, lineno=err.lineno, col=err.col,
+                         source_line=err.source_line, kernel=err.kernel)
+
+
+def _def_node(source: Source):
+    tree = source.as_ast()
+    for node in getattr(tree, "body", []):
+        if isinstance(node, doc.FunctionDef):
+            return node
+    return tree
+
+
+def _function_scope(func: Callable, outer_locals: dict[str, Any] | None) -> dict[str, Any]:
+    """Globals, enclosing locals and closure variables visible to ``func``."""
+    scope: dict[str, Any] = {}
+    scope.update(func.__globals__)
+    if outer_locals:
+        scope.update(outer_locals)
+    scope.update(parser_utils.inspect_function_capture(func))
+    return scope
+
+
+# ---------------------------------------------------------------------------------------------
+# Dialect overrides
+# ---------------------------------------------------------------------------------------------
+@dispatch.register(token=TOKEN, type_name="FunctionDef")
+def visit_function_def(self: Parser, node: doc.FunctionDef) -> None:
+    eager = current_eager.get()
+    with self.var_table.with_frame():
+        with B.prim_func(is_private=getattr(self, "private", False)):
+            B.func_name(node.name)
+            with self.with_dispatch_token(TOKEN):
+                if eager is not None:
+                    eager.declare_params(self, node)
+                else:
+                    _declare_annotated_params(self, node)
+                self.visit_body(node.body)
+
+
+def _declare_annotated_params(self: Parser, node: doc.FunctionDef) -> None:
+    args = node.args
+    if args.vararg or args.kwarg or args.kwonlyargs:
+        self.report_error(node, "a T.prim_func kernel takes only plain positional parameters")
+    evaluated = (self.function_annotations or {}).get(node.name, {})
+    for arg in args.posonlyargs + args.args:
+        if arg.annotation is None:
+            self.report_error(_located(arg, node),
+                              f"parameter '{arg.arg}' needs an annotation such as "
+                              "T.Tensor((M, N), T.float16) or T.int32")
+        # Python already evaluated the annotation at def time, in the right scope; it is a
+        # string only under ``from __future__ import annotations``.
+        ann = evaluated.get(arg.arg)
+        if ann is None or isinstance(ann, str):
+            ann = self.eval_expr(arg.annotation)
+        if callable(ann) and not isinstance(ann, Expr):
+            ann = ann()
+        if not isinstance(ann, tvm.ir.Var):
+            self.report_error(arg.annotation, f"parameter '{arg.arg}': annotation must be "
+                                              f"T.Tensor(shape, dtype) or a scalar dtype, "
+                                              f"got {ann!r}")
+        param = B.arg(arg.arg, ann)
+        self.var_table.add(arg.arg, param)
+
+
+@dispatch.register(token=TOKEN, type_name="For")
+def visit_for(self: Parser, node: doc.For) -> None:
+    it = node.iter
+    if isinstance(it, doc.Call) and isinstance(it.func, doc.Name) and it.func.id == "range" \
+            and self.var_table.get().get("range", range) is range:
+        args = [self.eval_expr(a) for a in it.args]
+        if not 1 <= len(args) <= 3 or it.keywords:
+            self.report_error(it, "range() takes 1 to 3 positional arguments")
+        start, stop = (0, args[0]) if len(args) == 1 else (args[0], args[1])
+        step = args[2] if len(args) == 3 else None
+        frames = [B.serial(start, stop, step=step)]
+    else:
+        value = self.eval_expr(it)
+        if isinstance(value, LoopNest):
+            frames = value.frames()
+        elif isinstance(value, B.frame.ForFrame):
+            frames = [value]
+        else:
+            self.report_error(it, "a kernel loop must iterate over range(...), T.Parallel, "
+                                  "T.Pipelined, T.serial, T.unroll or T.vectorized, "
+                                  f"not {type(value).__name__}")
+    with self.var_table.with_frame(), contextlib.ExitStack() as stack:
+        loop_vars = []
+        for frame in frames:
+            got = stack.enter_context(frame)
+            loop_vars.extend(got if isinstance(got, (list, tuple, tvm.ir.Array)) else [got])
+        target_count = len(node.target.elts) if isinstance(node.target, doc.Tuple) else 1
+        if target_count != len(loop_vars):
+            self.report_error(node.target, f"the loop has {len(loop_vars)} index variables but "
+                                           f"{target_count} names are bound")
+        source = loop_vars[0] if target_count == 1 and not isinstance(node.target, doc.Tuple) \
+            else loop_vars
+        self.eval_assign(target=node.target, source=source, bind_value=tirx_parser.bind_for_value)
+        self.visit_body(node.body)
+
+
+def _bind_assign(self: Parser, node: doc.expr, var_name: str, value: Any) -> Any:
+    """TileLang binding: Python values stay Python; expressions become immutable lets."""
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    if isinstance(value, Expr) and tvm.ir.is_prim_expr(value) \
+            and not isinstance(value, tvm.ir.TensorLoad) \
+            and not (isinstance(value, tvm.ir.Var) and not self.var_table.exist(value)) \
+            and not is_buffer_var(value):
+        var = B.Bind(value)
+        IRBuilder.name(var_name, var)
+        return var
+    if isinstance(value, tvm.ir.TensorLoad):
+        # ``v = A[i]`` reads once, like TileLang's let; a 1-element buffer read is the same.
+        var = B.Bind(value)
+        IRBuilder.name(var_name, var)
+        return var
+    if isinstance(value, (list, tuple)) and not value:
+        return value
+    if isinstance(value, (list, tuple, dict)) or callable(value) and not isinstance(value, Expr):
+        return value
+    return tirx_parser.bind_assign_value(self, node, var_name, value)
+
+
+def _scalar_buffer_of(value):
+    """The buffer behind ``value`` when it is a 1-element variable (T.alloc_var), else None."""
+    if isinstance(value, B.scalar_wrapper):
+        value = value.scalar
+    buf = value.source if isinstance(value, tvm.ir.TensorLoad) else value
+    if is_buffer_var(buf) and len(buf.ty.shape) == 1 and _is_one(buf.ty.shape[0]):
+        return buf
+    return None
+
+
+def _is_one(x) -> bool:
+    return isinstance(x, tvm.tirx.IntImm) and int(x.value) == 1
+
+
+def _store_subscript(self: Parser, target: doc.Subscript, value) -> None:
+    if isinstance(target.slice, doc.Tuple):
+        indices = []
+        for index in target.slice.elts:
+            if isinstance(index, doc.Starred):
+                indices.extend(self.eval_expr(index.value))
+            else:
+                indices.append(self.eval_expr(index))
+    else:
+        idx = self.eval_expr(target.slice)
+        indices = list(idx) if isinstance(idx, (list, tuple)) else [idx]
+    buffer = self.eval_expr(target.value)
+    if not is_buffer_var(buffer):
+        self.report_error(target.value, f"only buffers can be assigned element-wise, got "
+                                        f"{type(buffer).__name__}")
+    if len(indices) != len(buffer.ty.shape):
+        self.report_error(target, f"buffer {buffer.name} has {len(buffer.ty.shape)} dimensions "
+                                  f"but {len(indices)} indices are given")
+    B.buffer_store(buffer, value, indices)
+
+
+def _existing_value(self: Parser, target: doc.expr):
+    if isinstance(target, doc.Name):
+        return self.var_table.get().get(target.id)
+    return None
+
+
+@dispatch.register(token=TOKEN, type_name="Assign")
+def visit_assign(self: Parser, node: doc.Assign) -> None:
+    if len(node.targets) != 1:
+        self.report_error(node, "chained assignments like 'a = b = c' are not supported")
+    lhs = node.targets[0]
+    rhs = self.eval_expr(node.value)
+    if isinstance(lhs, doc.Subscript):
+        _store_subscript(self, lhs, rhs)
+        return
+    if isinstance(lhs, doc.Name):
+        buf = _scalar_buffer_of(_existing_value(self, lhs))
+        if buf is not None and not is_buffer_var(rhs) and not isinstance(rhs, B.scalar_wrapper):
+            B.buffer_store(buf, rhs, [0])
+            return
+    self.eval_assign(target=lhs, source=rhs, bind_value=_bind_assign, allow_shadowing=True)
+
+
+@dispatch.register(token=TOKEN, type_name="AugAssign")
+def visit_aug_assign(self: Parser, node: doc.AugAssign) -> None:
+    lhs = node.target
+    load = doc.Name(lhs.id, doc.Load(), lhs.lineno, lhs.col_offset, lhs.end_lineno,
+                    lhs.end_col_offset) if isinstance(lhs, doc.Name) else _as_load(lhs)
+    binop = doc.BinOp(load, node.op, node.value, node.lineno, node.col_offset, node.end_lineno,
+                      node.end_col_offset)
+    rhs = self.eval_expr(binop)
+    if isinstance(lhs, doc.Subscript):
+        _store_subscript(self, lhs, rhs)
+        return
+    if isinstance(lhs, doc.Name):
+        buf = _scalar_buffer_of(_existing_value(self, lhs))
+        if buf is not None:
+            B.buffer_store(buf, rhs, [0])
+            return
+        self.eval_assign(target=lhs, source=rhs, bind_value=_bind_assign, allow_shadowing=True)
+        return
+    self.report_error(lhs, "unsupported target of an augmented assignment")
+
+
+def _as_load(target: doc.expr) -> doc.expr:
+    from copy import deepcopy
+    node = deepcopy(target)
+    node.ctx = doc.Load()
+    return node
+
+
+@dispatch.register(token=TOKEN, type_name="AnnAssign")
+def visit_ann_assign(self: Parser, node: doc.AnnAssign) -> None:
+    eager = current_eager.get()
+    if eager is not None and eager.handles_annotation(self, node):
+        return
+    return dispatch.get("tirx", "AnnAssign")(self, node)
+
+
+@dispatch.register(token=TOKEN, type_name="Return")
+def visit_return(self: Parser, node: doc.Return) -> None:
+    eager = current_eager.get()
+    if eager is not None:
+        eager.check_return(self, node)
+        return
+    if node.value is None:
+        return
+    self.report_error(node, "a T.prim_func kernel returns nothing; write outputs into a "
+                            "parameter buffer (or use the eager style with T.empty)")
+
+
+__all__ = ["LoopNest", "TileLangParser", "current_eager", "current_parser", "make_error",
+           "parse_kernel"]
+
+
+def _located(node, fallback):
+    """``node`` if the doc-AST kept its position (``arg`` nodes may not), else ``fallback``."""
+    return node if getattr(node, "lineno", None) else fallback

@@ -1,0 +1,82 @@
+"""Kernel parameter types: ``T.Tensor(shape, dtype)`` and symbolic sizes (``T.dynamic``).
+
+Example::
+
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def add(A: T.Tensor((m, 128), T.float16), B: T.Tensor[(m, 128), "float16"]): ...
+"""
+
+from __future__ import annotations
+
+import tvm
+from tvm.script.ir_builder import tirx as B
+
+from ..errors import FrontendError
+from .dtypes import canonical_dtype
+
+
+def _dims(shape, what: str) -> list:
+    dims = list(shape) if isinstance(shape, (list, tuple, tvm.ir.Array)) else [shape]
+    out = []
+    for d in dims:
+        if isinstance(d, tvm.tirx.IntImm):
+            d = int(d.value)
+        if isinstance(d, bool) or not isinstance(d, (int, tvm.ir.Expr)):
+            raise FrontendError(f"{what}: shape entries must be ints or T.dynamic sizes, "
+                                f"got {d!r}")
+        if isinstance(d, int) and d < 0:
+            raise FrontendError(f"{what}: negative dimension {d}")
+        out.append(d)
+    return out
+
+
+class TensorType:
+    """The type of a global-memory tensor parameter; ``T.Tensor`` is its constructor.
+
+    Calling it (as the parser does for an annotation) yields the buffer of the parameter.
+    """
+
+    __slots__ = ("shape", "dtype", "strides", "scope")
+
+    def __init__(self, shape, dtype="float32", strides=None, scope: str = "global"):
+        self.shape = _dims(shape, "T.Tensor")
+        self.dtype = canonical_dtype(dtype, "T.Tensor")
+        self.strides = None if strides is None else _dims(strides, "T.Tensor strides")
+        self.scope = scope
+
+    def __call__(self):
+        return B.buffer(self.shape, self.dtype, strides=self.strides, scope=self.scope)
+
+    def __repr__(self) -> str:
+        return f"T.Tensor({tuple(self.shape)}, {self.dtype!r})"
+
+
+class _TensorConstructor:
+    """``T.Tensor(shape, dtype)`` and ``T.Tensor[shape, dtype]``."""
+
+    def __call__(self, shape, dtype="float32", strides=None, scope: str = "global") -> TensorType:
+        return TensorType(shape, dtype, strides, scope)
+
+    def __getitem__(self, key) -> TensorType:
+        if not isinstance(key, tuple) or len(key) != 2:
+            raise FrontendError("write T.Tensor[shape, dtype], e.g. T.Tensor[(M, K), 'float16']")
+        return TensorType(key[0], key[1])
+
+    def __repr__(self) -> str:
+        return "T.Tensor"
+
+
+Tensor = _TensorConstructor()
+Buffer = Tensor  # TileLang accepts T.Buffer for parameters too
+
+
+def dynamic(name: str, dtype: str = "int32"):
+    """A size known only at call time, usable in ``T.Tensor`` shapes and kernel expressions."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise FrontendError(f"T.dynamic takes a variable name, got {name!r}")
+    return tvm.tirx.Var(name, canonical_dtype(dtype, "T.dynamic"))
+
+
+symbolic = dynamic

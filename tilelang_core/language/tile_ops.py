@@ -1,0 +1,147 @@
+"""Tile operations: ``T.copy``, ``T.fill``, ``T.clear``, ``T.gemm``, reductions, ``T.cumsum``
+and atomics. Each validates its operands (through the op classes of ``tilelang_core.ir``) and
+emits one ``tl.tile.*`` statement.
+
+Example::
+
+    T.clear(C_f)
+    for k in T.Pipelined(T.ceildiv(K, 32), num_stages=3):
+        T.copy(A[by * 128, k * 32], A_s)          # extent taken from A_s
+        T.copy(B[k * 32:(k + 1) * 32, bx * 128:(bx + 1) * 128], B_s)
+        T.gemm(A_s, B_s, C_f)
+    T.reduce_max(C_f, row_max, dim=1)
+    T.copy(C_f, C[by * 128, bx * 128])
+"""
+
+from __future__ import annotations
+
+from ..errors import FrontendError
+from ..ir import Atomic, Copy, Cumsum, Fill, Gemm, GemmWarpPolicy, Reduce
+from ..ir import region as R
+from .emit import emit, is_element, pair_regions, region_from_start
+
+
+def copy(src, dst, coalesced_width: int | None = None, disable_tma: bool = False,
+         eviction_policy: str | None = None):
+    """Copy ``src`` to ``dst`` (global/shared/fragment in any pair), converting dtypes.
+
+    Either side may be a start element ``A[i, j]``: its extent is the other side's shape.
+    """
+    src_r, dst_r = pair_regions(src, dst, "T.copy source", "T.copy destination")
+    options = {}
+    if coalesced_width is not None:
+        options["coalesced_width"] = int(coalesced_width)
+    if disable_tma:
+        options["disable_tma"] = True
+    if eviction_policy is not None:
+        options["eviction_policy"] = str(eviction_policy)
+    emit(Copy(src_r, dst_r, options))
+
+
+def fill(buffer, value):
+    """Set every element of ``buffer`` (or of a region of it) to ``value``."""
+    emit(Fill(_whole(buffer, "T.fill destination"), value))
+
+
+def clear(buffer):
+    """``T.fill(buffer, 0)``."""
+    emit(Fill(_whole(buffer, "T.clear destination"), 0))
+
+
+def _whole(x, what: str):
+    if is_element(x):
+        raise FrontendError(f"{what} must be a buffer or a slice, not the single element {x}")
+    return R.to_region(x, what)
+
+
+def gemm(A, B, C, transpose_A: bool = False, transpose_B: bool = False,
+         policy=GemmWarpPolicy.Square, clear_accum: bool = False, k_pack: int = 1,
+         wg_wait: int = 0):
+    """``C += op(A) @ op(B)`` (``C = ...`` with ``clear_accum=True``) on tiles.
+
+    A and B are shared or fragment tiles, C a fragment (``T.alloc_fragment``).
+    """
+    emit(Gemm(_whole(A, "T.gemm operand A"), _whole(B, "T.gemm operand B"),
+              _whole(C, "T.gemm accumulator C"), transpose_A=transpose_A,
+              transpose_B=transpose_B, policy=policy, clear_accum=clear_accum, k_pack=k_pack,
+              wg_wait=wg_wait))
+
+
+def reduce(buffer, out, reduce_type: str, dim: int = -1, clear: bool = True):
+    """Reduce ``buffer`` along ``dim`` into ``out`` with ``reduce_type`` in
+    max/min/sum/abssum/absmax."""
+    emit(Reduce(_whole(buffer, f"T.reduce_{reduce_type} source"),
+                _whole(out, f"T.reduce_{reduce_type} destination"), kind=str(reduce_type),
+                dim=dim, clear=clear))
+
+
+def reduce_max(buffer, out, dim: int = -1, clear: bool = True):
+    """Row/column maximum: ``out[i] = max_j buffer[i, j]`` for ``dim=1``."""
+    reduce(buffer, out, "max", dim, clear)
+
+
+def reduce_min(buffer, out, dim: int = -1, clear: bool = True):
+    """Minimum along ``dim``."""
+    reduce(buffer, out, "min", dim, clear)
+
+
+def reduce_sum(buffer, out, dim: int = -1, clear: bool = True):
+    """Sum along ``dim``; ``clear=False`` adds to ``out``'s current values."""
+    reduce(buffer, out, "sum", dim, clear)
+
+
+def reduce_abssum(buffer, out, dim: int = -1, clear: bool = True):
+    """Sum of absolute values along ``dim``."""
+    reduce(buffer, out, "abssum", dim, clear)
+
+
+def reduce_absmax(buffer, out, dim: int = -1, clear: bool = True):
+    """Maximum absolute value along ``dim``."""
+    reduce(buffer, out, "absmax", dim, clear)
+
+
+def cumsum(src, dst=None, dim: int = 0, reverse: bool = False):
+    """Inclusive prefix sum along ``dim``; in place when ``dst`` is omitted."""
+    src_r = _whole(src, "T.cumsum source")
+    dst_r = src_r if dst is None else _whole(dst, "T.cumsum destination")
+    emit(Cumsum(src_r, dst_r, dim=dim, reverse=reverse))
+
+
+def _atomic(kind: str, dst, value, memory_order, return_prev, use_tma):
+    what = f"T.atomic_{kind}"
+    if return_prev:
+        raise FrontendError(f"{what}(return_prev=True) is not supported")
+    if memory_order is not None:
+        raise FrontendError(f"{what}(memory_order=...) is not supported; atomics are relaxed")
+    if use_tma:
+        raise FrontendError(f"{what}(use_tma=True) is not supported")
+    if is_element(dst) and not is_element(value) and _is_tile(value):
+        dst_r = region_from_start(dst, value, f"{what} destination")
+        emit(Atomic(dst_r, R.to_region(value, f"{what} source"), kind=kind))
+        return
+    dst_r = R.to_region(dst.scalar if hasattr(dst, "scalar") else dst, f"{what} destination")
+    if _is_tile(value):
+        value = R.to_region(value, f"{what} source")
+    elif hasattr(value, "scalar"):
+        value = value.scalar
+    emit(Atomic(dst_r, value, kind=kind))
+
+
+def _is_tile(x) -> bool:
+    from tvm.tirx import is_buffer_var
+    return is_buffer_var(x) or R.is_region(x)
+
+
+def atomic_add(dst, value, memory_order=None, return_prev: bool = False, use_tma: bool = False):
+    """Atomically add ``value`` (a scalar, or a tile) into ``dst`` (an element or a tile)."""
+    _atomic("add", dst, value, memory_order, return_prev, use_tma)
+
+
+def atomic_max(dst, value, memory_order=None, return_prev: bool = False):
+    """Atomic maximum into ``dst``."""
+    _atomic("max", dst, value, memory_order, return_prev, False)
+
+
+def atomic_min(dst, value, memory_order=None, return_prev: bool = False):
+    """Atomic minimum into ``dst``."""
+    _atomic("min", dst, value, memory_order, return_prev, False)
