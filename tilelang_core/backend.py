@@ -56,6 +56,9 @@ class Backend:
     """Base class of every backend. Subclasses set ``kind`` and implement the stages."""
 
     kind: ClassVar[str] = ""
+    #: torch device type the compiled kernel runs on ("cpu", "cuda"; HIP kernels also take
+    #: "cuda" tensors). The JIT refuses tensors on another device before launch.
+    device_type: ClassVar[str | None] = None
     options_class: ClassVar[type[BackendOptions]] = BackendOptions
     #: file suffix of the artifact ``build`` returns
     binary_suffix: ClassVar[str] = ".so"

@@ -1,0 +1,323 @@
+"""Argument checking and output allocation: the slow, thorough path of a kernel call.
+
+The launcher (``launcher.py``) handles the common case with exact-type checks it generates per
+kernel; whenever one of them fails it hands the call to ``ArgBinder.launch``, which either finds
+what is wrong and raises a ``LaunchError`` naming the kernel, the parameter and the fix, or finds
+nothing wrong (a tensor subclass, a numpy integer scalar, a tvm-ffi tensor, mixed frameworks) and
+launches. So an error message never has to be written twice.
+
+numpy allocates arrays 16-byte aligned (and ``torch.from_numpy`` or a view at an offset inherits
+that) while TVM-generated code assumes the buffer's ``data_alignment`` (64) and uses aligned vector
+loads: a misaligned pointer segfaults. So misaligned numpy/torch arguments are staged through an
+aligned copy, and copied back after the launch in case the kernel wrote them. Correct, but a copy:
+allocate with torch, or ``aligned_empty`` here, to stay on the fast path.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import LaunchError
+from .params import KernelParam
+
+try:  # torch is optional; tvm_ffi imports it anyway when it is installed
+    import torch
+except ImportError:  # pragma: no cover - the test venv has torch
+    torch = None
+
+
+def torch_dtype(name: str):
+    """tvm dtype string -> torch.dtype, or None when torch has no such type."""
+    if torch is None:
+        return None
+    value = getattr(torch, name, None)
+    return value if isinstance(value, torch.dtype) else None
+
+
+def numpy_dtype(name: str):
+    """tvm dtype string -> numpy dtype, or None (bfloat16, float8, sub-byte ints)."""
+    try:
+        dtype = np.dtype(name)
+    except TypeError:
+        return None
+    return dtype if dtype.name == name else None
+
+
+_TORCH_CPU_ALIGNMENT = 64  # c10::gAlignment on x86-64 and aarch64
+_TORCH_FROM_NUMPY = {} if torch is None else {
+    np.dtype(name): getattr(torch, name) for name in
+    ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
+     "complex64", "complex128")}
+
+
+def aligned_empty(shape: Sequence[int], dtype, alignment: int) -> np.ndarray:
+    """An uninitialized C-contiguous numpy array whose data pointer is ``alignment``-aligned."""
+    dtype = np.dtype(dtype)
+    if torch is not None and alignment <= _TORCH_CPU_ALIGNMENT:
+        tdtype = _TORCH_FROM_NUMPY.get(dtype)
+        if tdtype is not None:  # torch's CPU allocator aligns to 64 bytes and is 3x faster here
+            return torch.empty(shape, dtype=tdtype).numpy()
+    count = int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
+    raw = np.empty(count * dtype.itemsize + alignment, dtype=np.uint8)
+    offset = -raw.ctypes.data % alignment
+    return raw[offset:offset + count * dtype.itemsize].view(dtype).reshape(shape)
+
+
+class _Info:
+    """Framework-neutral view of one tensor argument, for the checks."""
+
+    __slots__ = ("framework", "dtype", "shape", "strides", "device", "device_index", "ptr")
+
+    def __init__(self, value):
+        if torch is not None and isinstance(value, torch.Tensor):
+            self.framework = "torch"
+            self.dtype = str(value.dtype).replace("torch.", "")
+            self.shape, self.strides = tuple(value.shape), tuple(value.stride())
+            self.device, self.device_index = value.device.type, value.device.index
+            self.ptr = value.data_ptr()
+        elif isinstance(value, np.ndarray):
+            self.framework = "numpy"
+            self.dtype, self.shape = value.dtype.name, value.shape
+            item = value.dtype.itemsize
+            self.strides = tuple(s // item if s % item == 0 else s / item for s in value.strides)
+            self.device, self.device_index, self.ptr = "cpu", None, value.ctypes.data
+        else:  # a tvm_ffi.Tensor (from_dlpack was applied by the caller for other DLPack objects)
+            self.framework = "tvm_ffi"
+            self.dtype, self.shape = str(value.dtype), tuple(value.shape)
+            self.strides = tuple(value.strides)
+            self.device, self.device_index = value.device.type, value.device.index
+            self.ptr = value.data_ptr()
+        if self.device == "cpu":  # torch says None, tvm-ffi says 0: one host either way
+            self.device_index = None
+
+
+def _pointer(value) -> int:
+    return value.ctypes.data if isinstance(value, np.ndarray) else value.data_ptr()
+
+
+def _compact_strides(shape) -> tuple:
+    strides, acc = [], 1
+    for extent in reversed(shape):
+        strides.append(acc)
+        acc *= extent
+    return tuple(reversed(strides))
+
+
+def _strides_ok(expected, got, shape) -> bool:
+    # dims of extent 1 have arbitrary strides in every framework: ignore them
+    return all(e == g or n == 1 for e, g, n in zip(expected, got, shape))
+
+
+class ArgBinder:
+    """Full checks and the generic launch for one compiled kernel."""
+
+    def __init__(self, kernel: str, params: Sequence[KernelParam], function, device_type: str | None):
+        self.kernel = kernel
+        self.params = tuple(params)
+        self.inputs = tuple(p for p in params if not p.is_output)
+        self.outputs = tuple(p for p in params if p.is_output)
+        self.function = function
+        self.device_type = device_type
+        self._signature = ", ".join(p.name for p in self.inputs)
+
+    # -- messages -------------------------------------------------------------------------------
+    def _fail(self, p: KernelParam, position: int, what: str, fix: str) -> LaunchError:
+        return LaunchError(f"kernel '{self.kernel}': parameter '{p.name}' (argument {position}) "
+                           f"{what}; {fix}")
+
+    def _count_error(self, count: int) -> LaunchError:
+        expected = len(self.inputs)
+        text = (f"kernel '{self.kernel}' takes {expected} argument{'s' if expected != 1 else ''} "
+                f"({self._signature}), got {count}")
+        if self.outputs:
+            outs = ", ".join(p.name for p in self.outputs)
+            text += f"; {outs} (out_idx) is allocated and returned by the call, do not pass it"
+        return LaunchError(text)
+
+    # -- checks ---------------------------------------------------------------------------------
+    def _scalar(self, p: KernelParam, position: int, value):
+        if p.dtype == "bool":
+            if isinstance(value, (bool, np.bool_)):
+                return bool(value)
+        elif p.dtype.startswith(("int", "uint")):
+            if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
+                return int(value)
+        elif isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
+            return float(value)
+        raise self._fail(p, position, f"is a {p.dtype} scalar, got {type(value).__name__} "
+                                      f"{value!r}", f"pass a Python number")
+
+    def _tensor_value(self, p: KernelParam, position: int, value):
+        if torch is not None and isinstance(value, torch.Tensor):
+            return value
+        if isinstance(value, np.ndarray):
+            return value
+        import tvm_ffi
+
+        if isinstance(value, tvm_ffi.Tensor):
+            return value
+        if hasattr(value, "__dlpack__"):
+            return tvm_ffi.from_dlpack(value)
+        raise self._fail(p, position, f"expects a tensor, got {type(value).__name__}",
+                         "pass a torch.Tensor, a numpy array or any DLPack tensor")
+
+    def _check_tensor(self, p, position, info: _Info, bound: dict, first: _Info | None):
+        fix_dtype = {"torch": f"convert it with .to(torch.{p.dtype})",
+                     "numpy": f"convert it with .astype('{p.dtype}')"}.get(info.framework,
+                                                                           f"pass {p.dtype} data")
+        if self.device_type is not None and info.device != self.device_type:
+            where = "a numpy array (host memory)" if info.framework == "numpy" else f"on {info.device}"
+            raise self._fail(p, position, f"is {where}, but the kernel runs on {self.device_type}",
+                             f"move it with .to('{self.device_type}')" if info.framework == "torch"
+                             else f"pass a torch tensor on {self.device_type}")
+        if first is not None and (info.device, info.device_index) != (first.device, first.device_index):
+            raise self._fail(p, position, f"is on {info.device}:{info.device_index} while the first "
+                                          f"tensor is on {first.device}:{first.device_index}",
+                             "put all tensors of one call on the same device")
+        if info.dtype != p.dtype:
+            raise self._fail(p, position, f"has dtype {info.dtype}, expected {p.dtype}", fix_dtype)
+        if len(info.shape) != len(p.dims):
+            raise self._fail(p, position, f"has {len(info.shape)} dimensions {info.shape}, expected "
+                                          f"{len(p.dims)} {p.shape}", "reshape it")
+        for axis, (dim, got) in enumerate(zip(p.dims, info.shape)):
+            if dim.value is not None and got != dim.value:
+                raise self._fail(p, position, f"has shape {info.shape}, expected {p.shape} "
+                                              f"(dimension {axis} must be {dim.value})",
+                                 "pass a tensor of the compiled shape or recompile for this one")
+            if dim.var is not None:
+                seen = bound.setdefault(dim.var, (got, p.name, axis))
+                if seen[0] != got:
+                    raise self._fail(p, position, f"has shape {info.shape}: dimension {axis} is "
+                                                  f"{dim.var}={got}, but '{seen[1]}' dimension "
+                                                  f"{seen[2]} set {dim.var}={seen[0]}",
+                                     f"make the extents named {dim.var} agree")
+        expected = p.strides if p.strides is not None else _compact_strides(info.shape)
+        if all(isinstance(s, int) for s in expected) and not _strides_ok(expected, info.strides,
+                                                                          info.shape):
+            what = "is not contiguous" if p.strides is None else "has other strides than compiled"
+            raise self._fail(p, position, f"{what} (strides {info.strides}, expected {expected})",
+                             "pass .contiguous() (torch) or np.ascontiguousarray(...) (numpy)")
+
+    def _check_derived(self, checks, bound):
+        # compound extents (n * 2) once every bare variable has been bound
+        env = {name: value[0] for name, value in bound.items()}
+        for p, position, info in checks:
+            for axis, dim in enumerate(p.dims):
+                if dim.py is None or not all(v in env for v in dim.vars):
+                    continue  # not checkable here; the compiled entry function still checks it
+                want = eval(dim.py, {"min": min, "max": max}, env)  # noqa: S307 - our own text
+                if info.shape[axis] != want:
+                    raise self._fail(p, position, f"has shape {info.shape}, expected dimension "
+                                                  f"{axis} = {dim.text} = {want}",
+                                     "pass a tensor of the compiled shape")
+        return env
+
+    # -- the generic launch ---------------------------------------------------------------------
+    def launch(self, args: tuple):
+        """Check everything, allocate outputs, launch; raise LaunchError on the first problem."""
+        if len(args) != len(self.inputs):
+            raise self._count_error(len(args))
+        values, infos, bound, checks = [], [], {}, []
+        first = None
+        for position, (p, value) in enumerate(zip(self.inputs, args)):
+            if not p.is_tensor:
+                value = self._scalar(p, position, value)
+                bound.setdefault(p.name, (value, p.name, 0))
+                values.append(value)
+                continue
+            value = self._tensor_value(p, position, value)
+            info = _Info(value)
+            self._check_tensor(p, position, info, bound, first)
+            first = first or info
+            checks.append((p, position, info))
+            values.append(value)
+            infos.append(info)
+        env = self._check_derived(checks, bound)
+        values, write_back = self._align(values, checks)
+        call_args, outputs = self._with_outputs(values, env, first)
+        self.call(call_args)
+        for original, staged in write_back:  # the kernel may have written its inputs
+            if isinstance(original, np.ndarray):
+                np.copyto(original, staged)
+            else:
+                original.copy_(staged)
+        if not outputs:
+            return None
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def _align(self, values: list, checks):
+        write_back = []
+        for p, position, info in checks:
+            if info.ptr % p.alignment == 0:
+                continue
+            value = values[position]
+            if info.framework == "numpy":
+                staged = aligned_empty(value.shape, value.dtype, p.alignment)
+                np.copyto(staged, value)
+                writable = value.flags.writeable
+            elif info.framework == "torch":
+                # fresh torch allocations are 64-byte (CPU) or 256-byte (CUDA) aligned
+                staged = value.clone(memory_format=torch.contiguous_format)
+                writable = True
+            else:
+                raise self._fail(p, position, f"data pointer is not {p.alignment}-byte aligned",
+                                 "pass a freshly allocated tensor")
+            if _pointer(staged) % p.alignment:
+                raise self._fail(p, position, f"data pointer is not {p.alignment}-byte aligned and "
+                                              f"an aligned copy could not be made",
+                                 "pass a freshly allocated tensor")
+            values[position] = staged
+            if writable:
+                write_back.append((value, staged))
+        return values, write_back
+
+    def _with_outputs(self, values: list, env: dict, first: _Info | None):
+        if not self.outputs:
+            return values, []
+        framework = first.framework if first else ("torch" if torch is not None else "numpy")
+        outputs = []
+        for p in self.outputs:
+            shape = tuple(d.value if d.value is not None else env[d.var] if d.var
+                          else eval(d.py, {"min": min, "max": max}, env) for d in p.dims)  # noqa: S307
+            outputs.append(self.allocate(p, shape, framework, first))
+        call_args, it_in, it_out = [], iter(values), iter(outputs)
+        for p in self.params:
+            call_args.append(next(it_out) if p.is_output else next(it_in))
+        return call_args, outputs
+
+    def allocate(self, p: KernelParam, shape: tuple, framework: str, first: _Info | None):
+        device = first.device if first else (self.device_type or "cpu")
+        if framework == "numpy" or (framework == "tvm_ffi" and device == "cpu") or torch is None:
+            dtype = numpy_dtype(p.dtype)
+            if dtype is None or device != "cpu":
+                raise LaunchError(f"kernel '{self.kernel}' cannot allocate output '{p.name}' "
+                                  f"({p.dtype} on {device}) with numpy; pass torch tensors")
+            array = aligned_empty(shape, dtype, p.alignment)
+            if framework == "tvm_ffi":
+                import tvm_ffi
+
+                return tvm_ffi.from_dlpack(array)
+            return array
+        dtype = torch_dtype(p.dtype)
+        if dtype is None:
+            raise LaunchError(f"kernel '{self.kernel}' cannot allocate output '{p.name}': torch has "
+                              f"no dtype {p.dtype}; pass it explicitly")
+        index = first.device_index if first else None
+        out = torch.empty(shape, dtype=dtype, device=device if index is None else f"{device}:{index}")
+        if framework == "tvm_ffi":
+            import tvm_ffi
+
+            return tvm_ffi.from_dlpack(out)
+        return out
+
+    def call(self, call_args: Sequence[Any]):
+        try:
+            self.function(*call_args)
+        except Exception as exc:  # the entry function's own checks, or a failing launch
+            raise self.launch_failed(exc) from exc
+
+    def launch_failed(self, exc: BaseException) -> LaunchError:
+        return LaunchError(f"kernel '{self.kernel}' failed at launch: {type(exc).__name__}: {exc}")

@@ -1,0 +1,241 @@
+"""``compile``: the generic driver that runs a Backend's stages and owns caching.
+
+    tirx PrimFunc --Backend.lower--> lowered IRModule --Backend.codegen--> source
+      --Backend.build--> artifact bytes --(disk cache)--> Backend.load --> JITKernel
+
+Every stage's text lands in ``kernel.asm[stage]`` and, with ``TILELANG_DUMP_IR=dir``, in
+``dir/<kernel>-<sha256(tirx)[:12]>/<n>-<stage>.txt``; a fresh build there also leaves
+``passes/NNN_<pass>.py`` (the IR after every TVM pass) and ``pass-timing.txt``. Compiles are memoized in memory by content key (two
+``compile`` calls of the same PrimFunc share one loaded module) and on disk (``cache.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from .. import config
+from ..errors import CompileError, ConfigError, TileLangError
+from ..runtime import entry_function
+from .cache import DiskCache, make_key
+from .kernel import JITKernel
+from .params import read_params
+
+STAGES = ("tirx", "lowered", "source")
+
+# content key -> (artifact path, loaded function, asm, keepalive); a kernel object per out_idx
+# is cheap to make from it
+_memory: dict[str, tuple] = {}
+_memory_lock = threading.Lock()
+
+
+def clear_memory_cache() -> None:
+    """Forget in-process compiled modules (the disk cache is untouched). For tests and tuners."""
+    with _memory_lock:
+        _memory.clear()
+
+
+def compile(func, out_idx: Sequence[int] | int | None = None, target: Any = "auto",
+            pass_configs: Mapping[str, Any] | None = None, *,
+            _backend: Any = None) -> JITKernel:
+    """Compile a tirx PrimFunc for ``target`` and return a callable ``JITKernel``.
+
+    ``out_idx`` lists the parameters the kernel allocates and returns (negative counts from the
+    end). ``pass_configs`` become the backend's validated options. ``_backend`` (internal: tests,
+    tuners) is a Backend instance, or a factory ``f(target) -> Backend``, used instead of the
+    plugin lookup.
+
+    Example::
+
+        import tilelang_core as tl
+        kernel = tl.compile(add, out_idx=[-1], target="cpu")
+        c = kernel(a, b)
+    """
+    if not hasattr(func, "params") or not hasattr(func, "script"):
+        hint = (" (call the @jit function with its compile-time arguments first)"
+                if hasattr(func, "fn") else "")
+        raise ConfigError(f"compile() expects a T.prim_func, got {type(func).__name__}{hint}")
+    name = _kernel_name(func)
+    target_obj, backend = _resolve(target, _backend)
+    options = backend.make_options(pass_configs)
+    tirx_text = func.script(show_meta=True)
+    parts = _key_parts(tirx_text, target_obj, backend, options)
+    key = make_key(parts)
+    params = read_params(func, out_idx, name)
+    device_type = getattr(backend, "device_type", None)
+
+    with _memory_lock:
+        hit = _memory.get(key)
+    if hit is None:
+        hit = _compile_and_load(func, name, tirx_text, backend, options, key, parts)
+        with _memory_lock:
+            hit = _memory.setdefault(key, hit)
+    path, function, asm, keepalive, from_cache, timings = hit
+    kernel = JITKernel(name=name, params=params, function=function, artifact_path=path, asm=asm,
+                       target=target_obj, key=key, entry=name, device_type=device_type,
+                       from_cache=from_cache, keepalive=keepalive, timings=timings)
+    _dump_ir(name, tirx_text, asm)
+    return kernel
+
+
+def _kernel_name(func) -> str:
+    attrs = getattr(func, "attrs", None)
+    if attrs is not None and "global_symbol" in attrs:
+        return str(attrs["global_symbol"])
+    return "main"
+
+
+def _resolve(target, backend):
+    if backend is not None:
+        if hasattr(backend, "lower"):  # an instance
+            return backend.target, backend
+        if isinstance(target, str):
+            from ..target import resolve_target
+
+            target = resolve_target(target)
+        return target, backend(target)
+    from ..plugin import get_backend
+    from ..target import resolve_target
+
+    target = resolve_target(target)
+    return target, get_backend(target)
+
+
+def _versions(backend) -> dict[str, str]:
+    import sys
+
+    import tvm
+    import tvm_ffi
+
+    core = sys.modules["tilelang_core"]
+    cls = type(backend)
+    top = sys.modules.get(cls.__module__.split(".")[0])
+    plugin_version = str(getattr(backend, "version", None) or getattr(top, "__version__", ""))
+    return {"core": str(getattr(core, "__version__", "")), "tvm": str(tvm.__version__),
+            "tvm_ffi": str(tvm_ffi.__version__), "backend": f"{cls.__module__}.{cls.__qualname__}",
+            "plugin": plugin_version}
+
+
+def _key_parts(tirx_text: str, target, backend, options) -> dict[str, str]:
+    return {"tirx": hashlib.sha256(tirx_text.encode()).hexdigest(), "target": str(target),
+            "options": options.stable_hash(), "toolchain": str(backend.toolchain_version()),
+            **_versions(backend)}
+
+
+def _compile_and_load(func, name, tirx_text, backend, options, key, parts):
+    cache = DiskCache.from_config()
+    if cache is None:
+        return _build_to_tempdir(func, name, tirx_text, backend, options)
+    for attempt in range(2):
+        entry = cache.lookup(key)
+        from_cache = entry is not None
+        timings = {}
+        if entry is None:
+            with cache.lock(key):
+                entry = cache.lookup(key, evict_corrupt=True)
+                from_cache = entry is not None
+                if entry is None:
+                    asm, binary, timings = _run_stages(func, name, tirx_text, backend, options)
+                    meta = {"kernel": name, "key_parts": parts}
+                    entry = cache.publish(key, artifact=binary, suffix=backend.binary_suffix,
+                                          asm=asm, meta=meta)
+        try:
+            function = _load(backend, entry.artifact_path, name)
+        except CompileError:
+            # verified bytes that still do not load: built by a broken toolchain or for another
+            # machine sharing the folder; rebuild once, then report
+            if attempt:
+                raise
+            with cache.lock(key):
+                cache.evict(key)
+            continue
+        return entry.artifact_path, function, entry.asm, None, from_cache, timings
+    raise AssertionError("unreachable")
+
+
+def _build_to_tempdir(func, name, tirx_text, backend, options):
+    asm, binary, timings = _run_stages(func, name, tirx_text, backend, options)
+    folder = tempfile.TemporaryDirectory(prefix=f"tilelang-{name}-")
+    path = Path(folder.name) / f"kernel{backend.binary_suffix}"
+    path.write_bytes(binary)
+    return path, _load(backend, path, name), asm, folder, False, timings
+
+
+def _load(backend, path: Path, name: str):
+    try:
+        module = backend.load(path)
+    except TileLangError:
+        raise
+    except Exception as exc:
+        raise CompileError(f"backend '{backend.kind}' could not load kernel '{name}' from {path}: "
+                           f"{exc}", log=traceback.format_exc()) from exc
+    return entry_function(module, name, kernel=name)
+
+
+def _stage(stage: str, backend, name: str, fn: Callable, *args):
+    try:
+        return fn(*args)
+    except TileLangError:
+        raise
+    except Exception as exc:  # a toolchain or TVM failure: keep the whole trace as the log
+        raise CompileError(f"backend '{backend.kind}' failed in stage '{stage}' of kernel "
+                           f"'{name}': {type(exc).__name__}: {exc}",
+                           log=traceback.format_exc()) from exc
+
+
+def _run_stages(func, name, tirx_text, backend, options):
+    folder = config.dump_ir_dir()
+    if folder is None:
+        return _run_stages_plain(func, name, tirx_text, backend, options)
+    # TILELANG_DUMP_IR: run the stages under pass instruments that dump the IR after every TVM
+    # pass and time them. Backends that open their own PassContext must pass on
+    # PassContext.current().instruments for this to reach their passes.
+    import tvm
+    from tvm.ir.instrument import DumpIR, PassTimingInstrument
+
+    out = folder / f"{name}-{hashlib.sha256(tirx_text.encode()).hexdigest()[:12]}"
+    timing = PassTimingInstrument()
+    current = tvm.transform.PassContext.current()
+    ctx = tvm.transform.PassContext(opt_level=current.opt_level, config=dict(current.config),
+                                    instruments=[DumpIR(out / "passes"), timing])
+    with ctx:
+        result = _run_stages_plain(func, name, tirx_text, backend, options)
+        report = timing.render()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "pass-timing.txt").write_text(report)
+    return result
+
+
+def _run_stages_plain(func, name, tirx_text, backend, options):
+    asm, timings = {"tirx": tirx_text}, {}
+    t0 = time.perf_counter()
+    lowered = _stage("lowered", backend, name, backend.lower, func, options)
+    asm["lowered"] = lowered.script() if hasattr(lowered, "script") else str(lowered)
+    t1 = time.perf_counter()
+    source = _stage("source", backend, name, backend.codegen, lowered, options)
+    asm["source"] = source if isinstance(source, str) else str(source)
+    t2 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix=f"tilelang-build-{name}-") as workdir:
+        binary = _stage("binary", backend, name, backend.build, lowered, source, options,
+                        Path(workdir))
+    t3 = time.perf_counter()
+    if not isinstance(binary, (bytes, bytearray)) or not binary:
+        raise CompileError(f"backend '{backend.kind}' build() of kernel '{name}' returned "
+                           f"{type(binary).__name__}, not the artifact's bytes")
+    timings.update(lowered=t1 - t0, source=t2 - t1, binary=t3 - t2)
+    return asm, bytes(binary), timings
+
+
+def _dump_ir(name: str, tirx_text: str, asm: Mapping[str, str]) -> None:
+    folder = config.dump_ir_dir()
+    if folder is None:
+        return
+    out = folder / f"{name}-{hashlib.sha256(tirx_text.encode()).hexdigest()[:12]}"
+    out.mkdir(parents=True, exist_ok=True)
+    for i, (stage, text) in enumerate(asm.items()):
+        (out / f"{i}-{stage}.txt").write_text(text)

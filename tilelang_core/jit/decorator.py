@@ -1,0 +1,249 @@
+"""``@jit`` in both TileLang styles, with and without parentheses.
+
+LAZY: the decorated function is a factory that returns a ``T.prim_func``; calling it with
+compile-time arguments returns a ``JITKernel`` (memoized per arguments)::
+
+    @jit(out_idx=[-1])
+    def matmul(M, N, K, block_M=128):
+        @T.prim_func
+        def main(A: T.Tensor((M, K), "float16"), ...): ...
+        return main
+
+    kernel = matmul(1024, 1024, 1024)
+    c = kernel(a, b)
+
+EAGER: the decorated function is the kernel itself; calling it on tensors specializes on their
+shapes/dtypes and the compile-time arguments, compiles once, launches and returns the outputs::
+
+    @jit
+    def add(A, B, block_M: int = 128):
+        ...
+        C = T.empty(...)
+        return C
+
+    c = add(a, b)
+
+How the style is chosen (``mode="auto"``), without running user code: the function's source is
+parsed and it is LAZY when its body defines a nested function decorated with ``...prim_func``
+(``@T.prim_func``, ``@prim_func``, ``@T.prim_func(...)``), else EAGER. Without source (a lambda
+built at run time, a REPL without history) it is LAZY, since eager specialization reads the source
+anyway. A lazy function that returns something other than a PrimFunc raises a ConfigError that
+points to ``mode="eager"``; pass ``mode="lazy"``/``"eager"`` to skip detection.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import operator
+import textwrap
+import threading
+from typing import Any, Callable, Mapping, Sequence
+
+from ..errors import ConfigError
+from .compiler import compile as _compile
+from .kernel import JITKernel
+
+MODES = ("auto", "lazy", "eager")
+
+
+def detect_mode(fn: Callable) -> str:
+    """'lazy' or 'eager' for a function, by the rule in this module's docstring."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return "lazy"
+    top = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and n.name == fn.__name__), None)
+    if top is None:
+        return "lazy"
+    for node in ast.walk(top):
+        if node is top or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for deco in node.decorator_list:
+            target = deco.func if isinstance(deco, ast.Call) else deco
+            name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+            if name == "prim_func":
+                return "lazy"
+    return "eager"
+
+
+def _freeze(value):
+    # compile-time arguments -> a hashable key; lists/dicts become tuples
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    try:
+        hash(value)
+    except TypeError:
+        return ("unhashable", type(value).__name__, repr(value))
+    return value
+
+
+class _JITBase:
+    def __init__(self, fn: Callable, out_idx, target, pass_configs, backend):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.out_idx = out_idx
+        self.target = target
+        self.pass_configs = dict(pass_configs) if pass_configs else None
+        self._backend = backend
+        self._kernels: dict = {}
+        self._lock = threading.Lock()
+
+    def _compile_func(self, func, out_idx) -> JITKernel:
+        return _compile(func, out_idx=out_idx, target=self.target, pass_configs=self.pass_configs,
+                        _backend=self._backend)
+
+
+class LazyJIT(_JITBase):
+    """``@jit`` on a factory returning a PrimFunc; ``f(*compile_time_args)`` -> JITKernel."""
+
+    mode = "lazy"
+
+    def __call__(self, *args, **kwargs) -> JITKernel:
+        key = (args, tuple(sorted(kwargs.items()))) if kwargs else args
+        try:
+            kernel = self._kernels.get(key)
+        except TypeError:  # unhashable compile-time argument
+            key = _freeze((args, kwargs))
+            kernel = self._kernels.get(key)
+        if kernel is None:
+            kernel = self.compile(*args, **kwargs)
+            with self._lock:
+                kernel = self._kernels.setdefault(key, kernel)
+        return kernel
+
+    def get_tir(self, *args, **kwargs):
+        """The PrimFunc the factory returns for these arguments (not compiled)."""
+        import tvm
+
+        func = self.fn(*args, **kwargs)
+        if not isinstance(func, tvm.tirx.PrimFunc):
+            raise ConfigError(f"@jit function '{self.fn.__name__}' returned "
+                              f"{type(func).__name__}, not a T.prim_func; a lazy @jit function "
+                              f"must return the prim_func it builds (for a kernel written directly "
+                              f"on tensors use @jit(mode='eager'))")
+        return func
+
+    def compile(self, *args, **kwargs) -> JITKernel:
+        """Compile without memoizing by call form (the content-keyed caches still apply)."""
+        return self._compile_func(self.get_tir(*args, **kwargs), self.out_idx)
+
+    get_kernel = __call__
+
+
+class EagerJIT(_JITBase):
+    """``@jit`` on a kernel written on tensors; ``f(a, b)`` compiles once per specialization,
+    launches and returns the outputs."""
+
+    mode = "eager"
+
+    def __init__(self, fn, out_idx, target, pass_configs, backend, program_factory=None):
+        super().__init__(fn, out_idx, target, pass_configs, backend)
+        self._program_factory = program_factory
+        self._program = None
+        self._signature = inspect.signature(fn)
+
+    @property
+    def program(self):
+        if self._program is None:
+            factory = self._program_factory
+            if factory is None:
+                from ..language.eager import EagerProgram as factory
+            self._program = factory(self.fn)
+        return self._program
+
+    def __call__(self, *args, **kwargs):
+        program = self._program or self.program
+        key = (program.cache_key(args, kwargs), len(args), tuple(kwargs) if kwargs else ())
+        hit = self._kernels.get(key)
+        if hit is None:
+            hit = self._specialize(args, kwargs)
+            with self._lock:
+                hit = self._kernels.setdefault(key, hit)
+        kernel, pick = hit
+        return kernel._launch(pick(args, kwargs))
+
+    def compile(self, *args, **kwargs) -> JITKernel:
+        """The JITKernel these arguments specialize to, without launching it (memoized like a
+        call): ``kernel = f.compile(a, b); kernel.get_kernel_source()``."""
+        program = self._program or self.program
+        key = (program.cache_key(args, kwargs), len(args), tuple(kwargs) if kwargs else ())
+        hit = self._kernels.get(key)
+        if hit is None:
+            hit = self._specialize(args, kwargs)
+            with self._lock:
+                hit = self._kernels.setdefault(key, hit)
+        return hit[0]
+
+    get_kernel = compile
+
+    def _specialize(self, args: tuple, kwargs: Mapping[str, Any]):
+        spec = self.program.specialize(args, kwargs)
+        out_idx = self.out_idx if self.out_idx is not None else spec.out_idx
+        kernel = self._compile_func(spec.func, out_idx)
+        return kernel, self._picker(kernel, args, kwargs)
+
+    def _picker(self, kernel: JITKernel, args: tuple, kwargs: Mapping[str, Any]):
+        """Which call arguments feed the kernel's inputs, by parameter name; precomputed once per
+        specialization so a call only indexes."""
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise ConfigError(f"cannot call '{self.fn.__name__}' with these arguments: {exc}") from None
+        positions = {name: i for i, name in enumerate(list(bound.arguments)[:len(args)])}
+        sources = []
+        for p in kernel.params:
+            if p.is_output:
+                continue
+            if p.name in positions:
+                sources.append(("pos", positions[p.name]))
+            elif p.name in kwargs:
+                sources.append(("kw", p.name))
+            else:
+                raise ConfigError(f"kernel '{kernel.name}' takes input '{p.name}', which is not an "
+                                  f"argument of '{self.fn.__name__}'{self._signature}; name kernel "
+                                  f"inputs after the function's parameters")
+        indices = [i for kind, i in sources if kind == "pos"]
+        if len(indices) == len(sources):
+            if indices == list(range(len(args))):
+                return lambda a, kw: a
+            if len(indices) == 1:
+                only = indices[0]
+                return lambda a, kw: (a[only],)
+            getter = operator.itemgetter(*indices)
+            return lambda a, kw: getter(a)
+        return lambda a, kw: tuple(a[i] if kind == "pos" else kw[i] for kind, i in sources)
+
+
+def jit(func: Callable | None = None, *, out_idx: Sequence[int] | int | None = None,
+        target: Any = "auto", pass_configs: Mapping[str, Any] | None = None, mode: str = "auto",
+        _backend: Any = None, _program_factory: Any = None):
+    """Decorate a TileLang kernel factory (lazy) or kernel (eager); see the module docstring.
+
+    Works with and without parentheses::
+
+        @jit
+        def k(...): ...
+
+        @jit(out_idx=[-1], target="cuda", pass_configs={"tl.disable_tma_lower": True})
+        def k(...): ...
+    """
+    if mode not in MODES:
+        raise ConfigError(f"@jit(mode={mode!r}) is not one of {', '.join(MODES)}")
+
+    def wrap(fn: Callable):
+        chosen = detect_mode(fn) if mode == "auto" else mode
+        if chosen == "lazy":
+            return LazyJIT(fn, out_idx, target, pass_configs, _backend)
+        return EagerJIT(fn, out_idx, target, pass_configs, _backend, _program_factory)
+
+    if func is not None:
+        if not callable(func):
+            raise ConfigError(f"@jit expects a function, got {type(func).__name__}; write "
+                              f"@jit(out_idx=...) with keyword arguments")
+        return wrap(func)
+    return wrap

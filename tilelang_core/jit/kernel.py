@@ -1,0 +1,82 @@
+"""JITKernel: a compiled kernel you call on tensors.
+
+Everything a call needs is prepared in the constructor (parameter specs, the generated launch
+function, dtype objects), so ``kernel(a, b)`` costs a handful of attribute checks plus the tvm-ffi
+call. See ``launcher.py`` for the fast path and ``args.py`` for the checks and messages.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..errors import CacheError
+from .args import ArgBinder
+from .launcher import make_launcher
+from .params import KernelParam, check_outputs_allocatable
+
+
+class JITKernel:
+    """A compiled kernel: call it on torch tensors, numpy arrays or tvm-ffi tensors.
+
+    Arguments are checked before launch (device, dtype, shape with symbolic extents bound
+    consistently, contiguity, alignment); problems raise ``LaunchError`` naming the parameter.
+    Outputs listed in ``out_idx`` are allocated like the first tensor argument (torch -> torch on
+    the same device, numpy -> numpy) and returned: one tensor, a list for several, None for none.
+
+    Example::
+
+        kernel = tilelang_core.compile(add_func, out_idx=[-1])
+        c = kernel(a, b)                      # C allocated and returned
+        print(kernel.get_kernel_source())     # the text handed to the toolchain
+        kernel.asm["lowered"]                 # every stage's text: tirx, lowered, source
+        kernel.params                         # (KernelParam(name='A', ...), ...)
+        kernel.export_library("add.so")       # loadable with tvm_ffi.load_module alone
+    """
+
+    def __init__(self, *, name: str, params: Sequence[KernelParam], function, artifact_path: Path,
+                 asm: Mapping[str, str], target: Any = None, key: str = "", entry: str | None = None,
+                 device_type: str | None = None, from_cache: bool = False, keepalive: Any = None,
+                 timings: Mapping[str, float] | None = None):
+        self.name = name
+        self.params: tuple[KernelParam, ...] = tuple(params)
+        self.asm: dict[str, str] = dict(asm)
+        self.target = target
+        self.key = key
+        self.entry = entry
+        self.artifact_path = Path(artifact_path)
+        self.from_cache = from_cache
+        self.timings = dict(timings or {})
+        self.function = function
+        # a temporary folder holding the artifact when the disk cache is off: lives as we do
+        self._keepalive = keepalive
+        check_outputs_allocatable(self.params, name)
+        self._binder = ArgBinder(name, self.params, function, device_type)
+        self._launch = make_launcher(self._binder, device_type)
+
+    @property
+    def out_idx(self) -> list[int]:
+        return [p.index for p in self.params if p.is_output]
+
+    def __call__(self, *args):
+        return self._launch(args)
+
+    def get_kernel_source(self) -> str:
+        """The source handed to the toolchain (CUDA C++, MSL, LLVM IR, ...)."""
+        return self.asm.get("source", "")
+
+    def export_library(self, path: str | Path) -> Path:
+        """Copy the loadable artifact to ``path``; load it with ``tvm_ffi.load_module(path)``."""
+        path = Path(path)
+        if not self.artifact_path.is_file():
+            raise CacheError(f"artifact of kernel '{self.name}' at {self.artifact_path} is gone "
+                             f"(evicted from the cache?); compile the kernel again to export it")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(self.artifact_path, path)
+        return path
+
+    def __repr__(self) -> str:
+        sig = ", ".join(f"{p.name}: {p.dtype}{list(p.shape) if p.is_tensor else ''}"
+                        + (" -> out" if p.is_output else "") for p in self.params)
+        return f"<JITKernel {self.name}({sig}) target={self.target}>"

@@ -1,0 +1,154 @@
+"""What a compiled kernel expects of each argument, read once from the tirx PrimFunc.
+
+``KernelParam`` is the public description (``kernel.params``); ``Dim`` is the internal form of one
+shape entry that the argument checker and the launcher generator both consume, so that the fast
+path and the error messages can never disagree about what a parameter needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from ..errors import ConfigError, LaunchError
+
+
+@dataclass(frozen=True)
+class Dim:
+    """One entry of a buffer shape: a constant, a symbolic variable, or an expression of them.
+
+    ``py`` is the expression as Python source over variable names (None when it has an operator we
+    do not translate); ``vars`` the names it reads.
+    """
+
+    value: int | None = None          # constant extent
+    var: str | None = None            # bare symbolic variable
+    py: str | None = None             # compound expression, as Python source
+    text: str = ""                    # as TVMScript prints it, for messages
+    vars: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class KernelParam:
+    """One parameter of a compiled kernel.
+
+    ``shape`` holds ints for constant extents and strings for symbolic ones (``"n"``, ``"n * 2"``);
+    scalars have ``kind == "scalar"`` and ``shape == ()``.
+
+        >>> kernel.params[0]                                        # doctest: +SKIP
+        KernelParam(name='A', kind='tensor', dtype='float32', shape=('n', 128), is_output=False)
+    """
+
+    name: str
+    kind: str
+    dtype: str
+    shape: tuple = ()
+    is_output: bool = False
+    index: int = field(default=0, repr=False, compare=False)
+    dims: tuple[Dim, ...] = field(default=(), repr=False, compare=False)
+    #: constant strides in elements, or None when the buffer is compact row-major
+    strides: tuple | None = field(default=None, repr=False, compare=False)
+    #: byte alignment the generated code assumes for the data pointer (TVM's data_alignment)
+    alignment: int = field(default=1, repr=False, compare=False)
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind == "tensor"
+
+
+# PrimExpr class name -> Python binary operator. FloorDiv/FloorMod match Python's // and % on ints.
+_BINOPS = {"Add": "+", "Sub": "-", "Mul": "*", "FloorDiv": "//", "FloorMod": "%"}
+_CALLS = {"Min": "min", "Max": "max"}
+
+
+def _translate(expr, names: set[str]) -> str | None:
+    kind = type(expr).__name__
+    if kind == "IntImm":
+        return str(int(expr.value))
+    if kind == "Var":
+        names.add(expr.name)
+        return expr.name
+    if kind in _BINOPS or kind in _CALLS:
+        a, b = _translate(expr.a, names), _translate(expr.b, names)
+        if a is None or b is None:
+            return None
+        return f"({a} {_BINOPS[kind]} {b})" if kind in _BINOPS else f"{_CALLS[kind]}({a}, {b})"
+    return None
+
+
+def _dim(expr) -> Dim:
+    kind = type(expr).__name__
+    text = str(expr)
+    if kind == "IntImm":
+        return Dim(value=int(expr.value), text=text)
+    if kind == "Var":
+        return Dim(var=expr.name, text=expr.name, vars=(expr.name,))
+    names: set[str] = set()
+    return Dim(py=_translate(expr, names), text=text, vars=tuple(sorted(names)))
+
+
+def read_params(func, out_idx: Sequence[int] | int | None, kernel: str) -> tuple[KernelParam, ...]:
+    """Parameters of ``func`` (a tvm.tirx.PrimFunc), with ``out_idx`` marking the outputs."""
+    import tvm  # the PrimFunc came from tvm, so this import is already paid for
+
+    raw = list(func.params)
+    outputs = normalize_out_idx(out_idx, len(raw), kernel, [p.name for p in raw])
+    params = []
+    for index, var in enumerate(raw):
+        if tvm.tirx.is_buffer_var(var):
+            dims = tuple(_dim(e) for e in var.shape)
+            strides = None
+            if len(var.strides):
+                strides = tuple(int(s.value) if type(s).__name__ == "IntImm" else str(s)
+                                for s in var.strides)
+            params.append(KernelParam(
+                name=var.name, kind="tensor", dtype=str(var.dtype), index=index, dims=dims,
+                shape=tuple(d.value if d.value is not None else d.text for d in dims),
+                is_output=index in outputs, strides=strides,
+                alignment=max(int(var.data_alignment), 1)))
+        else:
+            if index in outputs:
+                raise ConfigError(f"out_idx of kernel '{kernel}' names parameter {index} "
+                                  f"('{var.name}'), a scalar; only buffers can be outputs")
+            params.append(KernelParam(name=var.name, kind="scalar", dtype=str(var.ty), index=index,
+                                      dims=(Dim(var=var.name, text=var.name, vars=(var.name,)),)))
+    return tuple(params)
+
+
+def normalize_out_idx(out_idx, count: int, kernel: str, names: Sequence[str]) -> frozenset[int]:
+    """``out_idx`` (None, an int, or a list; negative counts from the end) -> set of indices."""
+    if out_idx is None:
+        return frozenset()
+    items = [out_idx] if isinstance(out_idx, int) else list(out_idx)
+    result = set()
+    for item in items:
+        if not isinstance(item, int) or isinstance(item, bool):
+            raise ConfigError(f"out_idx of kernel '{kernel}' must hold ints, got {item!r}")
+        if not -count <= item < count:
+            raise ConfigError(f"out_idx={out_idx!r} is out of range for kernel '{kernel}', which has "
+                              f"{count} parameters ({', '.join(names)})")
+        index = item % count
+        if index in result:
+            raise ConfigError(f"out_idx={out_idx!r} of kernel '{kernel}' names parameter "
+                              f"'{names[index]}' twice")
+        result.add(index)
+    return frozenset(result)
+
+
+def check_outputs_allocatable(params: Sequence[KernelParam], kernel: str) -> None:
+    """Every output's shape must follow from the inputs, or we could not allocate it."""
+    known = set()
+    for p in params:
+        if not p.is_output:
+            known.update(d.var for d in p.dims if d.var)
+    for p in params:
+        if not p.is_output:
+            continue
+        for d in p.dims:
+            missing = [v for v in d.vars if v not in known]
+            if missing or (d.value is None and d.var is None and d.py is None):
+                why = (f"{', '.join(missing)} is set by no input" if missing
+                       else f"extent {d.text} cannot be evaluated from Python")
+                raise LaunchError(f"kernel '{kernel}' cannot allocate output '{p.name}' of shape "
+                                  f"{p.shape}: {why}; drop '{p.name}' from out_idx and pass it "
+                                  f"explicitly")
