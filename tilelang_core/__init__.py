@@ -14,14 +14,13 @@ from typing import TYPE_CHECKING
 
 from .errors import (CacheError, CompileError, ConfigError, FrontendError, LaunchError, LayoutError,
                      LoweringError, PluginError, TargetError, TileLangError)
+from .jit import compile, jit  # light: numpy, torch and tvm load with the first compile
 from .target import Target
 
 __version__ = "0.1.0"
 
 # public name -> "module:attribute", imported on first access
 _LAZY = {
-    "jit": "tilelang_core.jit:jit",
-    "compile": "tilelang_core.jit:compile",
     "JITKernel": "tilelang_core.jit:JITKernel",
     "language": "tilelang_core.language:",
     "resolve_target": "tilelang_core.target:resolve_target",
@@ -29,7 +28,8 @@ _LAZY = {
 
 __all__ = [
     "CacheError", "CompileError", "ConfigError", "FrontendError", "LaunchError", "LayoutError",
-    "LoweringError", "PluginError", "Target", "TargetError", "TileLangError", "__version__", *_LAZY,
+    "LoweringError", "PluginError", "Target", "TargetError", "TileLangError", "__version__", "compile", "jit",
+    *_LAZY,
 ]
 
 
@@ -46,5 +46,5 @@ def __getattr__(name: str):
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import language
-    from .jit import JITKernel, compile, jit
+    from .jit import JITKernel
     from .target import resolve_target

@@ -21,8 +21,17 @@ protocol), ``decorator`` (@jit).
 from .cache import CacheCorruptionWarning, DiskCache
 from .compiler import clear_memory_cache, compile
 from .decorator import EagerJIT, LazyJIT, detect_mode, jit
-from .kernel import JITKernel
 from .params import KernelParam
 
 __all__ = ["CacheCorruptionWarning", "DiskCache", "EagerJIT", "JITKernel", "KernelParam", "LazyJIT",
            "clear_memory_cache", "compile", "detect_mode", "jit"]
+
+
+def __getattr__(name: str):
+    # JITKernel pulls in numpy and torch (argument checks): load it on first use so that
+    # `import tilelang_core` (which imports `jit` and `compile` from here) stays light.
+    if name == "JITKernel":
+        from .kernel import JITKernel
+
+        return JITKernel
+    raise AttributeError(f"module 'tilelang_core.jit' has no attribute {name!r}")

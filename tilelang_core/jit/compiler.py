@@ -17,14 +17,16 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from .. import config
 from ..errors import CompileError, ConfigError, TileLangError
 from ..runtime import entry_function
 from .cache import DiskCache, make_key
-from .kernel import JITKernel
 from .params import read_params
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .kernel import JITKernel
 
 STAGES = ("tirx", "lowered", "source")
 
@@ -76,6 +78,8 @@ def compile(func, out_idx: Sequence[int] | int | None = None, target: Any = "aut
         with _memory_lock:
             hit = _memory.setdefault(key, hit)
     path, function, asm, keepalive, from_cache, timings = hit
+    from .kernel import JITKernel  # numpy/torch load with the first kernel, not with `import`
+
     kernel = JITKernel(name=name, params=params, function=function, artifact_path=path, asm=asm,
                        target=target_obj, key=key, entry=name, device_type=device_type,
                        from_cache=from_cache, keepalive=keepalive, timings=timings)

@@ -39,11 +39,13 @@ import inspect
 import operator
 import textwrap
 import threading
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ..errors import ConfigError
 from .compiler import compile as _compile
-from .kernel import JITKernel
+
+if TYPE_CHECKING:  # pragma: no cover - only for annotations; kernel.py imports numpy/torch
+    from .kernel import JITKernel
 
 MODES = ("auto", "lazy", "eager")
 
