@@ -1,0 +1,152 @@
+"""The cpu backend's stages: tile-level TIRX -> loops -> LLVM IR -> shared library -> module.
+
+Lowering, in order (each a pass; see transform/ and tilelang_core/transform/):
+
+1. ThreadsToLoops   threadIdx launches go; per-thread code becomes loops over threads (or is refused)
+2. LowerTileOps     every tile op -> loop nest, with this backend's rules (lowering.py)
+3. BlocksToLoops    blockIdx launches -> one fused loop over blocks, parallel unless atomics on
+                    global memory or num_threads=1 ask for serial
+4. LegalizeForCpu   T.Parallel loops -> serial, buffers -> plain arrays, tl.* annotations dropped,
+                    gemm inner loops -> vectorized
+5. VerifyNoTileOps  a leftover tile op is a LoweringError naming it
+6. StmtSimplify, RemoveNoOp (TVM)
+Then ``tvm.tirx.build`` runs TVM's own pipeline (VectorizeLoop, StorageRewrite, MakePackedAPI with
+its argument checks, ...) and the LLVM codegen.
+
+Atomics: a block is sequential, so an atomic on shared/local memory is a plain read-modify-write.
+On global memory, blocks could race. Rather than emit atomic read-modify-writes per element (a
+compare-and-swap loop per float add, and sums whose rounding depends on the thread schedule), the
+block loop of such a kernel runs serially: results are exact and deterministic run to run, which
+the reference backend values over speed for the (rare) kernels with global atomics. Atomics on
+shared memory keep the block loop parallel.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tilelang_core.backend import Backend
+from tilelang_core.errors import LoweringError
+from tilelang_core.transform import lower_tile_ops, verify_no_tile_ops
+
+from . import codegen, compiler, lowering  # noqa: F401  (lowering registers the rules)
+from .options import CpuOptions
+from .runtime import load_module
+from .transform import blocks_to_loops, legalize_for_cpu, threads_to_loops
+
+ATOMIC_OP = "tl.tile.atomic"
+
+
+def has_global_atomics(func: tirx.PrimFunc) -> bool:
+    """Does ``func`` have an atomic whose destination is a global buffer?"""
+    found = []
+
+    def on_call(call):
+        if str(call.op.name) == ATOMIC_OP:
+            dst = call.args[0]
+            buffer = dst.source if hasattr(dst, "source") else dst
+            if str(buffer.ty.storage_scope) in ("global", ""):
+                found.append(call)
+
+    tvm_ffi.structural_walk(func.body, [(tirx.TilePrimitiveCall, on_call)])
+    return bool(found)
+
+
+def lower_func(func: tirx.PrimFunc, options: CpuOptions) -> tirx.PrimFunc:
+    """Our own passes run as plain functions: a LoweringError raised inside a TVM pass would cross
+    the FFI boundary and come back as a bare RuntimeError (and bury the user's message in FFI
+    frames). The ``*Pass`` forms in transform/ are there for custom pipelines."""
+    parallel = options.parallel_blocks and not has_global_atomics(func)
+    func = threads_to_loops(func)
+    func = lower_tile_ops(func, CpuBackend.kind, options)
+    func = blocks_to_loops(func, parallel=parallel)
+    func = legalize_for_cpu(func, vectorize=options.vectorize)
+    return verify_no_tile_ops(func, CpuBackend.kind)
+
+
+#: generic TVM clean-ups after our passes (folds the bounds checks proven true, drops no-ops)
+CLEANUP_PASSES = (tirx.transform.StmtSimplify, tirx.transform.RemoveNoOp)
+
+
+def _as_module(func) -> tvm.IRModule:
+    if isinstance(func, tvm.IRModule):
+        return func
+    name = func.attrs.get("global_symbol") if func.attrs is not None else None
+    if name is None:
+        name = "main"
+        func = func.with_attr("global_symbol", name)
+    return tvm.IRModule({str(name): func})
+
+
+class CpuBackend(Backend):
+    """The reference backend: every kernel as loops on the host CPU, through TVM's LLVM codegen.
+
+    Example::
+
+        backend = CpuBackend(target)
+        options = backend.make_options({"num_threads": 1})
+        mod = backend.lower(prim_func, options)
+        source = backend.codegen(mod, options)        # LLVM IR
+        data = backend.build(mod, source, options, workdir)
+    """
+
+    kind = "cpu"
+    device_type = "cpu"
+    options_class = CpuOptions
+    binary_suffix = ".so"
+
+    def __init__(self, target):
+        super().__init__(target)
+        # codegen has to compile to produce LLVM IR; build reuses that result for the same module.
+        self._built: tuple | None = None
+
+    # -- stages ---------------------------------------------------------------------------------
+    def lower(self, func, options: CpuOptions | None = None) -> tvm.IRModule:
+        options = options or CpuOptions()
+        mod = _as_module(func)
+        out = {}
+        for gvar, f in mod.functions.items():
+            if not isinstance(f, tirx.PrimFunc):
+                raise LoweringError(f"the cpu backend lowers PrimFuncs only, got {type(f).__name__} "
+                                    f"'{gvar.name_hint}'")
+            out[gvar] = lower_func(f, options)
+        return tvm.transform.Sequential([p() for p in CLEANUP_PASSES])(tvm.IRModule(out))
+
+    def codegen(self, mod, options: CpuOptions | None = None) -> str:
+        """LLVM IR of the lowered module (the lowered TIR is the driver's "lowered" stage)."""
+        return codegen.llvm_ir(self._build_lib(mod, options or CpuOptions()))
+
+    def build(self, mod, source: str, options: CpuOptions | None, workdir: Path) -> bytes:
+        lib = self._build_lib(mod, options or CpuOptions())
+        workdir = Path(workdir)
+        workdir.mkdir(parents=True, exist_ok=True)
+        return compiler.export_shared_library(lib, workdir / f"kernel{self.binary_suffix}")
+
+    def load(self, path: Path):
+        return load_module(path)
+
+    def toolchain_version(self) -> str:
+        major = tvm_ffi.get_global_func("target.llvm_version_major", allow_missing=True)
+        llvm = major() if major is not None else "?"
+        return f"tvm-{tvm.__version__} llvm-{llvm} mcpu-{self._mcpu(None) or 'default'}"
+
+    # -- helpers --------------------------------------------------------------------------------
+    def _mcpu(self, options: CpuOptions | None) -> str | None:
+        if options is not None and options.mcpu:
+            return options.mcpu
+        arch = getattr(self.target, "arch", None)
+        if arch and arch != "aarch64":
+            return str(arch)
+        return compiler.host_mcpu()
+
+    def _build_lib(self, mod, options: CpuOptions):
+        target = compiler.llvm_target_dict(self._mcpu(options))
+        if self._built is not None and self._built[0] is mod and self._built[1] == target:
+            return self._built[2]
+        lib = compiler.build_runtime_module(mod, target)
+        self._built = (mod, target, lib)
+        return lib

@@ -1,0 +1,27 @@
+"""Loading cpu kernels: the exported ``.so`` is a TVM library module.
+
+A kernel whose blocks run in parallel calls ``TVMBackendParallelLaunch``, which lives in
+libtvm_runtime, not in tvm-ffi: the library must be loaded through TVM's module loader, which
+resolves that symbol (TVM-NOTES, "CPU (llvm)"). Plain ``tvm_ffi.load_module`` would leave it null.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tilelang_core.errors import CompileError, LaunchError
+
+
+def load_module(path: str | Path, *, kernel: str | None = None):
+    """Load a kernel library exported by the cpu backend; returns a tvm runtime Module."""
+    import tvm  # brings libtvm_runtime (thread pool) into the process
+
+    path = Path(path)
+    who = f"kernel '{kernel}'" if kernel else "kernel"
+    if not path.is_file():
+        raise LaunchError(f"cannot load {who}: artifact {path} does not exist; recompile it")
+    try:
+        return tvm.runtime.load_module(str(path))
+    except Exception as exc:
+        raise CompileError(f"cannot load {who} from {path}: the artifact is unusable on this machine "
+                           f"(built for another CPU or platform?)", log=str(exc)) from exc

@@ -1,0 +1,285 @@
+"""ThreadsToLoops: make a block one sequential program, turning per-thread code into thread loops.
+
+Tile-level code (tile ops, ``T.Parallel``) is written per block and does not mention the thread
+index, so for it the ``threadIdx`` launch simply disappears. A kernel that does use the thread index
+(``T.get_thread_binding()``) has per-thread code; we run it as ``for tx in range(threads)`` around
+each maximal run of per-thread statements between barriers, tile ops and ``T.Parallel`` loops.
+
+Why that is sound: between two barriers, a race-free GPU program gives the same result under every
+interleaving of its threads, and running the threads one after another is one such interleaving.
+Tile ops, ``T.Parallel`` loops and explicit syncs are block-wide (they synchronize), so they stay
+outside the thread loops and split the runs. Registers (``T.alloc_local``/``T.alloc_var``, and
+``x = <expr>`` binds whose value depends on the thread) become per-thread once threads are loops:
+they get a leading thread dimension.
+
+What we refuse, with a LoweringError saying why: the thread index inside a tile op, a ``T.Parallel``
+loop, a loop bound or a condition that encloses block-wide code (each thread would have to stop at
+a different barrier, which has no sequential equivalent).
+"""
+
+from __future__ import annotations
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tilelang_core.errors import LoweringError
+from tilelang_core.lowering import source_location
+from tilelang_core.transform.lower_tile_ops import kernel_name
+from tilelang_core.transform.structural import structural_map as raising_structural_map
+
+THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+#: scopes that are per-thread registers on a GPU
+PRIVATE_SCOPES = ("local", "local.var")
+#: tile ops that act element by element and may sit in per-thread code
+ELEMENTWISE_TILE_OPS = ("tl.tile.atomic",)
+SYNC_OPS = ("tirx.tvm_storage_sync",)
+
+
+def _key(obj) -> int:
+    return obj.__chandle__()
+
+
+def is_thread_launch(stmt) -> bool:
+    return (isinstance(stmt, tirx.AttrStmt) and stmt.attr_key == "thread_extent"
+            and isinstance(stmt.node, tirx.IterVar) and str(stmt.node.thread_tag) in THREAD_TAGS)
+
+
+def is_sync(stmt) -> bool:
+    if not isinstance(stmt, tirx.Evaluate) or not isinstance(stmt.value, tvm.ir.Call):
+        return False
+    op = stmt.value.op
+    name = str(op.name) if isinstance(op, tvm.ir.Op) else ""
+    return name in SYNC_OPS or "sync_threads" in name or name.endswith("barrier")
+
+
+def uses_vars(node, keys: set[int]) -> bool:
+    found = []
+
+    def on_var(var):
+        if _key(var) in keys:
+            found.append(var)
+
+    tvm_ffi.structural_walk(node, [(tirx.Var, on_var)])
+    return bool(found)
+
+
+def is_block_wide(node) -> bool:
+    """Does ``node`` contain code all threads of a block execute together?"""
+    found = []
+
+    def on_call(call):
+        if str(call.op.name) not in ELEMENTWISE_TILE_OPS:
+            found.append(call)
+
+    def on_for(loop):
+        if loop.annotations is not None and "tl.parallel" in loop.annotations:
+            found.append(loop)
+
+    def on_eval(stmt):
+        if is_sync(stmt):
+            found.append(stmt)
+
+    tvm_ffi.structural_walk(node, [(tirx.TilePrimitiveCall, on_call), (tirx.For, on_for),
+                                   (tirx.Evaluate, on_eval)])
+    return bool(found)
+
+
+class _Threads:
+    """The thread launches of one kernel and the rewriting that depends on them."""
+
+    def __init__(self, func, launches):
+        self.kernel = kernel_name(func)
+        self.launches = launches  # [(Var, extent)] outermost first
+        self.keys = {_key(var) for var, _ in launches}
+        self.registers: list[str] = []  # names of the register buffers made per-thread
+
+    def error(self, what: str, node=None) -> LoweringError:
+        names = ", ".join(str(var) for var, _ in self.launches)
+        if self.registers:  # registers carry the thread index once threads are loops
+            names += " or a register " + ", ".join(repr(r) for r in self.registers)
+        return LoweringError(
+            f"kernel '{self.kernel}': the thread index ({names}) is used {what}. The cpu backend runs "
+            f"a block as one sequential program and turns per-thread code into a loop over threads "
+            f"only between block-wide operations (tile ops, T.Parallel loops, barriers). Compute "
+            f"per-thread values in statements of their own, or write the block-wide part with "
+            f"T.Parallel instead of the thread index."
+            + (f"\n  --> {source_location(node)}" if source_location(node) else ""))
+
+    # -- step 1: thread-dependent scalars become registers ----------------------------------------
+    def binds_to_registers(self, body):
+        """``x = <value using tx or a register>`` becomes a one-element register written where the
+        bind was: each thread keeps its own x (step 2), and a later change to what the value read
+        does not leak into x, as it would if we substituted the value into x's uses."""
+        registers: dict[int, tirx.Var] = {}
+        private = set()
+
+        def collect_private(alloc):
+            if str(alloc.buffer.ty.storage_scope) in PRIVATE_SCOPES:
+                private.add(_key(alloc.buffer))
+
+        def collect(bind):  # pre-order: a bind is seen before the binds that use it
+            if uses_vars(bind.value, self.keys | private | set(registers)):
+                registers[_key(bind.var)] = tirx.decl_buffer([1], bind.var.ty.dtype,
+                                                             name=str(bind.var), scope="local")
+
+        tvm_ffi.structural_walk(body, [(tirx.AllocBuffer, collect_private)])
+        tvm_ffi.structural_walk(body, [(tirx.Bind, collect)], order="pre")
+        if not registers:
+            return body
+
+        def splice(seq):
+            out = []
+            for stmt in seq.seq:
+                reg = registers.get(_key(stmt.var)) if isinstance(stmt, tirx.Bind) else None
+                if reg is None:
+                    out.append(stmt)
+                else:  # the declaration stays in this sequence so it scopes over the same statements
+                    out += [tirx.AllocBuffer(reg), tirx.BufferStore(reg, stmt.value, [0])]
+            return tirx.SeqStmt(out)
+
+        def use(var):
+            reg = registers.get(_key(var))
+            return var if reg is None else tirx.BufferLoad(reg, [0])
+
+        # Two maps: the bind's own variable (a definition) must be gone before uses are replaced.
+        body = tvm_ffi.structural_map(body, [(tirx.SeqStmt, splice)])
+        return tvm_ffi.structural_map(body, [(tirx.Var, use)])
+
+    # -- step 2: registers get one copy per thread ------------------------------------------------
+    def privatize_registers(self, body):
+        expanded: dict[int, tirx.Var] = {}
+
+        def collect(alloc):
+            buf = alloc.buffer
+            if str(buf.ty.storage_scope) in PRIVATE_SCOPES:
+                shape = [extent for _, extent in self.launches] + list(buf.ty.shape)
+                expanded[_key(buf)] = tirx.decl_buffer(shape, buf.ty.dtype, name=str(buf),
+                                                       scope="local")
+                self.registers.append(str(buf))
+
+        tvm_ffi.structural_walk(body, [(tirx.AllocBuffer, collect)])
+        if not expanded:
+            return body
+        thread_index = [var for var, _ in self.launches]
+
+        def load(node):
+            new = expanded.get(_key(node.source))
+            return node if new is None else tirx.BufferLoad(new, thread_index + list(node.indices))
+
+        def store(node):
+            new = expanded.get(_key(node.buffer))
+            if new is None:
+                return node
+            return tirx.BufferStore(new, node.value, thread_index + list(node.indices))
+
+        def alloc(node):
+            new = expanded.get(_key(node.buffer))
+            return node if new is None else tirx.AllocBuffer(new, node.annotations)
+
+        def region(node):
+            if _key(node.source) in expanded:
+                raise self.error(f"through the register buffer '{node.source}' passed to a tile op",
+                                 node)
+            return node
+
+        # Post-order: loads inside a store's value are rewritten before the store itself.
+        return raising_structural_map(body, [(tvm.ir.TensorLoad, load), (tirx.BufferStore, store),
+                                             (tirx.AllocBuffer, alloc), (tvm.ir.TensorRegion, region)])
+
+    # -- step 3: wrap runs of per-thread statements in thread loops ------------------------------
+    def wrap(self, stmt):
+        fresh = {_key(var): tirx.Var(str(var), var.ty.dtype) for var, _ in self.launches}
+        stmt = tvm_ffi.structural_map(stmt, [(tirx.Var, lambda v: fresh.get(_key(v), v))])
+        for var, extent in reversed(self.launches):
+            loop_var = fresh[_key(var)]
+            stmt = tirx.For(loop_var, tirx.const(0, loop_var.ty.dtype), extent, tirx.ForKind.SERIAL, stmt)
+        return stmt
+
+    def split(self, stmt):
+        if not uses_vars(stmt, self.keys):
+            return stmt
+        # Launch chains, attributes and sequences are structure, never wrapped whole: block launches
+        # and shared allocations must stay outside the thread loops (one copy per block).
+        if isinstance(stmt, tirx.AttrStmt):
+            return tirx.AttrStmt(stmt.node, stmt.attr_key, stmt.value, self.split(stmt.body))
+        if isinstance(stmt, tirx.SeqStmt):
+            return self._split_seq(list(stmt.seq))
+        if not is_block_wide(stmt):
+            return self.wrap(stmt)
+        if isinstance(stmt, tirx.For):
+            if stmt.annotations is not None and "tl.parallel" in stmt.annotations:
+                raise self.error("inside a T.Parallel loop", stmt)
+            if uses_vars(stmt.min, self.keys) or uses_vars(stmt.extent, self.keys):
+                raise self.error(f"in the bounds of loop '{stmt.loop_var}', which contains block-wide "
+                                 f"operations", stmt)
+            return tirx.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind, self.split(stmt.body),
+                            annotations=stmt.annotations)
+        if isinstance(stmt, tirx.IfThenElse):
+            if uses_vars(stmt.condition, self.keys):
+                raise self.error("in a condition that encloses block-wide operations (tile ops, "
+                                 "T.Parallel loops or barriers)", stmt)
+            else_case = self.split(stmt.else_case) if stmt.else_case is not None else None
+            return tirx.IfThenElse(stmt.condition, self.split(stmt.then_case), else_case)
+        if isinstance(stmt, tirx.TilePrimitiveCall):
+            raise self.error(f"in an operand of tile op '{stmt.op.name}'", stmt)
+        raise self.error(f"in a {type(stmt).__name__} statement that also holds block-wide "
+                         f"operations", stmt)
+
+    def _split_seq(self, seq):
+        """Consecutive per-thread statements share one thread loop. Everything else stays in place
+        and runs once: declarations (they scope over the rest of the sequence), block-wide
+        statements (split recursively), and uniform statements, which mean "once per block" in
+        tile-level code; running them per thread would differ only for a race on the GPU."""
+        out, run = [], []
+
+        def flush():
+            if run:
+                out.append(self.wrap(run[0] if len(run) == 1 else tirx.SeqStmt(list(run))))
+                run.clear()
+
+        for stmt in seq:
+            if isinstance(stmt, (tirx.AllocBuffer, tirx.DeclBuffer, tirx.Bind)) \
+                    or not uses_vars(stmt, self.keys) or is_block_wide(stmt):
+                flush()
+                out.append(self.split(stmt))
+            else:
+                run.append(stmt)
+        flush()
+        return tirx.SeqStmt(out)
+
+
+def _thread_launches(body):
+    launches = []
+
+    def on_attr(attr):
+        if is_thread_launch(attr):
+            launches.append((attr.node.var, attr.value))
+
+    tvm_ffi.structural_walk(body, [(tirx.AttrStmt, on_attr)], order="pre")
+    return launches
+
+
+def threads_to_loops(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    launches = _thread_launches(func.body)
+    if not launches:
+        return func
+    body = tvm_ffi.structural_map(func.body, [(tirx.AttrStmt,
+                                               lambda a: a.body if is_thread_launch(a) else a)])
+    threads = _Threads(func, launches)
+    if not uses_vars(body, threads.keys):
+        return func.with_body(body)  # tile-level kernel: the threads just disappear
+    body = threads.binds_to_registers(body)
+    body = threads.privatize_registers(body)
+    body = threads.split(body)
+    if uses_vars(body, threads.keys):  # a use the split could not place in a thread loop
+        raise threads.error("outside any statement that can become a loop over threads")
+    return func.with_body(body)
+
+
+def ThreadsToLoops():  # noqa: N802 (TVM pass naming)
+    @tirx.transform.prim_func_pass(opt_level=0, name="tl.cpu.ThreadsToLoops")
+    def _pass(func, _mod, _ctx):
+        return threads_to_loops(func)
+
+    return _pass

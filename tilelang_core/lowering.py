@@ -1,0 +1,113 @@
+"""The lowering rule table: how each tile op becomes loops/intrinsics, per backend.
+
+A backend registers one rule per tile op it supports::
+
+    from tilelang_core.lowering import register_lowering
+
+    @register_lowering("copy", "cpu")
+    def lower_copy(call, ctx):          # call: tvm.tirx.TilePrimitiveCall
+        return ...                      # a tvm.tirx.Stmt with no tile op left in it
+
+The generic pass ``tilelang_core.transform.LowerTileOps(kind)`` looks every tile op up here, so adding
+a backend never edits the core, and a missing rule is reported once, naming the op, the backend and
+where to report it (JAX Pallas' habit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .errors import LoweringError
+
+#: prefix under which the frontend registers tile ops (docs/tile-ir.md)
+TILE_OP_PREFIX = "tl.tile."
+
+LoweringRule = Callable[[Any, "LoweringContext"], Any]
+
+_RULES: dict[tuple[str, str], LoweringRule] = {}
+
+
+def _full_name(op_name: str) -> str:
+    return op_name if op_name.startswith(TILE_OP_PREFIX) else TILE_OP_PREFIX + op_name
+
+
+def short_name(op_name: str) -> str:
+    """``tl.tile.copy`` -> ``copy`` (for messages)."""
+    return op_name[len(TILE_OP_PREFIX):] if op_name.startswith(TILE_OP_PREFIX) else op_name
+
+
+def register_lowering(op_name: str, backend_kind: str, *, override: bool = False):
+    """Decorator registering ``rule(call, ctx) -> Stmt`` for tile op ``op_name`` on ``backend_kind``.
+
+    ``op_name`` may be given short (``"copy"``) or full (``"tl.tile.copy"``). Registering the same
+    (op, backend) twice is an error unless ``override=True``: two rules silently racing on import
+    order is the bug we want to hear about.
+    """
+    key = (_full_name(op_name), backend_kind)
+
+    def decorator(rule: LoweringRule) -> LoweringRule:
+        if key in _RULES and not override and _RULES[key] is not rule:
+            raise LoweringError(
+                f"a lowering rule for tile op '{key[0]}' on backend '{backend_kind}' is already "
+                f"registered ({_RULES[key].__module__}.{_RULES[key].__qualname__}); pass "
+                f"override=True to replace it")
+        _RULES[key] = rule
+        return rule
+
+    return decorator
+
+
+def has_lowering(op_name: str, backend_kind: str) -> bool:
+    return (_full_name(op_name), backend_kind) in _RULES
+
+
+def get_lowering(op_name: str, backend_kind: str) -> LoweringRule:
+    """The rule for ``op_name`` on ``backend_kind``; LoweringError naming both when there is none."""
+    rule = _RULES.get((_full_name(op_name), backend_kind))
+    if rule is None:
+        supported = sorted(short_name(op) for op, kind in _RULES if kind == backend_kind)
+        raise LoweringError(
+            f"tile op '{short_name(op_name)}' ({_full_name(op_name)}) has no lowering rule for "
+            f"backend '{backend_kind}'. Ops this backend lowers: {', '.join(supported) or '(none)'}. "
+            f"This is a gap in the backend, not in your kernel: please report it to the issue tracker "
+            f"of the package providing the backend (tilelang-{backend_kind}) with the kernel that "
+            f"triggered it.")
+    return rule
+
+
+def registered_ops(backend_kind: str) -> list[str]:
+    """Short names of the ops ``backend_kind`` can lower, sorted (for doctor and tests)."""
+    return sorted(short_name(op) for op, kind in _RULES if kind == backend_kind)
+
+
+def source_location(node) -> str | None:
+    """``file:line:col`` of a node the frontend gave a span (tile ops carry the user's line)."""
+    span = getattr(node, "span", None)
+    if span is None or span.source_name is None:
+        return None
+    return f"{span.source_name.name}:{span.line}:{span.column}"
+
+
+@dataclass
+class LoweringContext:
+    """What a rule may know beyond its call.
+
+    ``analyzer`` has every loop variable and launch index of the function bound to its range, so a
+    rule can drop bounds checks it can prove (``ctx.analyzer.can_prove(i < n)``). ``options`` are
+    the backend's compile options; ``kernel`` names the function for messages; ``call`` is the
+    tile op being lowered (set by LowerTileOps), whose source line ``error`` reports.
+    """
+
+    backend_kind: str
+    kernel: str
+    analyzer: Any
+    options: Any = None
+    call: Any = None
+
+    def error(self, op_name: str, message: str) -> LoweringError:
+        """A LoweringError that names the kernel, the op, the backend and the user's line."""
+        text = (f"cannot lower tile op '{short_name(op_name)}' in kernel '{self.kernel}' for "
+                f"backend '{self.backend_kind}': {message}")
+        where = source_location(self.call)
+        return LoweringError(text + (f"\n  --> {where}" if where else ""))

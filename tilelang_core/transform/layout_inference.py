@@ -1,0 +1,302 @@
+"""LayoutInference: choose a Fragment (thread -> element mapping) for every register tile.
+
+Sources of layouts, strongest first:
+
+1. gemm accumulators, and gemm operands held in registers: the backend's instruction fixes them
+   (``accumulator_layout`` and ``operand_layout`` hooks);
+2. T.Parallel loops adopt the layout of a fragment they touch whose shape is the loop's, and hand
+   it to the other fragments they touch (a fragment indexed by a subset of the loop variables gets
+   the loop layout reduced over the missing ones: a row statistic next to its tile);
+3. reductions: the destination gets the source layout reduced along ``dim``;
+4. copies between fragments of one shape share a layout;
+5. anything left is spread over the threads in runs of one 16-byte vector (``Fragment.spread``).
+
+A fragment that two sources want differently is a LayoutError naming the buffer and both layouts.
+The pass is a pure function returning ``{buffer: Fragment}``; backends keep the map next to the
+function while lowering (layouts are Python objects, not IR).
+
+Example::
+
+    layouts = infer_layouts(func, num_threads=128, accumulator_layout=my_backend_hook)
+    layouts[C_frag]          # Fragment(shape=[128, 128], threads=128, local=128, ...)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from ..errors import LayoutError
+from ..ir import Copy, Gemm, Reduce, TileOp, is_tile_op
+from ..ir import region as R
+from ..layout import Fragment
+from .lower_tile_ops import kernel_name
+
+FRAGMENT_SCOPE = "local.fragment"
+
+#: backend hook: (gemm op, num_threads) -> Fragment of its accumulator
+AccumulatorLayout = Callable[[Gemm, int], Fragment]
+#: backend hook: (gemm op, "A" or "B", num_threads) -> Fragment that operand must have in registers
+OperandLayout = Callable[[Gemm, str, int], Fragment]
+
+
+def is_fragment(buffer) -> bool:
+    return tirx.is_buffer_var(buffer) and str(buffer.ty.storage_scope) == FRAGMENT_SCOPE
+
+
+def buffer_shape(buffer) -> tuple[int, ...]:
+    shape = []
+    for s in buffer.ty.shape:
+        v = R.as_int(s)
+        if v is None:
+            raise LayoutError(f"fragment {buffer.name} has a symbolic shape {list(buffer.ty.shape)}; "
+                              f"register tiles need constant sizes")
+        shape.append(v)
+    return tuple(shape)
+
+
+def dtype_bits(buffer) -> int:
+    return tvm.runtime.DataType(str(buffer.ty.dtype)).bits
+
+
+@dataclass
+class ParallelNest:
+    """A nest of T.Parallel loops: its loop variables, extents and the fragment accesses inside."""
+
+    loop: tirx.For
+    loop_vars: list
+    extents: list[int]
+    #: (buffer, indices) of every fragment load/store in the body
+    accesses: list
+
+
+def parallel_nests(stmt) -> list[ParallelNest]:
+    """Outermost nests of ``tl.parallel`` loops in program order."""
+    nests: list[ParallelNest] = []
+
+    def visit(node):
+        if isinstance(node, tirx.For) and _is_parallel(node):
+            nests.append(_collect_nest(node))
+            return
+        for child in _children(node):
+            visit(child)
+
+    visit(stmt)
+    return nests
+
+
+def _is_parallel(loop) -> bool:
+    return loop.annotations is not None and "tl.parallel" in loop.annotations
+
+
+def _children(node) -> list:
+    if isinstance(node, tirx.SeqStmt):
+        return list(node.seq)
+    if isinstance(node, tirx.IfThenElse):
+        return [node.then_case] + ([node.else_case] if node.else_case is not None else [])
+    body = getattr(node, "body", None)
+    return [body] if isinstance(body, tirx.Stmt) else []
+
+
+def _collect_nest(loop) -> ParallelNest:
+    loop_vars, extents, body = [], [], loop
+    while isinstance(body, tirx.For) and _is_parallel(body):
+        extent = R.as_int(body.extent)
+        if extent is None:
+            raise LayoutError(f"T.Parallel loop over {body.loop_var} has a symbolic extent "
+                              f"{body.extent}; parallel loops need constant extents")
+        loop_vars.append(body.loop_var)
+        extents.append(extent)
+        body = body.body
+    accesses = []
+
+    def on_load(load):
+        if is_fragment(load.source):
+            accesses.append((load.source, list(load.indices)))
+
+    def on_store(store):
+        if is_fragment(_buf(store)):
+            accesses.append((_buf(store), list(store.indices)))
+
+    tvm_ffi.structural_walk(body, [(tvm.ir.TensorLoad, on_load), (tirx.BufferStore, on_store)])
+    return ParallelNest(loop, loop_vars, extents, accesses)
+
+
+def _buf(node):
+    """The buffer of a load (``TensorLoad.source``) or a store (``BufferStore.buffer``)."""
+    return node.buffer if isinstance(node, tirx.BufferStore) else node.source
+
+
+def access_dims(nest: ParallelNest, indices) -> list[int] | None:
+    """Which loop dimension each index is, when every index is a bare loop variable."""
+    dims = []
+    for index in indices:
+        hit = [k for k, v in enumerate(nest.loop_vars) if index.same_as(v)]
+        if not hit:
+            return None
+        dims.append(hit[0])
+    return dims
+
+
+class _Solver:
+    def __init__(self, func, num_threads: int, accumulator_layout: AccumulatorLayout | None,
+                 vector_bytes: int, operand_layout: OperandLayout | None = None):
+        self.func = func
+        self.kernel = kernel_name(func)
+        self.operand_layout = operand_layout
+        self.num_threads = num_threads
+        self.accumulator_layout = accumulator_layout
+        self.vector_bytes = vector_bytes
+        self.layouts: dict = {}
+        self.why: dict = {}
+
+    def assign(self, buffer, layout: Fragment, why: str) -> bool:
+        current = self.layouts.get(buffer)
+        if current is None:
+            self.layouts[buffer] = layout
+            self.why[buffer] = why
+            return True
+        if current != layout:
+            raise LayoutError(
+                f"kernel '{self.kernel}': fragment '{buffer.name}' gets two different layouts:\n"
+                f"  {current}\n    (from {self.why[buffer]})\n  {layout}\n    (from {why})\n"
+                f"Copy it into a second fragment where the uses disagree, or use shapes that "
+                f"let both uses share one layout.")
+        return False
+
+    def ops(self) -> list[TileOp]:
+        found = []
+        tvm_ffi.structural_walk(self.func.body, [(tirx.TilePrimitiveCall, lambda c: found.append(c))],
+                                order="pre")
+        return [TileOp.from_stmt(c) for c in found if is_tile_op(c)]
+
+    def solve(self) -> dict:
+        ops = self.ops()
+        nests = parallel_nests(self.func.body)
+        for op in ops:
+            if isinstance(op, Gemm) and is_fragment(op.C.source):
+                if self.accumulator_layout is None:
+                    raise LayoutError(f"kernel '{self.kernel}': this backend has no gemm layout")
+                layout = self.accumulator_layout(op, self.num_threads)
+                self.assign(op.C.source, layout, f"T.gemm accumulator of {op!r}")
+            if isinstance(op, Gemm):
+                for name in ("A", "B"):
+                    operand = getattr(op, name)
+                    if not is_fragment(operand.source):
+                        continue
+                    if self.operand_layout is None:
+                        raise LayoutError(f"kernel '{self.kernel}': gemm operand {name} "
+                                          f"'{operand.source.name}' is in registers, which this "
+                                          f"backend does not support; copy it to shared memory")
+                    layout = self.operand_layout(op, name, self.num_threads)
+                    self.assign(operand.source, layout, f"T.gemm operand {name} of {op!r}")
+        # Propagate until nothing changes; each round can only add layouts, so this terminates.
+        changed = True
+        while changed:
+            changed = False
+            for nest in nests:
+                changed |= self._propagate_nest(nest)
+            for op in ops:
+                changed |= self._propagate_op(op)
+            if not changed:
+                changed = self._default_one(nests, ops)
+        return self.layouts
+
+    def _propagate_nest(self, nest: ParallelNest) -> bool:
+        anchor = None
+        for buffer, indices in nest.accesses:
+            dims = access_dims(nest, indices)
+            if buffer in self.layouts and dims == list(range(len(nest.extents))):
+                anchor = self.layouts[buffer]
+                break
+        if anchor is None:
+            return False
+        changed = False
+        for buffer, indices in nest.accesses:
+            dims = access_dims(nest, indices)
+            if dims is None:
+                raise LayoutError(
+                    f"kernel '{self.kernel}': fragment '{buffer.name}' is indexed with "
+                    f"{[str(i) for i in indices]} inside a T.Parallel loop; index fragments with "
+                    f"the loop variables themselves")
+            layout = anchor
+            for d in sorted(set(range(len(nest.extents))) - set(dims), reverse=True):
+                layout = layout.reduce(d)
+            if sorted(dims) != dims:
+                raise LayoutError(f"kernel '{self.kernel}': fragment '{buffer.name}' is indexed "
+                                  f"with loop variables out of order")
+            if len(buffer_shape(buffer)) != len(layout.shape):
+                layout = _with_unit_dims(layout, buffer_shape(buffer))
+            changed |= self.assign(buffer, layout, "a T.Parallel loop over it")
+        return changed
+
+    def _propagate_op(self, op: TileOp) -> bool:
+        if isinstance(op, Reduce) and is_fragment(op.src.source) and is_fragment(op.dst.source):
+            src = self.layouts.get(op.src.source)
+            if src is None or op.dst.source in self.layouts:
+                return False
+            keep = len(buffer_shape(op.dst.source)) == len(src.shape)
+            return self.assign(op.dst.source, src.reduce(op.dim, keepdim=keep), f"{op!r}")
+        if isinstance(op, Copy) and is_fragment(op.src.source) and is_fragment(op.dst.source):
+            a, b = op.src.source, op.dst.source
+            if buffer_shape(a) == buffer_shape(b):
+                if a in self.layouts:
+                    # register-to-register copies move no data between threads: same layout
+                    return self.assign(b, self.layouts[a], f"{op!r} (copied from '{a.name}')")
+                if b in self.layouts:
+                    return self.assign(a, self.layouts[b], f"{op!r} (copied to '{b.name}')")
+        return False
+
+    def _default_one(self, nests, ops) -> bool:
+        """Spread one unconstrained fragment (the first a loop or an op touches), then propagate."""
+        candidates = [b for n in nests for b, _ in n.accesses]
+        candidates += [r.source for op in ops for r in (*op.reads, *op.writes) if R.is_region(r)]
+        candidates += _allocated_fragments(self.func.body)
+        for buffer in candidates:
+            if is_fragment(buffer) and buffer not in self.layouts:
+                shape = buffer_shape(buffer)
+                vector = max(1, self.vector_bytes * 8 // dtype_bits(buffer))
+                while vector > 1 and (shape[-1] % vector or _prod(shape) // vector < self.num_threads):
+                    vector //= 2
+                layout = Fragment.spread(shape, self.num_threads, vector, name=str(buffer.name))
+                return self.assign(buffer, layout, "the default spread over threads")
+        return False
+
+
+def _prod(xs) -> int:
+    out = 1
+    for x in xs:
+        out *= x
+    return out
+
+
+def _with_unit_dims(layout: Fragment, shape: tuple[int, ...]) -> Fragment:
+    """``layout`` of a squeezed tile, re-expanded with the unit dims of ``shape``."""
+    from ..layout import LOCAL, Digit
+
+    digits, k, extra = [], 0, len(shape) - len(layout.shape)
+    for s in shape:
+        if extra > 0 and s == 1 and (k == len(layout.shape) or layout.shape[k] != 1):
+            digits.append((Digit(1, LOCAL, 0),))
+            extra -= 1
+        else:
+            digits.append(layout.digits[k])
+            k += 1
+    return Fragment(tuple(shape), tuple(digits), layout.replicate, name=layout.name)
+
+
+def _allocated_fragments(stmt) -> list:
+    found = []
+    tvm_ffi.structural_walk(stmt, [(tirx.AllocBuffer, lambda a: found.append(a.buffer))])
+    return [b for b in found if is_fragment(b)]
+
+
+def infer_layouts(func: tirx.PrimFunc, num_threads: int,
+                  accumulator_layout: AccumulatorLayout | None = None,
+                  vector_bytes: int = 16, operand_layout: OperandLayout | None = None) -> dict:
+    """``{fragment buffer: Fragment}`` for every ``local.fragment`` buffer of ``func``."""
+    return _Solver(func, num_threads, accumulator_layout, vector_bytes, operand_layout).solve()

@@ -1,0 +1,76 @@
+"""LowerTileOps: replace every tile-op call by the statement its backend's rule returns.
+
+Rules come from the table in ``tilelang_core.lowering`` (``@register_lowering(op, kind)``); this
+pass only walks the function, gives each rule a ``LoweringContext`` and splices the result in. It
+knows nothing about any target.
+"""
+
+from __future__ import annotations
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from ..errors import LoweringError
+from ..lowering import LoweringContext, get_lowering, source_location
+from .structural import structural_map
+
+
+def bind_loop_ranges(analyzer, stmt) -> None:
+    """Bind every loop variable and launch index in ``stmt`` to its range.
+
+    Variables are unique objects in TIRX, so binding them all up front is the same as binding them
+    scope by scope, and lets rules prove bounds checks away (``bx * 64 + i < 256``).
+    """
+
+    def on_for(loop):
+        analyzer.bind(loop.loop_var, tvm.ir.Range.from_min_extent(loop.min, loop.extent))
+
+    def on_attr(attr):
+        if attr.attr_key == "thread_extent" and isinstance(attr.node, tirx.IterVar):
+            analyzer.bind(attr.node.var, tvm.ir.Range.from_min_extent(0, attr.value))
+
+    tvm_ffi.structural_walk(stmt, [(tirx.For, on_for), (tirx.AttrStmt, on_attr)])
+
+
+def kernel_name(func) -> str:
+    name = func.attrs.get("global_symbol") if func.attrs is not None else None
+    return str(name) if name is not None else "<unnamed>"
+
+
+def lower_tile_ops(func: tirx.PrimFunc, backend_kind: str, options=None,
+                   context: LoweringContext | None = None) -> tirx.PrimFunc:
+    """Lower every ``TilePrimitiveCall`` in ``func`` with ``backend_kind``'s rules.
+
+    A backend may pass its own ``context`` (a LoweringContext subclass carrying per-kernel state);
+    its analyzer is used as is, with this function's loop ranges bound into it (binding a variable
+    again to the same range is a no-op).
+    """
+    ctx = context or LoweringContext(backend_kind=backend_kind, kernel=kernel_name(func),
+                                     analyzer=tvm.sym.Analyzer(), options=options)
+    bind_loop_ranges(ctx.analyzer, func.body)
+
+    def rewrite(call):
+        try:
+            rule = get_lowering(call.op.name, backend_kind)
+        except LoweringError as err:
+            where = source_location(call)
+            raise LoweringError(f"{err}\n  --> in kernel '{ctx.kernel}'"
+                                + (f", {where}" if where else "")) from None
+        ctx.call = call
+        return rule(call, ctx)
+
+    # Post-order: a rule never sees a tile op nested in another's operands (there are none today),
+    # and the result of a rule is not walked again, so rules must not emit tile ops.
+    body = structural_map(func.body, [(tirx.TilePrimitiveCall, rewrite)])
+    return func.with_body(body)
+
+
+def LowerTileOps(backend_kind: str, options=None):  # noqa: N802 (TVM pass naming)
+    """Pass form of :func:`lower_tile_ops`."""
+
+    @tirx.transform.prim_func_pass(opt_level=0, name="tl.LowerTileOps")
+    def _pass(func, _mod, _ctx):
+        return lower_tile_ops(func, backend_kind, options)
+
+    return _pass
