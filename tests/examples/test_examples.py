@@ -1,0 +1,95 @@
+"""Every example, on the cpu reference backend: numerics against torch in float64 on random data
+with sizes that do not divide the tiles, and each file run as a script the way a user would."""
+
+import importlib.util
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+from tilelang_core.target import Target
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def load(relpath: str):
+    spec = importlib.util.spec_from_file_location(relpath.replace("/", "_")[:-3], EXAMPLES / relpath)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(autouse=True)
+def on_cpu():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with Target("cpu"):
+            yield
+
+
+@pytest.mark.parametrize("trans_A, trans_B", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("dtype, tol", [(torch.float16, 1e-3), (torch.bfloat16, 8e-3)])
+def test_gemm_with_transposes(trans_A, trans_B, dtype, tol):
+    assert load("gemm/gemm.py").check(130, 72, 100, trans_A, trans_B, dtype=dtype) < tol
+
+
+def test_gemm_with_other_tiles_and_float32():
+    gemm = load("gemm/gemm.py")
+    assert gemm.check(67, 33, 45, dtype=torch.float32, block_M=32, block_N=16, block_K=16) < 1e-6
+
+
+def test_split_k_gemm_accumulates_every_slice():
+    assert load("gemm/gemm_splitk.py").check(100, 70, 300, split_k=3) < 1e-5
+
+
+@pytest.mark.parametrize("dtype, tol", [(torch.float16, 1e-3), (torch.bfloat16, 8e-3), (torch.float32, 1e-6)])
+def test_softmax(dtype, tol):
+    assert load("softmax/softmax.py").check(37, 100, dtype=dtype) < tol
+
+
+@pytest.mark.parametrize("name", ["rms_norm", "layer_norm"])
+@pytest.mark.parametrize("dtype, tol", [(torch.float16, 1e-3), (torch.bfloat16, 8e-3), (torch.float32, 1e-6)])
+def test_norms(name, dtype, tol):
+    assert load(f"norm/{name}.py").check(19, 72, dtype=dtype) < tol
+
+
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_flash_attention(is_causal):
+    assert load("attention/flash_attention.py").check(1, 2, 100, 32, is_causal, block_M=32, block_N=32) < 2e-3
+
+
+def test_flash_attention_with_unequal_tiles():
+    attention = load("attention/flash_attention.py")
+    assert attention.check(1, 1, 77, 16, True, block_M=16, block_N=32) < 2e-3
+
+
+@pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-6), (torch.float16, 1e-3)])
+def test_scale_add(dtype, tol):
+    assert load("elementwise/scale_add.py").check(33, 130, 0.75, dtype=dtype) < tol
+
+
+SCRIPTS = [
+    ["quickstart.py", "--m", "70", "--n", "40", "--k", "50"],
+    ["gemm/gemm.py", "--m", "70", "--n", "40", "--k", "50", "--trans-a"],
+    ["gemm/gemm_splitk.py", "--m", "70", "--n", "40", "--k", "130", "--split-k", "2"],
+    ["softmax/softmax.py", "--m", "20", "--n", "30"],
+    ["norm/rms_norm.py", "--m", "20", "--n", "30"],
+    ["norm/layer_norm.py", "--m", "20", "--n", "30"],
+    ["attention/flash_attention.py", "--seq-len", "50", "--dim", "16", "--heads", "1", "--batch", "1",
+     "--is-causal"],
+    ["elementwise/scale_add.py", "--m", "20", "--n", "30"],
+]
+
+
+@pytest.mark.parametrize("argv", SCRIPTS, ids=[a[0] for a in SCRIPTS])
+def test_runs_as_a_script(argv, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TILELANG_")}
+    env["TILELANG_CACHE_DIR"] = str(tmp_path)
+    out = subprocess.run([sys.executable, str(EXAMPLES / argv[0]), *argv[1:]], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "OK" in out.stdout and "cpu reference backend" in out.stderr
