@@ -93,3 +93,15 @@ def test_runs_as_a_script(argv, tmp_path):
                          env=env, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "OK" in out.stdout and "cpu reference backend" in out.stderr
+
+
+def test_T_compile_and_tilelang_compile_are_the_same_entry_point():
+    import numpy as np
+
+    import tilelang_core as tilelang
+    import tilelang_core.language as T
+
+    assert T.compile is tilelang.compile
+    kernel = T.compile(load("elementwise/scale_add.py").scale_add.get_tir(37, 41, 2.0), out_idx=[-1], target="cpu")
+    a, b = np.random.rand(37, 41).astype("float32"), np.random.rand(37, 41).astype("float32")
+    np.testing.assert_allclose(kernel(a, b), 2.0 * a.astype("float64") + b, rtol=1e-6)

@@ -12,6 +12,7 @@ Read one back in a pass::
         op = TileOp.from_stmt(stmt)                   # a Copy / Gemm / Reduce ... instance
 """
 
+from .. import ffi_errors  # noqa: F401 - TileLang error types survive TVM passes
 from .ops import Atomic, Copy, Cumsum, Fill, Gemm, GemmWarpPolicy, Reduce, TileOp
 from .registry import OP_PREFIX, get_op, get_op_class, is_tile_op, registered_ops
 
