@@ -1,0 +1,86 @@
+"""Small launches of the kernels compute-sanitizer should see clean, for the H200:
+
+    compute-sanitizer --tool memcheck  python bench/cuda_sanitize_cases.py
+    compute-sanitizer --tool racecheck python bench/cuda_sanitize_cases.py
+    compute-sanitizer --tool synccheck python bench/cuda_sanitize_cases.py
+
+Builds first (no GPU work), then launches each kernel once on ragged shapes, checks the result.
+"""
+
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "backends" / "cuda" / "tests"))
+
+import torch  # noqa: E402
+
+import kernels  # noqa: E402
+from tilelang_cuda.options import CudaOptions  # noqa: E402
+from tilelang_cuda.pipeline import CudaBackend  # noqa: E402
+
+
+class Target:
+    arch = "sm_90a"
+
+
+def build(func):
+    backend = CudaBackend(Target())
+    options = CudaOptions(lineinfo=True)
+    workdir = Path(tempfile.mkdtemp(prefix="tl_sanitize_"))
+    mod = backend.lower(func, options)
+    backend.build(mod, backend.codegen(mod, options), options, workdir)
+    return backend.load(workdir / "kernel.so")
+
+
+def main():
+    gemm = build(kernels.make_gemm(1000, 1000, 1000))
+    gemm_nt = build(kernels.make_gemm(520, 264, 200, bm=64, bn=64, bk=32, stages=4, trans_b=True))
+    softmax = build(kernels.make_softmax(100, 512, 4, 128))
+    rowmax = build(kernels.make_gemm_rowmax(200, 64, 96))
+    attn = build(kernels.make_flash_attention(1, 2, 200, 64, 64, 64, 128))
+    failures = []
+
+    a = torch.randn(1000, 1000, device="cuda", dtype=torch.float16)
+    b = torch.randn(1000, 1000, device="cuda", dtype=torch.float16)
+    c = torch.empty(1000, 1000, device="cuda", dtype=torch.float16)
+    gemm["gemm"](a, b, c)
+    if not torch.allclose(c.float(), a.float() @ b.float(), rtol=2e-2, atol=0.5):
+        failures.append("gemm 1000^3")
+
+    a = torch.randn(520, 200, device="cuda", dtype=torch.float16)
+    b = torch.randn(264, 200, device="cuda", dtype=torch.float16)
+    c = torch.empty(520, 264, device="cuda", dtype=torch.float16)
+    gemm_nt["gemm"](a, b, c)
+    if not torch.allclose(c.float(), a.float() @ b.float().T, rtol=2e-2, atol=0.5):
+        failures.append("gemm NT 520x264x200, 4 stages")
+
+    x = torch.randn(100, 512, device="cuda")
+    y = torch.empty_like(x)
+    softmax["softmax"](x, y)
+    if not torch.allclose(y, torch.softmax(x, 1), rtol=1e-4, atol=1e-6):
+        failures.append("softmax 100x512")
+
+    a = torch.randn(200, 96, device="cuda", dtype=torch.float16)
+    b = torch.randn(64, 96, device="cuda", dtype=torch.float16)
+    r = torch.empty(200, device="cuda")
+    rowmax["gemm_rowmax"](a, b, r)
+    if not torch.allclose(r, (0.5 * (a.float() @ b.float().T)).amax(1), rtol=1e-3, atol=1e-3):
+        failures.append("gemm row max 200x64x96")
+
+    q, k, v = (torch.randn(1, 200, 2, 64, device="cuda", dtype=torch.float16) for _ in range(3))
+    o = torch.empty_like(q)
+    attn["flash_attn"](q, k, v, o)
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        *(x.transpose(1, 2).float() for x in (q, k, v))).transpose(1, 2)
+    if not torch.allclose(o.float(), ref, rtol=1e-2, atol=2e-3):
+        failures.append("flash attention 1x2x200x64")
+
+    torch.cuda.synchronize()
+    print("FAILED: " + ", ".join(failures) if failures else "all results correct")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
