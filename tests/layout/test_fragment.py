@@ -1,0 +1,81 @@
+"""Fragment and Layout: bijectivity, reductions, swizzles, and the mma.sync tables of the PTX ISA."""
+
+import itertools
+
+import pytest
+
+from tilelang_core.errors import LayoutError
+from tilelang_core.layout import LOCAL, THREAD, Digit, Fragment, Layout, make_swizzled_layout
+
+
+def owners(frag: Fragment) -> dict:
+    """(thread, local) -> element, for every element and replica; fails on a collision."""
+    seen = {}
+    for idx in itertools.product(*(range(s) for s in frag.shape)):
+        for rep in range(frag.replicas):
+            key = (frag.thread_of(*idx, replica=rep), frag.local_of(*idx))
+            assert key not in seen, f"{key} holds both {seen[key]} and {idx}"
+            seen[key] = idx
+    return seen
+
+
+@pytest.mark.parametrize("shape,threads,vector", [((4, 8), 8, 2), ((64, 64), 128, 4),
+                                                  ((128,), 128, 1), ((16, 16), 128, 1), ((8, 32), 32, 8)])
+def test_spread_is_a_bijection_and_inverse_agrees(shape, threads, vector):
+    frag = Fragment.spread(shape, threads, vector)
+    seen = owners(frag)
+    assert len(seen) == frag.num_threads * frag.local_size
+    for (t, l), idx in seen.items():
+        assert tuple(frag.index_of(t, l)) == idx
+
+
+def test_spread_keeps_vector_runs_contiguous():
+    frag = Fragment.spread((64, 64), 128, 4)
+    assert [frag.thread_of(0, j) for j in range(8)] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert [frag.local_of(0, j) for j in range(4)] == [0, 1, 2, 3]
+
+
+def test_non_dense_strides_are_rejected():
+    with pytest.raises(LayoutError, match="bijection"):
+        Fragment((4,), ((Digit(4, THREAD, 2),),))
+
+
+def test_reduce_replicates_the_reduced_threads():
+    frag = Fragment.spread((16, 8), 32, 2)  # 4 threads per row
+    row = frag.reduce(1)
+    assert row.shape == (16,) and row.replicas == 4
+    for i in range(16):
+        holders = {frag.thread_of(i, j) for j in range(8)}
+        assert {row.thread_of(i, replica=r) for r in range(row.replicas)} == holders
+    owners(row)
+
+
+def test_table_draws_small_fragments():
+    text = Fragment.spread((2, 4), 4, 2).table()
+    assert text.splitlines()[0].split() == ["T0:0", "T0:1", "T1:0", "T1:1"]
+
+
+def test_row_major_and_swizzles_are_bijective():
+    assert Layout.row_major((4, 8)).offset(1, 2) == 10
+    for rows, cols, bits in [(8, 64, 16), (128, 32, 16), (32, 128, 16), (64, 16, 16), (16, 32, 32), (32, 48, 16),
+                              (16, 40, 16), (8, 24, 32)]:
+        assert make_swizzled_layout(rows, cols, bits).is_bijective(), (rows, cols, bits)
+
+
+def test_swizzle_spreads_eight_rows_over_all_banks():
+    """ldmatrix reads one 16-byte chunk column from 8 consecutive rows: all 8 must differ in bank
+    group (offset // 8 halves % 8) for a conflict-free access."""
+    for rows, cols in [(64, 64), (128, 32), (32, 128)]:
+        lay = make_swizzled_layout(rows, cols, 16)
+        for chunk in range(cols // 8):
+            for r0 in range(0, rows, 8):
+                groups = {(lay.offset(r, chunk * 8) // 8) % 8 for r in range(r0, r0 + 8)}
+                assert len(groups) == 8, (rows, cols, chunk, r0)
+
+
+def test_swizzle_keeps_16_byte_chunks_contiguous():
+    lay = make_swizzled_layout(32, 64, 16)
+    for i in range(32):
+        for c in range(8):
+            base = lay.offset(i, c * 8)
+            assert [lay.offset(i, c * 8 + k) for k in range(8)] == list(range(base, base + 8))

@@ -1,0 +1,14 @@
+"""Layouts of tiles: ``Layout`` (index -> memory offset, swizzles) and ``Fragment`` (index ->
+thread and register). Target-independent; backends build their instruction layouts from these.
+
+Example::
+
+    from tilelang_core.layout import Fragment, make_swizzled_layout
+    frag = Fragment.spread((64, 64), num_threads=128, vector=4)
+    frag.thread_of(0, 5), frag.local_of(0, 5)      # (1, 1)
+"""
+
+from .fragment import LOCAL, THREAD, Digit, Fragment
+from .layout import Layout, make_swizzled_layout, swizzle_period
+
+__all__ = ["LOCAL", "THREAD", "Digit", "Fragment", "Layout", "make_swizzled_layout", "swizzle_period"]

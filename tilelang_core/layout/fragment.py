@@ -1,0 +1,265 @@
+"""Fragment: which thread holds which element of a register tile, and where in its registers.
+
+A fragment layout splits every index of a tile into mixed-radix *digits* (most significant first).
+Each digit goes either to the thread id or to the per-thread local index, with a stride. Extra
+*replicate* digits add threads that hold copies (a row maximum shared by the 4 lanes of an mma row).
+This is CuTe's shape/stride idea restricted to what register tiles need, and it makes the three
+questions every lowering asks exact and cheap:
+
+    forward:  indices -> (thread, local)                      (rewrite accesses)
+    inverse:  (thread, local[, replica]) -> indices           (loop over my elements)
+    reduce:   drop a dimension, its thread digits become replicas (row reductions)
+
+Example::
+
+    >>> f = Fragment.spread((4, 8), num_threads=8, vector=2)   # 8 threads, 2 x 2 elements each
+    >>> f.num_threads, f.local_size
+    (8, 4)
+    >>> f.thread_of(1, 3), f.local_of(1, 3)      # flat 11 -> run 5 -> thread 5, 2nd of its pair
+    (5, 1)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from ..errors import LayoutError
+
+THREAD = "thread"
+LOCAL = "local"
+
+
+@dataclass(frozen=True)
+class Digit:
+    """One mixed-radix digit of an index: ``extent`` values, sent to ``space`` with ``stride``."""
+
+    extent: int
+    space: str
+    stride: int
+
+    def __post_init__(self):
+        if self.space not in (THREAD, LOCAL):
+            raise ValueError(f"digit space must be {THREAD!r} or {LOCAL!r}, got {self.space!r}")
+        if self.extent < 1 or self.stride < 0:
+            raise ValueError(f"bad digit {self}")
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """A thread -> element mapping of a tile (see the module docstring).
+
+    ``digits[d]`` lists the digits of dimension ``d``, most significant first; their extents
+    multiply to ``shape[d]``. ``replicate`` digits are thread digits that no index selects.
+    """
+
+    shape: tuple[int, ...]
+    digits: tuple[tuple[Digit, ...], ...]
+    replicate: tuple[Digit, ...] = ()
+    name: str = field(default="", compare=False)
+
+    def __post_init__(self):
+        if len(self.shape) != len(self.digits):
+            raise LayoutError(f"fragment {self.name or ''}: {len(self.shape)} dims but "
+                              f"{len(self.digits)} digit lists")
+        for d, (extent, digits) in enumerate(zip(self.shape, self.digits)):
+            if math.prod(x.extent for x in digits) != extent:
+                raise LayoutError(f"fragment {self.name or ''}: digits of dim {d} cover "
+                                  f"{math.prod(x.extent for x in digits)} values, not {extent}")
+        if any(r.space != THREAD for r in self.replicate):
+            raise LayoutError("replicate digits must be thread digits")
+        self._check_dense(THREAD)
+        self._check_dense(LOCAL)
+
+    # -- sizes ------------------------------------------------------------------------------------
+    def _space_digits(self, space: str) -> list[Digit]:
+        out = [x for dims in self.digits for x in dims if x.space == space]
+        if space == THREAD:
+            out += list(self.replicate)
+        return out
+
+    @property
+    def num_threads(self) -> int:
+        return math.prod(x.extent for x in self._space_digits(THREAD))
+
+    @property
+    def local_size(self) -> int:
+        return math.prod(x.extent for x in self._space_digits(LOCAL))
+
+    @property
+    def replicas(self) -> int:
+        return math.prod(x.extent for x in self.replicate)
+
+    def _check_dense(self, space: str) -> None:
+        """Strides of a space must form an exact mixed radix: every id in [0, size) is used once."""
+        digits = sorted((x for x in self._space_digits(space) if x.extent > 1), key=lambda x: x.stride)
+        expected = 1
+        for x in digits:
+            if x.stride != expected:
+                raise LayoutError(
+                    f"fragment {self.name or ''}: {space} digits are not a bijection onto "
+                    f"[0, size): stride {x.stride} where {expected} was expected ({self.describe()})")
+            expected *= x.extent
+
+    # -- mapping ----------------------------------------------------------------------------------
+    def _places(self, d: int) -> list[int]:
+        places, p = [], 1
+        for x in reversed(self.digits[d]):
+            places.append(p)
+            p *= x.extent
+        return list(reversed(places))
+
+    def _forward(self, space: str, indices: Sequence, replica=0):
+        total = 0
+        for d, index in enumerate(indices):
+            for x, place in zip(self.digits[d], self._places(d)):
+                if x.space == space and x.extent > 1:
+                    total = total + ((index // place) % x.extent) * x.stride
+        if space == THREAD and self.replicate:
+            place = 1
+            for x in reversed(self.replicate):
+                total = total + ((replica // place) % x.extent) * x.stride
+                place *= x.extent
+        return total
+
+    def thread_of(self, *indices, replica=0):
+        """Thread holding element ``indices`` (ints or PrimExprs); ``replica`` picks a copy."""
+        self._check_rank(indices)
+        return self._forward(THREAD, indices, replica)
+
+    def local_of(self, *indices):
+        """Index of element ``indices`` in its thread's registers."""
+        self._check_rank(indices)
+        return self._forward(LOCAL, indices)
+
+    def index_of(self, thread, local) -> list:
+        """The element that ``thread`` holds at ``local`` (ints or PrimExprs), one per dim."""
+        out = []
+        for d in range(len(self.shape)):
+            value = 0
+            for x, place in zip(self.digits[d], self._places(d)):
+                if x.extent == 1:
+                    continue
+                source = thread if x.space == THREAD else local
+                value = value + ((source // x.stride) % x.extent) * place
+            out.append(value)
+        return out
+
+    def replica_of(self, thread):
+        """Which copy ``thread`` holds (0 when there is no replication)."""
+        value, place = 0, 1
+        for x in reversed(self.replicate):
+            value = value + ((thread // x.stride) % x.extent) * place
+            place *= x.extent
+        return value
+
+    def _check_rank(self, indices) -> None:
+        if len(indices) != len(self.shape):
+            raise LayoutError(f"fragment of shape {list(self.shape)} indexed with {len(indices)} indices")
+
+    # -- derived layouts --------------------------------------------------------------------------
+    def reduce(self, dim: int, keepdim: bool = False) -> Fragment:
+        """The layout of a reduction of this tile along ``dim``: every thread that held part of a
+        row holds the result, so the dimension's thread digits become replicate digits, and its
+        local digits disappear (registers are renumbered densely, keeping their order)."""
+        dim = dim % len(self.shape)
+        dropped = self.digits[dim]
+        replicate = tuple(self.replicate) + tuple(x for x in dropped if x.space == THREAD)
+        kept = [list(ds) for i, ds in enumerate(self.digits) if i != dim]
+        shape = [s for i, s in enumerate(self.shape) if i != dim]
+        kept = _renumber_local(kept)
+        if keepdim:
+            kept.insert(dim, [Digit(1, LOCAL, 0)])
+            shape.insert(dim, 1)
+        return Fragment(tuple(shape), tuple(tuple(ds) for ds in kept), replicate,
+                        name=f"{self.name}.reduce({dim})" if self.name else "")
+
+    # -- constructors -----------------------------------------------------------------------------
+    @staticmethod
+    def spread(shape: Sequence[int], num_threads: int, vector: int = 1, name: str = "") -> Fragment:
+        """Row-major elements dealt to threads in runs of ``vector``: element ``f`` (flat) goes to
+        thread ``(f // vector) % num_threads``. The default for fragments no gemm constrains.
+        Threads beyond the element count hold replicas."""
+        shape = tuple(int(s) for s in shape)
+        total = math.prod(shape)
+        if total % vector:
+            vector = 1
+        groups = total // vector
+        used = math.gcd(groups, num_threads)
+        # With fewer element groups than threads (or an awkward count), ``used`` threads own the
+        # elements and the others hold replicas: every thread can still run the same code.
+        flat = [Digit(groups // used, LOCAL, vector), Digit(used, THREAD, 1), Digit(vector, LOCAL, 1)]
+        replicate = (Digit(num_threads // used, THREAD, used),) if num_threads > used else ()
+        return Fragment(shape, _split_flat(shape, flat, name), replicate, name=name)
+
+    def describe(self) -> str:
+        parts = []
+        for d, ds in enumerate(self.digits):
+            parts.append(f"i{d}:" + "x".join(f"{x.extent}{'t' if x.space == THREAD else 'l'}"
+                                             f"@{x.stride}" for x in ds))
+        if self.replicate:
+            parts.append("rep:" + "x".join(f"{x.extent}t@{x.stride}" for x in self.replicate))
+        return " ".join(parts)
+
+    def __repr__(self) -> str:
+        label = f"{self.name} " if self.name else ""
+        return (f"Fragment({label}shape={list(self.shape)}, threads={self.num_threads}, "
+                f"local={self.local_size}, replicas={self.replicas}; {self.describe()})")
+
+    def table(self, max_cols: int = 16, max_rows: int = 16) -> str:
+        """A text picture of a 2-D fragment: ``T<thread>:<local>`` per element (replica 0)."""
+        if len(self.shape) != 2:
+            raise LayoutError("table() draws 2-D fragments only")
+        rows = []
+        for i in range(min(self.shape[0], max_rows)):
+            cells = [f"T{self.thread_of(i, j)}:{self.local_of(i, j)}"
+                     for j in range(min(self.shape[1], max_cols))]
+            rows.append(" ".join(f"{c:>8}" for c in cells))
+        return "\n".join(rows)
+
+
+def _renumber_local(dims: list[list[Digit]]) -> list[list[Digit]]:
+    """Give the local digits of ``dims`` dense strides, keeping their relative order."""
+    local = sorted(((x.stride, d, k) for d, ds in enumerate(dims) for k, x in enumerate(ds)
+                    if x.space == LOCAL and x.extent > 1))
+    stride = 1
+    out = [list(ds) for ds in dims]
+    for _, d, k in local:
+        x = out[d][k]
+        out[d][k] = Digit(x.extent, LOCAL, stride)
+        stride *= x.extent
+    for d, ds in enumerate(out):
+        out[d] = [Digit(1, LOCAL, 0) if (x.space == LOCAL and x.extent == 1) else x for x in ds]
+    return out
+
+
+def _split_flat(shape: tuple[int, ...], flat: list[Digit], name: str) -> tuple[tuple[Digit, ...], ...]:
+    """Distribute digits of a row-major flat index over the dimensions of ``shape``."""
+    dims: list[list[Digit]] = [[] for _ in shape]
+    d = len(shape) - 1
+    remaining = shape[d] if shape else 1
+    for x in reversed(flat):
+        extent, stride = x.extent, x.stride
+        while extent > 1:
+            while remaining == 1 and d > 0:
+                d -= 1
+                remaining = shape[d]
+            if remaining == 1:
+                raise LayoutError(f"fragment {name}: digits exceed the tile {list(shape)}")
+            if remaining % extent == 0:
+                dims[d].insert(0, Digit(extent, x.space, stride))
+                remaining //= extent
+                extent = 1
+            elif extent % remaining == 0:
+                dims[d].insert(0, Digit(remaining, x.space, stride))
+                extent //= remaining
+                stride *= remaining
+                remaining = 1
+            else:
+                raise LayoutError(f"fragment {name}: a digit of {extent} does not fit dimension {d} "
+                                  f"of tile {list(shape)}; use a tile whose sizes are powers of two")
+    for k, ds in enumerate(dims):
+        if not ds:
+            dims[k] = [Digit(1, LOCAL, 0)]
+    return tuple(tuple(ds) for ds in dims)
