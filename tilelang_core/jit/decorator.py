@@ -158,7 +158,8 @@ class EagerJIT(_JITBase):
             self._program = factory(self.fn)
         return self._program
 
-    def __call__(self, *args, **kwargs):
+    def _lookup(self, args, kwargs):
+        """(kernel, argument picker) for this call form, specializing on first sight."""
         program = self._program or self.program
         key = (program.cache_key(args, kwargs), len(args), tuple(kwargs) if kwargs else ())
         hit = self._kernels.get(key)
@@ -166,20 +167,16 @@ class EagerJIT(_JITBase):
             hit = self._specialize(args, kwargs)
             with self._lock:
                 hit = self._kernels.setdefault(key, hit)
-        kernel, pick = hit
+        return hit
+
+    def __call__(self, *args, **kwargs):
+        kernel, pick = self._lookup(args, kwargs)
         return kernel._launch(pick(args, kwargs))
 
     def compile(self, *args, **kwargs) -> JITKernel:
         """The JITKernel these arguments specialize to, without launching it (memoized like a
         call): ``kernel = f.compile(a, b); kernel.get_kernel_source()``."""
-        program = self._program or self.program
-        key = (program.cache_key(args, kwargs), len(args), tuple(kwargs) if kwargs else ())
-        hit = self._kernels.get(key)
-        if hit is None:
-            hit = self._specialize(args, kwargs)
-            with self._lock:
-                hit = self._kernels.setdefault(key, hit)
-        return hit[0]
+        return self._lookup(args, kwargs)[0]
 
     get_kernel = compile
 

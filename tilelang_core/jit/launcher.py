@@ -65,6 +65,13 @@ def _device_test(var: str, device_type: str | None, first: str) -> str | None:
     return f"{var}.get_device() != {first}.get_device()"
 
 
+# framework -> (exact type, dtype converter, constant tag, "not contiguous" test, data pointer)
+_FRAMEWORKS = {
+    "torch": ("_Tensor", torch_dtype, "td", "not {a}.is_contiguous()", "{a}.data_ptr()"),
+    "numpy": ("_ndarray", numpy_dtype, "nd", "not {a}.flags.c_contiguous", "{a}.ctypes.data"),
+}
+
+
 def _branch(em: _Emitter, framework: str, inputs: Sequence[KernelParam],
             outputs: Sequence[KernelParam], names: dict, varmap: dict, device_type: str | None):
     """Checks + output allocation for one framework; ends with every output bound."""
@@ -75,31 +82,21 @@ def _branch(em: _Emitter, framework: str, inputs: Sequence[KernelParam],
             continue
         a = names[p.index]
         conds = []
+        type_name, to_dtype, tag, not_contiguous, data_ptr = _FRAMEWORKS[framework]
+        dtype = to_dtype(p.dtype)
+        if dtype is None:
+            return False
+        if a != first:
+            conds.append(f"type({a}) is not {type_name}")
+        conds.append(f"{a}.dtype is not {em.const(tag, dtype)}")
+        if p.strides is None:
+            conds.append(not_contiguous.format(a=a))
+        if p.alignment > 1:
+            conds.append(f"{data_ptr.format(a=a)} % {p.alignment}")
         if framework == "torch":
-            dtype = torch_dtype(p.dtype)
-            if dtype is None:
-                return False
-            if a != first:
-                conds.append(f"type({a}) is not _Tensor")
-            conds.append(f"{a}.dtype is not {em.const('td', dtype)}")
-            if p.strides is None:
-                conds.append(f"not {a}.is_contiguous()")
-            if p.alignment > 1:
-                conds.append(f"{a}.data_ptr() % {p.alignment}")
             device = _device_test(a, device_type, first)
             if device:
                 conds.append(device)
-        else:
-            dtype = numpy_dtype(p.dtype)
-            if dtype is None:
-                return False
-            if a != first:
-                conds.append(f"type({a}) is not _ndarray")
-            conds.append(f"{a}.dtype is not {em.const('nd', dtype)}")
-            if p.strides is None:
-                conds.append(f"not {a}.flags.c_contiguous")
-            if p.alignment > 1:
-                conds.append(f"{a}.ctypes.data % {p.alignment}")
         if all(d.value is not None for d in p.dims):
             conds.append(f"{a}.shape != {em.const('sh', tuple(d.value for d in p.dims))}")
             em.emit(2, f"if {' or '.join(conds)}: return _slow(args)")
