@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Mapping
 
 from .errors import ConfigError
+from .pass_configs import TILELANG_PASS_CONFIGS
 
 
 @dataclass(frozen=True)
@@ -40,15 +41,21 @@ class BackendOptions:
 
     @classmethod
     def from_pass_configs(cls, pass_configs: Mapping[str, Any] | None):
+        """Options from a TileLang-style ``pass_configs`` dict. Keys this backend implements set
+        fields; TileLang keys it has no use for are accepted without effect (see pass_configs.py);
+        anything else is an error naming the valid keys."""
         names = {f.name for f in dataclasses.fields(cls)}
         kwargs = {}
         for key, value in (pass_configs or {}).items():
+            key = getattr(key, "value", key)  # TileLang's PassConfigKey enum members
             name = key[3:] if key.startswith("tl.") else key
             name = name.replace(".", "_")
-            if name not in names:
+            if name in names:
+                kwargs[name] = value
+            elif key not in TILELANG_PASS_CONFIGS:
                 valid = ", ".join(sorted(names)) or "(none)"
-                raise ConfigError(f"unknown pass config {key!r} for {cls.__name__}; valid keys: {valid}")
-            kwargs[name] = value
+                raise ConfigError(f"unknown pass config {key!r} for {cls.__name__}; keys this backend "
+                                  f"uses: {valid}; TileLang's other keys are accepted and ignored")
         return cls(**kwargs)
 
 

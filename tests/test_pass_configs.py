@@ -1,0 +1,35 @@
+"""pass_configs: TileLang's keys port unchanged; a backend's own keys set its options; typos fail."""
+
+from dataclasses import dataclass
+
+import pytest
+
+from tilelang_core.backend import BackendOptions
+from tilelang_core.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class AcmeOptions(BackendOptions):
+    disable_tma_lower: bool = False
+    num_threads: int = 0
+
+
+def test_keys_the_backend_implements_set_its_options():
+    options = AcmeOptions.from_pass_configs({"tl.disable_tma_lower": True, "num_threads": 4})
+    assert options == AcmeOptions(disable_tma_lower=True, num_threads=4)
+
+
+def test_tilelang_keys_the_backend_does_not_use_are_accepted_without_effect():
+    configs = {"tl.disable_warp_specialized": True, "tir.disable_vectorize": True, "tirx.noalias": False,
+               "tl.enable_fast_math": True}
+    assert AcmeOptions.from_pass_configs(configs) == AcmeOptions()
+
+
+def test_a_misspelled_key_is_an_error_naming_the_valid_ones():
+    with pytest.raises(ConfigError, match="unknown pass config 'tl.disable_tma_lowr'.*disable_tma_lower"):
+        AcmeOptions.from_pass_configs({"tl.disable_tma_lowr": True})
+
+
+def test_options_hash_is_stable_and_sensitive():
+    assert AcmeOptions().stable_hash() == AcmeOptions().stable_hash()
+    assert AcmeOptions(num_threads=1).stable_hash() != AcmeOptions().stable_hash()

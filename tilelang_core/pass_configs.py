@@ -1,0 +1,31 @@
+"""The pass-config keys of TileLang's public API.
+
+A kernel ported from TileLang may pass any of these in ``pass_configs``. A backend applies the
+ones it implements (fields of its options class, named without the ``tl.`` prefix, e.g.
+``disable_tma_lower``); the others mean nothing for that backend (TMA on a CPU) and are accepted
+without effect, so the kernel ports unchanged. Any other key is a typo and an error.
+"""
+
+from __future__ import annotations
+
+_TL = (
+    "Simplify", "disable_data_race_check", "disable_prelower_semantic_check", "disable_warp_specialized",
+    "enable_fast_math", "disable_fast_math", "ptxas_register_usage_level", "enable_ptxas_verbose_output",
+    "device_compile_flags", "config_index_bitwidth", "disable_tma_lower", "disable_safe_memory_legalize",
+    "disable_vectorize_256", "enable_async_copy", "enable_lower_ldgstg", "enable_lower_ldgstg_predicated",
+    "enable_vectorize_planner_verbose", "disable_wgmma", "debug_merge_shared_memory_allocations",
+    "enable_aggressive_shared_memory_merge", "disable_shared_memory_reuse", "enable_hoist_copy_addresses",
+    "enable_copy_staging_pad", "disable_shuffle_elect", "disable_loop_unswitching",
+    "loop_unswitching_allow_non_trivial_else", "disable_thread_storage_sync", "force_let_inline",
+    "ast_print_enable", "layout_visualization_enable", "layout_visualization_formats",
+    "storage_rewrite_detect_inplace", "disable_out_of_bound_warning", "enable_dump_ir", "dump_ir_path",
+    "pass_profile", "pass_profile_threshold_ms", "disable_dynamic_tail_split", "dynamic_alignment",
+    "disable_remove_redundant_syncs", "disable_merge_loop", "disable_loop_peeling", "disable_gemm_pad",
+)
+# TileLang spelled TVM's own keys "tir.*" before TVM's TIRX rename and "tirx.*" after.
+_TIR = ("enable_equiv_terms_in_cse_tir", "disable_cse_tir", "Simplify", "disable_storage_rewrite",
+        "disable_vectorize", "use_async_copy", "enable_debug", "merge_static_smem", "noalias",
+        "add_lower_pass")
+
+TILELANG_PASS_CONFIGS: frozenset[str] = frozenset(
+    [f"tl.{k}" for k in _TL] + [f"{p}.{k}" for p in ("tir", "tirx") for k in _TIR] + ["cuda.kernels_output_dir"])
