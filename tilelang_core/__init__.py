@@ -12,8 +12,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from .errors import (CacheError, CompileError, ConfigError, FrontendError, LaunchError, LayoutError,
+from .errors import (AutotuneError, CacheError, CompileError, ConfigError, FrontendError, LaunchError, LayoutError,
                      LoweringError, PluginError, TargetError, TileLangError)
+from .pass_configs import PassConfigKey
 from .jit import compile, jit  # light: numpy, torch and tvm load with the first compile
 from .target import Target
 
@@ -22,13 +23,14 @@ __version__ = "0.1.0"
 # public name -> "module:attribute", imported on first access
 _LAZY = {
     "JITKernel": "tilelang_core.jit:JITKernel",
+    "autotune": "tilelang_core.autotune:autotune",
     "language": "tilelang_core.language:",
     "resolve_target": "tilelang_core.target:resolve_target",
 }
 
 __all__ = [
-    "CacheError", "CompileError", "ConfigError", "FrontendError", "LaunchError", "LayoutError",
-    "LoweringError", "PluginError", "Target", "TargetError", "TileLangError", "__version__", "compile", "jit",
+    "AutotuneError", "CacheError", "CompileError", "ConfigError", "FrontendError", "LaunchError", "LayoutError",
+    "LoweringError", "PassConfigKey", "PluginError", "Target", "TargetError", "TileLangError", "__version__", "compile", "jit",
     *_LAZY,
 ]
 
@@ -46,5 +48,6 @@ def __getattr__(name: str):
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import language
+    from .autotune import autotune
     from .jit import JITKernel
     from .target import resolve_target

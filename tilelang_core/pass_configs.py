@@ -8,6 +8,8 @@ without effect, so the kernel ports unchanged. Any other key is a typo and an er
 
 from __future__ import annotations
 
+import enum
+
 _TL = (
     "Simplify", "disable_data_race_check", "disable_prelower_semantic_check", "disable_warp_specialized",
     "enable_fast_math", "disable_fast_math", "ptxas_register_usage_level", "enable_ptxas_verbose_output",
@@ -29,3 +31,18 @@ _TIR = ("enable_equiv_terms_in_cse_tir", "disable_cse_tir", "Simplify", "disable
 
 TILELANG_PASS_CONFIGS: frozenset[str] = frozenset(
     [f"tl.{k}" for k in _TL] + [f"{p}.{k}" for p in ("tir", "tirx") for k in _TIR] + ["cuda.kernels_output_dir"])
+
+
+def _member_name(key: str) -> str:
+    prefix, _, rest = key.partition(".")
+    return f"{'TIR' if prefix in ('tir', 'tirx') else prefix.upper()}_{rest.upper()}"
+
+
+# TileLang's enum members whose names do not follow the key (kept for source compatibility)
+_RENAMED = {"TL_DISABLE_SAFE_MEMORY_ACCESS": "tl.disable_safe_memory_legalize",
+            "TL_DUMP_IR_DIR": "tl.dump_ir_path", "TIR_ENABLE_EQUIV_TERMS_IN_CSE": "tir.enable_equiv_terms_in_cse_tir"}
+
+#: ``tilelang.PassConfigKey`` under the same member names, e.g. ``PassConfigKey.TL_DISABLE_TMA_LOWER``
+PassConfigKey = enum.Enum("PassConfigKey", {
+    **{_member_name(k): k for k in sorted(TILELANG_PASS_CONFIGS) if not k.startswith("tir.")},
+    **_RENAMED}, type=str, module=__name__)

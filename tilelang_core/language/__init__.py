@@ -36,7 +36,8 @@ from .kernel import (Kernel, get_block_binding, get_block_bindings, get_thread_b
                      get_thread_bindings)
 from .macro import macro
 from .loops import Parallel, Pipelined, grid, serial, thread_binding, unroll, vectorized
-from .tensor import Buffer, Tensor, TensorType, dynamic, symbolic
+from .tensor import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, Tensor, TensorType, dynamic,
+                     symbolic)
 from .tile_ops import (atomic_add, atomic_max, atomic_min, clear, copy, cumsum, fill, gemm,
                        reduce, reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum)
 

@@ -45,6 +45,11 @@ def macro(func: Callable | None = None, *, hygienic: bool = True):
         if not inspect.isfunction(fn):
             raise TypeError(f"T.macro decorates a function, got {fn!r}")
         source, closure_vars = scan_macro(fn, parser_utils.inspect_function_capture(fn))
+        # TVM binds captured names and then the parameters into one scope, so a parameter that
+        # shares a name with any captured global (a tensor `k` beside a loop index `k`) would
+        # be "already defined". Parameters shadow captures, as in Python.
+        params = set(inspect.signature(fn).parameters)
+        closure_vars = {name: value for name, value in closure_vars.items() if name not in params}
         obj = KernelMacro(source, closure_vars, fn, hygienic)
 
         @functools.wraps(fn)

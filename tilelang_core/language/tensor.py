@@ -72,6 +72,23 @@ Tensor = _TensorConstructor()
 Buffer = Tensor  # TileLang accepts T.Buffer for parameters too
 
 
+def SharedBuffer(shape, dtype="float32") -> TensorType:
+    """Annotation of a ``T.macro`` parameter that receives a shared-memory buffer (TileLang's
+    ``T.SharedBuffer``). Macro parameters take whatever buffer the call passes; the annotation
+    documents the intent."""
+    return TensorType(shape, dtype, scope="shared.dyn")
+
+
+def FragmentBuffer(shape, dtype="float32") -> TensorType:
+    """Annotation of a ``T.macro`` parameter that receives a fragment (``T.alloc_fragment``)."""
+    return TensorType(shape, dtype, scope="local.fragment")
+
+
+def LocalBuffer(shape, dtype="float32") -> TensorType:
+    """Annotation of a ``T.macro`` parameter that receives a ``T.alloc_local`` buffer."""
+    return TensorType(shape, dtype, scope="local")
+
+
 def dynamic(name: str, dtype: str = "int32"):
     """A size known only at call time, usable in ``T.Tensor`` shapes and kernel expressions."""
     if not isinstance(name, str) or not name.isidentifier():
