@@ -105,6 +105,9 @@ class FakeEagerProgram:
         self.specialized = 0
         FakeEagerProgram.instances.append(self)
 
+    def tensors_from_consts(self, args, kwargs):
+        return args, kwargs
+
     def cache_key(self, args, kwargs):
         a = args[0] if args else kwargs["A"]
         return (tuple(a.shape), str(a.dtype), kwargs.get("factor", 2.0))

@@ -45,3 +45,40 @@ def test_pass_config_key_members_have_tilelangs_names_and_values():
     assert key.TL_DISABLE_TMA_LOWER == "tl.disable_tma_lower"
     assert key.TL_DISABLE_SAFE_MEMORY_ACCESS.value == "tl.disable_safe_memory_legalize"
     assert key.TL_DISABLE_WARP_SPECIALIZED.value == "tl.disable_warp_specialized"
+
+
+@tilelang.jit(target="cpu")
+def matmul_relu(A, B, block_M: int = 32, block_N: int = 32, block_K: int = 16,
+                dtype: T.dtype = T.float16, accum_dtype: T.dtype = T.float32):
+    M, N, K = T.const("M N K")
+    A: T.Tensor[[M, K], dtype]
+    B: T.Tensor[[K, N], dtype]
+    C = T.empty([M, N], dtype)
+    with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+        A_shared = T.alloc_shared((block_M, block_K), dtype)
+        B_shared = T.alloc_shared((block_K, block_N), dtype)
+        C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+        T.clear(C_local)
+        for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):
+            T.copy(A[by * block_M, ko * block_K], A_shared)
+            T.copy(B[ko * block_K, bx * block_N], B_shared)
+            T.gemm(A_shared, B_shared, C_local)
+        for i, j in T.Parallel(block_M, block_N):
+            C_local[i, j] = T.max(C_local[i, j], 0)
+        T.copy(C_local, C[by * block_M, bx * block_N])
+    return C
+
+
+def test_eager_compile_from_sizes_gives_the_kernel_a_tensor_call_uses():
+    import pytest
+
+    from tilelang_core.errors import FrontendError
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kernel = matmul_relu.compile(M=40, N=24, K=20, dtype=T.float32)
+        a, b = torch.randn(40, 20), torch.randn(20, 24)
+        assert matmul_relu.compile(a, b, dtype=T.float32).key == kernel.key  # same build, from the cache
+        torch.testing.assert_close(kernel(a, b).double(), torch.relu(a.double() @ b.double()), rtol=1e-5, atol=1e-5)
+        with pytest.raises(FrontendError, match="not given: K"):
+            matmul_relu.compile(M=40, N=24)

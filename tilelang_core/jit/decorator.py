@@ -95,6 +95,18 @@ class _JITBase:
         self._kernels: dict = {}
         self._lock = threading.Lock()
 
+    def __getstate__(self):
+        # a copy in another process (Ray's cloudpickle) compiles afresh: the memo of loaded
+        # kernels and its lock stay here
+        state = dict(self.__dict__)
+        state.pop("_lock", None)
+        state["_kernels"] = {}
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def _compile_func(self, func, out_idx) -> JITKernel:
         return _compile(func, out_idx=out_idx, target=self.target, pass_configs=self.pass_configs,
                         _backend=self._backend)
@@ -175,7 +187,9 @@ class EagerJIT(_JITBase):
 
     def compile(self, *args, **kwargs) -> JITKernel:
         """The JITKernel these arguments specialize to, without launching it (memoized like a
-        call): ``kernel = f.compile(a, b); kernel.get_kernel_source()``."""
+        call): ``kernel = f.compile(a, b); kernel.get_kernel_source()``. As in TileLang, sizes
+        may replace the tensors: ``f.compile(M=1024, N=1024, K=1024, block_M=128)``."""
+        args, kwargs = self.program.tensors_from_consts(args, kwargs)
         return self._lookup(args, kwargs)[0]
 
     get_kernel = compile

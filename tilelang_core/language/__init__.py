@@ -42,3 +42,4 @@ from .tile_ops import (atomic_add, atomic_max, atomic_min, clear, copy, cumsum, 
                        reduce, reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum)
 
 globals().update(_dtypes.EXPORTED)  # T.float16, T.int32, T.bool, ...
+dtype = DType  # TileLang's annotation for dtype parameters: `dtype: T.dtype = T.float16`

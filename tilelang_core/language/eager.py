@@ -266,6 +266,41 @@ class EagerProgram:
         return Specialization(func=func, out_idx=out_idx, key=key,
                               const_values=dict(consts))
 
+    def tensors_from_consts(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """TileLang's ``f.compile(M=1024, N=1024, K=1024)``: compile without tensors.
+
+        Tensor parameters the call does not pass are described by their annotations evaluated
+        with the T.const sizes given as keywords; returns ``(args, kwargs)`` with stand-ins
+        (shape and dtype only) for them, ready for :meth:`specialize`.
+        """
+        sizes = {k: v for k, v in kwargs.items() if k in self.signature.const_names}
+        if not sizes:
+            return args, kwargs
+        given = dict(zip(self.signature.params, args))
+        given.update((k, v) for k, v in kwargs.items() if k not in sizes)
+        defaults = self.signature.defaults
+        missing = [n for n in self._scalar_names if n not in given and n not in defaults]
+        if missing:
+            raise self._error(None, f"{self.fn.__name__}.compile(): missing compile-time argument(s) "
+                                    f"{', '.join(missing)}")
+        ns = self._namespace(tuple(given.get(n, defaults.get(n)) for n in self._scalar_names))
+        ns.update(sizes)
+        for stmt in self._stmts:
+            if stmt.kind == "plain":
+                _eval_plain(stmt, ns)
+            elif stmt.kind == "tensor" and stmt.names[0] not in given:
+                try:
+                    ann = _eval(self, stmt, ns)
+                except FrontendError as err:
+                    unset = [n for n in self.signature.const_names if n not in sizes]
+                    raise self._error(stmt.node, f"{err.message}; give every size the annotation uses "
+                                                 f"(not given: {', '.join(unset) or 'none'})") from None
+                if not all(isinstance(d, int) for d in ann.shape):
+                    raise self._error(stmt.node, f"parameter '{stmt.names[0]}' has a size known only at "
+                                                 f"call time ({ann}); pass a tensor for it instead")
+                given[stmt.names[0]] = TensorSpec(tuple(ann.shape), ann.dtype)
+        return (), given
+
     def __repr__(self) -> str:
         return f"EagerProgram({self.fn.__name__})"
 
@@ -287,6 +322,14 @@ class EagerProgram:
         header = _Header(self, scalars)
         self._headers[scalars] = header
         return header
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A tensor argument described by shape and dtype only (``f.compile(M=..., ...)``)."""
+
+    shape: tuple[int, ...]
+    dtype: str
 
 
 class _Header:
