@@ -78,3 +78,13 @@ class LaunchError(TileLangError):
 
 class CacheError(TileLangError):
     """The on-disk kernel cache could not be read or written."""
+
+
+class ResultMismatchError(TileLangError, AssertionError):
+    """A kernel's outputs differ from the reference beyond the tolerances (profiler, autotuner).
+
+    An AssertionError too, so test code that expects TileLang's assert semantics keeps working."""
+
+
+class AutotuneError(TileLangError):
+    """No candidate of an autotune search compiled, passed the reference check and ran."""
