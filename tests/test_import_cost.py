@@ -25,3 +25,11 @@ def test_target_values_work_without_tvm():
     code = ("import sys, tilelang_core as tl; t = tl.Target('cuda:sm_90a'); "
             "assert str(t) == 'cuda:sm_90a'; assert 'tvm' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_top_level_helpers_used_by_tilelang_kernel_factories():
+    import tilelang_core as tl
+
+    assert (tl.cdiv(1000, 128), tl.cdiv(1024, 128)) == (8, 8)
+    assert [tl.next_power_of_2(n) for n in (0, 1, 2, 3, 300, 8192)] == [1, 1, 2, 4, 512, 8192]
+    assert [tl.prev_power_of_2(n) for n in (1, 3, 300, 8192)] == [1, 2, 256, 8192]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from .errors import (AutotuneError, CacheError, CompileError, ConfigError, FrontendError, LaunchError, LayoutError,
                      LoweringError, PluginError, TargetError, TileLangError)
+from .intmath import cdiv, next_power_of_2, prev_power_of_2
 from .pass_configs import PassConfigKey
 from .jit import compile, jit  # light: numpy, torch and tvm load with the first compile
 from .target import Target
@@ -30,7 +31,8 @@ _LAZY = {
 
 __all__ = [
     "AutotuneError", "CacheError", "CompileError", "ConfigError", "FrontendError", "LaunchError", "LayoutError",
-    "LoweringError", "PassConfigKey", "PluginError", "Target", "TargetError", "TileLangError", "__version__", "compile", "jit",
+    "LoweringError", "PassConfigKey", "PluginError", "Target", "TargetError", "TileLangError", "__version__", "cdiv", "compile", "jit", "next_power_of_2",
+    "prev_power_of_2",
     *_LAZY,
 ]
 
