@@ -1,6 +1,7 @@
 """CUDA backend smoke run for the H200: build, check numerics against torch float64, time.
 
-    python bench/cuda_smoke.py                 # split host/device build (default)
+    python bench/cuda_smoke.py                 # split host/device build, NVRTC if found (default)
+    python bench/cuda_smoke.py --device-compiler nvcc
     python bench/cuda_smoke.py --host-build nvcc
 
 Prints one row per case: compile seconds (lower / codegen / nvcc device / host), max error vs a
@@ -102,6 +103,35 @@ def attention_case(B, H, S, D, options, label):
             "ok" if ok else "WRONG"], ok
 
 
+def rowwise_case(kind, M, N, options, label):
+    """Bandwidth-bound row kernels, in GB/s (read + write) next to torch."""
+    if kind == "softmax":
+        kernel, timings, total = build(kernels.make_softmax(M, N, 4, 128), "softmax", options)
+        fn = kernel["softmax"]
+        x = torch.randn(M, N, device="cuda")
+        y = torch.empty_like(x)
+        args, ref_fn = (x, y), (lambda: torch.softmax(x, dim=1))
+        ref = torch.softmax(x.double(), dim=1)
+    else:
+        kernel, timings, total = build(kernels.make_rms_norm(M, N, 4), "rms", options)
+        fn = kernel["rms"]
+        x = torch.randn(M, N, device="cuda")
+        w = torch.randn(N, device="cuda")
+        y = torch.empty_like(x)
+        args = (x, w, y)
+        ref_fn = (lambda: torch.nn.functional.rms_norm(x, (N,), w, eps=1e-6))
+        ref = x.double() * torch.rsqrt(x.double().pow(2).mean(1, keepdim=True) + 1e-6) * w.double()
+    fn(*args)
+    torch.cuda.synchronize()
+    err = (y.double() - ref).abs().max().item()
+    ms = bench(lambda: fn(*args))
+    ms_torch = bench(ref_fn)
+    gbs = 2 * M * N * 4 / ms / 1e6
+    ok = err < 1e-4
+    return [label, f"{total:.2f}", _fmt_timings(timings), f"{err:.1e}", f"{ms:.3f}",
+            f"{gbs:.0f} GB/s", f"{2 * M * N * 4 / ms_torch / 1e6:.0f} GB/s", "ok" if ok else "WRONG"], ok
+
+
 def row_max_case(options):
     M, N = 4096, 64
     kernel, timings, total = build(kernels.make_row_max(M, N), "row_max", options)
@@ -141,8 +171,13 @@ def _fmt_timings(t):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--host-build", default="split", choices=["split", "nvcc"])
+    parser.add_argument("--device-compiler", default="auto", choices=["auto", "nvrtc", "nvcc"])
     args = parser.parse_args()
-    options = CudaOptions(host_build=args.host_build)
+    options = CudaOptions(host_build=args.host_build, device_compiler=args.device_compiler)
+    from tilelang_cuda import nvrtc
+
+    print(f"device compiler: {args.device_compiler} ({nvrtc.version()} available)"
+          if nvrtc.available() else f"device compiler: {args.device_compiler} (no NVRTC: nvcc)")
     rows, all_ok = [], True
     big = {"bm": 128, "bn": 256, "bk": 32, "threads": 256, "stages": 3}
     cases = [
@@ -156,6 +191,8 @@ def main():
         ("gemm bf16 8192^3 128x256", lambda label: gemm_case(8192, 8192, 8192, "bfloat16", False, options, label, **big)),
         ("attn fwd B8 H16 S4096 D128", lambda label: attention_case(8, 16, 4096, 128, options, label)),
         ("attn fwd B8 H16 S8192 D64", lambda label: attention_case(8, 16, 8192, 64, options, label)),
+        ("softmax 16384x1024 f32", lambda label: rowwise_case("softmax", 16384, 1024, options, label)),
+        ("rms_norm 16384x1024 f32", lambda label: rowwise_case("rms", 16384, 1024, options, label)),
         ("row_max 4096x64", lambda label: row_max_case(options)),
     ]
     for label, case in cases:
@@ -166,7 +203,7 @@ def main():
         rows.append(row)
         all_ok &= ok
         print(" | ".join(row), flush=True)
-    header = ["case", "compile s", "parts s", "max rel err", "ms", "TFLOP/s", "torch TFLOP/s", "status"]
+    header = ["case", "compile s", "parts s", "max err", "ms", "TFLOP/s|GB/s", "torch", "status"]
     print("\n" + " | ".join(header))
     for row in rows:
         print(" | ".join(row))

@@ -20,7 +20,9 @@ def owners(frag: Fragment) -> dict:
 
 
 @pytest.mark.parametrize("shape,threads,vector", [((4, 8), 8, 2), ((64, 64), 128, 4),
-                                                  ((128,), 128, 1), ((16, 16), 128, 1), ((8, 32), 32, 8)])
+                                                  ((128,), 128, 1), ((16, 16), 128, 1), ((8, 32), 32, 8),
+                                                  ((16, 96), 64, 4), ((10, 24), 128, 1), ((3, 5), 32, 1),
+                                                  ((2, 3, 40), 64, 4)])
 def test_spread_is_a_bijection_and_inverse_agrees(shape, threads, vector):
     frag = Fragment.spread(shape, threads, vector)
     seen = owners(frag)

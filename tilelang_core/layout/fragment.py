@@ -178,20 +178,40 @@ class Fragment:
     # -- constructors -----------------------------------------------------------------------------
     @staticmethod
     def spread(shape: Sequence[int], num_threads: int, vector: int = 1, name: str = "") -> Fragment:
-        """Row-major elements dealt to threads in runs of ``vector``: element ``f`` (flat) goes to
-        thread ``(f // vector) % num_threads``. The default for fragments no gemm constrains.
-        Threads beyond the element count hold replicas."""
+        """Threads dealt over the tile innermost dimension first, each holding runs of ``vector``
+        consecutive elements of the last dimension (one 16-byte access when vector * size = 16).
+
+        Dimension by dimension from the last: ``gcd(extent, threads left)`` threads split it, the
+        rest of it stays in each thread's registers. Every tile shape works (no power-of-two or
+        divisibility demands); threads left over at the end hold replicas. Registers are numbered
+        vector first, then along the last dimension, then the earlier ones.
+        """
         shape = tuple(int(s) for s in shape)
-        total = math.prod(shape)
-        if total % vector:
+        if not shape:
+            raise LayoutError("cannot spread a 0-d tile")
+        if vector < 1 or shape[-1] % vector:
             vector = 1
-        groups = total // vector
-        used = math.gcd(groups, num_threads)
-        # With fewer element groups than threads (or an awkward count), ``used`` threads own the
-        # elements and the others hold replicas: every thread can still run the same code.
-        flat = [Digit(groups // used, LOCAL, vector), Digit(used, THREAD, 1), Digit(vector, LOCAL, 1)]
-        replicate = (Digit(num_threads // used, THREAD, used),) if num_threads > used else ()
-        return Fragment(shape, _split_flat(shape, flat, name), replicate, name=name)
+        threads_left, thread_stride = num_threads, 1
+        per_dim: list[tuple[int, int, int]] = []  # (outer registers, threads, vector) per dim
+        for d in reversed(range(len(shape))):
+            inner = vector if d == len(shape) - 1 else 1
+            extent = shape[d] // inner
+            used = math.gcd(extent, threads_left)
+            per_dim.insert(0, (extent // used, used, inner))
+            threads_left //= used
+        digits: list[tuple[Digit, ...]] = [()] * len(shape)
+        local_stride = vector
+        for d in reversed(range(len(shape))):
+            outer, used, inner = per_dim[d]
+            ds = [Digit(outer, LOCAL, local_stride if outer > 1 else 0),
+                  Digit(used, THREAD, thread_stride if used > 1 else 0)]
+            if inner > 1:
+                ds.append(Digit(inner, LOCAL, 1))
+            local_stride *= outer
+            thread_stride *= used
+            digits[d] = tuple(x for x in ds if x.extent > 1) or (Digit(1, LOCAL, 0),)
+        replicate = (Digit(threads_left, THREAD, thread_stride),) if threads_left > 1 else ()
+        return Fragment(shape, tuple(digits), replicate, name=name)
 
     def describe(self) -> str:
         parts = []
@@ -232,34 +252,3 @@ def _renumber_local(dims: list[list[Digit]]) -> list[list[Digit]]:
     for d, ds in enumerate(out):
         out[d] = [Digit(1, LOCAL, 0) if (x.space == LOCAL and x.extent == 1) else x for x in ds]
     return out
-
-
-def _split_flat(shape: tuple[int, ...], flat: list[Digit], name: str) -> tuple[tuple[Digit, ...], ...]:
-    """Distribute digits of a row-major flat index over the dimensions of ``shape``."""
-    dims: list[list[Digit]] = [[] for _ in shape]
-    d = len(shape) - 1
-    remaining = shape[d] if shape else 1
-    for x in reversed(flat):
-        extent, stride = x.extent, x.stride
-        while extent > 1:
-            while remaining == 1 and d > 0:
-                d -= 1
-                remaining = shape[d]
-            if remaining == 1:
-                raise LayoutError(f"fragment {name}: digits exceed the tile {list(shape)}")
-            if remaining % extent == 0:
-                dims[d].insert(0, Digit(extent, x.space, stride))
-                remaining //= extent
-                extent = 1
-            elif extent % remaining == 0:
-                dims[d].insert(0, Digit(remaining, x.space, stride))
-                extent //= remaining
-                stride *= remaining
-                remaining = 1
-            else:
-                raise LayoutError(f"fragment {name}: a digit of {extent} does not fit dimension {d} "
-                                  f"of tile {list(shape)}; use a tile whose sizes are powers of two")
-    for k, ds in enumerate(dims):
-        if not ds:
-            dims[k] = [Digit(1, LOCAL, 0)]
-    return tuple(tuple(ds) for ds in dims)

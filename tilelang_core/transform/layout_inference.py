@@ -252,19 +252,25 @@ class _Solver:
         return False
 
     def _default_one(self, nests, ops) -> bool:
-        """Spread one unconstrained fragment (the first a loop or an op touches), then propagate."""
+        """Spread one unconstrained fragment, then propagate.
+
+        The largest one goes first (program order breaks ties): smaller fragments are mostly
+        reductions of larger ones (LayerNorm's ``mean`` of ``x``) and must take the layout the
+        reduction gives them, which a default spread of their own would contradict.
+        """
         candidates = [b for n in nests for b, _ in n.accesses]
         candidates += [r.source for op in ops for r in (*op.reads, *op.writes) if R.is_region(r)]
         candidates += _allocated_fragments(self.func.body)
-        for buffer in candidates:
-            if is_fragment(buffer) and buffer not in self.layouts:
-                shape = buffer_shape(buffer)
-                vector = max(1, self.vector_bytes * 8 // dtype_bits(buffer))
-                while vector > 1 and (shape[-1] % vector or _prod(shape) // vector < self.num_threads):
-                    vector //= 2
-                layout = Fragment.spread(shape, self.num_threads, vector, name=str(buffer.name))
-                return self.assign(buffer, layout, "the default spread over threads")
-        return False
+        candidates = [b for b in dict.fromkeys(candidates) if is_fragment(b) and b not in self.layouts]
+        if not candidates:
+            return False
+        buffer = max(candidates, key=lambda b: _prod(buffer_shape(b)))  # max keeps the first of ties
+        shape = buffer_shape(buffer)
+        vector = max(1, self.vector_bytes * 8 // dtype_bits(buffer))
+        while vector > 1 and (shape[-1] % vector or _prod(shape) // vector < self.num_threads):
+            vector //= 2
+        layout = Fragment.spread(shape, self.num_threads, vector, name=str(buffer.name))
+        return self.assign(buffer, layout, "the default spread over threads")
 
 
 def _prod(xs) -> int:

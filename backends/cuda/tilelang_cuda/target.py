@@ -23,16 +23,22 @@ _COMMON = {
     "tensor_core": "mma.sync",
 }
 
+#: fp8 element types (TVM spells e4m3 "float8_e4m3fn"), from Ada on
+_FP8 = ("float8_e4m3", "float8_e4m3fn", "float8_e5m2")
+
 #: per-arch facts; shared memory is the opt-in maximum per block in bytes
 CAPABILITIES = {
     "*": _COMMON,
     "sm_80": {"max_shared_memory_per_block": 166912, "shared_memory_per_sm": 167936},
     "sm_86": {"max_shared_memory_per_block": 101376, "shared_memory_per_sm": 102400},
     "sm_89": {"max_shared_memory_per_block": 101376, "shared_memory_per_sm": 102400,
+              "dtypes": _COMMON["dtypes"] + _FP8,
               "mma": _COMMON["mma"] + ("float8_e4m3", "float8_e5m2")},
     "sm_90": {"max_shared_memory_per_block": 232448, "shared_memory_per_sm": 233472,
+              "dtypes": _COMMON["dtypes"] + _FP8,
               "mma": _COMMON["mma"] + ("float8_e4m3", "float8_e5m2"), "clusters": True},
     "sm_90a": {"max_shared_memory_per_block": 232448, "shared_memory_per_sm": 233472,
+               "dtypes": _COMMON["dtypes"] + _FP8,
                "mma": _COMMON["mma"] + ("float8_e4m3", "float8_e5m2"), "clusters": True,
                "tensor_core": "wgmma", "tma": True, "setmaxnreg": True},
 }

@@ -1,0 +1,168 @@
+"""Device helpers the lowering calls by name (``call_extern``), and how to call them from TIRX.
+
+Lowering rules emit ``tirx.call_extern("void", "tl_ldmatrix_x4", ...)`` with pointer operands
+(``address_of(buf[i])``); ``DEVICE_HEADER`` defines those helpers as ``__forceinline__`` inline-PTX
+functions and is spliced into the device source by codegen. Owning the helpers keeps each
+instruction's operand convention in one readable place instead of depending on TVM's PTX tables.
+
+Example::
+
+    call("tl_cp_async_16", address_of(A_s[o]), address_of(A[g]), pred)
+"""
+
+from __future__ import annotations
+
+from tvm import tirx
+
+DEVICE_HEADER = r"""
+// ---- tilelang-cuda device helpers --------------------------------------------------------------
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+__device__ __forceinline__ unsigned tl_smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+// 16-byte copy with predication: a false predicate writes zeros (ragged tiles read as 0).
+__device__ __forceinline__ void tl_copy_16(void* dst, const void* src, bool pred) {
+  uint4 v = make_uint4(0, 0, 0, 0);
+  if (pred) v = *reinterpret_cast<const uint4*>(src);
+  *reinterpret_cast<uint4*>(dst) = v;
+}
+__device__ __forceinline__ void tl_copy_8(void* dst, const void* src, bool pred) {
+  uint2 v = make_uint2(0, 0);
+  if (pred) v = *reinterpret_cast<const uint2*>(src);
+  *reinterpret_cast<uint2*>(dst) = v;
+}
+__device__ __forceinline__ void tl_copy_4(void* dst, const void* src, bool pred) {
+  unsigned v = 0;
+  if (pred) v = *reinterpret_cast<const unsigned*>(src);
+  *reinterpret_cast<unsigned*>(dst) = v;
+}
+// Store-side predication: nothing is written when the predicate is false (global stores).
+__device__ __forceinline__ void tl_store_16(void* dst, const void* src, bool pred) {
+  if (pred) *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+}
+__device__ __forceinline__ void tl_store_8(void* dst, const void* src, bool pred) {
+  if (pred) *reinterpret_cast<uint2*>(dst) = *reinterpret_cast<const uint2*>(src);
+}
+__device__ __forceinline__ void tl_store_4(void* dst, const void* src, bool pred) {
+  if (pred) *reinterpret_cast<unsigned*>(dst) = *reinterpret_cast<const unsigned*>(src);
+}
+// cp.async (LDGSTS), 16 bytes, L2-only (.cg); src-size 0 zero-fills when the predicate is false.
+__device__ __forceinline__ void tl_cp_async_16(void* smem, const void* gmem, bool pred) {
+  unsigned dst = tl_smem_addr(smem);
+  int size = pred ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(gmem), "r"(size));
+}
+__device__ __forceinline__ void tl_cp_async_8(void* smem, const void* gmem, bool pred) {
+  unsigned dst = tl_smem_addr(smem);
+  int size = pred ? 8 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" :: "r"(dst), "l"(gmem), "r"(size));
+}
+__device__ __forceinline__ void tl_cp_async_4(void* smem, const void* gmem, bool pred) {
+  unsigned dst = tl_smem_addr(smem);
+  int size = pred ? 4 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(dst), "l"(gmem), "r"(size));
+}
+__device__ __forceinline__ void tl_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void tl_cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
+// ldmatrix: four 8x8 b16 matrices; lane l supplies the row address of matrix l/8.
+__device__ __forceinline__ void tl_ldmatrix_x4(void* regs, const void* smem) {
+  unsigned* r = reinterpret_cast<unsigned*>(regs);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(tl_smem_addr(smem)));
+}
+__device__ __forceinline__ void tl_ldmatrix_x4_trans(void* regs, const void* smem) {
+  unsigned* r = reinterpret_cast<unsigned*>(regs);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(tl_smem_addr(smem)));
+}
+__device__ __forceinline__ void tl_ldmatrix_x2(void* regs, const void* smem) {
+  unsigned* r = reinterpret_cast<unsigned*>(regs);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1]) : "r"(tl_smem_addr(smem)));
+}
+__device__ __forceinline__ void tl_ldmatrix_x2_trans(void* regs, const void* smem) {
+  unsigned* r = reinterpret_cast<unsigned*>(regs);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1]) : "r"(tl_smem_addr(smem)));
+}
+// mma.sync m16n8k16, fp32 accumulate: a = 4 x b32, b = 2 x b32, c = 4 x f32 (in/out).
+__device__ __forceinline__ void tl_mma_m16n8k16_f16_f32(void* c, const void* a, const void* b) {
+  float* d = reinterpret_cast<float*>(c);
+  const unsigned* x = reinterpret_cast<const unsigned*>(a);
+  const unsigned* y = reinterpret_cast<const unsigned*>(b);
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+               "{%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(y[0]), "r"(y[1]));
+}
+__device__ __forceinline__ void tl_mma_m16n8k16_bf16_f32(void* c, const void* a, const void* b) {
+  float* d = reinterpret_cast<float*>(c);
+  const unsigned* x = reinterpret_cast<const unsigned*>(a);
+  const unsigned* y = reinterpret_cast<const unsigned*>(b);
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+               "{%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(y[0]), "r"(y[1]));
+}
+// Butterfly reductions inside a warp (all lanes take part: callers guard nothing).
+__device__ __forceinline__ float tl_shfl_xor(float v, int lane_mask) {
+  return __shfl_xor_sync(0xffffffffu, v, lane_mask);
+}
+__device__ __forceinline__ double tl_shfl_xor(double v, int lane_mask) {
+  return __shfl_xor_sync(0xffffffffu, v, lane_mask);
+}
+__device__ __forceinline__ int tl_shfl_xor(int v, int lane_mask) {
+  return __shfl_xor_sync(0xffffffffu, v, lane_mask);
+}
+__device__ __forceinline__ half tl_shfl_xor(half v, int lane_mask) {
+  return __shfl_xor_sync(0xffffffffu, v, lane_mask);
+}
+__device__ __forceinline__ __nv_bfloat16 tl_shfl_xor(__nv_bfloat16 v, int lane_mask) {
+  return __shfl_xor_sync(0xffffffffu, v, lane_mask);
+}
+// Atomics on global or shared memory (the scalar types atomicAdd has; max/min of floats by CAS).
+template <typename T>
+__device__ __forceinline__ void tl_atomic_add(T* addr, T value) { atomicAdd(addr, value); }
+template <typename T>
+__device__ __forceinline__ void tl_atomic_max(T* addr, T value) { atomicMax(addr, value); }
+template <typename T>
+__device__ __forceinline__ void tl_atomic_min(T* addr, T value) { atomicMin(addr, value); }
+__device__ __forceinline__ void tl_atomic_max(float* addr, float value) {
+  int* word = reinterpret_cast<int*>(addr);
+  int old = *word, assumed;
+  do {
+    assumed = old;
+    if (__int_as_float(assumed) >= value) return;
+    old = atomicCAS(word, assumed, __float_as_int(value));
+  } while (old != assumed);
+}
+__device__ __forceinline__ void tl_atomic_min(float* addr, float value) {
+  int* word = reinterpret_cast<int*>(addr);
+  int old = *word, assumed;
+  do {
+    assumed = old;
+    if (__int_as_float(assumed) <= value) return;
+    old = atomicCAS(word, assumed, __float_as_int(value));
+  } while (old != assumed);
+}
+// ------------------------------------------------------------------------------------------------
+"""
+
+
+def call(name: str, *args, dtype: str = "void"):
+    """``name(args...)`` as an Evaluate statement (void helpers) or an expression (``dtype``)."""
+    expr = tirx.call_extern(dtype, name, *args)
+    return tirx.Evaluate(expr) if dtype == "void" else expr
+
+
+def address_of(buffer, index):
+    """``&buffer[index]`` for a flat (1-D) buffer."""
+    return tirx.address_of(tirx.BufferLoad(buffer, [index]))
+
+
+def syncthreads():
+    """A block-wide barrier, as TVM's own ``tvm_storage_sync("shared")`` so that TVM's passes
+    (shared memory merging, liveness) know what it is; CUDA codegen prints __syncthreads()."""
+    return tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))

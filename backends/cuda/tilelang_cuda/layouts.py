@@ -1,0 +1,75 @@
+"""CUDA fragment layouts: mma.sync m16n8k16 operands and accumulators, and the gemm warp split.
+
+The per-instruction layouts follow the PTX ISA ("Matrix Fragments for mma.m16n8k16", fp16/bf16):
+with ``group = lane // 4`` and ``tig = lane % 4``,
+
+    C/D (16x8, f32):  c[r]  at row group + 8*(r//2),           col 2*tig + r%2
+    A   (16x16):      a[r]  at row group + 8*((r//2)%2),       col 2*tig + r%2 + 8*(r//4)
+    B   (16x8, k x n): b[r] at row(k) 2*tig + r%2 + 8*(r//2), col(n) group
+
+A block's accumulator tile tiles these over warps (``m_warp x n_warp``, warp id = wm * n_warp + wn)
+and over each warp's sub-tiles (``MI x NI`` instructions; register index (mi * NI + ni) * 4 + r).
+
+Example::
+
+    >>> c = mma_accumulator_layout(128, 128, m_warp=2, n_warp=2)
+    >>> c.num_threads, c.local_size
+    (128, 128)
+"""
+
+from __future__ import annotations
+
+from tilelang_core.errors import LayoutError
+from tilelang_core.layout import LOCAL, THREAD, Digit, Fragment
+
+MMA_M, MMA_N, MMA_K = 16, 8, 16
+WARP = 32
+
+
+def mma_accumulator_layout(m: int, n: int, m_warp: int = 1, n_warp: int = 1,
+                           name: str = "") -> Fragment:
+    """Layout of an ``m x n`` fp32 accumulator computed by ``m_warp x n_warp`` warps."""
+    if m % (m_warp * MMA_M) or n % (n_warp * MMA_N):
+        raise LayoutError(f"accumulator {name or ''} {m}x{n} does not tile over {m_warp}x{n_warp} warps "
+                          f"of {MMA_M}x{MMA_N} mma.sync instructions")
+    mi, ni = m // m_warp // MMA_M, n // n_warp // MMA_N
+    rows = (Digit(m_warp, THREAD, n_warp * WARP), Digit(mi, LOCAL, ni * 4),
+            Digit(2, LOCAL, 2), Digit(8, THREAD, 4))
+    cols = (Digit(n_warp, THREAD, WARP), Digit(ni, LOCAL, 4),
+            Digit(4, THREAD, 1), Digit(2, LOCAL, 1))
+    return Fragment((m, n), (rows, cols), name=name)
+
+
+def mma_a_layout() -> Fragment:
+    """One warp's A operand of m16n8k16 (16 x 16, row = m, col = k)."""
+    rows = (Digit(2, LOCAL, 2), Digit(8, THREAD, 4))
+    cols = (Digit(2, LOCAL, 4), Digit(4, THREAD, 1), Digit(2, LOCAL, 1))
+    return Fragment((16, 16), (rows, cols), name="mma_A")
+
+
+def mma_b_layout() -> Fragment:
+    """One warp's B operand of m16n8k16 (16 x 8, row = k, col = n)."""
+    rows = (Digit(2, LOCAL, 2), Digit(4, THREAD, 1), Digit(2, LOCAL, 1))
+    cols = (Digit(8, THREAD, 4),)
+    return Fragment((16, 8), (rows, cols), name="mma_B")
+
+
+def warp_partition(m: int, n: int, num_warps: int, policy: str = "square") -> tuple[int, int]:
+    """(m_warp, n_warp) for a gemm with an ``m x n`` accumulator on ``num_warps`` warps.
+
+    ``full_row``: all warps along M; ``full_col``: all along N; ``square``: the split whose per-warp
+    tile is closest to square (fewer ldmatrix per mma), preferring more warps along M on ties.
+    """
+    options = [(w, num_warps // w) for w in range(1, num_warps + 1) if num_warps % w == 0]
+    fits = [(a, b) for a, b in options if m % (a * MMA_M) == 0 and n % (b * MMA_N) == 0]
+    if policy == "full_row":
+        fits = [(a, b) for a, b in fits if b == 1]
+    elif policy == "full_col":
+        fits = [(a, b) for a, b in fits if a == 1]
+    if not fits:
+        raise LayoutError(
+            f"gemm accumulator {m}x{n} cannot be split over {num_warps} warps with policy "
+            f"'{policy}': each warp needs a multiple of {MMA_M} rows and {MMA_N} columns. Use a "
+            f"tile whose M is a multiple of {MMA_M * num_warps} (full_row) or N a multiple of "
+            f"{MMA_N * num_warps} (full_col), or change threads=")
+    return min(fits, key=lambda ab: (abs(m / ab[0] - n / ab[1]), -ab[0]))

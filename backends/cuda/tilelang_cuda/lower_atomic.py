@@ -1,0 +1,81 @@
+"""T.atomic_add / atomic_max / atomic_min on CUDA: one hardware atomic per destination element.
+
+A fragment source is walked by its layout (one replica writes); any other source, or a scalar, is
+dealt over the block's threads like an element-wise copy. Destinations on global tensors may
+overhang (ragged tiles): those elements are skipped.
+"""
+
+from __future__ import annotations
+
+from tvm import tirx
+
+from tilelang_core.ir import Atomic, TileOp
+from tilelang_core.ir import region as R
+from tilelang_core.lowering import register_lowering
+
+from . import intrinsics as I
+from .lowering import (FRAGMENT, KIND, cast, dtype, in_bounds, load, region_index,
+                       require_whole_fragment, scope, state_of, tile_dims, tile_extents)
+from .transform.state import if_then, loop
+
+#: dtypes each kind supports in hardware (max/min of floats go through a CAS loop: float32 only)
+SUPPORTED = {
+    "add": ("float16", "bfloat16", "float32", "float64", "int32", "uint32", "int64", "uint64"),
+    "max": ("float32", "int32", "uint32", "int64", "uint64"),
+    "min": ("float32", "int32", "uint32", "int64", "uint64"),
+}
+
+
+@register_lowering("atomic", KIND)
+def lower_atomic(call, ctx):
+    op: Atomic = TileOp.from_stmt(call)
+    st = state_of(ctx)
+    dt = dtype(op.dst)
+    if dt not in SUPPORTED[op.kind]:
+        raise ctx.error("atomic", f"atomic_{op.kind} on {dt} has no CUDA atomic; supported: "
+                        f"{', '.join(SUPPORTED[op.kind])}")
+    if scope(op.dst) in ("local", "local.var", FRAGMENT):
+        raise ctx.error("atomic", f"the destination '{op.dst.source.name}' is in registers; atomics "
+                        f"need global or shared memory")
+    helper = f"tl_atomic_{op.kind}"
+
+    def emit(index, value):
+        pred = in_bounds(st, op.dst, index)
+        stmt = I.call(helper, tirx.address_of(load(op.dst, index)), cast(value, dt))
+        return if_then(pred, stmt) if pred is not None else stmt
+
+    if op.src_is_region and scope(op.src) == FRAGMENT:
+        require_whole_fragment(op.src, st, f"T.atomic_{op.kind}")
+        layout = st.layouts[op.src.source]
+        regs = st.local_buffer(op.src.source)
+
+        def body(l):
+            idx = [st.simplify(e) for e in layout.index_of(st.thread_var, l)]
+            return emit(region_index(op.dst, idx), tirx.BufferLoad(regs, [l]))
+
+        stmt = loop("l", layout.local_size, body, tirx.ForKind.UNROLLED)
+        return if_then(layout.replica_of(st.thread_var) == 0, stmt) if layout.replicas > 1 else stmt
+
+    extents = [R.as_int(e) if R.as_int(e) is not None else e for e in tile_extents(op.dst)] or [1]
+    total = 1
+    for e in extents:
+        total = total * e
+    threads = st.num_threads
+    iters = (total + threads - 1) // threads if isinstance(total, int) else \
+        st.simplify(tirx.floordiv(total + threads - 1, threads))
+
+    def body(it):
+        flat = it * threads + st.thread_var
+        index, rest = [], flat
+        for e in reversed(extents):
+            index.insert(0, st.simplify(tirx.floormod(rest, e)))
+            rest = tirx.floordiv(rest, e)
+        dst_index = region_index(op.dst, index[-len(tile_dims(op.dst)):] if tile_dims(op.dst) else [])
+        value = load(op.src, region_index(op.src, index[-len(tile_dims(op.src)):] if tile_dims(op.src)
+                                          else [])) if op.src_is_region else op.src
+        stmt = emit(dst_index, value)
+        if not isinstance(total, int) or total % threads:
+            stmt = if_then(flat < total, stmt)
+        return stmt
+
+    return loop("e", iters, body, tirx.ForKind.SERIAL)

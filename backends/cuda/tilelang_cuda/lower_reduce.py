@@ -1,0 +1,146 @@
+"""T.reduce_* on CUDA: per-thread partials, warp shuffles, then shared memory across warps.
+
+The destination layout is the source layout reduced along ``dim`` (layout inference guarantees
+it): each thread folds the source registers of a row into the destination register of that row;
+then for every thread digit of the reduced axis, lanes inside a warp combine by ``shfl_xor``
+butterflies and warps combine through a shared workspace (write, barrier, read all, barrier).
+"""
+
+from __future__ import annotations
+
+import tvm
+from tvm import tirx
+
+from tilelang_core.ir import Reduce, TileOp
+from tilelang_core.layout import THREAD
+from tilelang_core.lowering import register_lowering
+
+from . import intrinsics as I
+from .layouts import WARP
+from .lowering import FRAGMENT, KIND, dtype, require_whole_fragment, scope, state_of
+from .transform.state import loop, seq
+
+
+def identity(kind: str, dt: str):
+    if kind == "max":
+        return tvm.tirx.min_value(dt)
+    if kind == "min":
+        return tvm.tirx.max_value(dt)
+    return tirx.const(0, dt)
+
+
+def combine(kind: str, a, b):
+    if kind in ("max", "absmax"):
+        return tirx.Max(a, b)
+    if kind == "min":
+        return tirx.Min(a, b)
+    return a + b
+
+
+@register_lowering("reduce", KIND)
+def lower_reduce(call, ctx):
+    op: Reduce = TileOp.from_stmt(call)
+    st = state_of(ctx)
+    if scope(op.src) != FRAGMENT or scope(op.dst) != FRAGMENT:
+        raise ctx.error("reduce", f"source and destination must be fragments (got '{scope(op.src)}' "
+                        f"and '{scope(op.dst)}'); T.copy shared tiles into a T.alloc_fragment first")
+    require_whole_fragment(op.src, st, f"T.reduce_{op.kind}")
+    require_whole_fragment(op.dst, st, f"T.reduce_{op.kind}")
+    src_layout = st.layouts[op.src.source]
+    dst_layout = st.layouts[op.dst.source]
+    expected = src_layout.reduce(op.dim, keepdim=len(dst_layout.shape) == len(src_layout.shape))
+    if expected.digits != dst_layout.digits or expected.replicate != dst_layout.replicate:
+        raise ctx.error("reduce", f"destination '{op.dst.source.name}' has layout {dst_layout}, but "
+                        f"reducing '{op.src.source.name}' ({src_layout}) along dim {op.dim} gives "
+                        f"{expected}; use a fresh fragment for the result")
+    acc_dt = dtype(op.dst)
+    src_regs, dst_regs = st.local_buffer(op.src.source), st.local_buffer(op.dst.source)
+    red = st.alloc(f"{op.dst.source.name}_red", (dst_layout.local_size,), acc_dt, "local")
+    kind = op.kind
+    tx = st.thread_var
+    stmts = [loop("r", dst_layout.local_size,
+                  lambda r: tirx.BufferStore(red, identity(kind, acc_dt), [r]), tirx.ForKind.UNROLLED)]
+
+    def fold(l):
+        idx = src_layout.index_of(tx, l)
+        kept = [i for d, i in enumerate(idx) if d != op.dim]
+        if len(dst_layout.shape) == len(src_layout.shape):
+            kept.insert(op.dim, 0)
+        r = st.simplify(dst_layout.local_of(*kept))
+        value = tirx.BufferLoad(src_regs, [l])
+        value = value if str(value.ty) == acc_dt else tirx.Cast(acc_dt, value)
+        if kind in ("abssum", "absmax"):
+            value = tvm.tirx.abs(value)
+        return tirx.BufferStore(red, combine(kind, tirx.BufferLoad(red, [r]), value), [r])
+
+    stmts.append(loop("l", src_layout.local_size, fold, tirx.ForKind.UNROLLED))
+    for digit in (x for x in src_layout.digits[op.dim] if x.space == THREAD and x.extent > 1):
+        for part in split_at_warp(digit):
+            if part.stride * part.extent <= WARP:
+                stmts.append(_shuffle(red, dst_layout.local_size, part, kind))
+            else:
+                stmts.append(_across_warps(st, red, dst_layout.local_size, part, kind, acc_dt))
+
+    def write(r):
+        value = tirx.BufferLoad(red, [r])
+        if not op.clear:
+            value = combine(kind, tirx.BufferLoad(dst_regs, [r]), value)
+        return tirx.BufferStore(dst_regs, value, [r])
+
+    stmts.append(loop("r", dst_layout.local_size, write, tirx.ForKind.UNROLLED))
+    return seq(stmts)
+
+
+def split_at_warp(digit) -> list:
+    """A thread digit spanning lanes and warps (stride 1, extent 128) -> its lane part, reduced by
+    shuffles, and its warp part (extent 4, stride 32), reduced through shared memory."""
+    from tilelang_core.layout import Digit
+
+    if digit.stride >= WARP or digit.stride * digit.extent <= WARP or WARP % digit.stride:
+        return [digit]
+    lanes = WARP // digit.stride
+    if digit.extent % lanes:
+        return [digit]
+    return [Digit(lanes, THREAD, digit.stride), Digit(digit.extent // lanes, THREAD, WARP)]
+
+
+def _shuffle(red, size: int, digit, kind: str):
+    """Butterfly over the lanes that differ only in this digit (strides s, 2s, ... inside a warp)."""
+    steps = []
+    offset = digit.stride
+    while offset < digit.stride * digit.extent:
+        steps.append(offset)
+        offset *= 2
+    if digit.extent & (digit.extent - 1):
+        raise NotImplementedError("warp reductions over a non-power-of-two thread extent")
+
+    def body(r):
+        out = []
+        for off in steps:
+            current = tirx.BufferLoad(red, [r])
+            other = I.call("tl_shfl_xor", current, tirx.const(off, "int32"), dtype=str(current.ty))
+            out.append(tirx.BufferStore(red, combine(kind, current, other), [r]))
+        return seq(out)
+
+    return loop("r", size, body, tirx.ForKind.UNROLLED)
+
+
+def _across_warps(st, red, size: int, digit, kind: str, dt: str):
+    """Threads differing in this (warp-level) digit exchange partials through shared memory."""
+    threads = st.num_threads
+    ws = st.alloc(f"{red.name}_ws", (size * threads,), dt, "shared.dyn")
+    tx = st.thread_var
+    own = tirx.floormod(tirx.floordiv(tx, digit.stride), digit.extent)
+    base = tx - own * digit.stride
+    stmts = [loop("r", size, lambda r: tirx.BufferStore(ws, tirx.BufferLoad(red, [r]), [r * threads + tx]),
+                  tirx.ForKind.UNROLLED), I.syncthreads()]
+
+    def gather(r):
+        acc = identity(kind, dt)
+        for j in range(digit.extent):
+            acc = combine(kind, acc, tirx.BufferLoad(ws, [r * threads + base + j * digit.stride]))
+        return tirx.BufferStore(red, acc, [r])
+
+    stmts.append(loop("r", size, gather, tirx.ForKind.UNROLLED))
+    stmts.append(I.syncthreads())  # the workspace is reused by the next reduction
+    return seq(stmts)

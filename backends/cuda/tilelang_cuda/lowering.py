@@ -1,0 +1,392 @@
+"""The cuda rule table: copy and fill here; gemm, reduce, atomic and cumsum in lower_<op>.py.
+
+Every rule gets the TilePrimitiveCall and a CudaLoweringContext whose ``state`` is the
+kernel's KernelState (threads, fragment layouts, register buffers). Rules emit per-thread code:
+fragments are accessed through their register buffers directly; shared buffers keep their logical
+N-D indices (transform/apply_layouts.py maps them to swizzled offsets afterwards).
+
+Example::
+
+    @register_lowering("copy", "cuda")
+    def lower_copy(call, ctx): ...
+"""
+
+from __future__ import annotations
+
+import tvm
+from tvm import tirx
+
+from tilelang_core.errors import LoweringError
+from tilelang_core.ir import Copy, Fill, TileOp
+from tilelang_core.ir import region as R
+from tilelang_core.lowering import register_lowering
+
+from . import intrinsics as I
+from .transform.state import KernelState, if_then, loop, seq
+
+KIND = "cuda"
+SHARED = ("shared", "shared.dyn")
+FRAGMENT = "local.fragment"
+GLOBAL = ("global", "")
+
+
+def scope(region) -> str:
+    return str(region.source.ty.storage_scope)
+
+
+def dtype(region) -> str:
+    return str(region.source.ty.dtype)
+
+
+def elem_bytes(region) -> int:
+    return max(1, tvm.runtime.DataType(dtype(region)).bits // 8)
+
+
+def tile_dims(region) -> list[int]:
+    """Dimensions of the region that are not constantly 1 (the tile's own axes)."""
+    return [d for d, r in enumerate(region.region) if R.as_int(r.extent) != 1]
+
+
+def tile_extents(region) -> list:
+    return [region.region[d].extent for d in tile_dims(region)]
+
+
+def region_index(region, tile_index) -> list:
+    """Buffer indices of tile element ``tile_index`` (one index per tile axis)."""
+    dims = tile_dims(region)
+    out = [r.min for r in region.region]
+    for d, i in zip(dims, tile_index):
+        out[d] = region.region[d].min + i
+    return out
+
+
+def in_bounds(st: KernelState, region, index: list):
+    """Predicate that ``index`` lies inside the buffer; None when provably always true. Regions on
+    global tensors may overhang (ragged tiles). Vector accesses check their first element only:
+    callers vectorize only where rows and starts are multiples of the vector width."""
+    if scope(region) not in GLOBAL:
+        return None
+    conds = []
+    for d in tile_dims(region):
+        shape = region.source.ty.shape[d]
+        cond = index[d] < shape
+        if st.analyzer.can_prove(cond):
+            continue
+        conds.append(cond)
+    if not conds:
+        return None
+    out = conds[0]
+    for c in conds[1:]:
+        out = tirx.And(out, c)
+    return out
+
+
+def load(region, index):
+    return tirx.BufferLoad(region.source, index)
+
+
+def cast(value, to: str):
+    return value if str(value.ty) == to else tirx.Cast(to, value)
+
+
+def state_of(ctx) -> KernelState:
+    return ctx.state
+
+
+# -- copy -----------------------------------------------------------------------------------------
+
+@register_lowering("copy", KIND)
+def lower_copy(call, ctx):
+    op: Copy = TileOp.from_stmt(call)
+    st = state_of(ctx)
+    if scope(op.src) == FRAGMENT or scope(op.dst) == FRAGMENT:
+        return copy_fragment(op, st)
+    vector = copy_vector_width(op, st)
+    if vector > 1:
+        return copy_vectorized(op, st, vector, bool(op.options.get("tl_async", False)))
+    return copy_elementwise(op, st)
+
+
+def covers_whole_buffer(region) -> bool:
+    return all(R.as_int(r.min) == 0 and R.as_int(r.extent) == R.as_int(s)
+               for r, s in zip(region.region, region.source.ty.shape))
+
+
+def require_whole_fragment(region, st: KernelState, what: str) -> None:
+    if not covers_whole_buffer(region):
+        raise LoweringError(
+            f"kernel '{st.kernel}': {what} of part of fragment '{region.source.name}' "
+            f"({R.fmt_region(region)}): tile ops take fragments whole (a layout spreads every "
+            f"fragment over all threads); pass the whole fragment, or use a T.Parallel loop for a part")
+
+
+def copy_fragment(op: Copy, st: KernelState):
+    """Each thread moves the elements its fragment layout gives it (both sides fragments: same
+    layout, register to register)."""
+    frag_region = op.dst if scope(op.dst) == FRAGMENT else op.src
+    other = op.src if frag_region is op.dst else op.dst
+    for region in (op.src, op.dst):
+        if scope(region) == FRAGMENT:
+            require_whole_fragment(region, st, "T.copy")
+    layout = st.layouts[frag_region.source]
+    regs = st.local_buffer(frag_region.source)
+    writes_fragment = frag_region is op.dst
+    if scope(other) == FRAGMENT:
+        other_regs = st.local_buffer(other.source)
+
+        def body(l):
+            src = tirx.BufferLoad(other_regs, [l])
+            return tirx.BufferStore(regs, cast(src, dtype(op.dst)), [l])
+
+        return loop("l", layout.local_size, body, tirx.ForKind.UNROLLED)
+
+    vec = fragment_vector_width(layout, frag_region, other, st)
+
+    def element(l, lane=0):
+        idx = [st.simplify(e) for e in layout.index_of(st.thread_var, l)]
+        frag_idx = [idx[d] for d in tile_dims(frag_region)] if len(idx) > len(tile_dims(frag_region)) \
+            else idx
+        if lane:
+            frag_idx = frag_idx[:-1] + [frag_idx[-1] + lane]
+        return region_index(other, frag_idx)
+
+    def move(l, index):
+        if writes_fragment:
+            return tirx.BufferStore(regs, cast(load(other, index), dtype(op.dst)), [l])
+        return tirx.BufferStore(other.source, cast(tirx.BufferLoad(regs, [l]), dtype(op.dst)), index)
+
+    def body(lo):
+        # ``vec`` registers in a row are ``vec`` consecutive elements of the other side: one
+        # vectorized access (TVM's VectorizeLoop turns the inner loop into a vector load/store).
+        l0 = lo * vec
+        pred = in_bounds(st, other, element(l0))  # all-or-nothing: rows and vectors are aligned
+        if vec == 1:
+            if writes_fragment and pred is not None:
+                # lazy: the load must not happen out of bounds
+                value = tirx.if_then_else(pred, cast(load(other, element(l0)), dtype(op.dst)),
+                                          tirx.const(0, dtype(op.dst)))
+                return tirx.BufferStore(regs, value, [l0])
+            stmt = move(l0, element(l0))
+            return if_then(pred, stmt) if pred is not None else stmt
+        vi = tirx.Var("vi", "int32")
+        idx0 = element(l0)
+        index = idx0[:-1] + [idx0[-1] + vi]
+        vector = tirx.For(vi, tirx.const(0, "int32"), tirx.const(vec, "int32"), tirx.ForKind.VECTORIZED,
+                          move(l0 + vi, index))
+        if pred is None:
+            return vector
+        zeros = tirx.For(vi, tirx.const(0, "int32"), tirx.const(vec, "int32"), tirx.ForKind.VECTORIZED,
+                         tirx.BufferStore(regs, tirx.const(0, dtype(op.dst)), [l0 + vi])) \
+            if writes_fragment else None
+        return tirx.IfThenElse(pred, vector, zeros)
+
+    stmt = loop("l", layout.local_size // vec, body, tirx.ForKind.UNROLLED)
+    if not writes_fragment and layout.replicas > 1:
+        # Replicas hold equal values: one copy writes.
+        stmt = if_then(layout.replica_of(st.thread_var) == 0, stmt)
+    return stmt
+
+
+def fragment_vector_width(layout, frag_region, other, st: KernelState) -> int:
+    """Registers a thread can move with one vector access: the innermost digit of the last axis
+    when it is a register digit of stride 1 (consecutive registers = consecutive elements), capped
+    at 16 bytes, and only where the other side's rows are contiguous and provably aligned."""
+    from tilelang_core.layout import LOCAL
+
+    if scope(other) not in GLOBAL + SHARED or len(layout.shape) == 0:
+        return 1
+    digits = [d for d in layout.digits[-1] if d.extent > 1]
+    if not digits or digits[-1].space != LOCAL or digits[-1].stride != 1:
+        return 1
+    widest = max(elem_bytes(frag_region), elem_bytes(other))
+    vec = digits[-1].extent
+    while vec > 1 and (vec * widest > 16 or not _row_aligned(other, vec, st)):
+        vec //= 2
+    if scope(other) in SHARED:
+        return 1  # swizzled shared offsets are rewritten later, per element
+    return vec if vec > 1 and layout.local_size % vec == 0 else 1
+
+
+def copy_vector_width(op: Copy, st: KernelState) -> int:
+    """Elements per access for a shared<->global copy: 16 bytes when every row start is provably
+    aligned, else 8 or 4 bytes, else 1."""
+    scopes = {scope(op.src), scope(op.dst)}
+    if not (scopes <= set(SHARED) | set(GLOBAL)) or dtype(op.src) != dtype(op.dst):
+        return 1
+    nbytes = elem_bytes(op.src)
+    for width_bytes in (16, 8, 4):
+        vec = width_bytes // nbytes
+        if vec <= 1:
+            return 1
+        if all(_row_aligned(r, vec, st) for r in (op.src, op.dst)):
+            return vec
+    return 1
+
+
+def _row_aligned(region, vec: int, st: KernelState) -> bool:
+    dims = tile_dims(region)
+    if not dims:
+        return False
+    if scope(region) in SHARED:
+        from .transform.apply_layouts import shared_layout, vector_contiguous
+
+        layout, _ = shared_layout(region.source, st.annotated)
+        if not vector_contiguous(layout, vec, st.analyzer):
+            return False
+    last = dims[-1]
+    shape = region.source.ty.shape
+    if last != len(shape) - 1:
+        return False  # the tile's inner axis is not contiguous in memory
+    ana = st.analyzer
+    return (ana.can_prove(tirx.floormod(region.region[last].extent, vec) == 0)
+            and ana.can_prove(tirx.floormod(shape[last], vec) == 0)
+            and ana.can_prove(tirx.floormod(region.region[last].min, vec) == 0))
+
+
+def copy_vectorized(op: Copy, st: KernelState, vec: int, use_async: bool):
+    """Global<->shared in ``vec``-element accesses, dealt round-robin over the block's threads."""
+    extents = [R.as_int(e) for e in tile_extents(op.src)]
+    if any(e is None for e in extents):
+        return copy_elementwise(op, st)
+    rows = 1
+    for e in extents[:-1]:
+        rows *= e
+    per_row = extents[-1] // vec
+    total = rows * per_row
+    threads = st.num_threads
+    iters = (total + threads - 1) // threads
+    width = vec * elem_bytes(op.src)
+    to_shared = scope(op.dst) in SHARED
+    if to_shared:
+        helper = f"tl_cp_async_{width}" if use_async else f"tl_copy_{width}"
+    else:
+        helper = f"tl_store_{width}"
+
+    def body(it):
+        flat = st.simplify(it * threads + st.thread_var)
+        tile_index = _unflatten(st, flat, extents[:-1], per_row, vec)
+        src_index = region_index(op.src, tile_index)
+        dst_index = region_index(op.dst, tile_index)
+        pred = in_bounds(st, op.src, src_index) if to_shared else in_bounds(st, op.dst, dst_index)
+        guard = None if total % threads == 0 else flat < total
+        if guard is not None:
+            pred = guard if pred is None else tirx.And(guard, pred)
+        if to_shared:
+            # zero-fill out-of-bounds reads: the call itself takes the predicate
+            call = I.call(helper, tirx.address_of(load(op.dst, dst_index)),
+                          tirx.address_of(load(op.src, src_index)),
+                          pred if pred is not None else tirx.const(True, "bool"))
+            # a thread past the tile must not even zero-fill (its destination is outside the tile)
+            return if_then(guard, call) if guard is not None else call
+        return I.call(helper, tirx.address_of(load(op.dst, dst_index)),
+                      tirx.address_of(load(op.src, src_index)),
+                      pred if pred is not None else tirx.const(True, "bool"))
+
+    return loop("v", iters, body, tirx.ForKind.UNROLLED)
+
+
+def _unflatten(st: KernelState, flat, outer_extents: list[int], per_row: int, vec: int) -> list:
+    """Tile index of vector ``flat``: row-major over outer axes, then the vector along the last."""
+    col = st.simplify(tirx.floormod(flat, per_row) * vec)
+    rest = st.simplify(tirx.floordiv(flat, per_row))
+    index = [col]
+    for e in reversed(outer_extents):
+        index.insert(0, st.simplify(tirx.floormod(rest, e)))
+        rest = st.simplify(tirx.floordiv(rest, e))
+    return index
+
+
+def copy_elementwise(op: Copy, st: KernelState):
+    """Any other copy: one element per thread per step, predicated."""
+    extents = tile_extents(op.src)
+    total = 1
+    for e in extents:
+        total = total * e
+    total = st.simplify(total)
+    threads = st.num_threads
+    const_total = R.as_int(total)
+    iters = (const_total + threads - 1) // threads if const_total is not None else \
+        st.simplify(tirx.floordiv(total + threads - 1, threads))
+
+    def body(it):
+        flat = it * threads + st.thread_var
+        index, rest = [], flat
+        for e in reversed(extents):
+            index.insert(0, st.simplify(tirx.floormod(rest, e)))
+            rest = tirx.floordiv(rest, e)
+        src_index = region_index(op.src, index)
+        dst_index = region_index(op.dst, index)
+        conds = [c for c in (in_bounds(st, op.src, src_index), in_bounds(st, op.dst, dst_index)) if c is not None]
+        if const_total is None or const_total % threads:
+            conds.insert(0, flat < total)
+        value = cast(load(op.src, src_index), dtype(op.dst))
+        store = tirx.BufferStore(op.dst.source, value, dst_index)
+        if not conds:
+            return store
+        cond = conds[0]
+        for c in conds[1:]:
+            cond = tirx.And(cond, c)
+        return if_then(cond, store)
+
+    kind = tirx.ForKind.UNROLLED if const_total is not None and iters <= 64 else tirx.ForKind.SERIAL
+    return loop("e", iters, body, kind)
+
+
+# -- fill -----------------------------------------------------------------------------------------
+
+@register_lowering("fill", KIND)
+def lower_fill(call, ctx):
+    op: Fill = TileOp.from_stmt(call)
+    st = state_of(ctx)
+    if scope(op.dst) == FRAGMENT:
+        require_whole_fragment(op.dst, st, "T.fill")
+        regs = st.local_buffer(op.dst.source)
+        layout = st.layouts[op.dst.source]
+        return loop("l", layout.local_size,
+                    lambda l: tirx.BufferStore(regs, op.value, [l]), tirx.ForKind.UNROLLED)
+    if scope(op.dst) in ("local", "local.var"):
+        extents = tile_extents(op.dst) or [1]
+        return _nest(extents, lambda idx: tirx.BufferStore(op.dst.source, op.value,
+                                                           region_index(op.dst, idx)))
+    return _fill_spread(op, st)
+
+
+def _fill_spread(op: Fill, st: KernelState):
+    extents = tile_extents(op.dst)
+    total = 1
+    for e in extents:
+        total *= R.as_int(e) if R.as_int(e) is not None else e
+    threads = st.num_threads
+    iters = (total + threads - 1) // threads if isinstance(total, int) else \
+        st.simplify(tirx.floordiv(total + threads - 1, threads))
+
+    def body(it):
+        flat = it * threads + st.thread_var
+        index, rest = [], flat
+        for e in reversed(extents):
+            index.insert(0, st.simplify(tirx.floormod(rest, e)))
+            rest = tirx.floordiv(rest, e)
+        full = region_index(op.dst, index)
+        store = tirx.BufferStore(op.dst.source, op.value, full)
+        conds = [c for c in (in_bounds(st, op.dst, full),) if c is not None]
+        if not isinstance(total, int) or total % threads:
+            conds.insert(0, flat < total)
+        if not conds:
+            return store
+        cond = conds[0]
+        for c in conds[1:]:
+            cond = tirx.And(cond, c)
+        return if_then(cond, store)
+
+    return loop("e", iters, body, tirx.ForKind.SERIAL)
+
+
+def _nest(extents, body_fn, kind=tirx.ForKind.SERIAL):
+    def build(k, idx):
+        if k == len(extents):
+            return body_fn(idx)
+        return loop(f"i{k}", R.as_int(extents[k]) or extents[k], lambda v: build(k + 1, idx + [v]), kind)
+    return build(0, [])
+
+
+from . import lower_atomic, lower_cumsum, lower_gemm, lower_reduce  # noqa: E402,F401  (rules)

@@ -1,0 +1,63 @@
+"""Compile options of the cuda backend: frozen, validated, with a stable hash (BackendOptions)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tilelang_core.backend import BackendOptions
+from tilelang_core.errors import ConfigError
+
+#: how the host side (the tvm-ffi wrapper) is built; see compiler.py for the trade-off
+HOST_BUILDS = ("split", "nvcc")
+#: who compiles device code in the split build; "auto" = NVRTC when libnvrtc is found, else nvcc
+DEVICE_COMPILERS = ("auto", "nvrtc", "nvcc")
+
+
+@dataclass(frozen=True)
+class CudaOptions(BackendOptions):
+    """Options of one cuda compile.
+
+    host_build: "split" (default) compiles device code alone to a cubin with nvcc and the host
+        wrapper with the C++ compiler, the cubin embedded and loaded through cudaLibraryLoadData;
+        "nvcc" hands TVM's single .cu to nvcc (slower: nvcc parses tvm-ffi's C++ headers twice).
+    device_compiler: "auto" (default) compiles device code with NVRTC in-process when libnvrtc is
+        found (toolkit lib64, or `pip install nvidia-cuda-nvrtc`), falling back to nvcc if NVRTC is
+        missing or fails; "nvrtc" or "nvcc" force one.
+    fast_math: --use_fast_math (approximate exp/div/sqrt).
+    opt_level: ptxas/nvcc -O level for device code (0..3).
+    lineinfo: -lineinfo, for profilers and compute-sanitizer source lines.
+    ptxas_verbose: keep ptxas' register/spill report in the build log (``kernel.asm["ptxas"]``).
+    disable_cp_async: lower T.Pipelined copies with plain loads/stores (for debugging).
+    extra_nvcc_flags: appended to every nvcc call, verbatim.
+
+    Example::
+
+        CudaOptions.from_pass_configs({"tl.fast_math": True, "host_build": "nvcc"})
+    """
+
+    host_build: str = "split"
+    device_compiler: str = "auto"
+    fast_math: bool = False
+    opt_level: int = 3
+    lineinfo: bool = False
+    ptxas_verbose: bool = False
+    disable_cp_async: bool = False
+    extra_nvcc_flags: tuple = ()
+
+    def __post_init__(self):
+        if self.host_build not in HOST_BUILDS:
+            raise ConfigError(f"cuda option host_build={self.host_build!r} must be one of {HOST_BUILDS}")
+        if self.device_compiler not in DEVICE_COMPILERS:
+            raise ConfigError(f"cuda option device_compiler={self.device_compiler!r} must be one of "
+                              f"{DEVICE_COMPILERS}")
+        for name in ("fast_math", "lineinfo", "ptxas_verbose", "disable_cp_async"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"cuda option {name}={getattr(self, name)!r} must be True or False")
+        if isinstance(self.opt_level, bool) or self.opt_level not in (0, 1, 2, 3):
+            raise ConfigError(f"cuda option opt_level={self.opt_level!r} must be 0, 1, 2 or 3")
+        flags = self.extra_nvcc_flags
+        if isinstance(flags, str):
+            flags = tuple(flags.split())
+        if not all(isinstance(f, str) for f in flags):
+            raise ConfigError(f"cuda option extra_nvcc_flags={self.extra_nvcc_flags!r} must be strings")
+        object.__setattr__(self, "extra_nvcc_flags", tuple(flags))

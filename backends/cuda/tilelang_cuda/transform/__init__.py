@@ -1,0 +1,19 @@
+"""Passes of the cuda backend, in the order pipeline.py runs them:
+
+block_swizzle      T.use_swizzle: blocks walk the grid in panels (L2 reuse)
+software_pipeline  T.Pipelined loops -> multi-stage cp.async pipelines (stages, waits, barriers)
+insert_barriers    __syncthreads between conflicting shared-memory accesses
+(LowerTileOps)     tile ops -> per-thread code with the rules of lowering.py
+lower_parallel     T.Parallel nests -> loops over each thread's registers
+apply_layouts      fragments -> register arrays, shared tiles -> flat swizzled arrays
+"""
+
+from .apply_layouts import apply_layouts
+from .block_swizzle import block_swizzle
+from .insert_barriers import insert_barriers
+from .lower_parallel import lower_parallel
+from .software_pipeline import software_pipeline
+from .state import KernelState, thread_binding
+
+__all__ = ["KernelState", "apply_layouts", "block_swizzle", "insert_barriers", "lower_parallel", "software_pipeline",
+           "thread_binding"]

@@ -1,0 +1,62 @@
+"""BlockSwizzle: ``T.use_swizzle(panel, order)`` -> blocks visit the grid panel by panel (L2 reuse).
+
+Blocks run roughly in linear order ``blockIdx.y * gridDim.x + blockIdx.x``. With a row panel of
+``P`` rows, consecutive blocks walk down the columns of a band of P rows instead of along a whole
+row, so the A rows and B columns they share stay in L2::
+
+    L = by * GX + bx;  band = L // (P * GX);  rows = min(P, GY - band * P)
+    off = L - band * P * GX;  bx' = off // rows;  by' = band * P + off % rows
+
+Within a band of ``rows x GX`` blocks, ``off -> (off // rows, off % rows)`` is a bijection, so every
+tile is still computed exactly once. ``order="col"`` swaps the roles of x and y.
+"""
+
+from __future__ import annotations
+
+import tvm_ffi
+from tvm import tirx
+
+from .state import substitute
+
+SWIZZLE_KEY = "tl.swizzle"
+
+
+def _launches(body):
+    """(blockIdx.x var, extent), (blockIdx.y var, extent) of the kernel, if both exist."""
+    found = {}
+
+    def on_attr(attr):
+        if attr.attr_key == "thread_extent" and isinstance(attr.node, tirx.IterVar):
+            found[str(attr.node.thread_tag)] = (attr.node.var, attr.value)
+
+    tvm_ffi.structural_walk(body, [(tirx.AttrStmt, on_attr)])
+    return found.get("blockIdx.x"), found.get("blockIdx.y")
+
+
+def block_swizzle(body):
+    bx, by = _launches(body)
+
+    def visit(node):
+        if isinstance(node, tirx.SeqStmt):
+            return tirx.SeqStmt([visit(s) for s in node.seq])
+        if isinstance(node, tirx.AttrStmt):
+            if node.attr_key == SWIZZLE_KEY:
+                inner = visit(node.body)
+                if bx is None or by is None:
+                    return inner  # a 1-D grid has nothing to reorder
+                return _swizzled(inner, str(node.node.value), int(node.value.value), bx, by)
+            return tirx.AttrStmt(node.node, node.attr_key, node.value, visit(node.body))
+        return node
+
+    return visit(body)
+
+
+def _swizzled(body, order: str, panel: int, bx, by):
+    (x, gx), (y, gy) = (bx, by) if order == "row" else (by, bx)
+    linear = y * gx + x
+    band = tirx.floordiv(linear, panel * gx)
+    rows = tirx.Min(tirx.const(panel, "int32"), gy - band * panel)
+    off = linear - band * panel * gx
+    new_x = tirx.floordiv(off, rows)
+    new_y = band * panel + tirx.floormod(off, rows)
+    return substitute(body, {x: new_x, y: new_y})

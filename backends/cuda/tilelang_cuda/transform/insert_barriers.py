@@ -1,0 +1,117 @@
+"""InsertBarriers: ``__syncthreads()`` between statements that touch the same shared buffer from
+different threads, and only there.
+
+Works on tile-level IR (before lowering), where every statement's shared reads and writes are
+known: tile ops declare them, loops and stores are scanned. In a statement list, a barrier goes
+before a statement that reads what an earlier one wrote (RAW) or writes what an earlier one read
+or wrote (WAR/WAW) since the last barrier. A loop whose body writes shared memory also ends its
+body with a barrier when the next iteration's first accesses would race with this iteration's
+last ones. Loops already planned by the software pipeline (``tl.pipelined``) place their own.
+Known limit: a tile op under a thread-dependent ``if`` would get a barrier inside the branch.
+"""
+
+from __future__ import annotations
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tilelang_core.ir import TileOp, is_tile_op
+
+from .. import intrinsics as I
+from .state import PIPELINE_REGION
+
+SHARED = ("shared", "shared.dyn")
+
+
+def _is_shared(buffer) -> bool:
+    return tirx.is_buffer_var(buffer) and str(buffer.ty.storage_scope) in SHARED
+
+
+def accesses(stmt) -> tuple[set, set]:
+    """(shared buffers read, shared buffers written) anywhere in ``stmt``."""
+    reads, writes = set(), set()
+
+    def on_call(call):
+        if is_tile_op(call):
+            op = TileOp.from_stmt(call)
+            reads.update(r.source for r in op.reads if _is_shared(r.source))
+            writes.update(r.source for r in op.writes if _is_shared(r.source))
+
+    def on_load(load):
+        if _is_shared(load.source):
+            reads.add(load.source)
+
+    def on_store(store):
+        if _is_shared(store.buffer):
+            writes.add(store.buffer)
+
+    tvm_ffi.structural_walk(stmt, [(tirx.TilePrimitiveCall, on_call), (tvm.ir.TensorLoad, on_load),
+                                   (tirx.BufferStore, on_store)])
+    return reads, writes
+
+
+def _conflict(reads, writes, pending_reads, pending_writes) -> bool:
+    return bool(reads & pending_writes or writes & pending_reads or writes & pending_writes)
+
+
+def insert_barriers(stmt):
+    """The kernel body with barriers inserted (see the module docstring)."""
+    return _visit(stmt)
+
+
+def _visit(node):
+    if isinstance(node, tirx.SeqStmt):
+        return _visit_seq(list(node.seq))
+    if isinstance(node, tirx.AttrStmt):
+        if node.attr_key == PIPELINE_REGION:
+            return node.body  # planned by software_pipeline; the marker has done its job
+        return tirx.AttrStmt(node.node, node.attr_key, node.value, _visit(node.body))
+    if isinstance(node, tirx.For):
+        if node.annotations is not None and ("tl.pipelined" in node.annotations
+                                             or "tl.parallel" in node.annotations):
+            return node
+        body = _visit(node.body)
+        if _loop_carried(node.body):
+            body = _append_barrier(body)
+        return tirx.For(node.loop_var, node.min, node.extent, node.kind, body,
+                        node.thread_binding, node.annotations)
+    if isinstance(node, tirx.IfThenElse):
+        return tirx.IfThenElse(node.condition, _visit(node.then_case),
+                               _visit(node.else_case) if node.else_case is not None else None)
+    return node
+
+
+def _loop_carried(body) -> bool:
+    """Could iteration i+1 race with iteration i? Conservatively yes whenever the body writes
+    shared memory: the next iteration's first write may meet this one's last read or write."""
+    _, writes = accesses(body)
+    return bool(writes)
+
+
+def _append_barrier(body):
+    stmts = list(body.seq) if isinstance(body, tirx.SeqStmt) else [body]
+    return tirx.SeqStmt(stmts + [I.syncthreads()])
+
+
+def insert_barriers_in_seq(stmts, ignore=frozenset()):
+    """Barriers inside one statement list, from a clean state; accesses to ``ignore`` don't count."""
+    return _visit_seq(list(stmts), ignore)
+
+
+def _visit_seq(stmts, ignore=frozenset()):
+    out = []
+    pending_r, pending_w = set(), set()
+    for s in stmts:
+        r, w = accesses(s)
+        r, w = {b for b in r if b not in ignore}, {b for b in w if b not in ignore}
+        if _conflict(r, w, pending_r, pending_w):
+            out.append(I.syncthreads())
+            pending_r, pending_w = set(), set()
+        out.append(_visit(s))
+        if isinstance(s, tirx.AttrStmt) and s.attr_key == PIPELINE_REGION:
+            pending_r, pending_w = set(), set()  # it ends with wait_group(0) + barrier
+        else:
+            pending_r |= r
+            pending_w |= w
+    return tirx.SeqStmt(out) if len(out) > 1 else out[0]

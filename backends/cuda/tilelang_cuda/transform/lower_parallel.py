@@ -1,0 +1,243 @@
+"""LowerParallel: T.Parallel loop nests -> per-thread loops over registers.
+
+A nest that touches fragments follows the layout of the fragment indexed by all its loop
+variables (layout inference made every other fragment in it compatible): thread ``tx`` runs
+``for l in range(local_size)`` over the elements ``index_of(tx, l)`` it owns, and fragment
+accesses become register accesses. A nest over shared/global memory only is dealt round-robin
+over the threads (replica threads of an uneven split do nothing).
+"""
+
+from __future__ import annotations
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tilelang_core.layout import Fragment
+from tilelang_core.transform.layout_inference import access_dims, is_fragment, parallel_nests
+
+from .state import KernelState, if_then, substitute
+
+
+def lower_parallel(body, st: KernelState):
+    nests = parallel_nests(body)
+    if not nests:
+        return body
+    replacements = [(n.loop, _lower_nest(n, st)) for n in nests]
+
+    return _replace_loops(body, replacements)
+
+
+def _replace_loops(body, replacements):
+    """Replace whole loop nests (outermost first) without descending into replaced nodes."""
+    def visit(node):
+        for old, new in replacements:
+            if node.same_as(old):
+                return new
+        if isinstance(node, tirx.SeqStmt):
+            return tirx.SeqStmt([visit(s) for s in node.seq])
+        if isinstance(node, tirx.For):
+            return tirx.For(node.loop_var, node.min, node.extent, node.kind, visit(node.body),
+                            node.thread_binding, node.annotations)
+        if isinstance(node, tirx.AttrStmt):
+            return tirx.AttrStmt(node.node, node.attr_key, node.value, visit(node.body))
+        if isinstance(node, tirx.IfThenElse):
+            return tirx.IfThenElse(node.condition, visit(node.then_case),
+                                   visit(node.else_case) if node.else_case is not None else None)
+        return node  # leaves, including Bind (x = expr): no body in TVM 0.27
+
+    return visit(body)
+
+
+def _global_bounds(buffer, indices, st: KernelState):
+    """``index < extent`` for every dimension the analyzer cannot prove; None when all are."""
+    conds = [i < s for i, s in zip(indices, buffer.ty.shape) if not st.analyzer.can_prove(i < s)]
+    if not conds:
+        return None
+    cond = conds[0]
+    for c in conds[1:]:
+        cond = tirx.And(cond, c)
+    return cond
+
+
+def guard_global_accesses(body, st: KernelState):
+    """Tiles overhang tensors whose sizes the tile does not divide: a T.Parallel element past the
+    end reads 0 and writes nothing (TileLang's safe memory access), unless provably inside.
+    Returns (body, whether any guard was added)."""
+    guards = [0]
+
+    def is_global(buffer) -> bool:
+        return str(buffer.ty.storage_scope) in ("global", "")
+
+    def on_load(load):
+        if is_global(load.source):
+            cond = _global_bounds(load.source, load.indices, st)
+            if cond is not None:
+                guards[0] += 1
+                return tirx.if_then_else(cond, load, tirx.const(0, str(load.ty)))
+        return load
+
+    def on_store(store):
+        value = tvm_ffi.structural_map(store.value, [(tvm.ir.TensorLoad, on_load)])
+        store = tirx.BufferStore(store.buffer, value, store.indices)
+        if is_global(store.buffer):
+            cond = _global_bounds(store.buffer, store.indices, st)
+            if cond is not None:
+                guards[0] += 1
+                return tirx.IfThenElse(cond, store, None)
+        return store
+
+    body = tvm_ffi.structural_map(body, [(tirx.BufferStore, on_store)])
+    return body, guards[0] > 0
+
+
+def _lower_nest(nest, st: KernelState):
+    for buffer, indices in nest.accesses:
+        if access_dims(nest, indices) == list(range(len(nest.extents))):
+            return _emit(nest, st, st.layouts[buffer], guard_replicas=False)[0]
+    # No fragment to follow: deal elements over threads, in 16-byte runs when that vectorizes.
+    vec = _widest_vector(nest, st)
+    while vec > 1:
+        anchor = Fragment.spread(tuple(nest.extents), st.num_threads, vec)
+        if anchor.local_size % vec == 0 and anchor.replicas == 1:
+            stmt, vectorized = _emit(nest, st, anchor, guard_replicas=True)
+            if vectorized:
+                return stmt
+        vec //= 2
+    return _emit(nest, st, Fragment.spread(tuple(nest.extents), st.num_threads), True)[0]
+
+
+def _widest_vector(nest, st: KernelState) -> int:
+    """Elements per 16 bytes of the widest element type the loop touches in memory."""
+    widest = 1
+    inner = nest.loop
+    for _ in nest.extents:
+        inner = inner.body
+
+    def on_buffer(buffer):
+        nonlocal widest
+        widest = max(widest, tvm.runtime.DataType(str(buffer.ty.dtype)).bits // 8)
+
+    tvm_ffi.structural_walk(inner, [(tvm.ir.TensorLoad, lambda l: on_buffer(l.source)),
+                                    (tirx.BufferStore, lambda s: on_buffer(s.buffer))])
+    vec = 16 // widest
+    while vec > 1 and (nest.extents[-1] % vec or _prod(nest.extents) // vec < st.num_threads):
+        vec //= 2
+    return vec
+
+
+def _prod(xs) -> int:
+    out = 1
+    for x in xs:
+        out *= x
+    return out
+
+
+def _emit(nest, st: KernelState, anchor, guard_replicas: bool):
+    """The nest as per-thread code over ``anchor``'s elements; (stmt, vectorized?)."""
+    l_var = tirx.Var("l", "int32")
+    st.analyzer.bind(l_var, tvm.ir.Range.from_min_extent(0, anchor.local_size))
+    index = [st.simplify(e) for e in anchor.index_of(st.thread_var, l_var)]
+    inner = nest.loop
+    for _ in nest.extents:
+        inner = inner.body
+
+    def frag_index(buffer, indices):
+        dims = access_dims(nest, indices)
+        layout = st.layouts[buffer]
+        args = [index[d] for d in dims]
+        if len(args) < len(layout.shape):  # unit dims of the buffer
+            args = [tirx.const(0, "int32") if s == 1 and len(args) < len(layout.shape) else None
+                    for s in layout.shape]
+            it = iter(index[d] for d in dims)
+            args = [a if a is not None else next(it) for a in args]
+        return st.simplify(layout.local_of(*args))
+
+    def on_load(load):
+        if is_fragment(load.source):
+            return tirx.BufferLoad(st.local_buffer(load.source), [frag_index(load.source, load.indices)])
+        return load
+
+    def on_store(store):
+        if is_fragment(store.buffer):
+            value = tvm_ffi.structural_map(store.value, [(tvm.ir.TensorLoad, on_load)])
+            return tirx.BufferStore(st.local_buffer(store.buffer), value,
+                                    [frag_index(store.buffer, store.indices)])
+        return store
+
+    body = tvm_ffi.structural_map(inner, [(tvm.ir.TensorLoad, on_load)])
+    body = tvm_ffi.structural_map(body, [(tirx.BufferStore, on_store)])
+    body = substitute(body, dict(zip(nest.loop_vars, index)))
+    body, needs_guards = guard_global_accesses(body, st)
+    if guard_replicas and anchor.replicas > 1:
+        body = if_then(anchor.replica_of(st.thread_var) == 0, body)
+    if anchor.local_size == 1:
+        return substitute(body, {l_var: tirx.const(0, "int32")}), False
+    vec = _register_run(anchor)
+    if vec > 1 and not needs_guards:
+        vectorized = _vectorized(body, l_var, anchor.local_size, vec, st)
+        if vectorized is not None:
+            return vectorized, True
+    return tirx.For(l_var, tirx.const(0, "int32"), tirx.const(anchor.local_size, "int32"),
+                    tirx.ForKind.UNROLLED, body), False
+
+
+def _register_run(anchor) -> int:
+    """Consecutive registers that hold consecutive elements of the last dimension."""
+    from tilelang_core.layout import LOCAL
+
+    digits = [d for d in anchor.digits[-1] if d.extent > 1]
+    if digits and digits[-1].space == LOCAL and digits[-1].stride == 1:
+        return digits[-1].extent
+    return 1
+
+
+def _vectorized(body, l_var, local_size: int, vec: int, st: KernelState):
+    """``for lo: for vi in vectorized(vec): body[l = lo * vec + vi]`` when every memory access in
+    it is a provably aligned, contiguous run along vi; else None (the scalar loop is kept)."""
+    lo, vi = tirx.Var("lo", "int32"), tirx.Var("vi", "int32")
+    st.analyzer.bind(lo, tvm.ir.Range.from_min_extent(0, local_size // vec))
+    st.analyzer.bind(vi, tvm.ir.Range.from_min_extent(0, vec))
+    candidate = substitute(body, {l_var: lo * vec + vi})
+    ok = [True]
+
+    def uses_vi(expr) -> bool:
+        found = []
+        tvm_ffi.structural_walk(expr, [(tvm.ir.Var, lambda v: found.append(v) if v.same_as(vi) else None)])
+        return bool(found)
+
+    def check(buffer, indices):
+        scope = str(buffer.ty.storage_scope)
+        if scope.startswith("local"):
+            if scope != "local" or not indices:  # per-thread scalars would become reductions
+                ok[0] = False
+            return
+        if scope.startswith("shared"):  # swizzled later: keep it simple, stay scalar
+            ok[0] = False
+            return
+        *outer, last = list(indices)
+        if any(uses_vi(i) for i in outer):
+            ok[0] = False
+            return
+        start = st.simplify(substitute(last, {vi: tirx.const(0, "int32")}))
+        contiguous = st.analyzer.can_prove(st.simplify(last - start) == vi)
+        aligned = st.analyzer.can_prove(tirx.floormod(start, vec) == 0)
+        rows = len(indices) == 1 or st.analyzer.can_prove(tirx.floormod(buffer.ty.shape[-1], vec) == 0)
+        if not (contiguous and aligned and rows):
+            ok[0] = False
+
+    def on_store(store):
+        scope = str(store.buffer.ty.storage_scope)
+        if scope == "local.var" or (scope == "local" and not any(uses_vi(i) for i in store.indices)):
+            ok[0] = False  # every lane would write the same register: a race in vector form
+        check(store.buffer, store.indices)
+
+    tvm_ffi.structural_walk(candidate, [(tvm.ir.TensorLoad, lambda l: check(l.source, l.indices)),
+                                        (tirx.BufferStore, on_store),
+                                        (tirx.IfThenElse, lambda _: ok.__setitem__(0, False))])
+    if not ok[0]:
+        return None
+    inner = tirx.For(vi, tirx.const(0, "int32"), tirx.const(vec, "int32"), tirx.ForKind.VECTORIZED,
+                     candidate)
+    return tirx.For(lo, tirx.const(0, "int32"), tirx.const(local_size // vec, "int32"),
+                    tirx.ForKind.UNROLLED, inner)

@@ -1,0 +1,120 @@
+"""What the cuda lowering passes share about one kernel: threads, layouts, register buffers.
+
+Layouts are Python objects (tilelang_core.layout), not IR, so the passes of one compile pass this
+state along instead of annotating the function (see pipeline.py for the order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tilelang_core.errors import LoweringError
+
+
+#: AttrStmt key around the code software_pipeline generates (insert_barriers treats it as a unit)
+PIPELINE_REGION = "tl.pipeline_region"
+
+
+@dataclass
+class KernelState:
+    kernel: str
+    thread_var: tirx.Var
+    num_threads: int
+    #: fragment buffer -> Fragment
+    layouts: dict = field(default_factory=dict)
+    #: fragment buffer -> its per-thread 1-D buffer (scope "local")
+    locals: dict = field(default_factory=dict)
+    #: buffers the lowering created (register scratch, shared workspaces): allocated at the top
+    extra_allocs: list = field(default_factory=list)
+    analyzer: tvm.sym.Analyzer = field(default_factory=tvm.sym.Analyzer)
+    arch: str = "sm_80"
+    options: object = None
+    #: shared buffer name -> Layout from T.annotate_layout (the others get the default swizzle)
+    annotated: dict = field(default_factory=dict)
+
+    def simplify(self, expr):
+        if isinstance(expr, int):
+            return expr
+        return self.analyzer.simplify(expr)
+
+    def local_buffer(self, fragment):
+        try:
+            return self.locals[fragment]
+        except KeyError:
+            raise LoweringError(f"kernel '{self.kernel}': fragment '{fragment.name}' has no layout; "
+                                f"this is a compiler bug (layout inference missed it)") from None
+
+    def alloc(self, name: str, shape, dtype: str, scope: str):
+        buffer = tirx.decl_buffer(shape, dtype, name=name, scope=scope)
+        self.extra_allocs.append(buffer)
+        return buffer
+
+
+def thread_binding(func: tirx.PrimFunc) -> tuple[tirx.Var, int]:
+    """``threadIdx.x`` of the kernel and its extent (the block size)."""
+    found = {}
+
+    def on_attr(attr):
+        if attr.attr_key == "thread_extent" and isinstance(attr.node, tirx.IterVar):
+            found[str(attr.node.thread_tag)] = (attr.node.var, attr.value)
+
+    tvm_ffi.structural_walk(func.body, [(tirx.AttrStmt, on_attr)])
+    if "threadIdx.y" in found or "threadIdx.z" in found:
+        raise LoweringError("kernels with threads=(x, y) are not supported by the cuda backend yet; "
+                            "use threads=<int> and compute the 2-D index from T.get_thread_binding()")
+    if "threadIdx.x" not in found:
+        raise LoweringError("kernel has no threadIdx.x launch: open it with T.Kernel(..., threads=N)")
+    var, extent = found["threadIdx.x"]
+    if not isinstance(extent, tirx.IntImm):
+        raise LoweringError(f"the block size must be a constant, got threads={extent}")
+    return var, int(extent.value)
+
+
+def substitute(node, vmap: dict):
+    """Replace variables (matched by identity) in any IR node."""
+    if not vmap:
+        return node
+    pairs = list(vmap.items())
+
+    def on_var(v):
+        for key, value in pairs:
+            if v.same_as(key):
+                return value
+        return v
+
+    return tvm_ffi.structural_map(node, [(tvm.ir.Var, on_var)])
+
+
+def seq(stmts) -> tirx.Stmt:
+    flat = []
+    for s in stmts:
+        if s is None:
+            continue
+        if isinstance(s, tirx.SeqStmt):
+            flat.extend(s.seq)
+        else:
+            flat.append(s)
+    if not flat:
+        return tirx.Evaluate(tirx.const(0, "int32"))
+    return flat[0] if len(flat) == 1 else tirx.SeqStmt(flat)
+
+
+def loop(var_name: str, extent, body_fn, kind=tirx.ForKind.SERIAL):
+    """``for v in range(extent): body_fn(v)``, unrolled when ``kind`` says so; inlined for 1."""
+    if isinstance(extent, int) and extent == 1:
+        return body_fn(tirx.const(0, "int32"))
+    var = tirx.Var(var_name, "int32")
+    return tirx.For(var, tirx.const(0, "int32"), tirx.const(extent, "int32") if isinstance(extent, int)
+                    else extent, kind, body_fn(var))
+
+
+def if_then(cond, body):
+    if isinstance(cond, bool):
+        return body if cond else None
+    if isinstance(cond, tirx.IntImm):
+        return body if int(cond.value) else None
+    return tirx.IfThenElse(cond, body, None)

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Everything the CUDA backend should show on the lent H200, in one call (after unpack-tvm.sh a/b):
+# packages installed as a user would, doctor, the main job and every example on target="auto",
+# the launch-overhead benchmark and the compute-sanitizer checks. Logs go to $OUT.
+#   bash .device/b/unpack-tvm.sh b && bash bench/h200_session.sh
+set -uo pipefail
+export PYTHONPATH=/opt/tvmsite PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+python3 -m pip install -q --no-deps --no-build-isolation -e . -e backends/cpu -e backends/cuda >"$OUT/pip.txt" 2>&1 \
+  || { echo "pip install failed"; tail -5 "$OUT/pip.txt"; exit 1; }
+status=()
+step() {  # step NAME TIMEOUT COMMAND...: run, keep the log, remember pass/fail
+  local name=$1 limit=$2; shift 2
+  timeout "$limit" "$@" >"$OUT/$name.txt" 2>&1; local rc=$?
+  status+=("$(printf '%-28s %s' "$name" "$([ $rc -eq 0 ] && echo ok || echo "FAILED rc=$rc")")")
+}
+step doctor 60 python3 -m tilelang_core doctor --no-toolchains
+step quickstart 120 python3 examples/quickstart.py
+for ex in gemm/gemm.py gemm/gemm_splitk.py softmax/softmax.py norm/rms_norm.py norm/layer_norm.py \
+          attention/flash_attention.py elementwise/scale_add.py; do
+  step "$(basename "$ex" .py)" 120 python3 "examples/$ex"
+done
+step flash_attention_causal 120 python3 examples/attention/flash_attention.py --is-causal
+step gemm_transposed 120 python3 examples/gemm/gemm.py --trans-a --trans-b
+step call_overhead 180 python3 bench/cuda_call_overhead.py
+for tool in memcheck racecheck synccheck; do
+  step "sanitize_$tool" 240 compute-sanitizer --tool "$tool" --error-exitcode 9 python3 bench/cuda_sanitize_cases.py
+done
+echo "== doctor (auto)"; grep -E "cuda |evidence|resolves to" "$OUT/doctor.txt" | head -6
+echo "== examples"; grep -h -E "relative error" "$OUT"/*.txt | sed 's/^/  /'
+echo "== quickstart"; grep -E "first call|OK|FAILED" "$OUT/quickstart.txt" | head -3
+echo "== launch overhead"; tail -8 "$OUT/call_overhead.txt"
+for tool in memcheck racecheck synccheck; do echo "== $tool"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Error" "$OUT/sanitize_$tool.txt" | tail -2; done
+echo "== steps"; printf '  %s\n' "${status[@]}"
