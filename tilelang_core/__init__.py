@@ -17,6 +17,9 @@ from .errors import (AutotuneError, CacheError, CompileError, ConfigError, Front
 from .intmath import cdiv, next_power_of_2, prev_power_of_2
 from .pass_configs import PassConfigKey
 from .jit import compile, jit  # light: numpy, torch and tvm load with the first compile
+# Eager (it is light) so that `tilelang_core.autotune` is the decorator, as in TileLang: a lazy
+# name would be shadowed by the subpackage as soon as anything imported tilelang_core.autotune.*
+from .autotune import autotune
 from .target import Target
 
 __version__ = "0.1.0"
@@ -24,14 +27,13 @@ __version__ = "0.1.0"
 # public name -> "module:attribute", imported on first access
 _LAZY = {
     "JITKernel": "tilelang_core.jit:JITKernel",
-    "autotune": "tilelang_core.autotune:autotune",
     "language": "tilelang_core.language:",
     "resolve_target": "tilelang_core.target:resolve_target",
 }
 
 __all__ = [
     "AutotuneError", "CacheError", "CompileError", "ConfigError", "FrontendError", "LaunchError", "LayoutError",
-    "LoweringError", "PassConfigKey", "PluginError", "Target", "TargetError", "TileLangError", "__version__", "cdiv", "compile", "jit", "next_power_of_2",
+    "LoweringError", "PassConfigKey", "PluginError", "Target", "TargetError", "TileLangError", "__version__", "autotune", "cdiv", "compile", "jit", "next_power_of_2",
     "prev_power_of_2",
     *_LAZY,
 ]
@@ -50,6 +52,5 @@ def __getattr__(name: str):
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import language
-    from .autotune import autotune
     from .jit import JITKernel
     from .target import resolve_target

@@ -1,4 +1,4 @@
-"""Command line: ``python -m tilelang_core doctor | targets``."""
+"""Command line: ``python -m tilelang_core doctor | targets | compile``."""
 
 from __future__ import annotations
 
@@ -56,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     tgt.add_argument("--json", action="store_true")
     tgt.add_argument("--capabilities", action="store_true", help="print each arch's capability table")
     tgt.set_defaults(func=_targets)
+    from . import inspect_cli
+
+    inspect_cli.add_parser(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

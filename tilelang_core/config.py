@@ -23,6 +23,7 @@ VARIABLES: dict[str, str] = {
     "TILELANG_CACHE_DIR": "kernel disk cache folder (default ~/.cache/tilelang_core)",
     "TILELANG_DISABLE_CACHE": "1: never read or write the disk cache",
     "TILELANG_DUMP_IR": "folder: write the IR after every pass there, with pass timing",
+    "TILELANG_AUTOTUNE_WORKERS": "processes that compile autotune candidates in parallel (default: CPU count, at most 8; 0: in this process)",
 }
 
 DEFAULT_PROBE_ORDER = ("cuda", "hip", "ascend", "metal")
@@ -111,6 +112,33 @@ def cache_disabled(environ: Mapping[str, str] | None = None) -> bool:
 def dump_ir_dir(environ: Mapping[str, str] | None = None) -> Path | None:
     value = _get("TILELANG_DUMP_IR", environ)
     return Path(value).expanduser() if value else None
+
+
+def autotune_workers(environ: Mapping[str, str] | None = None) -> int:
+    value = _get("TILELANG_AUTOTUNE_WORKERS", environ)
+    if not value:
+        return max(1, min(8, os.cpu_count() or 1))
+    try:
+        workers = int(value)
+    except ValueError:
+        raise ConfigError(f"TILELANG_AUTOTUNE_WORKERS={value!r} is not a whole number") from None
+    if workers < 0:
+        raise ConfigError(f"TILELANG_AUTOTUNE_WORKERS={value!r} must be 0 (compile in this process) or more")
+    return workers
+
+
+def snapshot(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The TILELANG_* settings of this process, to hand to a worker process (``apply_snapshot``):
+    a pool outlives the test or notebook cell that set the variables it was started with."""
+    return set_variables(environ)
+
+
+def apply_snapshot(values: Mapping[str, str]) -> None:
+    """Make this process's TILELANG_* variables exactly ``values`` (worker side of ``snapshot``)."""
+    for name in [n for n in os.environ if n.startswith("TILELANG_")]:
+        if name not in values:
+            del os.environ[name]
+    os.environ.update(values)
 
 
 def set_variables(environ: Mapping[str, str] | None = None) -> dict[str, str]:

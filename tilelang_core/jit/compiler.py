@@ -198,7 +198,8 @@ def _run_stages(func, name, tirx_text, backend, options):
         return _run_stages_plain(func, name, tirx_text, backend, options)
     # TILELANG_DUMP_IR: run the stages under pass instruments that dump the IR after every TVM
     # pass and time them. Backends that open their own PassContext must pass on
-    # PassContext.current().instruments for this to reach their passes.
+    # PassContext.current().instruments for this to reach their passes; passes a backend calls as
+    # plain functions reach them through tilelang_core.transform.instrumented.run_pass.
     import tvm
     from tvm.ir.instrument import DumpIR, PassTimingInstrument
 

@@ -49,6 +49,8 @@ class JITKernel:
         self.from_cache = from_cache
         self.timings = dict(timings or {})
         self.function = function
+        #: torch device type the kernel runs on (the backend's ``device_type``; None: unknown)
+        self.device_type = device_type
         # a temporary folder holding the artifact when the disk cache is off: lives as we do
         self._keepalive = keepalive
         check_outputs_allocatable(self.params, name)
@@ -65,6 +67,17 @@ class JITKernel:
     def get_kernel_source(self) -> str:
         """The source handed to the toolchain (CUDA C++, MSL, LLVM IR, ...)."""
         return self.asm.get("source", "")
+
+    def get_profiler(self, tensor_supply_type=None, dynamic_shapes=None):
+        """A ``Profiler`` for this kernel: ``do_bench``, ``assert_allclose``, ``run_once``.
+
+            profiler = kernel.get_profiler(tensor_supply_type="randn")
+            profiler.assert_allclose(lambda a, b: a @ b, atol=1e-2, rtol=1e-2)
+            ms = profiler.do_bench(warmup=25, rep=100)
+        """
+        from ..profiler import Profiler, TensorSupplyType
+
+        return Profiler(self, tensor_supply_type or TensorSupplyType.Auto, dynamic_shapes)
 
     def export_library(self, path: str | Path) -> Path:
         """Copy the loadable artifact to ``path``; load it with ``tvm_ffi.load_module(path)``."""

@@ -32,6 +32,7 @@ from tvm import tirx
 from tilelang_core.backend import Backend
 from tilelang_core.errors import LoweringError
 from tilelang_core.transform import lower_tile_ops, verify_no_tile_ops
+from tilelang_core.transform.instrumented import run_pass
 
 from . import codegen, compiler, lowering  # noqa: F401  (lowering registers the rules)
 from .options import CpuOptions
@@ -61,11 +62,12 @@ def lower_func(func: tirx.PrimFunc, options: CpuOptions) -> tirx.PrimFunc:
     the FFI boundary and come back as a bare RuntimeError (and bury the user's message in FFI
     frames). The ``*Pass`` forms in transform/ are there for custom pipelines."""
     parallel = options.parallel_blocks and not has_global_atomics(func)
-    func = threads_to_loops(func)
-    func = lower_tile_ops(func, CpuBackend.kind, options)
-    func = blocks_to_loops(func, parallel=parallel)
-    func = legalize_for_cpu(func, vectorize=options.vectorize)
-    return verify_no_tile_ops(func, CpuBackend.kind)
+    # run_pass: plain calls, except under TILELANG_DUMP_IR, where each is dumped and timed
+    func = run_pass("cpu.ThreadsToLoops", threads_to_loops, func)
+    func = run_pass("cpu.LowerTileOps", lower_tile_ops, func, CpuBackend.kind, options)
+    func = run_pass("cpu.BlocksToLoops", blocks_to_loops, func, parallel=parallel)
+    func = run_pass("cpu.LegalizeForCpu", legalize_for_cpu, func, vectorize=options.vectorize)
+    return run_pass("cpu.VerifyNoTileOps", verify_no_tile_ops, func, CpuBackend.kind)
 
 
 #: generic TVM clean-ups after our passes (folds the bounds checks proven true, drops no-ops)
