@@ -30,6 +30,20 @@ FRAGMENT_SCOPES = ("local.fragment",)
 REGISTER_SCOPES = ("local.fragment", "local", "local.var")
 SHARED_SCOPES = ("shared", "shared.dyn")
 
+#: storage scopes a backend dialect allocates, mapped to the generic scope whose rules they follow
+#: (e.g. tilelang_ascend's "ascend.l1" -> "shared.dyn"); lets a vendor scope pass the operand
+#: checks below without the core naming any vendor.
+SCOPE_ALIASES: dict[str, str] = {}
+
+
+def register_scope_alias(scope: str, generic: str) -> None:
+    """Make buffers in ``scope`` acceptable wherever ``generic`` is (``"shared.dyn"``,
+    ``"local.fragment"``, ...). Registering the same pair again is a no-op."""
+    if SCOPE_ALIASES.get(scope, generic) != generic:
+        raise FrontendError(f"storage scope {scope!r} is already an alias of "
+                            f"{SCOPE_ALIASES[scope]!r}, cannot make it one of {generic!r}")
+    SCOPE_ALIASES[scope] = generic
+
 
 class GemmWarpPolicy(enum.Enum):
     """How a gemm spreads its warps over the C tile (TileLang's ``T.GemmWarpPolicy``)."""
@@ -146,7 +160,7 @@ def _fmt_range(rng) -> str:
 
 def _check_scope(region: TensorRegion, allowed: tuple[str, ...], what: str) -> None:
     scope = R.scope_of(region)
-    if scope not in allowed:
+    if SCOPE_ALIASES.get(scope, scope) not in allowed:
         raise FrontendError(f"{what} ('{R.name_of(region)}') is in '{scope}' memory but must be in "
                             + " or ".join(f"'{s}'" for s in allowed)
                             + _scope_hint(allowed))

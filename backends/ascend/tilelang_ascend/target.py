@@ -25,6 +25,34 @@ CAPABILITIES = {
 }
 
 
+#: Alignment of buffer start addresses, in bytes, per memory, as the planner and the simulator
+#: enforce them: UB and L1 transfers move 32-byte blocks; L0A/L0B hold 512-byte fractals
+#: (16x16 half); L0C holds 1024-byte fractals (16x16 float). GM tiles need no alignment (MTE
+#: bursts handle any start), but every row of a UB tile must start on a 32-byte block.
+ALIGNMENT = {"GM": 1, "L1": 32, "L0A": 512, "L0B": 512, "L0C": 1024, "UB": 32}
+#: bytes one Vector instruction repeat processes (8 blocks of 32 bytes)
+VECTOR_REPEAT_BYTES = 256
+#: event ids per pipe pair for SetFlag/WaitFlag (EVENT_ID0..7)
+EVENT_IDS = 8
+#: cross-core flag ids the A2/A3 docs allow (0-10), and how many sets may be pending on one flag
+#: (the docs say at most 16; we stop at 15 to stay clear of the edge)
+CROSS_CORE_FLAGS = 11
+CROSS_CORE_FLAG_LIMIT = 15
+
+
+def memory_sizes(arch: str) -> dict[str, int]:
+    """Capacity in bytes of each on-chip memory of ``arch`` (keys as in ALIGNMENT, no GM)."""
+    caps = {**CAPABILITIES["*"], **CAPABILITIES.get(arch, CAPABILITIES[DEFAULT_ARCH])}
+    return {"L1": caps["l1_bytes"], "L0A": caps["l0a_bytes"], "L0B": caps["l0b_bytes"],
+            "L0C": caps["l0c_bytes"], "UB": caps["ub_bytes"]}
+
+
+def capability(arch: str, key: str):
+    """One capability of ``arch`` (arch-specific value first, then the shared one)."""
+    specific = CAPABILITIES.get(arch, {})
+    return specific[key] if key in specific else CAPABILITIES["*"][key]
+
+
 def probe(host: HostView) -> list[DeviceProbe]:
     nodes = host.device_nodes(r"davinci\d+")
     if not nodes:

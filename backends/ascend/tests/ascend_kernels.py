@@ -1,0 +1,149 @@
+"""Small kernels for the Ascend lowering tests (kernels must live in a file to be parsed)."""
+
+import tilelang_ascend.language as T
+
+
+def explicit_memories(M=64, N=64, K=64):
+    """The dialect: L1 operands and an L0C accumulator placed by hand."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+             C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=1) as bx:
+            a = T.alloc_l1((M, K), "float16")
+            b = T.alloc_l1((K, N), "float16")
+            c = T.alloc_l0c((M, N), "float32")
+            T.copy(A, a)
+            T.copy(B, b)
+            T.gemm(a, b, c, clear_accum=True)
+            T.copy(c, C)
+
+    return main
+
+
+def shifted_index(M=8, N=64):
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), Y: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            x = T.alloc_fragment((M, N), "float32")
+            y = T.alloc_fragment((M, N), "float32")
+            T.copy(X, x)
+            for i, j in T.Parallel(M, N - 1):
+                y[i, j] = x[i, j + 1]
+            T.copy(y, Y)
+
+    return main
+
+
+def transposed_read(M=16):
+    @T.prim_func
+    def main(X: T.Tensor((M, M), "float32"), Y: T.Tensor((M, M), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            x = T.alloc_fragment((M, M), "float32")
+            T.copy(X, x)
+            for i, j in T.Parallel(M, M):
+                x[i, j] = x[j, i] * 2.0
+            T.copy(x, Y)
+
+    return main
+
+
+def ub_gemm_operand(M=32, N=32, K=32):
+    """A gemm whose A operand is computed by the Vector core (scaled in UB first)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+             C: T.Tensor((M, N), "float16")):
+        with T.Kernel(1, threads=128) as bx:
+            a = T.alloc_fragment((M, K), "float16")
+            b = T.alloc_shared((K, N), "float16")
+            c = T.alloc_fragment((M, N), "float32")
+            T.copy(A, a)
+            for i, j in T.Parallel(M, K):
+                a[i, j] = a[i, j] * T.float16(2.0)
+            T.copy(B, b)
+            T.clear(c)
+            T.gemm(a, b, c)
+            T.copy(c, C)
+
+    return main
+
+
+def strided_global_read(M=8, N=64):
+    @T.prim_func
+    def main(X: T.Tensor((M, 2 * N), "float32"), Y: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            y = T.alloc_fragment((M, N), "float32")
+            for i, j in T.Parallel(M, N):
+                y[i, j] = X[i, j * 2] * 2.0
+            T.copy(y, Y)
+
+    return main
+
+
+def data_dependent_if(M=8, N=64):
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), Y: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            for i, j in T.Parallel(M, N):
+                if X[i, j] > 0:
+                    Y[i, j] = X[i, j]
+
+    return main
+
+
+def row_cumsum(M=8, N=64):
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), Y: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            x = T.alloc_fragment((M, N), "float32")
+            T.copy(X, x)
+            T.cumsum(x, dim=1)
+            T.copy(x, Y)
+
+    return main
+
+
+def expert_scopes(M=32, N=32, K=32, misplaced=False):
+    """Expert mode: the author says which core runs what."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+             C: T.Tensor((M, N), "float16")):
+        with T.Kernel(1, threads=1) as bx:
+            a = T.alloc_l1((M, K), "float16")
+            b = T.alloc_l1((K, N), "float16")
+            c = T.alloc_fragment((M, N), "float32")
+            with T.Scope("C"):
+                T.copy(A, a)
+                T.copy(B, b)
+                T.gemm(a, b, c, clear_accum=True)
+                if misplaced:
+                    for i, j in T.Parallel(M, N):
+                        c[i, j] = T.max(c[i, j], 0)
+            with T.Scope("V"):
+                for i, j in T.Parallel(M, N):
+                    c[i, j] = T.max(c[i, j], 0)
+                T.copy(c, C)
+
+    return main
+
+
+def pipelined_row_sum(M=8, N=250, block_N=64):
+    """A Vector-only pipelined loop: tiles of X stream into a double-buffered UB tile."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), Y: T.Tensor((M,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            x = T.alloc_shared((M, block_N), "float32")
+            acc = T.alloc_fragment((M,), "float32")
+            part = T.alloc_fragment((M,), "float32")
+            T.fill(acc, 0)
+            for k in T.Pipelined(T.ceildiv(N, block_N), num_stages=3):
+                T.copy(X[0, k * block_N], x)
+                T.reduce_sum(x, part, dim=1)
+                for i in T.Parallel(M):
+                    acc[i] = acc[i] + part[i]
+            T.copy(acc, Y)
+
+    return main
