@@ -17,20 +17,31 @@ from .structural import structural_map
 
 
 def bind_loop_ranges(analyzer, stmt) -> None:
-    """Bind every loop variable and launch index in ``stmt`` to its range.
+    """Bind every loop variable and launch index in ``stmt`` to its range, and every name bound
+    in kernel code (``k0 = (bz * k_tiles + ko) * 32``) to its value.
 
     Variables are unique objects in TIRX, so binding them all up front is the same as binding them
-    scope by scope, and lets rules prove bounds checks away (``bx * 64 + i < 256``).
+    scope by scope, and lets rules prove bounds checks away (``bx * 64 + i < 256``) and alignment
+    (a copy from ``A[row, k0]`` is 16-byte aligned, so it may become cp.async). It goes in program
+    order: a loop's extent or a value may use names bound before it, and the analyzer refuses to
+    rebind a name with different bounds (so a second call must bind exactly the same facts).
     """
-
-    def on_for(loop):
-        analyzer.bind(loop.loop_var, tvm.ir.Range.from_min_extent(loop.min, loop.extent))
-
-    def on_attr(attr):
-        if attr.attr_key == "thread_extent" and isinstance(attr.node, tirx.IterVar):
-            analyzer.bind(attr.node.var, tvm.ir.Range.from_min_extent(0, attr.value))
-
-    tvm_ffi.structural_walk(stmt, [(tirx.For, on_for), (tirx.AttrStmt, on_attr)])
+    if isinstance(stmt, tirx.For):
+        analyzer.bind(stmt.loop_var, tvm.ir.Range.from_min_extent(stmt.min, stmt.extent))
+    elif isinstance(stmt, tirx.AttrStmt):
+        if stmt.attr_key == "thread_extent" and isinstance(stmt.node, tirx.IterVar):
+            analyzer.bind(stmt.node.var, tvm.ir.Range.from_min_extent(0, stmt.value))
+    elif isinstance(stmt, tirx.Bind):
+        analyzer.bind(stmt.var, stmt.value)
+    if isinstance(stmt, tirx.SeqStmt):
+        children = list(stmt.seq)
+    elif isinstance(stmt, tirx.IfThenElse):
+        children = [stmt.then_case] + ([stmt.else_case] if stmt.else_case is not None else [])
+    else:
+        body = getattr(stmt, "body", None)
+        children = [body] if isinstance(body, tirx.Stmt) else []
+    for child in children:
+        bind_loop_ranges(analyzer, child)
 
 
 def kernel_name(func) -> str:

@@ -109,11 +109,20 @@ def _num_stages(loop) -> int:
 
 def _pipeline(loop, stages: int, staged: dict):
     stmts = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else [loop.body]
+    # Names bound at the top of the body (split-K's `k0 = (bz * k_tiles + ko) * block_K`): the
+    # producers run stages ahead of the consumers, so they get the values inlined; the consumers
+    # keep the bindings themselves.
+    bindings, values = [], {}
+    while stmts and isinstance(stmts[0], tirx.Bind):
+        bind = stmts.pop(0)
+        bindings.append(bind)
+        values[bind.var] = substitute(bind.value, values)
     producers = []
     while stmts and _is_producer(stmts[0]):
-        producers.append(stmts.pop(0))
+        producers.append(substitute(stmts.pop(0), values))
     if not producers or not stmts:
         return None
+    stmts = bindings + stmts
     written = [TileOp.from_stmt(p).dst.source for p in producers]
     for buf in written:
         if buf not in staged:
