@@ -15,6 +15,7 @@ step() {  # step NAME TIMEOUT COMMAND...: run, keep the log, remember pass/fail
   status+=("$(printf '%-28s %s' "$name" "$([ $rc -eq 0 ] && echo ok || echo "FAILED rc=$rc")")")
 }
 step doctor 60 python3 -m tilelang_core doctor --no-toolchains
+step gpu_tests 300 python3 -m pytest -q -p no:cacheprovider backends/cuda/tests/gpu
 step quickstart 120 python3 examples/quickstart.py
 for ex in gemm/gemm.py gemm/gemm_splitk.py softmax/softmax.py norm/rms_norm.py norm/layer_norm.py \
           attention/flash_attention.py elementwise/scale_add.py; do
@@ -23,12 +24,15 @@ done
 step flash_attention_causal 120 python3 examples/attention/flash_attention.py --is-causal
 step gemm_transposed 120 python3 examples/gemm/gemm.py --trans-a --trans-b
 step call_overhead 180 python3 bench/cuda_call_overhead.py
+step autotune_cuda 400 python3 bench/autotune_compile.py --target cuda --size 4096 --repeats 1
 for tool in memcheck racecheck synccheck; do
   step "sanitize_$tool" 240 compute-sanitizer --tool "$tool" --error-exitcode 9 python3 bench/cuda_sanitize_cases.py
 done
 echo "== doctor (auto)"; grep -E "cuda |evidence|resolves to" "$OUT/doctor.txt" | head -6
 echo "== examples"; grep -h -E "relative error" "$OUT"/*.txt | sed 's/^/  /'
 echo "== quickstart"; grep -E "first call|OK|FAILED" "$OUT/quickstart.txt" | head -3
+echo "== gpu tests"; tail -1 "$OUT/gpu_tests.txt"
 echo "== launch overhead"; tail -8 "$OUT/call_overhead.txt"
+echo "== autotune (16 configs, cuda)"; grep -E "search|compile" "$OUT/autotune_cuda.txt" | head -5
 for tool in memcheck racecheck synccheck; do echo "== $tool"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Error" "$OUT/sanitize_$tool.txt" | tail -2; done
 echo "== steps"; printf '  %s\n' "${status[@]}"
