@@ -69,6 +69,9 @@ class Backend:
     options_class: ClassVar[type[BackendOptions]] = BackendOptions
     #: file suffix of the artifact ``build`` returns
     binary_suffix: ClassVar[str] = ".so"
+    #: stages produced only on request (``emit``), because every compile would pay for them:
+    #: e.g. ("ptx", "sass") on CUDA, for ``python -m tilelang_core compile --emit sass``
+    on_demand_stages: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, target):
         self.target = target
@@ -92,6 +95,10 @@ class Backend:
     def load(self, path: Path):
         """Artifact on disk -> a tvm-ffi module whose entry function launches the kernel."""
         raise NotImplementedError(f"backend {self.kind!r} does not implement loading yet")
+
+    def emit(self, stage: str, source: str, options: BackendOptions, workdir: Path) -> str:
+        """Text of an on-demand stage (one of ``on_demand_stages``) from the kernel's source."""
+        raise NotImplementedError(f"backend {self.kind!r} produces no stage {stage!r} on request")
 
     # -- identity, for cache keys ---------------------------------------------------------------
     def toolchain_version(self) -> str:

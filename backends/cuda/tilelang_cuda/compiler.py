@@ -148,6 +148,18 @@ def compile_cubin(device_source: str, arch: str, workdir: Path, options: CudaOpt
     return out, log, seconds
 
 
+def compile_ptx(device_source: str, arch: str, workdir: Path, options: CudaOptions) -> str:
+    """Device code -> PTX text (``--emit ptx``): nvcc's front end and optimizer, no ptxas."""
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    src, out = workdir / "kernel_device.cu", workdir / "kernel.ptx"
+    src.write_text(device_source)
+    flags = [f for f in device_flags(arch, options) if f != "-gencode" and not f.startswith("arch=")]
+    cmd = [find_nvcc(), "-ptx", f"-arch=compute_{arch[len('sm_'):]}", *flags, str(src), "-o", str(out)]
+    run(cmd, f"nvcc (PTX for {arch})")
+    return out.read_text()
+
+
 def compile_device(device_source: str, arch: str, workdir: Path, options: CudaOptions,
                    name: str = "kernel") -> tuple[Path, str, float]:
     """Device code -> ``<name>.cubin`` with the compiler ``options.device_compiler`` picks."""

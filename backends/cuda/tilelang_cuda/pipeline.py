@@ -170,6 +170,7 @@ class CudaBackend(Backend):
 
     kind = "cuda"
     device_type = "cuda"
+    on_demand_stages = ("ptx", "sass")
     options_class = CudaOptions
     binary_suffix = ".so"
 
@@ -213,6 +214,20 @@ class CudaBackend(Backend):
 
     def load(self, path: Path):
         return load_module(path)
+
+    def emit(self, stage: str, source: str, options: CudaOptions | None, workdir: Path) -> str:
+        """PTX or SASS of the kernel's device code (the library embeds the cubin, not its text)."""
+        options = options or CudaOptions()
+        device = codegen.split_source(source).device
+        if stage == "ptx":
+            return compiler.compile_ptx(device, self.arch, workdir, options)
+        if stage == "sass":
+            if compiler.find_cuobjdump() is None:
+                raise CompileError("SASS needs cuobjdump: pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm "
+                                   "(or a CUDA toolkit with cuobjdump on PATH)")
+            cubin, _, _ = compiler.compile_device(device, self.arch, Path(workdir), options)
+            return compiler.sass(cubin)
+        return super().emit(stage, source, options, workdir)
 
     def toolchain_version(self) -> str:
         from . import nvrtc
