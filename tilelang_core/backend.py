@@ -59,6 +59,20 @@ class BackendOptions:
         return cls(**kwargs)
 
 
+def as_ir_module(func):
+    """A PrimFunc (or an IRModule, returned as is) as a one-function IRModule, named by its
+    ``global_symbol`` (``main`` when it has none), which is what TVM's builds take."""
+    import tvm
+
+    if isinstance(func, tvm.IRModule):
+        return func
+    name = func.attrs.get("global_symbol") if func.attrs is not None else None
+    if name is None:
+        name = "main"
+        func = func.with_attr("global_symbol", name)
+    return tvm.IRModule({str(name): func})
+
+
 class Backend:
     """Base class of every backend. Subclasses set ``kind`` and implement the stages."""
 

@@ -111,3 +111,23 @@ class LoweringContext:
                 f"backend '{self.backend_kind}': {message}")
         where = source_location(self.call)
         return LoweringError(text + (f"\n  --> {where}" if where else ""))
+
+
+def in_bounds(analyzer, indices, shape):
+    """``0 <= index < extent`` over every dimension the analyzer cannot prove, joined with And;
+    None when every access is provably inside. Rules predicate ragged global tiles with it (reads
+    past the end give 0, writes are skipped) without paying for checks that are always true."""
+    from tvm import tirx
+
+    terms = []
+    for index, extent in zip(indices, shape):
+        if not analyzer.can_prove(index >= 0):
+            terms.append(index >= 0)
+        if not analyzer.can_prove(index < extent):
+            terms.append(index < extent)
+    if not terms:
+        return None
+    cond = terms[0]
+    for term in terms[1:]:
+        cond = tirx.And(cond, term)
+    return cond

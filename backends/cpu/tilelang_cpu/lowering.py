@@ -18,7 +18,7 @@ import tvm
 from tvm import tirx
 
 from tilelang_core.ir import TileOp
-from tilelang_core.lowering import LoweringContext, register_lowering
+from tilelang_core.lowering import LoweringContext, in_bounds, register_lowering
 
 KIND = "cpu"
 #: annotation marking the inner loop of a lowered gemm for VectorizeLoop (see transform/)
@@ -90,18 +90,7 @@ def bounds_predicate(ctx: LoweringContext, region: Region, index: Sequence):
     """
     if not region.is_global:
         return None
-    terms = []
-    for idx, dim in zip(index, region.shape):
-        if not ctx.analyzer.can_prove(idx >= 0):
-            terms.append(idx >= 0)
-        if not ctx.analyzer.can_prove(idx < dim):
-            terms.append(idx < dim)
-    if not terms:
-        return None
-    cond = terms[0]
-    for term in terms[1:]:
-        cond = tirx.And(cond, term)
-    return cond
+    return in_bounds(ctx.analyzer, index, region.shape)
 
 
 def cast(value, dtype: str):

@@ -29,7 +29,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tilelang_core.backend import Backend
+from tilelang_core.backend import Backend, as_ir_module
 from tilelang_core.errors import LoweringError
 from tilelang_core.transform import lower_tile_ops, verify_no_tile_ops
 from tilelang_core.transform.instrumented import run_pass
@@ -74,16 +74,6 @@ def lower_func(func: tirx.PrimFunc, options: CpuOptions) -> tirx.PrimFunc:
 CLEANUP_PASSES = (tirx.transform.StmtSimplify, tirx.transform.RemoveNoOp)
 
 
-def _as_module(func) -> tvm.IRModule:
-    if isinstance(func, tvm.IRModule):
-        return func
-    name = func.attrs.get("global_symbol") if func.attrs is not None else None
-    if name is None:
-        name = "main"
-        func = func.with_attr("global_symbol", name)
-    return tvm.IRModule({str(name): func})
-
-
 class CpuBackend(Backend):
     """The reference backend: every kernel as loops on the host CPU, through TVM's LLVM codegen.
 
@@ -109,7 +99,7 @@ class CpuBackend(Backend):
     # -- stages ---------------------------------------------------------------------------------
     def lower(self, func, options: CpuOptions | None = None) -> tvm.IRModule:
         options = options or CpuOptions()
-        mod = _as_module(func)
+        mod = as_ir_module(func)
         out = {}
         for gvar, f in mod.functions.items():
             if not isinstance(f, tirx.PrimFunc):

@@ -33,7 +33,7 @@ from pathlib import Path
 import tvm
 from tvm import tirx
 
-from tilelang_core.backend import Backend
+from tilelang_core.backend import Backend, as_ir_module
 from tilelang_core.errors import CompileError, LayoutError, LoweringError
 from tilelang_core.layout import Fragment
 from tilelang_core.lowering import LoweringContext
@@ -89,16 +89,6 @@ def operand_layout(op, name: str, num_threads: int):
                           f"of C: use policy=T.GemmWarpPolicy.FullRow (this split is "
                           f"{m_warp}x{n_warp} warps)")
     return mma_accumulator_layout(m, k, m_warp, 1, name=str(op.A.source.name))
-
-
-def _as_module(func) -> tvm.IRModule:
-    if isinstance(func, tvm.IRModule):
-        return func
-    name = func.attrs.get("global_symbol") if func.attrs is not None else None
-    if name is None:
-        name = "main"
-        func = func.with_attr("global_symbol", name)
-    return tvm.IRModule({str(name): func})
 
 
 def check_dtypes(func: tirx.PrimFunc, arch: str) -> None:
@@ -189,7 +179,7 @@ class CudaBackend(Backend):
     def lower(self, func, options: CudaOptions | None = None) -> tvm.IRModule:
         options = options or CudaOptions()
         start = time.perf_counter()
-        mod = _as_module(func)
+        mod = as_ir_module(func)
         out = {}
         for gvar, f in mod.functions.items():
             if not isinstance(f, tirx.PrimFunc):

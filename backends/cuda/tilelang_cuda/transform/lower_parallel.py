@@ -14,6 +14,7 @@ import tvm_ffi
 from tvm import tirx
 
 from tilelang_core.layout import Fragment
+from tilelang_core.lowering import in_bounds
 from tilelang_core.transform.layout_inference import access_dims, is_fragment, parallel_nests
 
 from .state import KernelState, if_then, substitute
@@ -50,14 +51,8 @@ def _replace_loops(body, replacements):
 
 
 def _global_bounds(buffer, indices, st: KernelState):
-    """``index < extent`` for every dimension the analyzer cannot prove; None when all are."""
-    conds = [i < s for i, s in zip(indices, buffer.ty.shape) if not st.analyzer.can_prove(i < s)]
-    if not conds:
-        return None
-    cond = conds[0]
-    for c in conds[1:]:
-        cond = tirx.And(cond, c)
-    return cond
+    """The in-bounds condition of a global access; None when the analyzer proves it."""
+    return in_bounds(st.analyzer, indices, buffer.ty.shape)
 
 
 def guard_global_accesses(body, st: KernelState):
