@@ -1,13 +1,15 @@
-"""Per-call Python overhead of JITKernel on the CPU (not a test; run it by hand).
+"""Per-call Python overhead of JITKernel on the CPU, next to the raw tvm-ffi call and torch.
 
-    cd /work/main && .venv/bin/python tests/jit/bench_call_overhead.py
+    .venv/bin/python bench/cpu_call_overhead.py
+
+Uses the small llvm test backend of tests/jit so that only the call path is measured.
 """
 
 import sys
 import timeit
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "jit"))
 
 import jit_test_backend  # noqa: E402
 import jit_kernels as kernels  # noqa: E402
