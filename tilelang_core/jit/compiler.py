@@ -11,6 +11,7 @@ Every stage's text lands in ``kernel.asm[stage]`` and, with ``TILELANG_DUMP_IR=d
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import tempfile
 import threading
@@ -122,7 +123,24 @@ def _versions(backend) -> dict[str, str]:
     plugin_version = str(getattr(backend, "version", None) or getattr(top, "__version__", ""))
     return {"core": str(getattr(core, "__version__", "")), "tvm": str(tvm.__version__),
             "tvm_ffi": str(tvm_ffi.__version__), "backend": f"{cls.__module__}.{cls.__qualname__}",
-            "plugin": plugin_version}
+            "plugin": plugin_version, "code": _code_fingerprint(core.__file__) + _code_fingerprint(
+                getattr(top, "__file__", None))}
+
+
+@functools.lru_cache(maxsize=None)
+def _code_fingerprint(package_init: str | None) -> str:
+    """Size and mtime of every .py file of a package: a cached kernel built by other compiler
+    code must not be served. Versions cover releases; this covers editable installs, where the
+    code changes under the same version (seen: a layout fix kept serving the old kernel).
+    Computed once per process (~1 ms)."""
+    if not package_init:
+        return ""
+    digest = hashlib.sha256()
+    root = Path(package_init).parent
+    for path in sorted(root.rglob("*.py")):
+        stat = path.stat()
+        digest.update(f"{path.relative_to(root)}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+    return digest.hexdigest()[:16]
 
 
 def _key_parts(tirx_text: str, target, backend, options) -> dict[str, str]:

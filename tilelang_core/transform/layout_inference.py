@@ -266,10 +266,17 @@ class _Solver:
             return False
         buffer = max(candidates, key=lambda b: _prod(buffer_shape(b)))  # max keeps the first of ties
         shape = buffer_shape(buffer)
-        vector = max(1, self.vector_bytes * 8 // dtype_bits(buffer))
-        while vector > 1 and (shape[-1] % vector or _prod(shape) // vector < self.num_threads):
+        widest = max(1, self.vector_bytes * 8 // dtype_bits(buffer))
+        options = []
+        vector = widest
+        while vector >= 1:
+            if shape[-1] % vector == 0:
+                options.append(Fragment.spread(shape, self.num_threads, vector, name=str(buffer.name)))
             vector //= 2
-        layout = Fragment.spread(shape, self.num_threads, vector, name=str(buffer.name))
+        # Fewest values per thread first (most threads at work), then the widest vector: 16-byte
+        # runs of an 8x300 fp32 tile leave 75 runs that 128 threads cannot share (gcd 1), so 8
+        # threads would hold 300 values each; single elements give 32 threads 75 each.
+        layout = min(options, key=lambda f: f.local_size)  # min keeps the first (widest) of ties
         return self.assign(buffer, layout, "the default spread over threads")
 
 

@@ -73,15 +73,8 @@ def built(tmp_path_factory):
     return build
 
 
-# Known: with N = 300 the default fragment layout splits the row over gcd(300, 128) = 4 threads,
-# leaving 75 values per thread in a dynamically indexed local array (390 STL/LDL on both archs).
-# Layout inference should spread the flattened tile instead; this turns green when it does.
-SPILLS = {"softmax": "uneven default spread of an 8x300 fragment over 128 threads"}
-
-
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=SPILLS[n], strict=True))
-                                  if n in SPILLS else n for n in sorted(CASES)])
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_example_compiles_with_the_instructions_meant(built, name, arch):
     counts = built(name, arch)
     missing = [op for op in sorted(CASES[name][1]) if counts[op] == 0 and not (op == "RED" and counts["ATOM"])]
