@@ -39,6 +39,7 @@ from tilelang_core.layout import Fragment
 from tilelang_core.lowering import LoweringContext
 from tilelang_core.transform.layout_inference import infer_layouts
 from tilelang_core.transform.lower_tile_ops import bind_loop_ranges, kernel_name, lower_tile_ops
+from tilelang_core.transform.instrumented import run_pass
 from tilelang_core.transform.verify_no_tile_ops import verify_no_tile_ops
 
 from . import codegen, compiler
@@ -124,6 +125,14 @@ def shared_bytes(func: tirx.PrimFunc) -> int:
     return total
 
 
+def _on_body(transform):
+    """A pass over a kernel body (``transform(body, *args) -> body``) as one over the PrimFunc."""
+    def run(func, *args, **kwargs):
+        return func.with_body(transform(func.body, *args, **kwargs))
+
+    return run
+
+
 def lower_function(func: tirx.PrimFunc, arch: str, options: CudaOptions) -> tirx.PrimFunc:
     name = kernel_name(func)
     check_dtypes(func, arch)
@@ -135,17 +144,19 @@ def lower_function(func: tirx.PrimFunc, arch: str, options: CudaOptions) -> tirx
         st.locals[buffer] = tirx.decl_buffer((layout.local_size,), str(buffer.ty.dtype),
                                              name=str(buffer.name), scope="local")
     body, st.annotated = annotated_layouts(func.body, name)
-    body = block_swizzle(body)
-    body = software_pipeline(body, use_async=not options.disable_cp_async)
-    body = insert_barriers(body)
     func = func.with_body(body)
+    # run_pass: plain calls, except under TILELANG_DUMP_IR, where each is dumped and timed
+    func = run_pass("cuda.BlockSwizzle", _on_body(block_swizzle), func)
+    func = run_pass("cuda.SoftwarePipeline", _on_body(software_pipeline), func,
+                    use_async=not options.disable_cp_async)
+    func = run_pass("cuda.InsertBarriers", _on_body(insert_barriers), func)
     bind_loop_ranges(st.analyzer, func.body)
     ctx = CudaLoweringContext(backend_kind="cuda", kernel=name, analyzer=st.analyzer,
                               options=options, state=st)
-    func = lower_tile_ops(func, "cuda", options, context=ctx)
-    body = lower_parallel(func.body, st)
-    body = apply_layouts(body, st, st.annotated)
-    func = verify_no_tile_ops(func.with_body(body), "cuda")
+    func = run_pass("cuda.LowerTileOps", lower_tile_ops, func, "cuda", options, context=ctx)
+    func = run_pass("cuda.LowerParallel", _on_body(lower_parallel), func, st)
+    func = run_pass("cuda.ApplyLayouts", _on_body(apply_layouts), func, st, st.annotated)
+    func = run_pass("cuda.VerifyNoTileOps", verify_no_tile_ops, func, "cuda")
     limit = capability(arch, "max_shared_memory_per_block")
     used = shared_bytes(func)
     if limit is not None and used > limit:
