@@ -10,12 +10,12 @@ from __future__ import annotations
 from tvm import tirx
 
 from tilelang_core.ir import Atomic, TileOp
-from tilelang_core.ir import region as R
 from tilelang_core.lowering import register_lowering
 
 from . import intrinsics as I
 from .lowering import (FRAGMENT, KIND, cast, dtype, in_bounds, load, region_index,
-                       require_whole_fragment, scope, state_of, tile_dims, tile_extents)
+                       require_whole_fragment, scope, spread_over_threads, state_of, tile_dims,
+                       tile_extents)
 from .transform.state import if_then, loop
 
 #: dtypes each kind supports in hardware (max/min of floats go through a CAS loop: float32 only)
@@ -56,26 +56,10 @@ def lower_atomic(call, ctx):
         stmt = loop("l", layout.local_size, body, tirx.ForKind.UNROLLED)
         return if_then(layout.replica_of(st.thread_var) == 0, stmt) if layout.replicas > 1 else stmt
 
-    extents = [R.as_int(e) if R.as_int(e) is not None else e for e in tile_extents(op.dst)] or [1]
-    total = 1
-    for e in extents:
-        total = total * e
-    threads = st.num_threads
-    iters = (total + threads - 1) // threads if isinstance(total, int) else \
-        st.simplify(tirx.floordiv(total + threads - 1, threads))
-
-    def body(it):
-        flat = it * threads + st.thread_var
-        index, rest = [], flat
-        for e in reversed(extents):
-            index.insert(0, st.simplify(tirx.floormod(rest, e)))
-            rest = tirx.floordiv(rest, e)
+    def element(index):
         dst_index = region_index(op.dst, index[-len(tile_dims(op.dst)):] if tile_dims(op.dst) else [])
         value = load(op.src, region_index(op.src, index[-len(tile_dims(op.src)):] if tile_dims(op.src)
                                           else [])) if op.src_is_region else op.src
-        stmt = emit(dst_index, value)
-        if not isinstance(total, int) or total % threads:
-            stmt = if_then(flat < total, stmt)
-        return stmt
+        return emit(dst_index, value), []
 
-    return loop("e", iters, body, tirx.ForKind.SERIAL)
+    return spread_over_threads(st, tile_extents(op.dst) or [1], element)

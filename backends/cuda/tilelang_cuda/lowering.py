@@ -22,7 +22,7 @@ from tilelang_core.ir import region as R
 from tilelang_core.lowering import register_lowering
 
 from . import intrinsics as I
-from .transform.state import KernelState, if_then, loop, seq
+from .transform.state import KernelState, if_then, loop
 
 KIND = "cuda"
 SHARED = ("shared", "shared.dyn")
@@ -299,6 +299,26 @@ def _unflatten(st: KernelState, flat, outer_extents: list[int], per_row: int, ve
 def copy_elementwise(op: Copy, st: KernelState):
     """Any other copy: one element per thread per step, predicated."""
     extents = tile_extents(op.src)
+
+    def element(index):
+        src_index = region_index(op.src, index)
+        dst_index = region_index(op.dst, index)
+        value = cast(load(op.src, src_index), dtype(op.dst))
+        conds = [in_bounds(st, op.src, src_index), in_bounds(st, op.dst, dst_index)]
+        return tirx.BufferStore(op.dst.source, value, dst_index), conds
+
+    return spread_over_threads(st, extents, element, unroll_max=64)
+
+
+def spread_over_threads(st: KernelState, extents, element, unroll_max: int = 0):
+    """Visit every element of a tile with ``extents``, dealt round-robin over the block's threads
+    (thread t takes flat elements t, t + threads, ...): the fallback of copies, fills and atomics
+    that no layout covers.
+
+    ``element(index) -> (stmt, conds)`` builds one element's work; it runs under ``flat < total``
+    (when the threads do not divide the tile) and every condition in ``conds`` that is not None.
+    The loop is unrolled when its trip count is a constant of at most ``unroll_max``.
+    """
     total = 1
     for e in extents:
         total = total * e
@@ -314,22 +334,19 @@ def copy_elementwise(op: Copy, st: KernelState):
         for e in reversed(extents):
             index.insert(0, st.simplify(tirx.floormod(rest, e)))
             rest = tirx.floordiv(rest, e)
-        src_index = region_index(op.src, index)
-        dst_index = region_index(op.dst, index)
-        conds = [c for c in (in_bounds(st, op.src, src_index), in_bounds(st, op.dst, dst_index)) if c is not None]
+        stmt, conds = element(index)
+        conds = [c for c in conds if c is not None]
         if const_total is None or const_total % threads:
             conds.insert(0, flat < total)
-        value = cast(load(op.src, src_index), dtype(op.dst))
-        store = tirx.BufferStore(op.dst.source, value, dst_index)
         if not conds:
-            return store
+            return stmt
         cond = conds[0]
         for c in conds[1:]:
             cond = tirx.And(cond, c)
-        return if_then(cond, store)
+        return if_then(cond, stmt)
 
-    kind = tirx.ForKind.UNROLLED if const_total is not None and iters <= 64 else tirx.ForKind.SERIAL
-    return loop("e", iters, body, kind)
+    fits = const_total is not None and iters <= unroll_max
+    return loop("e", iters, body, tirx.ForKind.UNROLLED if fits else tirx.ForKind.SERIAL)
 
 
 # -- fill -----------------------------------------------------------------------------------------
@@ -352,33 +369,11 @@ def lower_fill(call, ctx):
 
 
 def _fill_spread(op: Fill, st: KernelState):
-    extents = tile_extents(op.dst)
-    total = 1
-    for e in extents:
-        total *= R.as_int(e) if R.as_int(e) is not None else e
-    threads = st.num_threads
-    iters = (total + threads - 1) // threads if isinstance(total, int) else \
-        st.simplify(tirx.floordiv(total + threads - 1, threads))
-
-    def body(it):
-        flat = it * threads + st.thread_var
-        index, rest = [], flat
-        for e in reversed(extents):
-            index.insert(0, st.simplify(tirx.floormod(rest, e)))
-            rest = tirx.floordiv(rest, e)
+    def element(index):
         full = region_index(op.dst, index)
-        store = tirx.BufferStore(op.dst.source, op.value, full)
-        conds = [c for c in (in_bounds(st, op.dst, full),) if c is not None]
-        if not isinstance(total, int) or total % threads:
-            conds.insert(0, flat < total)
-        if not conds:
-            return store
-        cond = conds[0]
-        for c in conds[1:]:
-            cond = tirx.And(cond, c)
-        return if_then(cond, store)
+        return tirx.BufferStore(op.dst.source, op.value, full), [in_bounds(st, op.dst, full)]
 
-    return loop("e", iters, body, tirx.ForKind.SERIAL)
+    return spread_over_threads(st, tile_extents(op.dst), element)
 
 
 def _nest(extents, body_fn, kind=tirx.ForKind.SERIAL):
