@@ -44,24 +44,25 @@ def ceildiv(a, b):
     return tirx.ceildiv(_expr(a, "T.ceildiv"), _expr(b, "T.ceildiv"))
 
 
+def _fold(python_op, tir_op, what: str, values):
+    """Fold two or more values with ``python_op`` when all are numbers (a Python constant), else
+    with ``tir_op`` on expressions."""
+    if all(_is_number(v) for v in values):
+        return python_op(*values)
+    out = tir_op(_expr(values[0], what), _expr(values[1], what))
+    for v in values[2:]:
+        out = tir_op(out, _expr(v, what))
+    return out
+
+
 def max(a, b, *rest):  # noqa: A001 - TileLang's name
     """Maximum of two or more values."""
-    if _is_number(a) and _is_number(b) and all(_is_number(r) for r in rest):
-        return builtins.max(a, b, *rest)
-    out = tirx.max(_expr(a, "T.max"), _expr(b, "T.max"))
-    for r in rest:
-        out = tirx.max(out, _expr(r, "T.max"))
-    return out
+    return _fold(builtins.max, tirx.max, "T.max", (a, b, *rest))
 
 
 def min(a, b, *rest):  # noqa: A001 - TileLang's name
     """Minimum of two or more values."""
-    if _is_number(a) and _is_number(b) and all(_is_number(r) for r in rest):
-        return builtins.min(a, b, *rest)
-    out = tirx.min(_expr(a, "T.min"), _expr(b, "T.min"))
-    for r in rest:
-        out = tirx.min(out, _expr(r, "T.min"))
-    return out
+    return _fold(builtins.min, tirx.min, "T.min", (a, b, *rest))
 
 
 def abs(x):  # noqa: A001 - TileLang's name
