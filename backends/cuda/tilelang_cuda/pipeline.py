@@ -38,7 +38,7 @@ from tilelang_core.errors import CompileError, LayoutError, LoweringError
 from tilelang_core.layout import Fragment
 from tilelang_core.lowering import LoweringContext
 from tilelang_core.transform.layout_inference import infer_layouts
-from tilelang_core.transform.lower_tile_ops import bind_loop_ranges, kernel_name, lower_tile_ops
+from tilelang_core.transform.lower_tile_ops import kernel_name, lower_tile_ops
 from tilelang_core.transform.instrumented import run_pass
 from tilelang_core.transform.verify_no_tile_ops import verify_no_tile_ops
 
@@ -150,7 +150,7 @@ def lower_function(func: tirx.PrimFunc, arch: str, options: CudaOptions) -> tirx
     func = run_pass("cuda.SoftwarePipeline", _on_body(software_pipeline), func,
                     use_async=not options.disable_cp_async)
     func = run_pass("cuda.InsertBarriers", _on_body(insert_barriers), func)
-    bind_loop_ranges(st.analyzer, func.body)
+    # lower_tile_ops binds the loop ranges and bound values into st.analyzer (via ctx) first
     ctx = CudaLoweringContext(backend_kind="cuda", kernel=name, analyzer=st.analyzer,
                               options=options, state=st)
     func = run_pass("cuda.LowerTileOps", lower_tile_ops, func, "cuda", options, context=ctx)
