@@ -1,18 +1,15 @@
-"""Device helpers the lowering calls by name (``call_extern``), and how to call them from TIRX.
+"""The cuda prelude: the device helpers the lowering calls by name (``call_extern``).
 
-Lowering rules emit ``tirx.call_extern("void", "tl_ldmatrix_x4", ...)`` with pointer operands
-(``address_of(buf[i])``); ``DEVICE_HEADER`` defines those helpers as ``__forceinline__`` inline-PTX
-functions and is spliced into the device source by codegen. Owning the helpers keeps each
-instruction's operand convention in one readable place instead of depending on TVM's PTX tables.
-
-Example::
-
-    call("tl_cp_async_16", address_of(A_s[o]), address_of(A[g]), pred)
+The SIMT kit's rules (tilelang_core.simt) and lower_gemm.py emit
+``tirx.call_extern("void", "tl_ldmatrix_x4", ...)`` with pointer operands (``address_of(buf[i])``,
+built with tilelang_core.simt.intrinsics); ``DEVICE_HEADER`` defines those helpers as
+``__forceinline__`` inline-PTX functions and is spliced into the device source by codegen. It
+implements the kit's helper contract (tilelang_core/simt/__init__.py) plus the tensor-core
+helpers (``tl_ldmatrix_*``, ``tl_mma_*``). Owning the helpers keeps each instruction's operand
+convention in one readable place instead of depending on TVM's PTX tables.
 """
 
 from __future__ import annotations
-
-from tvm import tirx
 
 DEVICE_HEADER = r"""
 // ---- tilelang-cuda device helpers --------------------------------------------------------------
@@ -150,19 +147,3 @@ __device__ __forceinline__ void tl_atomic_min(float* addr, float value) {
 // ------------------------------------------------------------------------------------------------
 """
 
-
-def call(name: str, *args, dtype: str = "void"):
-    """``name(args...)`` as an Evaluate statement (void helpers) or an expression (``dtype``)."""
-    expr = tirx.call_extern(dtype, name, *args)
-    return tirx.Evaluate(expr) if dtype == "void" else expr
-
-
-def address_of(buffer, index):
-    """``&buffer[index]`` for a flat (1-D) buffer."""
-    return tirx.address_of(tirx.BufferLoad(buffer, [index]))
-
-
-def syncthreads():
-    """A block-wide barrier, as TVM's own ``tvm_storage_sync("shared")`` so that TVM's passes
-    (shared memory merging, liveness) know what it is; CUDA codegen prints __syncthreads()."""
-    return tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))

@@ -14,10 +14,11 @@ from tilelang_core.ir import Gemm, TileOp
 from tilelang_core.ir import region as R
 from tilelang_core.lowering import register_lowering
 
-from . import intrinsics as I
+from tilelang_core.simt import intrinsics as I
+from tilelang_core.simt.lowering import FRAGMENT, KIND, SHARED, dtype, region_index, scope, state_of
+from tilelang_core.simt.transform.state import loop, seq
+
 from .layouts import MMA_K, MMA_M, MMA_N, WARP, warp_partition
-from .lowering import FRAGMENT, KIND, SHARED, dtype, region_index, scope, state_of
-from .transform.state import loop, seq
 
 MMA_HELPERS = {"float16": "tl_mma_m16n8k16_f16_f32", "bfloat16": "tl_mma_m16n8k16_bf16_f32"}
 

@@ -42,16 +42,17 @@ from tilelang_core.transform.lower_tile_ops import kernel_name, lower_tile_ops
 from tilelang_core.transform.instrumented import run_pass
 from tilelang_core.transform.verify_no_tile_ops import verify_no_tile_ops
 
+from tilelang_core.simt import lowering as _rules  # noqa: F401  (registers the rules)
+from tilelang_core.simt.transform.apply_layouts import annotated_layouts
+from tilelang_core.simt.transform import (KernelState, apply_layouts, block_swizzle, insert_barriers,
+                                          lower_parallel, software_pipeline, thread_binding)
+
 from . import codegen, compiler
-from . import lowering as _rules  # noqa: F401  (registers the rules)
 from .layouts import mma_accumulator_layout
 from .lower_gemm import gemm_shape, gemm_warps, uses_mma
 from .options import CudaOptions
 from .runtime import load_module
 from .target import ARCHS, CAPABILITIES, DEFAULT_ARCH
-from .transform.apply_layouts import annotated_layouts
-from .transform import (KernelState, apply_layouts, block_swizzle, insert_barriers,
-                        lower_parallel, software_pipeline, thread_binding)
 
 @dataclass
 class CudaLoweringContext(LoweringContext):

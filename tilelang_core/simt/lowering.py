@@ -384,4 +384,4 @@ def _nest(extents, body_fn, kind=tirx.ForKind.SERIAL):
     return build(0, [])
 
 
-from . import lower_atomic, lower_cumsum, lower_gemm, lower_reduce  # noqa: E402,F401  (rules)
+from . import lower_atomic, lower_cumsum, lower_reduce  # noqa: E402,F401  (rules)

@@ -16,9 +16,10 @@ from tilelang_core.layout import THREAD
 from tilelang_core.lowering import register_lowering
 
 from . import intrinsics as I
-from .layouts import WARP
 from .lowering import FRAGMENT, KIND, dtype, require_whole_fragment, scope, state_of
 from .transform.state import loop, seq
+
+WARP = 32
 
 
 def identity(kind: str, dt: str):
