@@ -1,4 +1,78 @@
 """The SIMT kit: target-neutral lowering of tile programs for GPU-like backends (CUDA, HIP, Metal).
 
-Not imported by ``import tilelang_core``: a backend imports it on its first compile (it needs tvm).
+Such backends lower tile programs alike (threads of a block, fragments in registers, shared
+memory, barriers, T.Parallel thread mapping, warp reductions, software pipelines) and differ in
+declarations: a ``SimtDialect`` (dialect.py: kind, warp size, async copies, shuffle helper,
+atomic types), the C definitions of the device helpers below (each backend's prelude), and the
+matrix instruction of T.gemm (a rule the backend passes to ``register_simt_rules``).
+
+What is here: ``pipeline.lower_simt`` (the passes in order), ``transform/`` (one pass per file,
+sharing a ``KernelState``), the rules for copy and fill (lowering.py), reduce, atomic, cumsum and
+the FMA gemm (lower_<op>.py), and ``intrinsics`` (how rules call helpers). Not imported by
+``import tilelang_core``; it needs tvm, so a backend imports it on its first compile.
+
+Example (a backend's pipeline)::
+
+    from tilelang_core.simt import SimtDialect, register_simt_rules
+    from tilelang_core.simt.pipeline import lower_simt
+
+    register_simt_rules("hip")                      # FMA gemm until an MFMA rule exists
+    func = lower_simt(func, SimtDialect(kind="hip", warp_size=64, async_copy=False), options)
+
+Device helper contract
+----------------------
+The kit emits ``call_extern`` calls to these names (TVM prints them verbatim); every backend
+defines them in its prelude (CUDA: tilelang_cuda/intrinsics.py). Pointers are generic addresses
+of buffer elements, aligned to the access size; ``N`` is 4, 8 or 16 (bytes).
+
+``void tl_copy_N(void* dst, const void* src, bool pred)``
+    Synchronous copy of N bytes into shared memory (from global or shared). ``pred`` false: no
+    read, and N zero bytes are written (ragged tiles read as 0).
+``void tl_store_N(void* dst, const void* src, bool pred)``
+    Copy of N bytes into global memory (from shared or global). ``pred`` false: nothing is read
+    or written (ragged tiles are not written past the tensor's end).
+``void tl_cp_async_N(void* smem, const void* gmem, bool pred)``   (only if ``async_copy``)
+    Asynchronous copy of N bytes global -> shared, issued by this thread; ``pred`` false
+    zero-fills the destination. Complete only after a ``tl_cp_async_wait`` covering its group.
+``void tl_cp_async_commit()``   (only if ``async_copy``)
+    Closes this thread's group of async copies issued since the last commit (possibly empty).
+``void tl_cp_async_wait<K>()``   (only if ``async_copy``; emitted with K in the name, K >= 0)
+    Waits until at most K of this thread's committed groups are still in flight. It orders this
+    thread's copies only: the kit follows it with a block barrier.
+``T <dialect.shuffle_xor>(T v, int lane_mask)``   (``tl_shfl_xor`` by default)
+    The value ``v`` of lane ``lane ^ lane_mask`` of the same warp (0 < lane_mask < warp_size),
+    for every T a reduction accumulates in (float, double, int, half, bfloat16). All lanes of
+    the warp execute it together: callers never predicate it.
+``void tl_atomic_add|max|min(T* addr, T value)``
+    Atomic ``*addr = *addr + value`` (``max(*addr, value)``, ``min(*addr, value)``) on global or
+    shared memory, nothing returned, for every T in ``dialect.atomic_dtypes[kind]``.
+
+Block barriers are not helpers: the kit emits TVM's ``tvm_storage_sync("shared")``, which each
+codegen prints as its barrier (``__syncthreads()`` on CUDA).
 """
+
+from .dialect import SimtDialect
+
+__all__ = ["SimtDialect", "register_simt_rules"]
+
+
+def register_simt_rules(kind: str, *, gemm=None) -> None:
+    """Register the kit's rules (copy, fill, reduce, atomic, cumsum, gemm) for backend ``kind``.
+
+    ``gemm`` is the backend's own T.gemm rule (its matrix instructions, falling back to
+    ``lower_gemm_fma.lower_gemm_fma`` where they do not apply); without one, every gemm takes the
+    kit's FMA path. Idempotent: the rules are module-level functions and registering the same
+    function again is a no-op (another gemm rule for a kind that has one is an error).
+    """
+    from tilelang_core.lowering import register_lowering
+
+    from .lower_atomic import lower_atomic
+    from .lower_cumsum import lower_cumsum
+    from .lower_gemm_fma import lower_gemm as lower_gemm_fma
+    from .lower_reduce import lower_reduce
+    from .lowering import lower_copy, lower_fill
+
+    rules = {"copy": lower_copy, "fill": lower_fill, "reduce": lower_reduce,
+             "atomic": lower_atomic, "cumsum": lower_cumsum, "gemm": gemm or lower_gemm_fma}
+    for op_name, rule in rules.items():
+        register_lowering(op_name, kind)(rule)

@@ -1,4 +1,5 @@
-"""T.atomic_add / atomic_max / atomic_min on CUDA: one hardware atomic per destination element.
+"""T.atomic_add / atomic_max / atomic_min: one hardware atomic (``tl_atomic_<kind>``) per
+destination element, for the element types the backend declares (SimtDialect.atomic_dtypes).
 
 A fragment source is walked by its layout (one replica writes); any other source, or a scalar, is
 dealt over the block's threads like an element-wise copy. Destinations on global tensors may
@@ -10,30 +11,22 @@ from __future__ import annotations
 from tvm import tirx
 
 from tilelang_core.ir import Atomic, TileOp
-from tilelang_core.lowering import register_lowering
 
 from . import intrinsics as I
-from .lowering import (FRAGMENT, KIND, cast, dtype, in_bounds, load, region_index,
+from .lowering import (FRAGMENT, cast, dtype, in_bounds, load, region_index,
                        require_whole_fragment, scope, spread_over_threads, state_of, tile_dims,
                        tile_extents)
 from .transform.state import if_then, loop
 
-#: dtypes each kind supports in hardware (max/min of floats go through a CAS loop: float32 only)
-SUPPORTED = {
-    "add": ("float16", "bfloat16", "float32", "float64", "int32", "uint32", "int64", "uint64"),
-    "max": ("float32", "int32", "uint32", "int64", "uint64"),
-    "min": ("float32", "int32", "uint32", "int64", "uint64"),
-}
 
-
-@register_lowering("atomic", KIND)
 def lower_atomic(call, ctx):
     op: Atomic = TileOp.from_stmt(call)
     st = state_of(ctx)
     dt = dtype(op.dst)
-    if dt not in SUPPORTED[op.kind]:
-        raise ctx.error("atomic", f"atomic_{op.kind} on {dt} has no CUDA atomic; supported: "
-                        f"{', '.join(SUPPORTED[op.kind])}")
+    supported = st.dialect.atomic_dtypes.get(op.kind, ())
+    if dt not in supported:
+        raise ctx.error("atomic", f"atomic_{op.kind} on {dt} has no {st.dialect.kind.upper()} "
+                        f"atomic; supported: {', '.join(supported)}")
     if scope(op.dst) in ("local", "local.var", FRAGMENT):
         raise ctx.error("atomic", f"the destination '{op.dst.source.name}' is in registers; atomics "
                         f"need global or shared memory")

@@ -1,4 +1,4 @@
-"""T.cumsum on CUDA: inclusive prefix sums along ``dim`` of a shared (or global) tile.
+"""T.cumsum: inclusive prefix sums along ``dim`` of a shared (or global) tile.
 
 One thread scans one line (all other indices fixed), lines dealt round-robin over the block; the
 running sum is kept in a register, so ``src`` and ``dst`` may be the same buffer. Fragments are
@@ -11,19 +11,17 @@ from tvm import tirx
 
 from tilelang_core.ir import Cumsum, TileOp
 from tilelang_core.ir import region as R
-from tilelang_core.lowering import register_lowering
 
-from .lowering import FRAGMENT, KIND, cast, dtype, load, scope, state_of
+from .lowering import FRAGMENT, cast, dtype, load, scope, state_of
 from .transform.state import if_then, loop, seq
 
 
-@register_lowering("cumsum", KIND)
 def lower_cumsum(call, ctx):
     op: Cumsum = TileOp.from_stmt(call)
     st = state_of(ctx)
     if FRAGMENT in (scope(op.src), scope(op.dst)):
         raise ctx.error("cumsum", f"'{op.src.source.name}' -> '{op.dst.source.name}' involves a "
-                        f"fragment; T.cumsum on the cuda backend scans shared memory: T.copy the "
+                        f"fragment; T.cumsum on the {st.dialect.kind} backend scans shared memory: T.copy the "
                         f"fragment into a T.alloc_shared buffer first")
     extents = [R.as_int(r.extent) for r in op.src.region]
     if any(e is None for e in extents):

@@ -1,9 +1,10 @@
-"""T.reduce_* on CUDA: per-thread partials, warp shuffles, then shared memory across warps.
+"""T.reduce_*: per-thread partials, warp shuffles, then shared memory across warps.
 
 The destination layout is the source layout reduced along ``dim`` (layout inference guarantees
 it): each thread folds the source registers of a row into the destination register of that row;
-then for every thread digit of the reduced axis, lanes inside a warp combine by ``shfl_xor``
-butterflies and warps combine through a shared workspace (write, barrier, read all, barrier).
+then for every thread digit of the reduced axis, lanes inside a warp (``SimtDialect.warp_size``
+lanes: a CUDA warp, an AMD wavefront, an Apple simdgroup) combine by ``shuffle_xor`` butterflies
+and warps combine through a shared workspace (write, barrier, read all, barrier).
 """
 
 from __future__ import annotations
@@ -13,13 +14,10 @@ from tvm import tirx
 
 from tilelang_core.ir import Reduce, TileOp
 from tilelang_core.layout import THREAD
-from tilelang_core.lowering import register_lowering
 
 from . import intrinsics as I
-from .lowering import FRAGMENT, KIND, dtype, require_whole_fragment, scope, state_of
+from .lowering import FRAGMENT, dtype, require_whole_fragment, scope, state_of
 from .transform.state import loop, seq
-
-WARP = 32
 
 
 def identity(kind: str, dt: str):
@@ -38,7 +36,6 @@ def combine(kind: str, a, b):
     return a + b
 
 
-@register_lowering("reduce", KIND)
 def lower_reduce(call, ctx):
     op: Reduce = TileOp.from_stmt(call)
     st = state_of(ctx)
@@ -75,10 +72,11 @@ def lower_reduce(call, ctx):
         return tirx.BufferStore(red, combine(kind, tirx.BufferLoad(red, [r]), value), [r])
 
     stmts.append(loop("l", src_layout.local_size, fold, tirx.ForKind.UNROLLED))
+    warp = st.dialect.warp_size
     for digit in (x for x in src_layout.digits[op.dim] if x.space == THREAD and x.extent > 1):
-        for part in split_at_warp(digit):
-            if part.stride * part.extent <= WARP:
-                stmts.append(_shuffle(red, dst_layout.local_size, part, kind))
+        for part in split_at_warp(digit, warp):
+            if part.stride * part.extent <= warp:
+                stmts.append(_shuffle(red, dst_layout.local_size, part, kind, st.dialect.shuffle_xor))
             else:
                 stmts.append(_across_warps(st, red, dst_layout.local_size, part, kind, acc_dt))
 
@@ -92,20 +90,20 @@ def lower_reduce(call, ctx):
     return seq(stmts)
 
 
-def split_at_warp(digit) -> list:
-    """A thread digit spanning lanes and warps (stride 1, extent 128) -> its lane part, reduced by
-    shuffles, and its warp part (extent 4, stride 32), reduced through shared memory."""
+def split_at_warp(digit, warp: int) -> list:
+    """A thread digit spanning lanes and warps (stride 1, extent 128, warp 32) -> its lane part,
+    reduced by shuffles, and its warp part (extent 4, stride 32), reduced through shared memory."""
     from tilelang_core.layout import Digit
 
-    if digit.stride >= WARP or digit.stride * digit.extent <= WARP or WARP % digit.stride:
+    if digit.stride >= warp or digit.stride * digit.extent <= warp or warp % digit.stride:
         return [digit]
-    lanes = WARP // digit.stride
+    lanes = warp // digit.stride
     if digit.extent % lanes:
         return [digit]
-    return [Digit(lanes, THREAD, digit.stride), Digit(digit.extent // lanes, THREAD, WARP)]
+    return [Digit(lanes, THREAD, digit.stride), Digit(digit.extent // lanes, THREAD, warp)]
 
 
-def _shuffle(red, size: int, digit, kind: str):
+def _shuffle(red, size: int, digit, kind: str, helper: str):
     """Butterfly over the lanes that differ only in this digit (strides s, 2s, ... inside a warp)."""
     steps = []
     offset = digit.stride
@@ -119,7 +117,7 @@ def _shuffle(red, size: int, digit, kind: str):
         out = []
         for off in steps:
             current = tirx.BufferLoad(red, [r])
-            other = I.call("tl_shfl_xor", current, tirx.const(off, "int32"), dtype=str(current.ty))
+            other = I.call(helper, current, tirx.const(off, "int32"), dtype=str(current.ty))
             out.append(tirx.BufferStore(red, combine(kind, current, other), [r]))
         return seq(out)
 

@@ -1,14 +1,17 @@
-"""The cuda rule table: copy and fill here; gemm, reduce, atomic and cumsum in lower_<op>.py.
+"""The SIMT kit's rule table: copy and fill here; reduce, atomic, cumsum and the FMA gemm in
+lower_<op>.py; ``register_simt_rules`` (__init__.py) puts them under a backend kind.
 
-Every rule gets the TilePrimitiveCall and a CudaLoweringContext whose ``state`` is the
-kernel's KernelState (threads, fragment layouts, register buffers). Rules emit per-thread code:
-fragments are accessed through their register buffers directly; shared buffers keep their logical
-N-D indices (transform/apply_layouts.py maps them to swizzled offsets afterwards).
+Every rule gets the TilePrimitiveCall and a SimtLoweringContext whose ``state`` is the kernel's
+KernelState (threads, fragment layouts, register buffers, the backend's SimtDialect). Rules emit
+per-thread code: fragments are accessed through their register buffers directly; shared buffers
+keep their logical N-D indices (transform/apply_layouts.py maps them to swizzled offsets
+afterwards). Device helpers are called by the names of the contract in __init__.py.
 
 Example::
 
-    @register_lowering("copy", "cuda")
-    def lower_copy(call, ctx): ...
+    from tilelang_core.simt import register_simt_rules
+    register_simt_rules("hip")                    # copy, fill, reduce, atomic, cumsum, FMA gemm
+    register_simt_rules("cuda", gemm=lower_gemm)  # a backend's own gemm rule (mma.sync)
 """
 
 from __future__ import annotations
@@ -19,12 +22,10 @@ from tvm import tirx
 from tilelang_core.errors import LoweringError
 from tilelang_core.ir import Copy, Fill, TileOp
 from tilelang_core.ir import region as R
-from tilelang_core.lowering import register_lowering
 
 from . import intrinsics as I
 from .transform.state import KernelState, if_then, loop
 
-KIND = "cuda"
 SHARED = ("shared", "shared.dyn")
 FRAGMENT = "local.fragment"
 GLOBAL = ("global", "")
@@ -95,7 +96,6 @@ def state_of(ctx) -> KernelState:
 
 # -- copy -----------------------------------------------------------------------------------------
 
-@register_lowering("copy", KIND)
 def lower_copy(call, ctx):
     op: Copy = TileOp.from_stmt(call)
     st = state_of(ctx)
@@ -351,7 +351,6 @@ def spread_over_threads(st: KernelState, extents, element, unroll_max: int = 0):
 
 # -- fill -----------------------------------------------------------------------------------------
 
-@register_lowering("fill", KIND)
 def lower_fill(call, ctx):
     op: Fill = TileOp.from_stmt(call)
     st = state_of(ctx)
@@ -383,5 +382,3 @@ def _nest(extents, body_fn, kind=tirx.ForKind.SERIAL):
         return loop(f"i{k}", R.as_int(extents[k]) or extents[k], lambda v: build(k + 1, idx + [v]), kind)
     return build(0, [])
 
-
-from . import lower_atomic, lower_cumsum, lower_reduce  # noqa: E402,F401  (rules)

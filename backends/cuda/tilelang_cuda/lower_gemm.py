@@ -1,4 +1,5 @@
-"""T.gemm on CUDA: ldmatrix from (swizzled) shared memory + mma.sync m16n8k16, fp32 accumulate.
+"""T.gemm on CUDA: ldmatrix from (swizzled) shared memory + mma.sync m16n8k16, fp32 accumulate;
+other element types take the SIMT kit's FMA path (tilelang_core.simt.lower_gemm_fma).
 
 Warps split the C tile by ``layouts.warp_partition`` (GemmWarpPolicy); each warp walks K in steps
 of 16, loading its A sub-tiles (MI of 16x16, ldmatrix.x4) and B sub-tiles (NI of 16x8, two per
@@ -11,20 +12,14 @@ from __future__ import annotations
 from tvm import tirx
 
 from tilelang_core.ir import Gemm, TileOp
-from tilelang_core.ir import region as R
-from tilelang_core.lowering import register_lowering
-
 from tilelang_core.simt import intrinsics as I
-from tilelang_core.simt.lowering import FRAGMENT, KIND, SHARED, dtype, region_index, scope, state_of
+from tilelang_core.simt.lower_gemm_fma import check_gemm_operands, gemm_shape, lower_gemm_fma
+from tilelang_core.simt.lowering import FRAGMENT, dtype, region_index, scope, state_of
 from tilelang_core.simt.transform.state import loop, seq
 
 from .layouts import MMA_K, MMA_M, MMA_N, WARP, warp_partition
 
 MMA_HELPERS = {"float16": "tl_mma_m16n8k16_f16_f32", "bfloat16": "tl_mma_m16n8k16_bf16_f32"}
-
-
-def gemm_shape(op: Gemm) -> tuple[int, int, int]:
-    return tuple(int(R.as_int(x)) for x in op.mnk)
 
 
 def gemm_warps(op: Gemm, num_threads: int) -> tuple[int, int]:
@@ -40,19 +35,14 @@ def uses_mma(op: Gemm) -> bool:
 
 
 def check_gemm(op: Gemm, ctx) -> None:
-    if scope(op.A) not in SHARED + (FRAGMENT,) or scope(op.B) not in SHARED:
-        raise ctx.error("gemm", f"A must be in shared memory or a fragment and B in shared memory "
-                        f"(A in '{scope(op.A)}', B in '{scope(op.B)}'); copy them to "
-                        f"T.alloc_shared buffers")
-    if scope(op.C) != FRAGMENT:
-        raise ctx.error("gemm", "the accumulator must be a T.alloc_fragment buffer")
+    check_gemm_operands(op, ctx)
     m, n, k = gemm_shape(op)
     if k % MMA_K:
         raise ctx.error("gemm", f"K={k} must be a multiple of {MMA_K} for mma.sync m16n8k16")
 
 
-@register_lowering("gemm", KIND)
 def lower_gemm(call, ctx):
+    """The cuda gemm rule (registered by lowering.py): mma.sync, or the kit's FMA fallback."""
     op: Gemm = TileOp.from_stmt(call)
     st = state_of(ctx)
     check_gemm(op, ctx)
@@ -130,33 +120,3 @@ def lower_gemm(call, ctx):
     stmts.append(loop("kk", k // MMA_K, step, tirx.ForKind.UNROLLED))
     return seq(stmts)
 
-
-def lower_gemm_fma(op: Gemm, st, ctx):
-    """The FMA fallback: the accumulator has a plain spread layout; thread ``tx`` computes its
-    elements (i, j) as sum_k A[i, k] * B[k, j] in the accumulator's type, reading shared memory."""
-    if scope(op.A) == FRAGMENT:
-        raise ctx.error("gemm", f"A in registers needs the tensor-core path (fp16/bf16 operands, fp32 "
-                        f"accumulator); got A={dtype(op.A)}, C={dtype(op.C)}")
-    _, _, k = gemm_shape(op)
-    layout = st.layouts[op.C.source]
-    c_regs = st.local_buffer(op.C.source)
-    acc = dtype(op.C)
-
-    def element(l):
-        i, j = (st.simplify(e) for e in layout.index_of(st.thread_var, l))
-
-        def step(kk):
-            a = region_index(op.A, [kk, i] if op.transpose_A else [i, kk])
-            b = region_index(op.B, [j, kk] if op.transpose_B else [kk, j])
-            product = tirx.Cast(acc, tirx.BufferLoad(op.A.source, a)) * \
-                tirx.Cast(acc, tirx.BufferLoad(op.B.source, b))
-            return tirx.BufferStore(c_regs, tirx.BufferLoad(c_regs, [l]) + product, [l])
-
-        return loop("k", k, step, tirx.ForKind.SERIAL)
-
-    stmts = []
-    if op.clear_accum:
-        stmts.append(loop("l", layout.local_size, lambda l: tirx.BufferStore(
-            c_regs, tirx.const(0, acc), [l]), tirx.ForKind.UNROLLED))
-    stmts.append(loop("l", layout.local_size, element, tirx.ForKind.UNROLLED))
-    return seq(stmts)

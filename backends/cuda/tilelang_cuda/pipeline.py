@@ -1,15 +1,11 @@
 """The cuda backend's stages: tile-level TIRX -> thread-level TIRX -> CUDA C++ -> .so -> module.
 
-Lowering, in order (transform/ and tilelang_core/transform/):
-
-1. infer_layouts       fragment layouts (gemm accumulators from mma.sync, then propagation)
-   block_swizzle       T.use_swizzle -> panel-ordered block indices
-2. software_pipeline   T.Pipelined -> multi-stage cp.async pipeline (staged shared buffers)
-3. insert_barriers     __syncthreads where shared accesses of different threads conflict
-4. LowerTileOps        tile ops -> per-thread code (rules in lowering.py, lower_gemm.py, ...)
-5. lower_parallel      T.Parallel nests -> per-thread register loops
-6. apply_layouts       fragments -> registers, shared -> flat swizzled arrays, scratch allocated
-7. VerifyNoTileOps, shared memory limit check
+Lowering is the SIMT kit's (tilelang_core.simt.pipeline.lower_simt: layouts, block swizzle,
+cp.async software pipeline, barriers, tile-op rules, T.Parallel, shared/register layouts) with
+CUDA's declarations: the knobs ``lowering.CUDA`` (32-lane warps, cp.async unless
+``disable_cp_async``), the mma.sync gemm rule and layouts (lower_gemm.py, layouts.py), and the
+prelude of helpers (intrinsics.py). Around it: the arch's dtypes before, its shared memory
+limit after.
 
 Codegen is TVM's CUDA codegen (cuda_host route), build is compiler.build_shared_library.
 
@@ -26,8 +22,7 @@ Example::
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import replace
 from pathlib import Path
 
 import tvm
@@ -35,30 +30,17 @@ from tvm import tirx
 
 from tilelang_core.backend import Backend, as_ir_module
 from tilelang_core.errors import CompileError, LayoutError, LoweringError
-from tilelang_core.layout import Fragment
-from tilelang_core.lowering import LoweringContext
-from tilelang_core.transform.layout_inference import infer_layouts
-from tilelang_core.transform.lower_tile_ops import kernel_name, lower_tile_ops
-from tilelang_core.transform.instrumented import run_pass
-from tilelang_core.transform.verify_no_tile_ops import verify_no_tile_ops
-
-from tilelang_core.simt import lowering as _rules  # noqa: F401  (registers the rules)
-from tilelang_core.simt.transform.apply_layouts import annotated_layouts
-from tilelang_core.simt.transform import (KernelState, apply_layouts, block_swizzle, insert_barriers,
-                                          lower_parallel, software_pipeline, thread_binding)
+from tilelang_core.simt.lower_gemm_fma import fma_accumulator_layout
+from tilelang_core.simt.pipeline import lower_simt, shared_bytes
+from tilelang_core.transform.lower_tile_ops import kernel_name
 
 from . import codegen, compiler
 from .layouts import mma_accumulator_layout
 from .lower_gemm import gemm_shape, gemm_warps, uses_mma
+from .lowering import CUDA
 from .options import CudaOptions
 from .runtime import load_module
 from .target import ARCHS, CAPABILITIES, DEFAULT_ARCH
-
-@dataclass
-class CudaLoweringContext(LoweringContext):
-    """The core context plus this kernel's KernelState (threads, layouts, register buffers)."""
-
-    state: Any = None
 
 
 def capability(arch: str, key: str):
@@ -67,9 +49,9 @@ def capability(arch: str, key: str):
 
 def accumulator_layout(op, num_threads: int):
     """mma.sync's accumulator layout on the tensor-core path; a spread layout for the FMA path."""
-    m, n, _ = gemm_shape(op)
     if not uses_mma(op):
-        return Fragment.spread((m, n), num_threads, 1, name=str(op.C.source.name))
+        return fma_accumulator_layout(op, num_threads)
+    m, n, _ = gemm_shape(op)
     m_warp, n_warp = gemm_warps(op, num_threads)
     return mma_accumulator_layout(m, n, m_warp, n_warp, name=str(op.C.source.name))
 
@@ -108,56 +90,12 @@ def check_dtypes(func: tirx.PrimFunc, arch: str) -> None:
                             f"support ({hint}). Pick another target arch or dtype.")
 
 
-def shared_bytes(func: tirx.PrimFunc) -> int:
-    total = 0
-
-    def on_alloc(alloc):
-        nonlocal total
-        buf = alloc.buffer
-        if str(buf.ty.storage_scope).startswith("shared"):
-            size = tvm.runtime.DataType(str(buf.ty.dtype)).bits // 8
-            for s in buf.ty.shape:
-                size *= int(s)
-            total += size
-
-    import tvm_ffi
-
-    tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, on_alloc)])
-    return total
-
-
-def _on_body(transform):
-    """A pass over a kernel body (``transform(body, *args) -> body``) as one over the PrimFunc."""
-    def run(func, *args, **kwargs):
-        return func.with_body(transform(func.body, *args, **kwargs))
-
-    return run
-
-
 def lower_function(func: tirx.PrimFunc, arch: str, options: CudaOptions) -> tirx.PrimFunc:
     name = kernel_name(func)
     check_dtypes(func, arch)
-    tx, num_threads = thread_binding(func)
-    layouts = infer_layouts(func, num_threads, accumulator_layout, operand_layout=operand_layout)
-    st = KernelState(kernel=name, thread_var=tx, num_threads=num_threads, layouts=layouts,
-                     arch=arch, options=options)
-    for buffer, layout in layouts.items():
-        st.locals[buffer] = tirx.decl_buffer((layout.local_size,), str(buffer.ty.dtype),
-                                             name=str(buffer.name), scope="local")
-    body, st.annotated = annotated_layouts(func.body, name)
-    func = func.with_body(body)
-    # run_pass: plain calls, except under TILELANG_DUMP_IR, where each is dumped and timed
-    func = run_pass("cuda.BlockSwizzle", _on_body(block_swizzle), func)
-    func = run_pass("cuda.SoftwarePipeline", _on_body(software_pipeline), func,
-                    use_async=not options.disable_cp_async)
-    func = run_pass("cuda.InsertBarriers", _on_body(insert_barriers), func)
-    # lower_tile_ops binds the loop ranges and bound values into st.analyzer (via ctx) first
-    ctx = CudaLoweringContext(backend_kind="cuda", kernel=name, analyzer=st.analyzer,
-                              options=options, state=st)
-    func = run_pass("cuda.LowerTileOps", lower_tile_ops, func, "cuda", options, context=ctx)
-    func = run_pass("cuda.LowerParallel", _on_body(lower_parallel), func, st)
-    func = run_pass("cuda.ApplyLayouts", _on_body(apply_layouts), func, st, st.annotated)
-    func = run_pass("cuda.VerifyNoTileOps", verify_no_tile_ops, func, "cuda")
+    dialect = replace(CUDA, async_copy=False) if options.disable_cp_async else CUDA
+    func = lower_simt(func, dialect, options, accumulator_layout=accumulator_layout,
+                      operand_layout=operand_layout)
     limit = capability(arch, "max_shared_memory_per_block")
     used = shared_bytes(func)
     if limit is not None and used > limit:

@@ -1,9 +1,9 @@
-"""Passes of the cuda backend, in the order pipeline.py runs them:
+"""Passes of the SIMT kit, in the order tilelang_core/simt/pipeline.py runs them:
 
 block_swizzle      T.use_swizzle: blocks walk the grid in panels (L2 reuse)
-software_pipeline  T.Pipelined loops -> multi-stage cp.async pipelines (stages, waits, barriers)
-insert_barriers    __syncthreads between conflicting shared-memory accesses
-(LowerTileOps)     tile ops -> per-thread code with the rules of lowering.py
+software_pipeline  T.Pipelined loops -> multi-stage async-copy pipelines (stages, waits, barriers)
+insert_barriers    block barriers between conflicting shared-memory accesses
+(LowerTileOps)     tile ops -> per-thread code with the rules of ../lowering.py and ../lower_*.py
 lower_parallel     T.Parallel nests -> loops over each thread's registers
 apply_layouts      fragments -> register arrays, shared tiles -> flat swizzled arrays
 """

@@ -4,7 +4,7 @@ slices of one pooled shared array, and the buffers the lowering created are allo
 Runs after every tile op and T.Parallel loop is lowered: rules already address fragments through
 their register buffers (KernelState.locals); what is left here is the allocation swap for them, and
 for shared buffers the rewrite of every logical N-D access ``S[s, i, j]`` (loads, stores, and the
-``address_of`` operands of cp.async/ldmatrix) to ``smem[base_S + s * rows * cols + swizzle(i, j)]``.
+``address_of`` operands of the copy helpers and of a backend's matrix loads) to ``smem[base_S + s * rows * cols + swizzle(i, j)]``.
 Pooling is ours (not TVM's MergeSharedMemoryAllocations, which cannot see through pointer
 operands): one ``shared.dyn`` array for the dtype with the most bytes, 16-byte aligned slices, and
 a static ``__shared__`` array per other dtype (reduction workspaces). No reuse across lifetimes yet.
@@ -53,10 +53,10 @@ def _flat_offset(buffer, layout: Layout, tile: int, indices):
     return lead * tile + layout.offset(*indices[-rank:])
 
 
-def annotated_layouts(body, kernel: str):
+def annotated_layouts(body, kernel: str, kind: str):
     """Strip ``tl.layout_map`` attributes (T.annotate_layout); return the body and
-    ``{shared buffer name: Layout}``. Fragment annotations are refused: the cuda backend derives
-    register layouts from the instructions that use them."""
+    ``{shared buffer name: Layout}``. Fragment annotations are refused: the kit derives register
+    layouts from the instructions that use them (``kind`` names the backend in messages)."""
     found = {}
 
     def visit(node):
@@ -68,7 +68,7 @@ def annotated_layouts(body, kernel: str):
                     if is_fragment(buf):
                         raise LoweringError(
                             f"kernel '{kernel}': T.annotate_layout on fragment '{buf.name}' is not "
-                            f"supported by the cuda backend yet (fragment layouts follow the gemm "
+                            f"supported by the {kind} backend yet (fragment layouts follow the gemm "
                             f"and T.Parallel uses); annotate shared buffers only")
                     found[str(buf.name)] = _index_map_layout(buf, index_map)
                 return visit(node.body)
@@ -169,8 +169,8 @@ def _check_fragments_lowered(body, st: KernelState) -> None:
 
 
 def _pool_shared(buffers, annotated: dict):
-    """One dynamic shared pool for the dtype with the most bytes (CUDA has one dynamic shared
-    array per kernel; TVM's merging pass does not see through our pointer operands), a static
+    """One dynamic shared pool for the dtype with the most bytes (CUDA and HIP have one dynamic
+    shared array per kernel; TVM's merging pass does not see through our pointer operands), a static
     shared array per other dtype. Returns ({buffer: (pool, base, layout, tile)}, pools)."""
     by_dtype: dict = {}
     for b in buffers:

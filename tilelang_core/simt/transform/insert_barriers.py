@@ -1,4 +1,4 @@
-"""InsertBarriers: ``__syncthreads()`` between statements that touch the same shared buffer from
+"""InsertBarriers: block barriers (``__syncthreads()`` on CUDA) between statements that touch the same shared buffer from
 different threads, and only there.
 
 Works on tile-level IR (before lowering), where every statement's shared reads and writes are

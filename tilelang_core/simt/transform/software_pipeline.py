@@ -1,21 +1,27 @@
-"""SoftwarePipeline: T.Pipelined(n, num_stages=s) -> an s-stage cp.async pipeline.
+"""SoftwarePipeline: T.Pipelined(n, num_stages=s) -> an s-stage async-copy pipeline.
 
 The loop body's leading copies global -> shared are the producers; the rest consume. Each shared
-buffer a producer writes gets ``s`` slots (a new leading dimension). The loop becomes::
+buffer a producer writes gets ``s`` slots (a new leading dimension). The loop becomes (helpers of
+the kit's contract; on CUDA they are cp.async, commit_group and wait_group)::
 
     for p in range(s - 1):                 # prologue: tiles 0 .. s-2 in flight
         if p < n: producers(k=p, slot=p)
-        cp.async.commit_group
+        tl_cp_async_commit()
     for k in range(n):
-        cp.async.wait_group(s - 2)         # this thread's copies of tile k have landed
-        __syncthreads()                    # ... everyone's, and everyone is done with tile k-1
+        tl_cp_async_wait<s - 2>()          # this thread's copies of tile k have landed
+        barrier                            # ... everyone's, and everyone is done with tile k-1
         if k + s - 1 < n: producers(k + s - 1, slot=(k + s - 1) % s)   # refills slot of k-1
-        cp.async.commit_group              # (empty groups keep the count uniform)
+        tl_cp_async_commit()               # (empty groups keep the count uniform)
         consumers(k, slot=k % s)
 
 One barrier per iteration is enough: the slot refilled at iteration k held tile k-1, which every
-thread finished consuming before reaching that barrier. After the loop, a wait_group(0) and a
-barrier make the shared buffers safe to reuse.
+thread finished consuming before reaching that barrier. After the loop, a wait<0> and a barrier
+make the shared buffers safe to reuse.
+
+Without async copies (``use_async=False``: SimtDialect.async_copy is False, or CUDA's
+disable_cp_async) the loop is left as written: synchronous copies into one buffer, with the
+barriers insert_barriers places (multi-buffering synchronous copies would only pay off with a
+register prefetch of the next tile, which the kit does not do yet).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""What the cuda lowering passes share about one kernel: threads, layouts, register buffers.
+"""What the SIMT kit's passes and rules share about one kernel: threads, layouts, register
+buffers, and the backend's SimtDialect (warp size, async copies, helper names).
 
 Layouts are Python objects (tilelang_core.layout), not IR, so the passes of one compile pass this
-state along instead of annotating the function (see pipeline.py for the order).
+state along instead of annotating the function (see tilelang_core/simt/pipeline.py for the order).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from tvm import tirx
 
 from tilelang_core.errors import LoweringError
 
+from ..dialect import SimtDialect
+
 
 #: AttrStmt key around the code software_pipeline generates (insert_barriers treats it as a unit)
 PIPELINE_REGION = "tl.pipeline_region"
@@ -24,6 +27,7 @@ class KernelState:
     kernel: str
     thread_var: tirx.Var
     num_threads: int
+    dialect: SimtDialect
     #: fragment buffer -> Fragment
     layouts: dict = field(default_factory=dict)
     #: fragment buffer -> its per-thread 1-D buffer (scope "local")
@@ -31,7 +35,6 @@ class KernelState:
     #: buffers the lowering created (register scratch, shared workspaces): allocated at the top
     extra_allocs: list = field(default_factory=list)
     analyzer: tvm.sym.Analyzer = field(default_factory=tvm.sym.Analyzer)
-    arch: str = "sm_80"
     options: object = None
     #: shared buffer name -> Layout from T.annotate_layout (the others get the default swizzle)
     annotated: dict = field(default_factory=dict)
@@ -54,8 +57,9 @@ class KernelState:
         return buffer
 
 
-def thread_binding(func: tirx.PrimFunc) -> tuple[tirx.Var, int]:
-    """``threadIdx.x`` of the kernel and its extent (the block size)."""
+def thread_binding(func: tirx.PrimFunc, kind: str) -> tuple[tirx.Var, int]:
+    """``threadIdx.x`` of the kernel and its extent (the block size); ``kind`` names the backend
+    in messages."""
     found = {}
 
     def on_attr(attr):
@@ -64,7 +68,7 @@ def thread_binding(func: tirx.PrimFunc) -> tuple[tirx.Var, int]:
 
     tvm_ffi.structural_walk(func.body, [(tirx.AttrStmt, on_attr)])
     if "threadIdx.y" in found or "threadIdx.z" in found:
-        raise LoweringError("kernels with threads=(x, y) are not supported by the cuda backend yet; "
+        raise LoweringError(f"kernels with threads=(x, y) are not supported by the {kind} backend yet; "
                             "use threads=<int> and compute the 2-D index from T.get_thread_binding()")
     if "threadIdx.x" not in found:
         raise LoweringError("kernel has no threadIdx.x launch: open it with T.Kernel(..., threads=N)")

@@ -1,0 +1,19 @@
+"""The cuda rule table: the SIMT kit's rules (copy, fill, reduce, atomic, cumsum; see
+tilelang_core/simt) with this backend's gemm (mma.sync, lower_gemm.py), and the kit's knobs
+for CUDA.
+
+Rules are looked up by kind at LowerTileOps; importing this module registers them (idempotent).
+"""
+
+from __future__ import annotations
+
+from tilelang_core.simt import SimtDialect, register_simt_rules
+
+from .lower_gemm import lower_gemm
+
+KIND = "cuda"
+
+#: 32-lane warps, cp.async from sm_80 on (every arch this backend supports), the prelude's helpers
+CUDA = SimtDialect(kind=KIND, warp_size=32, async_copy=True)
+
+register_simt_rules(KIND, gemm=lower_gemm)

@@ -1,0 +1,61 @@
+"""SimtDialect: what a SIMT GPU backend declares instead of rewriting the lowering.
+
+CUDA, HIP and Metal lower tile programs the same way (threads of a block, fragments in registers,
+shared memory, barriers, warp reductions, software pipelines); they differ in a few facts, which
+the kit's passes and rules read from here (``KernelState.dialect``), never from a target name.
+Stdlib only: a backend's light modules may build one without importing tvm.
+
+Example::
+
+    CUDA = SimtDialect(kind="cuda", warp_size=32, async_copy=True)
+    HIP = SimtDialect(kind="hip", warp_size=64, async_copy=False,
+                      atomic_dtypes={"add": ("float32", "int32"), "max": ("int32",), "min": ("int32",)})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+#: CUDA's hardware atomics (max/min of floats go through a CAS loop in the prelude: float32 only)
+CUDA_ATOMIC_DTYPES = MappingProxyType({
+    "add": ("float16", "bfloat16", "float32", "float64", "int32", "uint32", "int64", "uint64"),
+    "max": ("float32", "int32", "uint32", "int64", "uint64"),
+    "min": ("float32", "int32", "uint32", "int64", "uint64"),
+})
+
+
+@dataclass(frozen=True)
+class SimtDialect:
+    """The knobs of one SIMT backend (see tilelang_core/simt/__init__.py for the helper contract).
+
+    kind: the backend kind the kit's rules are registered under (``Target.kind``); also used in
+        messages and as the prefix of pass names in IR dumps (``cuda.SoftwarePipeline``).
+    warp_size: lanes that run in lockstep and exchange registers by ``shuffle_xor`` (32 on NVIDIA,
+        64 on AMD CDNA wavefronts, 32 on Apple simdgroups). Reductions shuffle inside it and go
+        through shared memory across it.
+    async_copy: global->shared copies can be issued asynchronously and waited for by group
+        (``tl_cp_async_*``; cp.async on CUDA). When False, T.Pipelined loops run synchronously.
+    shuffle_xor: name of the butterfly-exchange helper (``T tl_shfl_xor(T v, int lane_mask)``).
+    atomic_dtypes: per atomic kind (add, max, min), the element types ``tl_atomic_<kind>`` takes.
+    """
+
+    kind: str
+    warp_size: int = 32
+    async_copy: bool = True
+    shuffle_xor: str = "tl_shfl_xor"
+    atomic_dtypes: Mapping[str, tuple] = field(default_factory=lambda: CUDA_ATOMIC_DTYPES)
+
+    def __post_init__(self):
+        if not self.kind:
+            raise ValueError("SimtDialect.kind must name the backend kind (e.g. 'cuda')")
+        if self.warp_size < 1 or self.warp_size & (self.warp_size - 1):
+            raise ValueError(f"SimtDialect.warp_size must be a power of two, got {self.warp_size}")
+        # frozen and hashable: a read-only mapping of tuples
+        object.__setattr__(self, "atomic_dtypes", MappingProxyType(
+            {k: tuple(v) for k, v in dict(self.atomic_dtypes).items()}))
+
+    def __hash__(self):
+        return hash((self.kind, self.warp_size, self.async_copy, self.shuffle_xor,
+                     tuple(sorted(self.atomic_dtypes.items()))))

@@ -1,0 +1,101 @@
+"""The SIMT kit's lowering, in order: tile-level TIRX -> thread-level TIRX for one kernel.
+
+1. infer_layouts       fragment layouts (gemm accumulators from the backend's layout function)
+   block_swizzle       T.use_swizzle -> panel-ordered block indices
+2. software_pipeline   T.Pipelined -> multi-stage async-copy pipeline (SimtDialect.async_copy)
+3. insert_barriers     block barriers where shared accesses of different threads conflict
+4. LowerTileOps        tile ops -> per-thread code (the rules registered for ``dialect.kind``)
+5. lower_parallel      T.Parallel nests -> per-thread register loops
+6. apply_layouts       fragments -> registers, shared -> flat swizzled arrays, scratch allocated
+7. VerifyNoTileOps
+
+A backend adds its own checks around it (dtypes, shared memory limit) and registers its rules
+first (``register_simt_rules(kind, gemm=...)``). Example::
+
+    func = lower_simt(func, SimtDialect(kind="hip", warp_size=64, async_copy=False), options)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tilelang_core.lowering import LoweringContext
+from tilelang_core.transform.instrumented import run_pass
+from tilelang_core.transform.layout_inference import infer_layouts
+from tilelang_core.transform.lower_tile_ops import kernel_name, lower_tile_ops
+from tilelang_core.transform.verify_no_tile_ops import verify_no_tile_ops
+
+from .dialect import SimtDialect
+from .lower_gemm_fma import fma_accumulator_layout
+from .transform import (KernelState, apply_layouts, block_swizzle, insert_barriers, lower_parallel,
+                        software_pipeline, thread_binding)
+from .transform.apply_layouts import annotated_layouts
+
+
+@dataclass
+class SimtLoweringContext(LoweringContext):
+    """The core context plus this kernel's KernelState (threads, layouts, register buffers)."""
+
+    state: Any = None
+
+
+def _on_body(transform):
+    """A pass over a kernel body (``transform(body, *args) -> body``) as one over the PrimFunc."""
+    def run(func, *args, **kwargs):
+        return func.with_body(transform(func.body, *args, **kwargs))
+
+    return run
+
+
+def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
+               accumulator_layout=fma_accumulator_layout, operand_layout=None) -> tirx.PrimFunc:
+    """Lower one kernel with the kit's passes and the rules registered for ``dialect.kind``.
+
+    ``accumulator_layout(gemm_op, num_threads)`` and ``operand_layout(gemm_op, name, num_threads)``
+    are the backend's gemm layouts (its matrix instruction's); the default is the FMA path's.
+    """
+    kind = dialect.kind
+    name = kernel_name(func)
+    tx, num_threads = thread_binding(func, kind)
+    layouts = infer_layouts(func, num_threads, accumulator_layout, operand_layout=operand_layout)
+    st = KernelState(kernel=name, thread_var=tx, num_threads=num_threads, dialect=dialect,
+                     layouts=layouts, options=options)
+    for buffer, layout in layouts.items():
+        st.locals[buffer] = tirx.decl_buffer((layout.local_size,), str(buffer.ty.dtype),
+                                             name=str(buffer.name), scope="local")
+    body, st.annotated = annotated_layouts(func.body, name, kind)
+    func = func.with_body(body)
+    # run_pass: plain calls, except under TILELANG_DUMP_IR, where each is dumped and timed
+    func = run_pass(f"{kind}.BlockSwizzle", _on_body(block_swizzle), func)
+    func = run_pass(f"{kind}.SoftwarePipeline", _on_body(software_pipeline), func,
+                    use_async=dialect.async_copy)
+    func = run_pass(f"{kind}.InsertBarriers", _on_body(insert_barriers), func)
+    # lower_tile_ops binds the loop ranges and bound values into st.analyzer (via ctx) first
+    ctx = SimtLoweringContext(backend_kind=kind, kernel=name, analyzer=st.analyzer,
+                              options=options, state=st)
+    func = run_pass(f"{kind}.LowerTileOps", lower_tile_ops, func, kind, options, context=ctx)
+    func = run_pass(f"{kind}.LowerParallel", _on_body(lower_parallel), func, st)
+    func = run_pass(f"{kind}.ApplyLayouts", _on_body(apply_layouts), func, st, st.annotated)
+    return run_pass(f"{kind}.VerifyNoTileOps", verify_no_tile_ops, func, kind)
+
+
+def shared_bytes(func: tirx.PrimFunc) -> int:
+    """Bytes of shared memory a lowered kernel allocates (for the backend's per-block limit)."""
+    total = 0
+
+    def on_alloc(alloc):
+        nonlocal total
+        buf = alloc.buffer
+        if str(buf.ty.storage_scope).startswith("shared"):
+            size = tvm.runtime.DataType(str(buf.ty.dtype)).bits // 8
+            for s in buf.ty.shape:
+                size *= int(s)
+            total += size
+
+    tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, on_alloc)])
+    return total
