@@ -11,6 +11,7 @@ PY=${PYTHON:-python3}
 PACKAGES=(. backends/cpu backends/cuda backends/hip backends/metal backends/ascend plugins/vendor-template)
 
 setup() {
+  bash "$ROOT/tools/install-toolchains.sh"  # clang-19/lld-19 for the HIP and Metal compile checks
   # Reinstall only when the requirements or a package definition changed.
   local stamp="$VENV/.tilelang-setup" want
   want=$(cat requirements-dev.txt "${PACKAGES[@]/%//pyproject.toml}" | sha256sum | cut -d' ' -f1)
