@@ -90,6 +90,19 @@ def test_shuffle_helper_name_is_a_knob():
     assert "tl_simd_xor" in text and "tl_shfl_xor" not in text
 
 
+def test_whole_warp_reductions_use_the_warp_reduce_helper_instead_of_shuffles():
+    register_simt_rules(KIND)
+    dialect = SimtDialect(kind=KIND, warp_size=32, async_copy=False, warp_reduce={"sum": "tl_warp_sum"})
+    text = lower_simt(make_row_sum_of_squares(), dialect).script()
+    assert text.count('call_extern("float32", "tl_warp_sum"') == 1 and shuffle_offsets(text) == []
+    assert text.count("tvm_storage_sync") == 3  # the two warps of a row still meet in shared memory
+    # a row of 16 lanes is not a whole warp: butterflies over its lanes only
+    text = lower_simt(make_row_sum_of_squares(N=64, bm=8), dialect).script()
+    assert "tl_warp_sum" not in text and shuffle_offsets(text) == [1, 2, 4, 8]
+    with pytest.raises(ValueError, match="sum, max, min"):
+        SimtDialect(kind=KIND, warp_reduce={"mean": "f"})
+
+
 def test_dialect_is_frozen_and_checks_the_warp_size():
     dialect = SimtDialect(kind=KIND)
     with pytest.raises(AttributeError):

@@ -38,6 +38,10 @@ class SimtDialect:
     async_copy: global->shared copies can be issued asynchronously and waited for by group
         (``tl_cp_async_*``; cp.async on CUDA). When False, T.Pipelined loops run synchronously.
     shuffle_xor: name of the butterfly-exchange helper (``T tl_shfl_xor(T v, int lane_mask)``).
+    warp_reduce: per reduction kind (sum, max, min), a helper ``T f(T v)`` returning the reduction
+        over all lanes of the warp (Metal's ``simd_sum``/``simd_max``/``simd_min``). A reduction
+        whose lanes span the whole warp uses it instead of log2(warp_size) shuffles; empty: always
+        shuffles.
     atomic_dtypes: per atomic kind (add, max, min), the element types ``tl_atomic_<kind>`` takes.
     """
 
@@ -46,6 +50,7 @@ class SimtDialect:
     async_copy: bool = True
     shuffle_xor: str = "tl_shfl_xor"
     atomic_dtypes: Mapping[str, tuple] = field(default_factory=lambda: CUDA_ATOMIC_DTYPES)
+    warp_reduce: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         if not self.kind:
@@ -55,7 +60,11 @@ class SimtDialect:
         # frozen and hashable: a read-only mapping of tuples
         object.__setattr__(self, "atomic_dtypes", MappingProxyType(
             {k: tuple(v) for k, v in dict(self.atomic_dtypes).items()}))
+        unknown = set(self.warp_reduce) - {"sum", "max", "min"}
+        if unknown:
+            raise ValueError(f"SimtDialect.warp_reduce takes the kinds sum, max, min; got {sorted(unknown)}")
+        object.__setattr__(self, "warp_reduce", MappingProxyType(dict(self.warp_reduce)))
 
     def __hash__(self):
         return hash((self.kind, self.warp_size, self.async_copy, self.shuffle_xor,
-                     tuple(sorted(self.atomic_dtypes.items()))))
+                     tuple(sorted(self.atomic_dtypes.items())), tuple(sorted(self.warp_reduce.items()))))

@@ -4,7 +4,9 @@ The destination layout is the source layout reduced along ``dim`` (layout infere
 it): each thread folds the source registers of a row into the destination register of that row;
 then for every thread digit of the reduced axis, lanes inside a warp (``SimtDialect.warp_size``
 lanes: a CUDA warp, an AMD wavefront, an Apple simdgroup) combine by ``shuffle_xor`` butterflies
-and warps combine through a shared workspace (write, barrier, read all, barrier).
+and warps combine through a shared workspace (write, barrier, read all, barrier). Where the lanes
+of a reduction are a whole warp and the dialect has a ``warp_reduce`` helper for its kind
+(Metal's ``simd_sum``), one call replaces the butterfly.
 """
 
 from __future__ import annotations
@@ -75,7 +77,14 @@ def lower_reduce(call, ctx):
     warp = st.dialect.warp_size
     for digit in (x for x in src_layout.digits[op.dim] if x.space == THREAD and x.extent > 1):
         for part in split_at_warp(digit, warp):
-            if part.stride * part.extent <= warp:
+            whole_warp = _WARP_REDUCE_KIND.get(kind) in st.dialect.warp_reduce and \
+                part.stride == 1 and part.extent == warp
+            if whole_warp:
+                helper = st.dialect.warp_reduce[_WARP_REDUCE_KIND[kind]]
+                stmts.append(loop("r", dst_layout.local_size, lambda r: tirx.BufferStore(
+                    red, I.call(helper, tirx.BufferLoad(red, [r]), dtype=acc_dt), [r]),
+                    tirx.ForKind.UNROLLED))
+            elif part.stride * part.extent <= warp:
                 stmts.append(_shuffle(red, dst_layout.local_size, part, kind, st.dialect.shuffle_xor))
             else:
                 stmts.append(_across_warps(st, red, dst_layout.local_size, part, kind, acc_dt))
@@ -88,6 +97,10 @@ def lower_reduce(call, ctx):
 
     stmts.append(loop("r", dst_layout.local_size, write, tirx.ForKind.UNROLLED))
     return seq(stmts)
+
+
+#: reduction kind -> the SimtDialect.warp_reduce helper that combines partials (abs already applied)
+_WARP_REDUCE_KIND = {"sum": "sum", "abssum": "sum", "max": "max", "absmax": "max", "min": "min"}
 
 
 def split_at_warp(digit, warp: int) -> list:
