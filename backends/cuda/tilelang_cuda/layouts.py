@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from tilelang_core.errors import LayoutError
 from tilelang_core.layout import LOCAL, THREAD, Digit, Fragment
+from tilelang_core.simt.warp_split import warp_partition as split
 
 MMA_M, MMA_N, MMA_K = 16, 8, 16
 WARP = 32
@@ -55,21 +56,6 @@ def mma_b_layout() -> Fragment:
 
 
 def warp_partition(m: int, n: int, num_warps: int, policy: str = "square") -> tuple[int, int]:
-    """(m_warp, n_warp) for a gemm with an ``m x n`` accumulator on ``num_warps`` warps.
-
-    ``full_row``: all warps along M; ``full_col``: all along N; ``square``: the split whose per-warp
-    tile is closest to square (fewer ldmatrix per mma), preferring more warps along M on ties.
-    """
-    options = [(w, num_warps // w) for w in range(1, num_warps + 1) if num_warps % w == 0]
-    fits = [(a, b) for a, b in options if m % (a * MMA_M) == 0 and n % (b * MMA_N) == 0]
-    if policy == "full_row":
-        fits = [(a, b) for a, b in fits if b == 1]
-    elif policy == "full_col":
-        fits = [(a, b) for a, b in fits if a == 1]
-    if not fits:
-        raise LayoutError(
-            f"gemm accumulator {m}x{n} cannot be split over {num_warps} warps with policy "
-            f"'{policy}': each warp needs a multiple of {MMA_M} rows and {MMA_N} columns. Use a "
-            f"tile whose M is a multiple of {MMA_M * num_warps} (full_row) or N a multiple of "
-            f"{MMA_N * num_warps} (full_col), or change threads=")
-    return min(fits, key=lambda ab: (abs(m / ab[0] - n / ab[1]), -ab[0]))
+    """(m_warp, n_warp) for an ``m x n`` accumulator of m16n8 instructions (the SIMT kit's split,
+    tilelang_core.simt.warp_split: full_row, full_col, or closest to square)."""
+    return split(m, n, num_warps, policy, tile_m=MMA_M, tile_n=MMA_N)
