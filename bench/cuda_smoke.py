@@ -21,6 +21,7 @@ sys.path.insert(0, str(ROOT / "backends" / "cuda" / "tests"))
 import torch  # noqa: E402
 
 import kernels  # noqa: E402
+from cuda_bench import bench  # noqa: E402  (CUDA events, median)
 import tilelang_core.language as T  # noqa: E402
 from tilelang_cuda.options import CudaOptions  # noqa: E402
 from tilelang_cuda.pipeline import CudaBackend  # noqa: E402
@@ -40,21 +41,6 @@ def build(func, name, options):
     total = time.perf_counter() - start
     kernel = backend.load(workdir / "kernel.so")
     return kernel, backend.timings, total
-
-
-def bench(fn, iters=50):
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(5):
-        fn()
-    times = []
-    for _ in range(iters):
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    times.sort()
-    return times[len(times) // 2]
 
 
 def gemm_case(M, N, K, dtype, trans_b, options, label, **tiles):

@@ -43,6 +43,8 @@ class Layout:
     shape: tuple[int, ...]
     fn: Callable = field(compare=False)
     kind: str = "custom"
+    #: alignment the tile's base needs in memory (1024 for the wgmma/TMA 128-byte swizzle period)
+    align_bytes: int = field(default=16, compare=False)
 
     @staticmethod
     def row_major(shape: Sequence[int]) -> Layout:

@@ -53,18 +53,23 @@ def _on_body(transform):
 
 
 def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
-               accumulator_layout=fma_accumulator_layout, operand_layout=None) -> tirx.PrimFunc:
+               accumulator_layout=fma_accumulator_layout, operand_layout=None, backend=None,
+               specialize=None, finalize=None) -> tirx.PrimFunc:
     """Lower one kernel with the kit's passes and the rules registered for ``dialect.kind``.
 
     ``accumulator_layout(gemm_op, num_threads)`` and ``operand_layout(gemm_op, name, num_threads)``
     are the backend's gemm layouts (its matrix instruction's); the default is the FMA path's.
+    ``backend`` is stored as ``KernelState.backend`` for the backend's rules. Two optional
+    backend passes: ``specialize(body, st) -> body`` runs before the software pipeline (CUDA's
+    warp specialization on sm_90a takes over T.Pipelined loops there; the loops it leaves keep the
+    kit's pipeline), ``finalize(body, st) -> body`` after ApplyLayouts.
     """
     kind = dialect.kind
     name = kernel_name(func)
     tx, num_threads = thread_binding(func, kind)
     layouts = infer_layouts(func, num_threads, accumulator_layout, operand_layout=operand_layout)
     st = KernelState(kernel=name, thread_var=tx, num_threads=num_threads, dialect=dialect,
-                     layouts=layouts, options=options)
+                     layouts=layouts, options=options, backend=backend)
     for buffer, layout in layouts.items():
         st.locals[buffer] = tirx.decl_buffer((layout.local_size,), str(buffer.ty.dtype),
                                              name=str(buffer.name), scope="local")
@@ -72,6 +77,8 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
     func = func.with_body(body)
     # run_pass: plain calls, except under TILELANG_DUMP_IR, where each is dumped and timed
     func = run_pass(f"{kind}.BlockSwizzle", _on_body(block_swizzle), func)
+    if specialize is not None:
+        func = run_pass(f"{kind}.Specialize", _on_body(specialize), func, st)
     func = run_pass(f"{kind}.SoftwarePipeline", _on_body(software_pipeline), func,
                     use_async=dialect.async_copy)
     func = run_pass(f"{kind}.InsertBarriers", _on_body(insert_barriers), func)
@@ -81,6 +88,8 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
     func = run_pass(f"{kind}.LowerTileOps", lower_tile_ops, func, kind, options, context=ctx)
     func = run_pass(f"{kind}.LowerParallel", _on_body(lower_parallel), func, st)
     func = run_pass(f"{kind}.ApplyLayouts", _on_body(apply_layouts), func, st, st.annotated)
+    if finalize is not None:
+        func = run_pass(f"{kind}.Finalize", _on_body(finalize), func, st)
     return run_pass(f"{kind}.VerifyNoTileOps", verify_no_tile_ops, func, kind)
 
 

@@ -31,8 +31,8 @@ def bind_loop_ranges(analyzer, stmt) -> None:
     elif isinstance(stmt, tirx.AttrStmt):
         if stmt.attr_key == "thread_extent" and isinstance(stmt.node, tirx.IterVar):
             analyzer.bind(stmt.node.var, tvm.ir.Range.from_min_extent(0, stmt.value))
-    elif isinstance(stmt, tirx.Bind):
-        analyzer.bind(stmt.var, stmt.value)
+    elif isinstance(stmt, tirx.Bind) and isinstance(stmt.value.ty, tvm.ir.PrimType):
+        analyzer.bind(stmt.var, stmt.value)  # (not host-side handles such as tensor maps)
     if isinstance(stmt, tirx.SeqStmt):
         children = list(stmt.seq)
     elif isinstance(stmt, tirx.IfThenElse):

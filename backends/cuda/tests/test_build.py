@@ -52,7 +52,7 @@ def sass_counts(cubin) -> Counter:
 
     if compiler.find_cuobjdump() is None:
         pytest.skip("cuobjdump missing: pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm")
-    return Counter(re.findall(r"\b(HMMA|LDSM|LDGSTS|LDL|STL|BAR)\b", compiler.sass(cubin)))
+    return Counter(re.findall(r"\b(HMMA|HGMMA|LDSM|LDGSTS|UTMALDG|LDL|STL|BAR)\b", compiler.sass(cubin)))
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
@@ -136,12 +136,20 @@ def test_other_kernels_compile_for_sm80(tmp_path, make, args):
     assert (tmp_path / "kernel.so").is_file()
 
 
-def test_flash_attention_compiles_without_spills(tmp_path):
+@pytest.mark.parametrize("schedule,meant", [
+    ({}, {"HGMMA": 12, "UTMALDG": 4}),  # sm_90a default: wgmma fed by a TMA producer warpgroup
+    ({"disable_warp_specialized": True}, {"HGMMA": 12, "LDGSTS": 1}),  # wgmma + cp.async pipeline
+    ({"disable_wgmma": True, "disable_warp_specialized": True}, {"HMMA": 128, "LDSM": 1, "LDGSTS": 1}),
+])
+def test_flash_attention_compiles_without_spills(tmp_path, schedule, meant):
     backend, _ = compile_kernel(kernels.make_flash_attention(2, 4, 1000, 128, 128, 64, 256),
-                                "sm_90a", tmp_path, ptxas_verbose=True)
+                                "sm_90a", tmp_path, ptxas_verbose=True, **schedule)
     assert "0 bytes spill stores" in backend.last_build.log
     counts = sass_counts(tmp_path / "kernel.cubin")
-    assert counts["HMMA"] >= 128 and counts["LDSM"] > 0 and counts["LDGSTS"] > 0
+    short = {op: counts[op] for op in meant if counts[op] < meant[op]}
+    assert not short, f"too few of {short} (want at least {meant}): {dict(counts)}"
+    absent = {"HMMA", "HGMMA", "UTMALDG", "LDGSTS"} - set(meant)
+    assert not any(counts[op] for op in absent), f"unexpected instructions: {dict(counts)}"
 
 
 @pytest.mark.parametrize("device_compiler", ["nvcc", "nvrtc"])

@@ -30,7 +30,8 @@ class Target:
         self.arch = arch
 
 
-# name -> (PrimFunc factory, SASS that must appear)
+# name -> (PrimFunc factory, SASS that must appear[, SASS that must appear on sm_90a instead]):
+# on sm_90a, gemms whose tiles fit wgmma run on it (HGMMA), fed by TMA (UTMALDG) in pipelines
 CASES = {
     "gemm": (lambda: example("gemm/gemm.py").gemm.get_tir(1000, 520, 264), {"HMMA", "LDSM", "LDGSTS"}),
     "gemm_nt": (lambda: example("gemm/gemm.py").gemm.get_tir(512, 256, 128, False, True),
@@ -41,9 +42,12 @@ CASES = {
     "rms_norm": (lambda: example("norm/rms_norm.py").rms_norm.get_tir(1000, 384), set()),
     "layer_norm": (lambda: example("norm/layer_norm.py").layer_norm.get_tir(1000, 384), set()),
     "flash_attention": (lambda: example("attention/flash_attention.py").flash_attention.get_tir(2, 4, 1000, 128),
-                        {"HMMA", "LDSM", "LDGSTS"}),
+                        {"HMMA", "LDSM", "LDGSTS"}, {"HGMMA", "UTMALDG"}),
     "flash_attention_causal": (lambda: example("attention/flash_attention.py").flash_attention.get_tir(
-        2, 4, 1000, 64, True), {"HMMA", "LDSM", "LDGSTS"}),
+        2, 4, 1000, 64, True), {"HMMA", "LDSM", "LDGSTS"}, {"HGMMA", "UTMALDG"}),
+    "gemm_hopper_tiles": (lambda: example("gemm/gemm.py").gemm.get_tir(1000, 520, 264, block_M=128, block_N=128,
+                                                                        block_K=64, num_stages=3, threads=256),
+                          {"HMMA", "LDSM", "LDGSTS"}, {"HGMMA", "UTMALDG"}),
     "scale_add": (lambda: example("elementwise/scale_add.py").scale_add.get_tir(1000, 777, 0.5), set()),
 }
 
@@ -64,7 +68,7 @@ def built(tmp_path_factory):
                 mod = backend.lower(CASES[name][0](), options)
             backend.build(mod, backend.codegen(mod, options), options, workdir)
             sass = compiler.sass(workdir / "kernel.cubin")
-            counts = Counter(re.findall(r"\b(HMMA|LDSM|LDGSTS|REDG?|ATOMG?|LDL|STL)\b", sass))
+            counts = Counter(re.findall(r"\b(HMMA|HGMMA|UTMALDG|LDSM|LDGSTS|REDG?|ATOMG?|LDL|STL)\b", sass))
             for short in ("RED", "ATOM"):  # sm_90 spells the global forms REDG / ATOMG
                 counts[short] += counts.pop(short + "G", 0)
             cache[name, arch] = counts
@@ -77,6 +81,7 @@ def built(tmp_path_factory):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_example_compiles_with_the_instructions_meant(built, name, arch):
     counts = built(name, arch)
-    missing = [op for op in sorted(CASES[name][1]) if counts[op] == 0 and not (op == "RED" and counts["ATOM"])]
+    meant = CASES[name][2] if arch == "sm_90a" and len(CASES[name]) > 2 else CASES[name][1]
+    missing = [op for op in sorted(meant) if counts[op] == 0 and not (op == "RED" and counts["ATOM"])]
     assert not missing, f"{name} for {arch}: no {missing} in the SASS ({dict(counts)})"
     assert counts["LDL"] == 0 and counts["STL"] == 0, f"{name} for {arch} spills registers: {dict(counts)}"

@@ -52,8 +52,10 @@ typedef nv_bfloat16 __nv_bfloat16;
 typedef half __half;
 struct __nv_fp8_e4m3 { uint8_t bits; };
 struct __nv_fp8_e5m2 { uint8_t bits; };
+// Thrown after an error was already set (checks of tensor-map operands): just return -1.
+struct tl_raised {};
 #define TVM_FFI_SAFE_CALL_BEGIN() try { (void)0
-#define TVM_FFI_SAFE_CALL_END() return 0; } catch (...) { \
+#define TVM_FFI_SAFE_CALL_END() return 0; } catch (tl_raised&) { return -1; } catch (...) { \
     TVMFFIErrorSetRaisedFromCStr("InternalError", "unexpected C++ exception in a kernel wrapper"); \
     return -1; }
 namespace tvm { namespace ffi {
@@ -94,7 +96,9 @@ static cudaError_t tl_get_kernel(TLKernelSlot* slot, const char* name, size_t sm
     if (err != cudaSuccess) return err;
   }
   *out = kernel;
-  if (smem > 48 * 1024) {
+  // Opt in whenever dynamic shared memory is used: the 48 KB default limit counts static shared
+  // memory too (mbarriers, reduction workspaces), so 48 KB of dynamic alone can already be over.
+  if (smem > 0) {
     int device = 0;
     cudaError_t err = cudaGetDevice(&device);
     if (err != cudaSuccess) return err;
@@ -114,6 +118,53 @@ static cudaError_t tl_get_kernel(TLKernelSlot* slot, const char* name, size_t sm
 }
 """
 
+
+#: Kernels with TMA encode tensor maps on the host (TVM's wrapper calls the driver's
+#: cuTensorMapEncodeTiled). Resolved through the runtime's driver entry point, so the library
+#: still links only libcudart and loads on any machine with a driver.
+TENSOR_MAP_PRELUDE = r"""#include <cuda.h>
+typedef CUresult (*tl_encode_tiled_fn)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+    const cuuint64_t*, const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+    CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+typedef CUresult (*tl_error_string_fn)(CUresult, const char**);
+static void* tl_driver_symbol(const char* name, void** slot) {
+  void* fn = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (fn == nullptr) {
+    cudaDriverEntryPointQueryResult found;
+    if (cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) return nullptr;
+    __atomic_store_n(slot, fn, __ATOMIC_RELEASE);
+  }
+  return fn;
+}
+static CUresult tl_cuTensorMapEncodeTiled(CUtensorMap* map, CUtensorMapDataType dtype, cuuint32_t rank,
+    void* data, const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
+    const cuuint32_t* elem_strides, CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+    CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill fill) {
+  static void* slot = nullptr;
+  tl_encode_tiled_fn fn = (tl_encode_tiled_fn)tl_driver_symbol("cuTensorMapEncodeTiled", &slot);
+  if (fn == nullptr) return CUDA_ERROR_NOT_FOUND;
+  return fn(map, dtype, rank, data, dims, strides, box, elem_strides, interleave, swizzle, l2, fill);
+}
+static CUresult tl_cuGetErrorString(CUresult error, const char** text) {
+  static void* slot = nullptr;
+  tl_error_string_fn fn = (tl_error_string_fn)tl_driver_symbol("cuGetErrorString", &slot);
+  if (fn == nullptr) return CUDA_ERROR_NOT_FOUND;
+  return fn(error, text);
+}
+#define cuTensorMapEncodeTiled tl_cuTensorMapEncodeTiled
+#define cuGetErrorString tl_cuGetErrorString
+// TVM's checks of the tensor-map operands: `TVM_FFI_CHECK(cond, Kind) << "message";`
+struct tl_check_stream {
+  bool failed;
+  const char* kind;
+  tl_check_stream& operator<<(const char* message) {
+    if (failed) { TVMFFIErrorSetRaisedFromCStr(kind, message); throw tl_raised(); }
+    return *this;
+  }
+};
+#define TVM_FFI_CHECK(cond, kind) tl_check_stream{!(cond), #kind}
+"""
 
 
 @dataclass(frozen=True)
@@ -231,13 +282,22 @@ def export_source(lib) -> str:
 
 
 def insert_device_header(source: str) -> str:
-    """Put our device helpers (intrinsics.DEVICE_HEADER) before the first kernel."""
+    """Put our device helpers (intrinsics.DEVICE_HEADER, and the sm_90a ones the kernel calls)
+    before the first kernel."""
+    from .hopper.intrinsics import hopper_header
     from .intrinsics import DEVICE_HEADER
 
     at = source.find('extern "C" __global__')
     if at < 0:
         return source
-    return source[:at] + DEVICE_HEADER + source[at:]
+    hopper = hopper_header(source[at:])
+    if hopper:
+        # TMA boxes and wgmma operands with 128-byte swizzle sit on 1024-byte boundaries of the pool
+        source = _DYNAMIC_SMEM_ALIGN.sub(r"extern __shared__ __align__(1024)", source)
+    return source[:at] + DEVICE_HEADER + hopper + source[at:]
+
+
+_DYNAMIC_SMEM_ALIGN = re.compile(r"extern __shared__ __align__\(\d+\)")
 
 
 def _host_param_type(param: str) -> str:
@@ -247,7 +307,7 @@ def _host_param_type(param: str) -> str:
     if "*" in text:
         return "void*"
     type_part = text.rsplit(" ", 1)[0] if " " in text else text
-    type_part = type_part.replace("const ", "").strip()
+    type_part = type_part.replace("const ", "").replace("__grid_constant__ ", "").strip()
     # fp16/bf16 scalars pass as their 16-bit pattern
     if type_part in ("half", "__half", "nv_bfloat16", "__nv_bfloat16"):
         return "uint16_t"
@@ -308,4 +368,5 @@ def _rewrite_host(host: str, kernels: tuple[KernelDecl, ...]) -> str:
     if "tvm_cuda_host_launch(" in body:
         raise CompileError("could not rewrite every kernel launch of the host wrapper for the split "
                            "build; use pass config host_build='nvcc' and report this")
-    return HOST_PRELUDE + "\n".join(decls) + "\n" + body + "\n"
+    prelude = HOST_PRELUDE + (TENSOR_MAP_PRELUDE if "CUtensorMap" in body else "")
+    return prelude + "\n".join(decls) + "\n" + body + "\n"

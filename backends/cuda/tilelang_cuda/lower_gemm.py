@@ -17,6 +17,7 @@ from tilelang_core.simt.lower_gemm_fma import check_gemm_operands, gemm_shape, l
 from tilelang_core.simt.lowering import FRAGMENT, dtype, region_index, scope, state_of
 from tilelang_core.simt.transform.state import loop, seq
 
+from .hopper.wgmma import lower_gemm_wgmma
 from .layouts import MMA_K, MMA_M, MMA_N, WARP, warp_partition
 
 MMA_HELPERS = {"float16": "tl_mma_m16n8k16_f16_f32", "bfloat16": "tl_mma_m16n8k16_bf16_f32"}
@@ -42,9 +43,14 @@ def check_gemm(op: Gemm, ctx) -> None:
 
 
 def lower_gemm(call, ctx):
-    """The cuda gemm rule (registered by lowering.py): mma.sync, or the kit's FMA fallback."""
+    """The cuda gemm rule (registered by lowering.py): wgmma on sm_90a where it fits (hopper/), else
+    mma.sync, else the kit's FMA fallback."""
     op: Gemm = TileOp.from_stmt(call)
     st = state_of(ctx)
+    check_gemm_operands(op, ctx)
+    plan = st.backend.plan(op, st.num_threads) if st.backend is not None else None
+    if plan is not None:
+        return lower_gemm_wgmma(op, st, plan)
     check_gemm(op, ctx)
     if not uses_mma(op):
         return lower_gemm_fma(op, st, ctx)

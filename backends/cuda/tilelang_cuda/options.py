@@ -28,6 +28,9 @@ class CudaOptions(BackendOptions):
     lineinfo: -lineinfo, for profilers and compute-sanitizer source lines.
     ptxas_verbose: keep ptxas' register/spill report in the build log (``kernel.asm["ptxas"]``).
     disable_cp_async: lower T.Pipelined copies with plain loads/stores (for debugging).
+    disable_wgmma: on sm_90a, lower T.gemm with mma.sync instead of wgmma (TileLang's key).
+    disable_tma_lower: on sm_90a, load T.Pipelined tiles with cp.async instead of TMA.
+    disable_warp_specialized: on sm_90a, no producer warpgroup (implies no TMA pipeline).
     extra_nvcc_flags: appended to every nvcc call, verbatim.
 
     Example::
@@ -42,6 +45,9 @@ class CudaOptions(BackendOptions):
     lineinfo: bool = False
     ptxas_verbose: bool = False
     disable_cp_async: bool = False
+    disable_wgmma: bool = False
+    disable_tma_lower: bool = False
+    disable_warp_specialized: bool = False
     extra_nvcc_flags: tuple = ()
 
     def __post_init__(self):
@@ -50,7 +56,8 @@ class CudaOptions(BackendOptions):
         if self.device_compiler not in DEVICE_COMPILERS:
             raise ConfigError(f"cuda option device_compiler={self.device_compiler!r} must be one of "
                               f"{DEVICE_COMPILERS}")
-        for name in ("fast_math", "lineinfo", "ptxas_verbose", "disable_cp_async"):
+        for name in ("fast_math", "lineinfo", "ptxas_verbose", "disable_cp_async", "disable_wgmma",
+                     "disable_tma_lower", "disable_warp_specialized"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"cuda option {name}={getattr(self, name)!r} must be True or False")
         if isinstance(self.opt_level, bool) or self.opt_level not in (0, 1, 2, 3):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import tvm
@@ -35,6 +36,8 @@ from tilelang_core.simt.pipeline import lower_simt, shared_bytes
 from tilelang_core.transform.lower_tile_ops import kernel_name
 
 from . import codegen, compiler
+from .hopper.planner import HopperPlanner
+from .hopper.wgmma import operand_plan, wgmma_accumulator_layout
 from .layouts import mma_accumulator_layout
 from .lower_gemm import gemm_shape, gemm_warps, uses_mma
 from .lowering import CUDA
@@ -47,8 +50,13 @@ def capability(arch: str, key: str):
     return CAPABILITIES.get(arch, {}).get(key, CAPABILITIES["*"].get(key))
 
 
-def accumulator_layout(op, num_threads: int):
-    """mma.sync's accumulator layout on the tensor-core path; a spread layout for the FMA path."""
+def accumulator_layout(op, num_threads: int, planner: HopperPlanner | None = None):
+    """wgmma's accumulator layout where the gemm runs on wgmma (sm_90a), else mma.sync's on the
+    tensor-core path, else a spread layout for the FMA path."""
+    plan = planner.plan(op, num_threads) if planner is not None else None
+    if plan is not None:
+        m, n, _ = gemm_shape(op)
+        return wgmma_accumulator_layout(m, n, plan, name=str(op.C.source.name))
     if not uses_mma(op):
         return fma_accumulator_layout(op, num_threads)
     m, n, _ = gemm_shape(op)
@@ -56,11 +64,14 @@ def accumulator_layout(op, num_threads: int):
     return mma_accumulator_layout(m, n, m_warp, n_warp, name=str(op.C.source.name))
 
 
-def operand_layout(op, name: str, num_threads: int):
+def operand_layout(op, name: str, num_threads: int, planner: HopperPlanner | None = None):
     """Registers holding gemm operand A: the mma.sync A fragments of each warp's rows, which is
     exactly an accumulator layout with one warp column (FlashAttention's P @ V without a trip
-    through shared memory: the fp16 copy of one gemm's accumulator feeds the next gemm)."""
+    through shared memory: the fp16 copy of one gemm's accumulator feeds the next gemm). On
+    wgmma, likewise an accumulator layout with one warpgroup column."""
     m, n, k = gemm_shape(op)
+    if name == "A" and planner is not None and planner.plan(op, num_threads) is not None:
+        return wgmma_accumulator_layout(m, k, operand_plan(m, k, num_threads), name=str(op.A.source.name))
     if not uses_mma(op):
         raise LayoutError(f"gemm {op!r} takes {name} from registers, which needs the tensor-core "
                           f"path (fp16/bf16 operands, fp32 accumulator); copy it to shared memory")
@@ -94,8 +105,10 @@ def lower_function(func: tirx.PrimFunc, arch: str, options: CudaOptions) -> tirx
     name = kernel_name(func)
     check_dtypes(func, arch)
     dialect = replace(CUDA, async_copy=False) if options.disable_cp_async else CUDA
-    func = lower_simt(func, dialect, options, accumulator_layout=accumulator_layout,
-                      operand_layout=operand_layout)
+    planner = HopperPlanner(arch, options, func)
+    func = lower_simt(func, dialect, options, accumulator_layout=partial(accumulator_layout, planner=planner),
+                      operand_layout=partial(operand_layout, planner=planner), backend=planner,
+                      specialize=planner.specialize, finalize=planner.finalize)
     limit = capability(arch, "max_shared_memory_per_block")
     used = shared_bytes(func)
     if limit is not None and used > limit:

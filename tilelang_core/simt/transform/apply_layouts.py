@@ -189,15 +189,20 @@ def _pool_shared(buffers, annotated: dict):
     mapping, pools = {}, []
     for rank, dt in enumerate(order):
         elem = max(1, tvm.runtime.DataType(dt).bits // 8)
-        align = max(1, 16 // elem)  # 16-byte aligned bases for vector and ldmatrix accesses
         offset, placed = 0, []
         for b in by_dtype[dt]:
             size = 1
             for s in b.ty.shape:
                 size *= int(s)
             layout, tile = shared_layout(b, annotated)
+            # 16-byte bases for vector and ldmatrix accesses; more where the layout asks (a
+            # 128-byte swizzle period for TMA and wgmma: 1024)
+            align = max(1, max(16, layout.align_bytes) // elem)
+            offset = (offset + align - 1) // align * align
             placed.append((b, offset, layout, tile))
-            offset += (size + align - 1) // align * align
+            offset += size
+        chunk = max(1, 16 // elem)
+        offset = (offset + chunk - 1) // chunk * chunk
         scope = "shared.dyn" if rank == 0 else "shared"
         pool = tirx.decl_buffer((offset,), dt, name="smem" if rank == 0 else f"smem_{dt}", scope=scope)
         pools.append(pool)
@@ -218,6 +223,8 @@ def _insert_allocs(body, buffers):
             return tirx.AttrStmt(node.node, node.attr_key, node.value, tirx.SeqStmt(new + seq))
         if isinstance(node, tirx.AttrStmt):
             return tirx.AttrStmt(node.node, node.attr_key, node.value, visit(node.body))
+        if isinstance(node, tirx.SeqStmt):  # host code (tensor maps) before the launch
+            return tirx.SeqStmt([visit(s) for s in node.seq])
         return node
 
     return visit(body)

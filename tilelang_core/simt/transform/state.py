@@ -36,8 +36,11 @@ class KernelState:
     extra_allocs: list = field(default_factory=list)
     analyzer: tvm.sym.Analyzer = field(default_factory=tvm.sym.Analyzer)
     options: object = None
-    #: shared buffer name -> Layout from T.annotate_layout (the others get the default swizzle)
+    #: shared buffer name -> Layout from T.annotate_layout (the others get the default swizzle);
+    #: a backend's ``specialize`` hook may add the layouts its instructions need
     annotated: dict = field(default_factory=dict)
+    #: what the backend's own rules need to know about this compile (cuda: arch, Hopper planning)
+    backend: object = None
 
     def simplify(self, expr):
         if isinstance(expr, int):

@@ -1,0 +1,8 @@
+"""The sm_90a path of the cuda backend: wgmma for T.gemm, TMA loads and warp specialization for
+T.Pipelined. Chosen automatically on ``cuda:sm_90a``; pass configs turn each part off
+(``tl.disable_wgmma``, ``tl.disable_tma_lower``, ``tl.disable_warp_specialized``).
+
+wgmma.py            plan (warpgroup split, instruction shape), layouts, lowering of T.gemm
+warp_specialize.py  T.Pipelined -> TMA producer warpgroup + mbarrier ring + consumer warpgroups
+intrinsics.py       the device helpers both emit (inline PTX), generated per kernel
+"""

@@ -1,0 +1,145 @@
+"""Device helpers of the sm_90a path: wgmma, mbarriers, TMA, proxy fences, setmaxnreg.
+
+Like ``tilelang_cuda.intrinsics``, the lowering calls these by name (``call_extern``) and codegen
+splices their definitions into the device source. The wgmma helpers are generated per shape and
+only for the names the kernel uses: one ``m64n256k16`` helper binds 128 accumulator registers, so
+defining every N for every kernel would cost nvcc seconds for nothing.
+
+Names the lowering emits (``<ta, tb>`` are the transpose immediates, 0 = K-major operand)::
+
+    tl_wgmma_ss_<f16|bf16>_n<N><ta, tb>(float* d, u64 desc_a, u64 desc_b, int accumulate)
+    tl_wgmma_rs_<f16|bf16>_n<N><tb>(float* d, const void* a_regs, u64 desc_b, int accumulate)
+    tl_wgmma_desc(const void* smem, unsigned lbo_bytes, unsigned sbo_bytes)  -> u64, 128B swizzle
+    tl_wgmma_fence() / tl_wgmma_commit() / tl_wgmma_wait<n>() / tl_wgmma_fence_operand<n>(float*)
+    tl_mbar_init(void* bar, count) / tl_mbar_expect_tx(bar, bytes) / tl_mbar_arrive(bar)
+    tl_mbar_wait(bar, parity) / tl_fence_barrier_init() / tl_fence_proxy_async()
+    tl_tma_load<rank>(void* smem, u64 tensor_map_address, void* bar, c0, ..., c<rank-1>)
+    tl_setmaxnreg_inc<n>() / tl_setmaxnreg_dec<n>() / tl_named_barrier_sync(id, threads)
+
+The register and descriptor conventions follow the PTX ISA sections on wgmma (matrix
+descriptors, 128-byte swizzle canonical layouts) and were checked on the H200 with a hand-written
+kernel before the compiler used them (bench/NOTES.md, 2026-11-29).
+"""
+
+from __future__ import annotations
+
+import re
+
+HOPPER_HEADER = r"""
+// ---- tilelang-cuda sm_90a helpers ---------------------------------------------------------------
+#ifdef __CUDACC_RTC__
+// NVRTC has no cuda.h: the tensor map is 128 opaque bytes, 64-byte aligned (cuda.h's layout).
+#ifndef CU_TENSOR_MAP_NUM_QWORDS
+struct alignas(64) CUtensorMap_st { unsigned long long opaque[16]; };
+typedef struct CUtensorMap_st CUtensorMap;
+#endif
+#endif
+// Matrix descriptor, 128-byte swizzle: start address, leading and stride byte offsets (>> 4).
+__device__ __forceinline__ unsigned long long tl_wgmma_desc(const void* smem, unsigned lbo, unsigned sbo) {
+  unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  return static_cast<unsigned long long>((addr >> 4) & 0x3FFF) |
+         (static_cast<unsigned long long>((lbo >> 4) & 0x3FFF) << 16) |
+         (static_cast<unsigned long long>((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
+}
+__device__ __forceinline__ void tl_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void tl_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void tl_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
+// Ties the accumulator registers to this point: nvcc may not move their uses across a wait.
+template <int N>
+__device__ __forceinline__ void tl_wgmma_fence_operand(float* d) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
+}
+// Writes of the generic proxy (st.shared, cp.async) become visible to wgmma/TMA (async proxy).
+__device__ __forceinline__ void tl_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void tl_fence_barrier_init() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+__device__ __forceinline__ void tl_mbar_init(void* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(static_cast<unsigned>(__cvta_generic_to_shared(bar))), "r"(count));
+}
+__device__ __forceinline__ void tl_mbar_expect_tx(void* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
+               :: "r"(static_cast<unsigned>(__cvta_generic_to_shared(bar))), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void tl_mbar_arrive(void* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n"
+               :: "r"(static_cast<unsigned>(__cvta_generic_to_shared(bar))) : "memory");
+}
+__device__ __forceinline__ void tl_mbar_wait(void* bar, int parity) {
+  asm volatile("{\n.reg .pred p;\nTL_WAIT_%=:\n"
+               "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+               "@!p bra TL_WAIT_%=;\n}\n"
+               :: "r"(static_cast<unsigned>(__cvta_generic_to_shared(bar))), "r"(parity) : "memory");
+}
+// TMA tile loads; boxes past the tensor's edge are zero-filled and still count their full bytes.
+template <int RANK>
+__device__ __forceinline__ void tl_tma_load(void* smem, unsigned long long map, void* bar,
+                                            int c0, int c1 = 0, int c2 = 0, int c3 = 0, int c4 = 0) {
+  unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  unsigned mbar = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  if (RANK == 1)
+    asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3}], [%2];\n"
+                 :: "r"(dst), "l"(map), "r"(mbar), "r"(c0) : "memory");
+  else if (RANK == 2)
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n"
+                 :: "r"(dst), "l"(map), "r"(mbar), "r"(c0), "r"(c1) : "memory");
+  else if (RANK == 3)
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];\n"
+                 :: "r"(dst), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2) : "memory");
+  else if (RANK == 4)
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2];\n"
+                 :: "r"(dst), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+  else
+    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], [%2];\n"
+                 :: "r"(dst), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
+template <int N>
+__device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(N)); }
+template <int N>
+__device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(N)); }
+// Barrier among a subset of the block's warps (the consumer warpgroups of a specialized kernel).
+__device__ __forceinline__ void tl_named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
+}
+"""
+
+_WGMMA_NAME = re.compile(r"\btl_wgmma_(ss|rs)_(f16|bf16)_n(\d+)\b")
+
+
+def wgmma_helper(form: str, dtype: str, n: int) -> str:
+    """The inline-PTX helper for ``wgmma.mma_async m64n<n>k16`` with an fp32 accumulator."""
+    regs = n // 2
+    outs = ", ".join(f"%{i}" for i in range(regs))
+    acc = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
+    name = f"tl_wgmma_{form}_{dtype}_n{n}"
+    ptx = f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{dtype}.{dtype}"
+    if form == "ss":
+        a, b, p = regs, regs + 1, regs + 2
+        return (f"template <int TA, int TB>\n"
+                f"__device__ __forceinline__ void {name}(float* d, unsigned long long desc_a, "
+                f"unsigned long long desc_b, int accumulate) {{\n"
+                f'  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{p}, 0;\\n"\n'
+                f'               "{ptx} {{{outs}}}, %{a}, %{b}, p, 1, 1, %{p + 1}, %{p + 2};\\n}}\\n"\n'
+                f"               : {acc}\n"
+                f'               : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TA), "n"(TB));\n'
+                f"}}\n")
+    a0, b, p = regs, regs + 4, regs + 5
+    a_regs = ", ".join(f"%{a0 + i}" for i in range(4))
+    return (f"template <int TB>\n"
+            f"__device__ __forceinline__ void {name}(float* d, const void* a_regs, "
+            f"unsigned long long desc_b, int accumulate) {{\n"
+            f"  const unsigned* a = reinterpret_cast<const unsigned*>(a_regs);\n"
+            f'  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{p}, 0;\\n"\n'
+            f'               "{ptx} {{{outs}}}, {{{a_regs}}}, %{b}, p, 1, 1, %{p + 1};\\n}}\\n"\n'
+            f"               : {acc}\n"
+            f'               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), '
+            f'"r"(accumulate), "n"(TB));\n'
+            f"}}\n")
+
+
+def hopper_header(device_source: str) -> str:
+    """The helpers a kernel's device source needs: none when it uses no sm_90a helper."""
+    if "tl_wgmma" not in device_source and "tl_mbar" not in device_source and "tl_tma" not in device_source:
+        return ""
+    shapes = sorted(set(_WGMMA_NAME.findall(device_source)))
+    return HOPPER_HEADER + "".join(wgmma_helper(f, d, int(n)) for f, d, n in shapes)

@@ -1,0 +1,75 @@
+"""What the sm_90a path decides for one kernel, in one place the passes and rules consult.
+
+``HopperPlanner`` is the cuda backend's ``KernelState.backend``: the gemm rule and the layout
+functions ask it whether a gemm runs on wgmma (``plan``), and the kit's two backend hooks run its
+passes: ``specialize`` (wgmma operand layouts; TMA + warp specialization of the T.Pipelined loop)
+and ``finalize`` (named barriers for the consumer warpgroups).
+"""
+
+from __future__ import annotations
+
+import tvm_ffi
+from tvm import tirx
+
+from tilelang_core.ir import Gemm, TileOp, is_tile_op
+from tilelang_core.simt.lowering import SHARED, scope
+
+from .warp_specialize import named_barriers, warp_specialize, with_producer_threads
+from .wgmma import WARPGROUP, plan_wgmma, shared_tile, wgmma_shared_layout
+
+
+def user_annotated(body) -> set:
+    """Names of shared buffers the author laid out with T.annotate_layout."""
+    names = set()
+
+    def on_attr(attr):
+        if attr.attr_key == "tl.layout_map":
+            names.update(str(buf.name) for buf in attr.node.keys())
+
+    tvm_ffi.structural_walk(body, [(tirx.AttrStmt, on_attr)])
+    return names
+
+
+class HopperPlanner:
+    def __init__(self, arch: str, options, func: tirx.PrimFunc):
+        self.arch = arch
+        self.options = options
+        self.annotated = user_annotated(func.body)
+        self.enabled = arch == "sm_90a"
+        self.specialized = False
+
+    def plan(self, op: Gemm, num_threads: int):
+        if not self.enabled:
+            return None
+        return plan_wgmma(op, self.arch, num_threads, disabled=self.options.disable_wgmma,
+                          annotated=self.annotated)
+
+    def specialize(self, body, st):
+        """Shared operands of wgmma gemms take the 128-byte-swizzle layout; then, unless turned
+        off, the T.Pipelined loop becomes a TMA producer + consumers (warp_specialize.py)."""
+        if not self.enabled:
+            return body
+
+        def on_call(call):
+            if not is_tile_op(call):
+                return
+            op = TileOp.from_stmt(call)
+            if isinstance(op, Gemm) and self.plan(op, st.num_threads) is not None:
+                for operand in (op.A, op.B):
+                    if scope(operand) in SHARED:
+                        rows, cols = shared_tile(operand)
+                        st.annotated[str(operand.source.name)] = wgmma_shared_layout(rows, cols, 16)
+
+        tvm_ffi.structural_walk(body, [(tirx.TilePrimitiveCall, on_call)])
+        if self.options.disable_tma_lower or self.options.disable_warp_specialized:
+            return body
+        new = warp_specialize(body, st, st.annotated)
+        if new is None:
+            return body
+        self.specialized = True
+        return new
+
+    def finalize(self, body, st):
+        if not self.specialized:
+            return body
+        return with_producer_threads(named_barriers(body), st.thread_var, st.num_threads + WARPGROUP)

@@ -1,0 +1,305 @@
+"""WarpSpecialize: a T.Pipelined loop fed by TMA from a producer warpgroup (sm_90a).
+
+Where every leading copy of the loop body is a global -> shared tile a TMA box can carry, the
+kernel gets one more warpgroup (threads C .. C+127 after the author's C) and becomes::
+
+    host:  one tensor map per (global tensor, box), encoded before the launch (128-byte swizzle)
+    if tx == 0: init full[s] (1 arrival) and empty[s] (C arrivals) for every slot s
+    barrier
+    if tx >= C:                                  # producer warpgroup, few registers
+        if tx == C:
+            for k in range(n):                   # runs up to `stages` tiles ahead
+                wait empty[k % stages] (phase of round k / stages, flipped)
+                expect_tx full[k % stages] (the slot's bytes); TMA loads into slot k % stages
+    else:                                        # consumer warpgroups: the author's code
+        ... statements before the loop ...
+        for k in range(n):
+            wait full[k % stages]; the loop body on slot k % stages; arrive empty[k % stages]
+        ... statements after the loop ...
+
+The author's threads keep their indices 0 .. C-1, so every layout and lowering rule stays as it
+is; their barriers become named barriers over C threads (``named_barriers``), because the
+producer never reaches them. Shared tiles loaded by TMA take ``wgmma_shared_layout`` (what a
+128-byte-swizzle box writes). Kernels outside this shape keep the cp.async pipeline
+(tilelang_core.simt.transform.software_pipeline).
+"""
+
+from __future__ import annotations
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tilelang_core.ir import TileOp, is_tile_op
+from tilelang_core.simt import intrinsics as I
+from tilelang_core.simt.transform.insert_barriers import accesses, insert_barriers
+from tilelang_core.simt.transform.software_pipeline import (
+    _check_no_stale_uses, _is_producer, _num_stages, _restage_accesses, _restage_allocs, _restage_op,
+    _staged_buffer)
+from tilelang_core.simt.transform.state import PIPELINE_REGION, if_then, seq, substitute
+
+from .wgmma import WARPGROUP, atom_cols, wgmma_shared_layout
+
+CONSUMER_REGION = "tl.ws_consumer"
+TMA_DTYPES = {"float16": "float16", "bfloat16": "bfloat16"}
+MAX_BOX = 256
+PRODUCER_REGS, CONSUMER_REGS = 40, 232
+
+
+class _Box:
+    """One TMA-loadable producer copy: the global tensor, its tile dims and the box."""
+
+    def __init__(self, op, rows_dim: int):
+        self.op = op
+        self.src = op.src.source
+        self.rank = len(self.src.ty.shape)
+        self.rows_dim = rows_dim
+        rows, cols = (int(s) for s in op.dst.source.ty.shape)
+        self.rows, self.cols = rows, cols
+        self.atom = atom_cols(16)
+        # box dims innermost first: atom columns, then the rows dim, 1 for every other dim
+        box = []
+        for d in reversed(range(self.rank)):
+            box.append(self.atom if d == self.rank - 1 else rows if d == rows_dim else 1)
+        self.box = tuple(box)
+        self.bytes = rows * cols * 2
+
+
+def _tma_box(stmt):
+    """A _Box when the copy is TMA-loadable, else None."""
+    op = TileOp.from_stmt(stmt)
+    src, dst = op.src.source, op.dst.source
+    if str(src.ty.dtype) not in TMA_DTYPES or str(src.ty.dtype) != str(dst.ty.dtype):
+        return None
+    dst_shape = [s for s in dst.ty.shape]
+    if len(dst_shape) != 2 or not all(isinstance(s, tirx.IntImm) for s in dst_shape):
+        return None
+    rows, cols = int(dst_shape[0]), int(dst_shape[1])
+    if cols % atom_cols(16) or rows % 8 or rows > MAX_BOX:
+        return None
+    if any(int(r.extent) != int(s) for r, s in zip(op.dst.region, dst_shape) if isinstance(r.extent, tirx.IntImm)):
+        return None
+    rank = len(src.ty.shape)
+    if rank > 5 or src.ty.strides:
+        return None
+    tile = [d for d, r in enumerate(op.src.region) if not (isinstance(r.extent, tirx.IntImm) and int(r.extent) == 1)]
+    if len(tile) != 2 or tile[1] != rank - 1:
+        return None
+    ext = [op.src.region[d].extent for d in tile]
+    if not all(isinstance(e, tirx.IntImm) for e in ext) or (int(ext[0]), int(ext[1])) != (rows, cols):
+        return None
+    # TMA needs 16-byte global strides: static shapes are checked here, dynamic ones by the driver
+    stride = 1
+    for d in reversed(range(1, rank)):
+        stride = stride * src.ty.shape[d]
+        if isinstance(stride, tirx.IntImm) and (int(stride) * 2) % 16:
+            return None
+    return _Box(op, tile[0])
+
+
+def _launch_chain(body):
+    chain, node = [], body
+    while isinstance(node, tirx.AttrStmt) and node.attr_key == "thread_extent":
+        chain.append(node)
+        node = node.body
+    return chain, node
+
+
+def _rebuild_chain(chain, inner, thread_var, threads: int):
+    for attr in reversed(chain):
+        value = attr.value
+        if attr.node.var.same_as(thread_var):
+            value = tirx.const(threads, str(value.ty))
+        inner = tirx.AttrStmt(attr.node, attr.attr_key, value, inner)
+    return inner
+
+
+def _contains_pipelined(stmt) -> bool:
+    found = []
+    tvm_ffi.structural_walk(stmt, [(tirx.For, lambda f: found.append(1) if _num_stages(f) else None)])
+    return bool(found)
+
+
+def warp_specialize(body, st, hopper_layouts: dict):
+    """The body rewritten as in the module docstring, or None when the kernel does not fit (no or
+    several pipelined loops, a copy TMA cannot carry, thread counts that are not warpgroups)."""
+    consumers = st.num_threads
+    if consumers % WARPGROUP or consumers + WARPGROUP > 1024:
+        return None
+    chain, inner = _launch_chain(body)
+    if not chain:
+        return None
+    stmts = list(inner.seq) if isinstance(inner, tirx.SeqStmt) else [inner]
+    loops = [i for i, s in enumerate(stmts) if isinstance(s, tirx.For) and _num_stages(s) >= 1]
+    if len(loops) != 1 or any(_contains_pipelined(s) for i, s in enumerate(stmts) if i != loops[0]):
+        return None
+    at = loops[0]
+    loop = stmts[at]
+    if _contains_pipelined(loop.body):
+        return None
+    stages = max(1, _num_stages(loop))
+    body_stmts = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else [loop.body]
+    binds, values = [], {}
+    while body_stmts and isinstance(body_stmts[0], tirx.Bind):
+        bind = body_stmts.pop(0)
+        binds.append(bind)
+        values[bind.var] = substitute(bind.value, values)
+    # Every TMA-loadable global -> shared copy of the body moves to the producer (FlashAttention's
+    # V copy sits mid-body), unless the body touches its tile before it.
+    producers, boxes, rest, touched = [], [], [], set()
+    for stmt in body_stmts:
+        box = _tma_box(stmt) if _is_producer(stmt) else None
+        if box is not None and box.op.dst.source not in touched:
+            producers.append(stmt)
+            boxes.append(box)
+            continue
+        if _is_producer(stmt):
+            return None  # a copy TMA cannot carry: the cp.async pipeline handles the loop
+        rest.append(stmt)
+        reads, writes = accesses(stmt)
+        touched |= reads | writes
+    body_stmts = rest
+    if not producers or not body_stmts:
+        return None
+    written = [b.op.dst.source for b in boxes]
+    if len(set(written)) != len(written):
+        return None
+    # Top-level statements other than allocations and bindings run on the consumers only; a
+    # binding that reads memory cannot be hoisted in front of the split.
+    allocs = [s for s in stmts[:at] + stmts[at + 1:] if isinstance(s, tirx.AllocBuffer)]
+    top_binds = [s for s in stmts if isinstance(s, tirx.Bind)]
+    for b in top_binds:
+        loads = []
+        tvm_ffi.structural_walk(b.value, [(tvm.ir.TensorLoad, loads.append)])
+        if loads:
+            return None
+    before = [s for s in stmts[:at] if not isinstance(s, (tirx.AllocBuffer, tirx.Bind))]
+    after = [s for s in stmts[at + 1:] if not isinstance(s, (tirx.AllocBuffer, tirx.Bind))]
+
+    staged = {buf: (_staged_buffer(buf, stages), stages) for buf in written}
+    for buf in written:
+        hopper_layouts[str(buf.name)] = wgmma_shared_layout(int(buf.ty.shape[0]), int(buf.ty.shape[1]), 16)
+    bars = tirx.decl_buffer((2 * stages,), "uint64", name="tl_mbar", scope="shared")
+
+    def bar(i):
+        return tirx.address_of(tirx.BufferLoad(bars, [i]))
+
+    # host: one tensor map per (tensor, box)
+    maps, host = {}, []
+    for box in boxes:
+        key = (box.src, box.box)
+        if key in maps:
+            continue
+        tm = _tensormap_var(f"{box.src.name}_tmap{len(maps)}")
+        maps[key] = tm
+        shape = list(box.src.ty.shape)
+        dims = [shape[d] for d in reversed(range(box.rank))]
+        strides, acc = [], tirx.const(2, "int64")
+        for d in reversed(range(1, box.rank)):
+            acc = acc * tirx.Cast("int64", shape[d]) if not isinstance(shape[d], int) else acc * shape[d]
+            strides.append(acc)
+        host.append(tirx.Bind(tm, _script().tvm_stack_alloca("tensormap", 1)))
+        host.append(tirx.Evaluate(tirx.tensormap_encode_tiled(
+            tm, box.src.data, *dims, *strides, *box.box, *([1] * box.rank),
+            descriptor_dtype=TMA_DTYPES[str(box.src.ty.dtype)], rank=box.rank, swizzle=3, l2_promotion=2)))
+
+    k, start, n = loop.loop_var, loop.min, loop.extent
+    total_bytes = sum(b.bytes for b in boxes)
+
+    def produce(it):
+        slot, phase = tirx.floormod(it, stages), tirx.floormod(tirx.floordiv(it, stages), 2)
+        out = [I.call("tl_mbar_wait", bar(stages + slot), 1 - phase),
+               I.call("tl_mbar_expect_tx", bar(slot), tirx.const(total_bytes, "int32"))]
+        vmap = {k: start + it}
+        for box in boxes:
+            mins = [substitute(substitute(r.min, values), vmap) for r in box.op.src.region]
+            new = staged[box.op.dst.source][0]
+            for j in range(box.cols // box.atom):
+                coords = [mins[d] + (j * box.atom if d == box.rank - 1 else 0) for d in reversed(range(box.rank))]
+                dst = tirx.address_of(tirx.BufferLoad(new, [slot, tirx.const(0, "int32"), tirx.const(j * box.atom, "int32")]))
+                out.append(I.call(f"tl_tma_load<{box.rank}>", dst, tirx.address_of(maps[(box.src, box.box)]),
+                                  bar(slot), *[tirx.Cast("int32", c) if str(c.ty) != "int32" else c for c in coords]))
+        return seq(out)
+
+    def consume(it):
+        slot, phase = tirx.floormod(it, stages), tirx.floormod(tirx.floordiv(it, stages), 2)
+        out = [I.call("tl_mbar_wait", bar(slot), phase)]
+        for s in binds + body_stmts:
+            if is_tile_op(s):
+                s = _restage_op(TileOp.from_stmt(s), staged, slot).to_stmt()
+            else:
+                s = _restage_accesses(s, staged, slot)
+            out.append(substitute(s, {k: start + it}))
+        out.append(I.call("tl_mbar_arrive", bar(stages + slot)))
+        return seq(out)
+
+    tx = st.thread_var
+    pit = tirx.Var("k_load", "int32")
+    producer_loop = tirx.For(pit, tirx.const(0, "int32"), n, tirx.ForKind.SERIAL, produce(pit))
+    cit = tirx.Var(str(k.name), "int32")
+    consumer_loop = tirx.For(cit, tirx.const(0, "int32"), n, tirx.ForKind.SERIAL, consume(cit))
+    rebalance = consumers == 2 * WARPGROUP
+    s = tirx.Var("s", "int32")
+    init = if_then(tx == 0, seq([
+        tirx.For(s, tirx.const(0, "int32"), tirx.const(stages, "int32"), tirx.ForKind.UNROLLED, seq([
+            I.call("tl_mbar_init", bar(s), tirx.const(1, "int32")),
+            I.call("tl_mbar_init", bar(stages + s), tirx.const(consumers, "int32"))])),
+        I.call("tl_fence_barrier_init")]))
+    producer = seq([I.call(f"tl_setmaxnreg_dec<{PRODUCER_REGS}>") if rebalance else None,
+                    if_then(tx == consumers, producer_loop)])
+    consumer = tirx.AttrStmt(tirx.const(0, "int32"), CONSUMER_REGION, tirx.const(consumers, "int32"), seq([
+        I.call(f"tl_setmaxnreg_inc<{CONSUMER_REGS}>") if rebalance else None,
+        insert_barriers(seq(before + [consumer_loop] + after))]))
+    split = tirx.IfThenElse(tx >= consumers, producer, consumer)
+    region = tirx.AttrStmt(tirx.const(0, "int32"), PIPELINE_REGION, tirx.const(stages, "int32"),
+                           seq([init, I.syncthreads(), split]))
+    new_inner = seq(allocs + [tirx.AllocBuffer(bars)] + top_binds + [region])
+    _check_no_stale_uses(seq(before + after), staged)
+    new_inner = _restage_allocs(new_inner, staged)
+    # The launch keeps C threads until finalize (with_producer_threads): the lowering proves
+    # bounds with tx < C, which holds everywhere it looks (the producer branch has no tile ops).
+    device = _rebuild_chain(chain, new_inner, tx, consumers)
+    return seq(host + [device])
+
+
+def with_producer_threads(body, thread_var, threads: int):
+    """The launch's block size raised to ``threads`` (consumers + the producer warpgroup)."""
+    def on_attr(attr):
+        if attr.attr_key == "thread_extent" and attr.node.var.same_as(thread_var):
+            return tirx.AttrStmt(attr.node, attr.attr_key, tirx.const(threads, str(attr.value.ty)), attr.body)
+        return attr
+
+    return tvm_ffi.structural_map(body, [(tirx.AttrStmt, on_attr)])
+
+
+def _script():
+    from tvm.script import tirx as T  # its builders give tensormap values their own type
+
+    return T
+
+
+def _tensormap_var(name: str):
+    return _script().Var(name, ty=_script().handle("tensormap").ty)
+
+
+def named_barriers(body):
+    """Barriers inside the consumer region -> ``bar.sync 1, C`` (the producer never arrives)."""
+    def visit(node):
+        if isinstance(node, tirx.AttrStmt) and node.attr_key == CONSUMER_REGION:
+            count = node.value
+
+            def on_eval(ev):
+                call = ev.value
+                if isinstance(call, tvm.ir.Call) and hasattr(call, "op") and \
+                        str(getattr(call.op, "name", "")) == "tirx.tvm_storage_sync":
+                    return I.call("tl_named_barrier_sync", tirx.const(1, "int32"), count)
+                return ev
+
+            return tvm_ffi.structural_map(node.body, [(tirx.Evaluate, on_eval)])
+        return None
+
+    def on_attr(node):
+        out = visit(node)
+        return node if out is None else out
+
+    return tvm_ffi.structural_map(body, [(tirx.AttrStmt, on_attr)])

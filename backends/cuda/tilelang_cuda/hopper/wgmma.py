@@ -1,0 +1,201 @@
+"""T.gemm on sm_90a: wgmma.mma_async from shared memory (or A from registers), fp32 accumulate.
+
+A warpgroup (4 warps, 128 threads) issues ``wgmma m64nNk16``: 64 rows of C per instruction, N up
+to 256. The block's warpgroups split C ``wg_m x wg_n``; each warpgroup covers its ``M/wg_m`` rows
+in 64-row slabs and its ``N/wg_n`` columns in instructions of at most 256 columns.
+
+Shared operands live in the 128-byte-swizzle canonical layout (``wgmma_shared_layout``): the stored
+``rows x cols`` tile is cut into columns of 128 bytes (64 fp16 values), each a ``rows x 128 B``
+block whose 16-byte chunks are XOR-swizzled by ``row % 8``, blocks one after another. That is
+exactly what a TMA load with 128-byte swizzle writes for a box of 64 columns, and both operand
+majors read it with one descriptor per instruction:
+
+* K-major (A stored M x K, B stored N x K): start at (row0, k0), stride byte offset 1024 (8 rows),
+  k0 steps of 16 inside one 128-byte column (+32 bytes);
+* MN-major (A stored K x M, B stored K x N; transpose bit set): start at (k0, col0) with col0 a
+  multiple of 64, leading byte offset = one block (rows x 128 B), stride byte offset 1024 (8 k-rows).
+
+The accumulator layout of an m64nN instruction is mma.sync's 16x8 C layout repeated over N/8
+column tiles, warp w of the warpgroup owning rows 16w..16w+15 (``wgmma_accumulator_layout``), so
+T.Parallel, reductions and the epilogue copy work on it unchanged. Facts checked on the H200 with a
+hand-written kernel first (bench/NOTES.md, 2026-11-29).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tvm import tirx
+
+from tilelang_core.ir import Gemm
+from tilelang_core.layout import LOCAL, THREAD, Digit, Fragment, Layout
+from tilelang_core.layout.layout import _xor
+from tilelang_core.simt import intrinsics as I
+from tilelang_core.simt.lower_gemm_fma import gemm_shape
+from tilelang_core.simt.lowering import FRAGMENT, SHARED, dtype, region_index, scope
+from tilelang_core.simt.transform.state import seq
+
+from ..layouts import mma_accumulator_layout
+
+WARPGROUP = 128
+WGMMA_M, WGMMA_K, MAX_N = 64, 16, 256
+ATOM_BYTES = 128  # one swizzle row: 8 chunks of 16 bytes
+DTYPES = {"float16": "f16", "bfloat16": "bf16"}
+
+
+@dataclass(frozen=True)
+class WgmmaPlan:
+    wg_m: int
+    wg_n: int
+    m_wg: int  # rows of C per warpgroup (a multiple of 64)
+    n_wg: int  # columns of C per warpgroup
+    n_inst: int  # columns per instruction (<= 256)
+
+
+def atom_cols(bits: int) -> int:
+    return ATOM_BYTES * 8 // bits
+
+
+def wgmma_shared_layout(rows: int, cols: int, bits: int) -> Layout:
+    """The 128-byte-swizzle canonical layout of a ``rows x cols`` operand tile (module docstring).
+    Bases must be 1024-byte aligned (a whole 8-row swizzle period)."""
+    atom = atom_cols(bits)
+    vec = 128 // bits  # elements per 16-byte chunk
+
+    def fn(i, j):
+        chunk = (j % atom) // vec
+        return (j // atom) * (rows * atom) + i * atom + _xor(chunk, i % 8) * vec + j % vec
+
+    return Layout((rows, cols), fn, "wgmma_sw128", align_bytes=1024)
+
+
+def shared_tile(region) -> tuple[int, int] | None:
+    """(rows, cols) of the stored 2-D tile behind a shared operand, if it is one."""
+    shape = [int(s) for s in region.source.ty.shape]
+    return (shape[-2], shape[-1]) if len(shape) >= 2 else None
+
+
+def _operand_fits(region, bits: int) -> bool:
+    tile = shared_tile(region)
+    return tile is not None and tile[0] % 8 == 0 and tile[1] % atom_cols(bits) == 0
+
+
+def _partition(m: int, n: int, num_wg: int, policy: str, mn_major_b: bool):
+    for wg_m in ([num_wg] if policy == "full_row" else [1] if policy == "full_col"
+                 else sorted({d for d in range(1, num_wg + 1) if num_wg % d == 0}, reverse=True)):
+        if num_wg % wg_m:
+            continue
+        wg_n = num_wg // wg_m
+        if m % (wg_m * WGMMA_M) or n % (wg_n * 8):
+            continue
+        n_wg = n // wg_n
+        if mn_major_b and wg_n > 1 and n_wg % 64:
+            continue
+        chunks = -(-n_wg // MAX_N)
+        if n_wg % chunks or (n_wg // chunks) % 8 or (mn_major_b and chunks > 1 and (n_wg // chunks) % 64):
+            continue
+        return WgmmaPlan(wg_m, wg_n, m // wg_m, n_wg, n_wg // chunks)
+    return None
+
+
+def plan_wgmma(op: Gemm, arch: str, num_threads: int, disabled: bool = False,
+               annotated: dict | None = None) -> WgmmaPlan | None:
+    """How this gemm runs on wgmma, or None when it takes the mma.sync path (not sm_90a, wgmma
+    turned off, dtypes or tile shapes wgmma cannot take, a user-annotated shared layout)."""
+    if disabled or arch != "sm_90a" or num_threads % WARPGROUP:
+        return None
+    a, b, c = dtype(op.A), dtype(op.B), dtype(op.C)
+    if a != b or a not in DTYPES or c != "float32":
+        return None
+    m, n, k = gemm_shape(op)
+    if k % WGMMA_K or scope(op.B) not in SHARED or scope(op.A) not in SHARED + (FRAGMENT,):
+        return None
+    bits = 16
+    for operand in (op.A, op.B):
+        if scope(operand) in SHARED:
+            if not _operand_fits(operand, bits) or str(operand.source.name) in (annotated or {}):
+                return None
+    a_regs = scope(op.A) == FRAGMENT
+    if a_regs and op.transpose_A:
+        return None
+    policy = "full_row" if a_regs else op.policy.value
+    return _partition(m, n, num_threads // WARPGROUP, policy, mn_major_b=not op.transpose_B)
+
+
+def wgmma_accumulator_layout(m: int, n: int, plan: WgmmaPlan, name: str = "") -> Fragment:
+    """Layout of an ``m x n`` fp32 accumulator computed by wgmma with ``plan``. With one 64-row
+    slab per warpgroup and no column split it is mma.sync's layout for warps stacked along M, and
+    is built as that one, so a fragment shared by an mma.sync gemm and a wgmma gemm (one's result
+    feeding the other's A) gets one layout."""
+    slabs = plan.m_wg // WGMMA_M
+    if slabs == 1 and plan.wg_n == 1:
+        return mma_accumulator_layout(m, n, 4 * plan.wg_m, 1, name=name)
+    rows = (Digit(plan.wg_m, THREAD, WARPGROUP * plan.wg_n), Digit(slabs, LOCAL, plan.n_wg // 2),
+            Digit(4, THREAD, 32), Digit(2, LOCAL, 2), Digit(8, THREAD, 4))
+    cols = (Digit(plan.wg_n, THREAD, WARPGROUP), Digit(plan.n_wg // 8, LOCAL, 4),
+            Digit(4, THREAD, 1), Digit(2, LOCAL, 1))
+    return Fragment((m, n), (rows, cols), name=name)
+
+
+def operand_plan(m: int, k: int, num_threads: int) -> WgmmaPlan:
+    """The registers of an A operand (m x k): an accumulator layout with one warpgroup column."""
+    wg = num_threads // WARPGROUP
+    return WgmmaPlan(wg, 1, m // wg, k, k)
+
+
+def lower_gemm_wgmma(op: Gemm, st, plan: WgmmaPlan):
+    m, n, k = gemm_shape(op)
+    in_dtype = DTYPES[dtype(op.A)]
+    wg = tirx.floordiv(st.thread_var, WARPGROUP)
+    gm, gn = tirx.floordiv(wg, plan.wg_n), tirx.floormod(wg, plan.wg_n)
+    slabs, chunks = plan.m_wg // WGMMA_M, plan.n_wg // plan.n_inst
+    c_regs = st.local_buffer(op.C.source)
+    acc_count = int(st.layouts[op.C.source].local_size)
+    a_regs = scope(op.A) == FRAGMENT
+    a_local = st.local_buffer(op.A.source) if a_regs else None
+
+    def address(region, r, c):
+        return tirx.address_of(tirx.BufferLoad(region.source, region_index(region, [st.simplify(r), st.simplify(c)])))
+
+    def block_bytes(region):
+        return shared_tile(region)[0] * ATOM_BYTES
+
+    def desc_a(sl, kk):
+        row0 = gm * plan.m_wg + sl * WGMMA_M
+        if not op.transpose_A:  # stored M x K: K-major
+            return I.call("tl_wgmma_desc", address(op.A, row0, kk * WGMMA_K), 16, 1024, dtype="uint64")
+        return I.call("tl_wgmma_desc", address(op.A, kk * WGMMA_K, row0), block_bytes(op.A), 1024, dtype="uint64")
+
+    def desc_b(c, kk):
+        col0 = gn * plan.n_wg + c * plan.n_inst
+        if op.transpose_B:  # stored N x K: K-major
+            return I.call("tl_wgmma_desc", address(op.B, col0, kk * WGMMA_K), 16, 1024, dtype="uint64")
+        return I.call("tl_wgmma_desc", address(op.B, kk * WGMMA_K, col0), block_bytes(op.B), 1024, dtype="uint64")
+
+    ta, tb = int(bool(op.transpose_A)), int(not op.transpose_B)
+
+    def issue(sl, c, kk):
+        acc = I.address_of(c_regs, (sl * chunks + c) * (plan.n_inst // 2))
+        accumulate = tirx.const(0 if (op.clear_accum and kk == 0) else 1, "int32")
+        if a_regs:
+            a_op = I.address_of(a_local, sl * (k // 2) + kk * 8)
+            return I.call(f"tl_wgmma_rs_{in_dtype}_n{plan.n_inst}<{tb}>", acc, a_op, desc_b(c, kk), accumulate)
+        return I.call(f"tl_wgmma_ss_{in_dtype}_n{plan.n_inst}<{ta}, {tb}>", acc, desc_a(sl, kk),
+                      desc_b(c, kk), accumulate)
+
+    steps = [issue(sl, c, kk) for kk in range(k // WGMMA_K) for sl in range(slabs) for c in range(chunks)]
+    whole = I.address_of(c_regs, 0)
+    return seq([
+        # operands written through the generic proxy (st.shared, cp.async) -> visible to wgmma
+        I.call("tl_fence_proxy_async"),
+        I.call(f"tl_wgmma_fence_operand<{acc_count}>", whole),
+        I.call("tl_wgmma_fence"),
+        *steps,
+        I.call("tl_wgmma_commit"),
+        I.call("tl_wgmma_wait<0>"),
+        I.call(f"tl_wgmma_fence_operand<{acc_count}>", whole),
+    ])
+
+
+__all__ = ["WgmmaPlan", "lower_gemm_wgmma", "operand_plan", "plan_wgmma", "wgmma_accumulator_layout",
+           "wgmma_shared_layout"]

@@ -1,0 +1,248 @@
+"""The CUDA benchmark table of issues 4 and 5, side by side in one run (H200).
+
+    python bench/cuda_bench.py                 # everything (about 3 minutes)
+    python bench/cuda_bench.py --only gemm     # gemm | attention | rowwise | overhead
+    python bench/cuda_bench.py --pass-config tl.disable_warp_specialized=1   # compare schedules
+
+Kernels are the ones in examples/, compiled through tilelang_core.compile with target
+cuda:sm_90a (the automatic schedule; only tile sizes are chosen here). Every case is checked
+against torch in float64 first; times are medians of CUDA-event timings after warm-up. Ratios are
+ours / theirs in throughput (higher is better).
+"""
+
+import argparse
+import importlib.util
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def example(relpath):
+    spec = importlib.util.spec_from_file_location("bench_" + Path(relpath).stem, ROOT / "examples" / relpath)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def bench(fn, iters=30, warmup=5):
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(iters):
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def compile_timed(jit_fn, *args, pass_configs=None, **kwargs):
+    import tilelang_core as tl
+
+    func = jit_fn.get_tir(*args, **kwargs)
+    start = time.perf_counter()
+    kernel = tl.compile(func, out_idx=jit_fn.out_idx, target="cuda:sm_90a", pass_configs=pass_configs)
+    return kernel, time.perf_counter() - start
+
+
+# -- Triton reference GEMM (the tutorial's schedule, a few configs) --------------------------------
+def triton_matmul():
+    try:
+        import triton
+        import triton.language as tl
+    except ImportError:
+        return None
+
+    configs = [triton.Config({"BM": 128, "BN": 256, "BK": 64, "G": 8}, num_stages=3, num_warps=8),
+               triton.Config({"BM": 128, "BN": 128, "BK": 64, "G": 8}, num_stages=4, num_warps=4),
+               triton.Config({"BM": 256, "BN": 128, "BK": 64, "G": 8}, num_stages=3, num_warps=8)]
+
+    @triton.autotune(configs=configs, key=["M", "N", "K"])
+    @triton.jit
+    def kernel(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, G: tl.constexpr):
+        pid = tl.program_id(0)
+        grid_m, grid_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
+        group = pid // (G * grid_n)
+        first_m = group * G
+        size_m = min(grid_m - first_m, G)
+        pid_m = first_m + (pid % (G * grid_n)) % size_m
+        pid_n = (pid % (G * grid_n)) // size_m
+        rm = pid_m * BM + tl.arange(0, BM)
+        rn = pid_n * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BK)):
+            x = tl.load(a + rm[:, None] * K + (k * BK + rk)[None, :],
+                        mask=(rm[:, None] < M) & ((k * BK + rk)[None, :] < K), other=0.0)
+            y = tl.load(b + (k * BK + rk)[:, None] * N + rn[None, :],
+                        mask=((k * BK + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+            acc += tl.dot(x, y)
+        tl.store(c + rm[:, None] * N + rn[None, :], acc.to(c.dtype.element_ty),
+                 mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+    def run(a, b, c):
+        M, K = a.shape
+        N = b.shape[1]
+        grid = lambda meta: (triton.cdiv(M, meta["BM"]) * triton.cdiv(N, meta["BN"]),)  # noqa: E731
+        kernel[grid](a, b, c, M, N, K)
+
+    return run
+
+
+def gemm_rows(pass_configs):
+    ex = example("gemm/gemm.py")
+    tri = triton_matmul()
+    rows = []
+    for dtype in (torch.float16, torch.bfloat16):
+        for size in (4096, 8192):
+            name = str(dtype).split(".")[-1]
+            kernel, secs = compile_timed(ex.gemm, size, size, size, dtype=name, block_M=128, block_N=256,
+                                         block_K=64, num_stages=4, threads=256, pass_configs=pass_configs)
+            a = torch.randn(size, size, device="cuda", dtype=dtype)
+            b = torch.randn(size, size, device="cuda", dtype=dtype)
+            c = kernel(a, b)
+            ref = a.double() @ b.double()
+            err = ((c.double() - ref).norm() / ref.norm()).item()
+            flops = 2 * size ** 3
+            ours = flops / bench(lambda: kernel(a, b)) / 1e9
+            cublas = flops / bench(lambda: torch.matmul(a, b)) / 1e9
+            triton_tf = "-"
+            if tri is not None:
+                out = torch.empty_like(c)
+                tri(a, b, out)
+                triton_tf = f"{flops / bench(lambda: tri(a, b, out)) / 1e9:.0f}"
+            rows.append([f"gemm {name} {size}^3", f"{err:.1e}", f"{ours:.0f}", f"{cublas:.0f}", triton_tf,
+                         f"{ours / cublas:.2f}x", f"{secs:.2f}"])
+            print(" | ".join(rows[-1]), flush=True)
+    return ["case", "rel err", "ours TFLOP/s", "cuBLAS", "Triton", "vs cuBLAS", "compile s"], rows
+
+
+def attention_rows(pass_configs):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    ex = example("attention/flash_attention.py")
+    rows = []
+    for B, H, S, D, causal in ((8, 16, 4096, 128, False), (8, 16, 4096, 128, True), (8, 16, 8192, 64, False)):
+        kernel, secs = compile_timed(ex.flash_attention, B, H, S, D, causal, block_M=128, block_N=128,
+                                     num_stages=2, threads=256, pass_configs=pass_configs)
+        q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=torch.float16) for _ in range(3))
+        o = kernel(q, k, v)
+        qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+        ref = torch.nn.functional.scaled_dot_product_attention(qt.float(), kt.float(), vt.float(),
+                                                                is_causal=causal).transpose(1, 2)
+        err = (o.float() - ref).abs().max().item()
+        flops = 4 * B * H * S * S * D / (2 if causal else 1)
+        ours = flops / bench(lambda: kernel(q, k, v), iters=10) / 1e9
+        theirs = {}
+        for label, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+            try:
+                with sdpa_kernel(backend):
+                    ms = bench(lambda: torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal),
+                               iters=10)
+                theirs[label] = flops / ms / 1e9
+            except RuntimeError:
+                theirs[label] = float("nan")
+        rows.append([f"attn B{B} H{H} S{S} D{D}{' causal' if causal else ''}", f"{err:.1e}", f"{ours:.0f}",
+                     f"{theirs['flash']:.0f}", f"{theirs['cudnn']:.0f}", f"{ours / theirs['cudnn']:.2f}x",
+                     f"{secs:.2f}"])
+        print(" | ".join(rows[-1]), flush=True)
+    return ["case", "max err", "ours TFLOP/s", "SDPA flash", "SDPA cuDNN", "vs cuDNN", "compile s"], rows
+
+
+def rowwise_rows(pass_configs):
+    rows = []
+    M, N = 16384, 1024
+    x = torch.randn(M, N, device="cuda")
+    soft = example("softmax/softmax.py")
+    kernel, secs = compile_timed(soft.softmax, M, N, dtype="float32", pass_configs=pass_configs)
+    y = kernel(x)
+    err = (y.double() - torch.softmax(x.double(), 1)).abs().max().item()
+    gbs = lambda ms: 2 * M * N * 4 / ms / 1e6  # noqa: E731
+    ours, torch_gbs = gbs(bench(lambda: kernel(x))), gbs(bench(lambda: torch.softmax(x, 1)))
+    rows.append([f"softmax {M}x{N} f32", f"{err:.1e}", f"{ours:.0f}", f"{torch_gbs:.0f}", f"{ours / torch_gbs:.2f}x",
+                 f"{secs:.2f}"])
+    norm = example("norm/rms_norm.py")
+    kernel, secs = compile_timed(norm.rms_norm, M, N, dtype="float32", pass_configs=pass_configs)
+    w = torch.randn(N, device="cuda")
+    y = kernel(x, w)
+    ref = x.double() * torch.rsqrt(x.double().pow(2).mean(1, keepdim=True) + 1e-6) * w.double()
+    err = (y.double() - ref).abs().max().item()
+    ours = gbs(bench(lambda: kernel(x, w)))
+    torch_gbs = gbs(bench(lambda: torch.nn.functional.rms_norm(x, (N,), w, eps=1e-6)))
+    rows.append([f"rms_norm {M}x{N} f32", f"{err:.1e}", f"{ours:.0f}", f"{torch_gbs:.0f}",
+                 f"{ours / torch_gbs:.2f}x", f"{secs:.2f}"])
+    for r in rows:
+        print(" | ".join(r), flush=True)
+    return ["case", "max err", "ours GB/s", "torch GB/s", "ratio", "compile s"], rows
+
+
+def overhead_rows(pass_configs):
+    ex = example("elementwise/scale_add.py")
+    kernel, _ = compile_timed(ex.scale_add, 32, 32, 0.5, pass_configs=pass_configs)
+    x, y = torch.randn(32, 32, device="cuda"), torch.randn(32, 32, device="cuda")
+
+    def per_call(fn, n=3000):
+        for _ in range(200):
+            fn()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+        torch.cuda.synchronize()
+        return (time.perf_counter() - start) / n * 1e6
+
+    rows = [["tilelang-x scale_add 32x32", f"{per_call(lambda: kernel(x, y)):.1f}"],
+            ["torch x * 0.5 + y", f"{per_call(lambda: x * 0.5 + y):.1f}"]]
+    try:
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def add(a, b, c, n, BLOCK: tl.constexpr):
+            i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(c + i, tl.load(a + i, mask=i < n) * 0.5 + tl.load(b + i, mask=i < n), mask=i < n)
+
+        out = torch.empty_like(x)
+        rows.append(["triton scale_add 32x32", f"{per_call(lambda: add[(1,)](x, y, out, x.numel(), BLOCK=1024)):.1f}"])
+    except ImportError:
+        pass
+    for r in rows:
+        print(" | ".join(r), flush=True)
+    return ["launch from Python", "us per call"], rows
+
+
+SECTIONS = {"gemm": gemm_rows, "attention": attention_rows, "rowwise": rowwise_rows, "overhead": overhead_rows}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=sorted(SECTIONS), action="append")
+    parser.add_argument("--pass-config", action="append", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args()
+    configs = {}
+    for item in args.pass_config:
+        key, _, value = item.partition("=")
+        configs[key] = value.lower() in ("1", "true", "yes") if value.lower() in ("0", "1", "true", "false", "yes", "no") else value
+    tables = []
+    for name in args.only or list(SECTIONS):
+        try:
+            tables.append(SECTIONS[name](configs or None))
+        except Exception as exc:  # keep going: the table is the point
+            tables.append((["section", "error"], [[name, f"{type(exc).__name__}: {exc}"[:300]]]))
+    print(f"\n{torch.cuda.get_device_name()}, torch {torch.__version__}, pass configs {configs or 'default'}")
+    for header, rows in tables:
+        print("\n| " + " | ".join(header) + " |\n|" + "---|" * len(header))
+        for r in rows:
+            print("| " + " | ".join(r) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
