@@ -36,6 +36,8 @@ NP_DTYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64
              "bfloat16": np.float32, "int8": np.int8, "uint8": np.uint8, "int16": np.int16,
              "int32": np.int32, "int64": np.int64, "uint32": np.uint32, "bool": np.bool_}
 
+_DEVICE_BYTES = {"bfloat16": 2}
+
 
 @dataclass
 class Pointer:
@@ -48,10 +50,13 @@ class Pointer:
 class Storage:
     """A buffer's memory: shared/global are one array; local has one row per lane."""
 
-    def __init__(self, array: np.ndarray, per_lane: bool, shape=None):
+    def __init__(self, array: np.ndarray, per_lane: bool, shape=None, dtype: str = ""):
         self.array = array
         self.per_lane = per_lane
         self.shape = shape  # logical N-D shape (global buffers), for flattening indices
+        # bytes of one element on the device: bfloat16 is held as float32 here but is 2 bytes
+        # there, which is what byte-sized copies (tl_copy_16) count in
+        self.elem_bytes = _DEVICE_BYTES.get(dtype, array.itemsize)
 
     def flat(self, indices, lanes):
         if len(indices) == 1:
@@ -98,7 +103,7 @@ class Interpreter:
             name = str(param.name)
             if tirx.is_buffer_var(param):
                 array = args[name]
-                self.storage[param] = Storage(array, False, [int(s) for s in array.shape])
+                self.storage[param] = Storage(array, False, [int(s) for s in array.shape], str(param.ty.dtype))
                 for dim, extent in zip(param.ty.shape, array.shape):
                     if isinstance(dim, tirx.Var):  # a T.dynamic size: bound by the argument
                         self.env[dim] = np.int64(extent)
@@ -181,10 +186,10 @@ class Interpreter:
         if scope.startswith("local"):
             # garbage-filled, like real registers: a read before a write shows up as NaN
             array = np.full((self.lanes, size), np.nan if np.issubdtype(dt, np.floating) else 0, dtype=dt)
-            self.storage[buffer] = Storage(array, True)
+            self.storage[buffer] = Storage(array, True, dtype=str(buffer.ty.dtype))
         else:
             array = np.full(size, np.nan if np.issubdtype(dt, np.floating) else 0, dtype=dt)
-            self.storage[buffer] = Storage(array, False, [size])
+            self.storage[buffer] = Storage(array, False, [size], str(buffer.ty.dtype))
 
     # -- expressions ----------------------------------------------------------------------------
     def expr(self, e):
@@ -279,7 +284,7 @@ class Interpreter:
             yield lanes
 
     def _copy(self, dst: Pointer, src: Pointer, nbytes: int, pred, mask, zero_fill: bool):
-        n = nbytes // dst.storage.array.itemsize
+        n = nbytes // dst.storage.elem_bytes
         for k in range(n):
             value = src.storage.read(src.index + k, mask & pred)
             write = mask if zero_fill else mask & pred

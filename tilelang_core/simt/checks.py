@@ -1,0 +1,40 @@
+"""Checks a SIMT backend runs around the kit's lowering, against its capability table: element
+types the arch lacks (before), the shared memory a block may use (after). Errors name the kernel
+and say what to change, before a vendor compiler says something obscure.
+
+Example::
+
+    check_dtypes(func, "gfx1100", "hip", ARCHS, capability)      # capability(arch, "dtypes")
+    check_shared_memory(lowered, "gfx942", limit=65536, what="LDS (shared memory)")
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from tilelang_core.errors import LoweringError
+from tilelang_core.transform.lower_tile_ops import kernel_name
+
+
+def check_dtypes(func, arch: str, kind: str, archs, capability: Callable[[str, str], tuple]) -> None:
+    import tvm_ffi
+    from tvm import tirx
+
+    supported = set(capability(arch, "dtypes"))
+    seen = {str(p.ty.dtype) for p in func.params if tirx.is_buffer_var(p)}
+    tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, lambda a: seen.add(str(a.buffer.ty.dtype)))])
+    for dt in sorted(seen - supported):
+        having = [a for a in archs if dt in capability(a, "dtypes")]
+        hint = f"it needs {' or '.join(having)}" if having else f"no {kind} arch supports it"
+        raise LoweringError(f"kernel '{kernel_name(func)}' uses {dt}, which {arch} does not "
+                            f"support ({hint}). Pick another target arch or dtype.")
+
+
+def check_shared_memory(func, arch: str, limit: int | None, what: str = "shared memory") -> None:
+    from .pipeline import shared_bytes
+
+    used = shared_bytes(func)
+    if limit is not None and used > limit:
+        raise LoweringError(f"kernel '{kernel_name(func)}' needs {used} bytes of {what}, more than the "
+                            f"{limit} bytes {arch} allows per block. Use smaller tiles or fewer "
+                            f"pipeline stages (num_stages).")
