@@ -53,12 +53,16 @@ def probe(host: HostView) -> list[DeviceProbe]:
                         + (f", {arch}" if arch else ""))
     if not archs:
         return []
-    for name in ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"):
-        visible = visible_indices(host.getenv(name), len(archs))
-        if visible is not None:
-            evidence.append(f"{name}={host.getenv(name)}")
-            archs = [archs[i] for i in visible if i < len(archs)]
-            break
+    # ROCr filters first; HIP's variable (CUDA's as its alias) then indexes what ROCr left
+    for names in (("ROCR_VISIBLE_DEVICES",), ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")):
+        for name in names:
+            visible = visible_indices(host.getenv(name), len(archs))
+            if visible is not None:
+                evidence.append(f"{name}={host.getenv(name)}")
+                archs = [archs[i] for i in visible if i < len(archs)]
+                break
+    if not archs:
+        return []  # every GPU hidden by a *_VISIBLE_DEVICES variable
     known = [a for a in archs if a]
     return [DeviceProbe(kind="hip", count=len(archs), evidence=tuple(evidence),
                         arch=known[0] if known else None, names=tuple(f"AMD {a}" for a in known))]

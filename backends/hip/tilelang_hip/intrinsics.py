@@ -1,0 +1,220 @@
+"""The HIP device prelude: what TVM's CUDA C printer assumes, declared for clang's HIP mode with no
+HIP headers (``-nogpuinc -nogpulib``), plus the SIMT kit's helpers and the matrix-core helpers.
+
+The kernels codegen.py keeps from TVM's CUDA printer are plain C++ once ``__global__``,
+``threadIdx``, ``half``, ``float2``, ``exp2f``... exist: ``DEVICE_PRELUDE`` defines them with
+clang builtins (``__builtin_amdgcn_*``). The helpers implement the kit's contract
+(tilelang_core/simt/__init__.py) and the instructions of layouts.py:
+
+* ``tl_copy_N``/``tl_store_N``: predicated 4/8/16-byte accesses (global_load_dwordx4, ds_write_b128).
+* ``tl_cp_async_N``: the same synchronous copy (there is no per-lane-addressed async global->LDS
+  copy on gfx9/gfx11), ``commit``/``wait`` are empty: a T.Pipelined loop still gets its LDS
+  stages (one barrier per iteration, the next tile's loads issued before this tile's math).
+* ``tl_shfl_xor``: DPP quad_perm for lane masks 1 and 2, ds_swizzle (bit-mask mode, within 32
+  lanes) for 4, 8, 16, ds_bpermute for 32 (across the halves of a wave64).
+* ``tl_mfma_*``/``tl_wmma_*``: one instruction with A and B swapped (``D^T = B^T A^T``, see
+  layouts.py); operands are register arrays, 4 (MFMA) or 16 (WMMA) values per lane. The ``_ra``
+  WMMA forms take A in the accumulator layout (8 values per lane) and fetch the other half of
+  the row from lane ``l ^ 16``.
+"""
+
+from __future__ import annotations
+
+DEVICE_PRELUDE = r"""// ---- tilelang-hip device prelude (clang -x hip -nogpuinc -nogpulib) ---------------------------
+#define __global__ __attribute__((global))
+#define __device__ __attribute__((device))
+#define __shared__ __attribute__((shared))
+#define __forceinline__ inline __attribute__((always_inline))
+#define __align__(n) __attribute__((aligned(n)))
+#define __launch_bounds__(n) __attribute__((amdgpu_flat_work_group_size(1, n)))
+#define TL_D static __device__ __forceinline__
+typedef _Float16 half;
+typedef __bf16 bfloat16_t;
+typedef unsigned int uint;
+typedef unsigned short ushort;
+typedef unsigned char uchar;
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+struct tl_dim3 { unsigned x, y, z; };
+TL_D tl_dim3 tl_thread_idx() {
+  return {__builtin_amdgcn_workitem_id_x(), __builtin_amdgcn_workitem_id_y(), __builtin_amdgcn_workitem_id_z()};
+}
+TL_D tl_dim3 tl_block_idx() {
+  return {__builtin_amdgcn_workgroup_id_x(), __builtin_amdgcn_workgroup_id_y(), __builtin_amdgcn_workgroup_id_z()};
+}
+#define threadIdx (tl_thread_idx())
+#define blockIdx (tl_block_idx())
+// HIP's __syncthreads: LDS writes before the barrier are visible after it.
+TL_D void __syncthreads() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+// CUDA's vector structs (TVM's printer reads and writes their members one by one).
+#define TL_VEC2(T, N) struct __align__(2 * sizeof(T)) N { T x, y; }; \
+  TL_D N make_##N(T x, T y) { N r = {x, y}; return r; }
+#define TL_VEC4(T, N) struct __align__(4 * sizeof(T) > 16 ? 16 : 4 * sizeof(T)) N { T x, y, z, w; }; \
+  TL_D N make_##N(T x, T y, T z, T w) { N r = {x, y, z, w}; return r; }
+TL_VEC2(float, float2) TL_VEC4(float, float4) TL_VEC2(half, half2) TL_VEC4(half, half4)
+TL_VEC2(int, int2) TL_VEC4(int, int4) TL_VEC2(unsigned, uint2) TL_VEC4(unsigned, uint4)
+TL_VEC2(double, double2)
+struct uint1 { unsigned x; };
+struct float1 { float x; };
+#define CUDART_INF_F __builtin_huge_valf()
+#define CUDART_NAN_F __builtin_nanf("")
+#define CUDART_INF __builtin_huge_val()
+// libm names the printer emits: LLVM intrinsics the AMDGPU backend lowers itself (no device libs).
+TL_D float exp2f(float x) { return __builtin_exp2f(x); }
+TL_D float expf(float x) { return __builtin_expf(x); }
+TL_D float __expf(float x) { return __builtin_expf(x); }
+TL_D float logf(float x) { return __builtin_logf(x); }
+TL_D float log2f(float x) { return __builtin_log2f(x); }
+TL_D float sqrtf(float x) { return __builtin_sqrtf(x); }
+TL_D float rsqrtf(float x) { return __builtin_amdgcn_rsqf(x); }
+TL_D float fabsf(float x) { return __builtin_fabsf(x); }
+TL_D float floorf(float x) { return __builtin_floorf(x); }
+TL_D float ceilf(float x) { return __builtin_ceilf(x); }
+TL_D float fmaxf(float a, float b) { return __builtin_fmaxf(a, b); }
+TL_D float fminf(float a, float b) { return __builtin_fminf(a, b); }
+TL_D double exp(double x) { return __builtin_exp(x); }
+TL_D double sqrt(double x) { return __builtin_sqrt(x); }
+TL_D double fabs(double x) { return __builtin_fabs(x); }
+TL_D half hexp2(half x) { return (half)__builtin_exp2f((float)x); }
+TL_D half hexp(half x) { return (half)__builtin_expf((float)x); }
+TL_D half hsqrt(half x) { return (half)__builtin_sqrtf((float)x); }
+TL_D float max(float a, float b) { return __builtin_fmaxf(a, b); }
+TL_D float min(float a, float b) { return __builtin_fminf(a, b); }
+TL_D double max(double a, double b) { return __builtin_fmax(a, b); }
+TL_D double min(double a, double b) { return __builtin_fmin(a, b); }
+TL_D half max(half a, half b) { return a < b ? b : a; }
+TL_D half min(half a, half b) { return b < a ? b : a; }
+TL_D int max(int a, int b) { return a < b ? b : a; }
+TL_D int min(int a, int b) { return b < a ? b : a; }
+TL_D unsigned max(unsigned a, unsigned b) { return a < b ? b : a; }
+TL_D unsigned min(unsigned a, unsigned b) { return b < a ? b : a; }
+TL_D long long max(long long a, long long b) { return a < b ? b : a; }
+TL_D long long min(long long a, long long b) { return b < a ? b : a; }
+"""
+
+HELPERS = r"""// ---- tilelang-hip helpers (tilelang_core/simt contract + matrix cores) ------------------------
+typedef unsigned tl_u32x2 __attribute__((ext_vector_type(2)));
+typedef unsigned tl_u32x4 __attribute__((ext_vector_type(4)));
+// Predicated copies: a false predicate reads nothing and writes zeros (ragged tiles read as 0).
+#define TL_COPY(N, V)                                                             \
+  TL_D void tl_copy_##N(void* dst, const void* src, bool pred) {                \
+    V v = V();                                                                    \
+    if (pred) v = *reinterpret_cast<const V*>(src);                               \
+    *reinterpret_cast<V*>(dst) = v;                                               \
+  }                                                                               \
+  TL_D void tl_cp_async_##N(void* dst, const void* src, bool pred) { tl_copy_##N(dst, src, pred); } \
+  TL_D void tl_store_##N(void* dst, const void* src, bool pred) {               \
+    if (pred) *reinterpret_cast<V*>(dst) = *reinterpret_cast<const V*>(src);     \
+  }
+TL_COPY(16, tl_u32x4)
+TL_COPY(8, tl_u32x2)
+TL_COPY(4, unsigned)
+// The copies above complete before they return: groups and waits have nothing to do.
+TL_D void tl_cp_async_commit() {}
+template <int N> TL_D void tl_cp_async_wait() {}
+// Butterfly exchange within a wave: lane l gets v of lane l ^ mask (all lanes take part).
+TL_D int tl_lane_id() { return __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u)); }
+TL_D int tl_shfl_xor_b32(int v, int mask) {
+  switch (mask) {  // folds away: mask is a constant after inlining
+    case 1: return __builtin_amdgcn_update_dpp(0, v, 0xB1, 0xF, 0xF, false);  // quad_perm [1,0,3,2]
+    case 2: return __builtin_amdgcn_update_dpp(0, v, 0x4E, 0xF, 0xF, false);  // quad_perm [2,3,0,1]
+    case 4: return __builtin_amdgcn_ds_swizzle(v, 0x101F);   // and 0x1F, xor 4
+    case 8: return __builtin_amdgcn_ds_swizzle(v, 0x201F);   // and 0x1F, xor 8
+    case 16: return __builtin_amdgcn_ds_swizzle(v, 0x401F);  // and 0x1F, xor 16
+    default: return __builtin_amdgcn_ds_bpermute((tl_lane_id() ^ mask) << 2, v);
+  }
+}
+TL_D float tl_shfl_xor(float v, int mask) {
+  return __builtin_bit_cast(float, tl_shfl_xor_b32(__builtin_bit_cast(int, v), mask));
+}
+TL_D int tl_shfl_xor(int v, int mask) { return tl_shfl_xor_b32(v, mask); }
+TL_D unsigned tl_shfl_xor(unsigned v, int mask) { return (unsigned)tl_shfl_xor_b32((int)v, mask); }
+TL_D double tl_shfl_xor(double v, int mask) {
+  tl_u32x2 w = __builtin_bit_cast(tl_u32x2, v);
+  w.x = (unsigned)tl_shfl_xor_b32((int)w.x, mask);
+  w.y = (unsigned)tl_shfl_xor_b32((int)w.y, mask);
+  return __builtin_bit_cast(double, w);
+}
+TL_D half tl_shfl_xor(half v, int mask) {
+  unsigned short bits = __builtin_bit_cast(unsigned short, v);
+  return __builtin_bit_cast(half, (unsigned short)tl_shfl_xor_b32((int)bits, mask));
+}
+// Atomics on global or shared memory (agent scope, relaxed); float max/min by compare-and-swap.
+template <typename T> TL_D void tl_atomic_add(T* addr, T value) {
+  __hip_atomic_fetch_add(addr, value, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+template <typename T> TL_D void tl_atomic_max(T* addr, T value) {
+  __hip_atomic_fetch_max(addr, value, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+template <typename T> TL_D void tl_atomic_min(T* addr, T value) {
+  __hip_atomic_fetch_min(addr, value, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+#define TL_ATOMIC_FLOAT_CAS(NAME, KEEP)                                                    \
+  TL_D void NAME(float* addr, float value) {                                              \
+    float old = __hip_atomic_load(addr, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);      \
+    while (!(KEEP) && !__hip_atomic_compare_exchange_weak(addr, &old, value,              \
+        __ATOMIC_RELAXED, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT)) {}                 \
+  }
+TL_ATOMIC_FLOAT_CAS(tl_atomic_max, old >= value)
+TL_ATOMIC_FLOAT_CAS(tl_atomic_min, old <= value)
+"""
+
+MFMA_HELPERS = r"""// ---- MFMA (gfx9): D^T = B^T A^T, so each lane holds a row of C (layouts.py) --------------------
+typedef _Float16 tl_f16x4 __attribute__((ext_vector_type(4)));
+typedef short tl_i16x4 __attribute__((ext_vector_type(4)));
+typedef float tl_f32x4 __attribute__((ext_vector_type(4)));
+typedef float tl_f32x16 __attribute__((ext_vector_type(16)));
+#define TL_MFMA(NAME, BUILTIN, IN, ACC)                                                  \
+  TL_D void NAME(float* c, const void* a, const void* b) {                              \
+    ACC* d = reinterpret_cast<ACC*>(c);                                                  \
+    *d = BUILTIN(*reinterpret_cast<const IN*>(b), *reinterpret_cast<const IN*>(a), *d, 0, 0, 0); \
+  }
+TL_MFMA(tl_mfma_f32_16x16x16_f16, __builtin_amdgcn_mfma_f32_16x16x16f16, tl_f16x4, tl_f32x4)
+TL_MFMA(tl_mfma_f32_16x16x16_bf16, __builtin_amdgcn_mfma_f32_16x16x16bf16_1k, tl_i16x4, tl_f32x4)
+TL_MFMA(tl_mfma_f32_32x32x8_f16, __builtin_amdgcn_mfma_f32_32x32x8f16, tl_f16x4, tl_f32x16)
+TL_MFMA(tl_mfma_f32_32x32x8_bf16, __builtin_amdgcn_mfma_f32_32x32x8bf16_1k, tl_i16x4, tl_f32x16)
+"""
+
+WMMA_HELPERS = r"""// ---- WMMA (gfx11, wave32): D^T = B^T A^T (layouts.py) ------------------------------------------
+typedef _Float16 tl_f16x16 __attribute__((ext_vector_type(16)));
+typedef short tl_i16x16 __attribute__((ext_vector_type(16)));
+typedef float tl_f32x8 __attribute__((ext_vector_type(8)));
+#define TL_WMMA(NAME, BUILTIN, IN)                                                        \
+  TL_D void NAME(float* c, const void* a, const void* b) {                              \
+    tl_f32x8* d = reinterpret_cast<tl_f32x8*>(c);                                        \
+    *d = BUILTIN(*reinterpret_cast<const IN*>(b), *reinterpret_cast<const IN*>(a), *d);  \
+  }                                                                                       \
+  /* A in the accumulator layout: this lane has k = 2v + g (g = lane / 16); lane ^ 16 has */ \
+  /* the other parity of the same row. Selects, not a g-indexed store: registers stay registers. */ \
+  TL_D void NAME##_ra(float* c, const void* a8, const void* b) {                        \
+    const unsigned* mine = reinterpret_cast<const unsigned*>(a8);                       \
+    unsigned row[8] __attribute__((aligned(32)));                                        \
+    bool odd = (tl_lane_id() >> 4) & 1;                                                  \
+    for (int p = 0; p < 4; ++p) {                                                         \
+      unsigned other = (unsigned)tl_shfl_xor_b32((int)mine[p], 16);                      \
+      for (int h = 0; h < 2; ++h) {                                                      \
+        unsigned m = (mine[p] >> (16 * h)) & 0xFFFFu, o = (other >> (16 * h)) & 0xFFFFu;  \
+        row[2 * p + h] = odd ? (o | (m << 16)) : (m | (o << 16)); /* k = 2v, 2v + 1 */   \
+      }                                                                                   \
+    }                                                                                     \
+    NAME(c, row, b);                                                                     \
+  }
+TL_WMMA(tl_wmma_f32_16x16x16_f16, __builtin_amdgcn_wmma_f32_16x16x16_f16_w32, tl_f16x16)
+TL_WMMA(tl_wmma_f32_16x16x16_bf16, __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32, tl_i16x16)
+"""
+
+
+def device_prelude(matrix_unit: str) -> str:
+    """The prelude for an arch whose matrix unit is ``"mfma"`` or ``"wmma"`` (target.CAPABILITIES)."""
+    units = {"mfma": MFMA_HELPERS, "wmma": WMMA_HELPERS}
+    return DEVICE_PRELUDE + HELPERS + units.get(matrix_unit, "")
