@@ -14,7 +14,7 @@ from tilelang_core.testing.examples import example_main
 
 @tilelang.jit(out_idx=[-1])
 def gemm(M, N, K, trans_A=False, trans_B=False, block_M=64, block_N=64, block_K=32, num_stages=2,
-         threads=128, dtype="float16", accum_dtype="float32"):
+         threads=128, dtype="float16", accum_dtype="float32", panel_size=0):
     A_shape = (K, M) if trans_A else (M, K)
     B_shape = (N, K) if trans_B else (K, N)
     A_tile = (block_K, block_M) if trans_A else (block_M, block_K)
@@ -23,6 +23,8 @@ def gemm(M, N, K, trans_A=False, trans_B=False, block_M=64, block_N=64, block_K=
     @T.prim_func
     def main(A: T.Tensor(A_shape, dtype), B: T.Tensor(B_shape, dtype), C: T.Tensor((M, N), dtype)):
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            # blocks walk the grid in panels of panel_size block rows: neighbours share A and B in L2
+            T.use_swizzle(panel_size=max(panel_size, 1), enable=panel_size > 0)
             A_shared = T.alloc_shared(A_tile, dtype)
             B_shared = T.alloc_shared(B_tile, dtype)
             C_local = T.alloc_fragment((block_M, block_N), accum_dtype)

@@ -282,6 +282,9 @@ class Gemm(TileOp):
     clear_accum: bool = False
     k_pack: int = 1
     wg_wait: int = 0
+    #: marks a backend's passes leave for its gemm rule (cuda: warpgroups taking turns); printed
+    #: as config like the fields
+    options: dict[str, Any] = field(default_factory=dict)
     name: ClassVar[str] = "gemm"
 
     def __post_init__(self):
@@ -328,14 +331,17 @@ class Gemm(TileOp):
     def args(self):
         return [self.A, self.B, self.C]
 
+    _FIELDS: ClassVar[tuple] = ("transpose_A", "transpose_B", "policy", "clear_accum", "k_pack", "wg_wait")
+
     def config(self):
         return {"transpose_A": self.transpose_A, "transpose_B": self.transpose_B,
                 "policy": self.policy.value, "clear_accum": self.clear_accum,
-                "k_pack": self.k_pack, "wg_wait": self.wg_wait}
+                "k_pack": self.k_pack, "wg_wait": self.wg_wait, **self.options}
 
     @classmethod
     def _from_parts(cls, args, config):
-        return cls(*args, **config)
+        fields = {k: v for k, v in config.items() if k in cls._FIELDS}
+        return cls(*args, **fields, options={k: v for k, v in config.items() if k not in cls._FIELDS})
 
     @property
     def reads(self):

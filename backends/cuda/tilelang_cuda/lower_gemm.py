@@ -50,7 +50,7 @@ def lower_gemm(call, ctx):
     check_gemm_operands(op, ctx)
     plan = st.backend.plan(op, st.num_threads) if st.backend is not None else None
     if plan is not None:
-        return lower_gemm_wgmma(op, st, plan)
+        return lower_gemm_wgmma(op, st, plan, proxy_fence=st.backend.needs_proxy_fence(op))
     check_gemm(op, ctx)
     if not uses_mma(op):
         return lower_gemm_fma(op, st, ctx)

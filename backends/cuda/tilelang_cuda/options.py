@@ -31,6 +31,9 @@ class CudaOptions(BackendOptions):
     disable_wgmma: on sm_90a, lower T.gemm with mma.sync instead of wgmma (TileLang's key).
     disable_tma_lower: on sm_90a, load T.Pipelined tiles with cp.async instead of TMA.
     disable_warp_specialized: on sm_90a, no producer warpgroup (implies no TMA pipeline).
+    enable_pingpong: on sm_90a, the two consumer warpgroups of an attention-like loop take turns
+        at the tensor cores (hopper/warp_specialize.py). Off by default: measured slower on the
+        H200 with this compiler's gemm (which waits for its wgmma right away), see bench/NOTES.md.
     extra_nvcc_flags: appended to every nvcc call, verbatim.
 
     Example::
@@ -48,6 +51,7 @@ class CudaOptions(BackendOptions):
     disable_wgmma: bool = False
     disable_tma_lower: bool = False
     disable_warp_specialized: bool = False
+    enable_pingpong: bool = False
     extra_nvcc_flags: tuple = ()
 
     def __post_init__(self):
@@ -57,7 +61,7 @@ class CudaOptions(BackendOptions):
             raise ConfigError(f"cuda option device_compiler={self.device_compiler!r} must be one of "
                               f"{DEVICE_COMPILERS}")
         for name in ("fast_math", "lineinfo", "ptxas_verbose", "disable_cp_async", "disable_wgmma",
-                     "disable_tma_lower", "disable_warp_specialized"):
+                     "disable_tma_lower", "disable_warp_specialized", "enable_pingpong"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"cuda option {name}={getattr(self, name)!r} must be True or False")
         if isinstance(self.opt_level, bool) or self.opt_level not in (0, 1, 2, 3):

@@ -17,6 +17,7 @@ EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
 
 #: default = wgmma + TMA producer warpgroup; then wgmma with the cp.async pipeline; then mma.sync
 SCHEDULES = {"ws_tma_wgmma": {}, "cp_async_wgmma": {"disable_warp_specialized": True},
+             "ws_tma_mma_sync": {"disable_wgmma": True},
              "mma_sync": {"disable_wgmma": True, "disable_warp_specialized": True}}
 
 
@@ -70,8 +71,8 @@ def test_gemm_schedules_match_torch(tmp_path, schedule, shape, tiles, trans_b, d
                              **tiles)
     kernel, source = build(func, tmp_path, **SCHEDULES[schedule])
     kernel_code = source[source.find('extern "C" __global__'):]  # calls, not the helpers' definitions
-    assert ("tl_wgmma_ss" in kernel_code) == (schedule != "mma_sync")
-    assert ("tl_tma_load" in kernel_code) == (schedule == "ws_tma_wgmma")
+    assert ("tl_wgmma_ss" in kernel_code) == ("disable_wgmma" not in SCHEDULES[schedule])
+    assert ("tl_tma_load" in kernel_code) == ("disable_warp_specialized" not in SCHEDULES[schedule])
     check_gemm(kernel, M, N, K, trans_b, getattr(torch, dtype))
 
 

@@ -166,3 +166,36 @@ def test_rms_norm_and_fused_epilogue(tmp_path):
     kernel["mm"](x, y, bias, c)
     ref = torch.relu(x.double() @ y.double() + bias.double())
     torch.testing.assert_close(c.double(), ref, rtol=2e-2, atol=5e-2)
+
+
+@pytest.mark.parametrize("M", [1000, 128, 1])
+def test_dynamic_m_gemm_matches_torch(tmp_path, M):
+    """One build serves every M (a symbolic dimension: tensor maps and predicates at run time)."""
+    kernel = build(kernels.make_dynamic_gemm(N=256, K=192, bm=64, bn=128, bk=64), tmp_path / "dyn")
+    a = torch.randn(M, 192, device="cuda", dtype=torch.float16)
+    b = torch.randn(192, 256, device="cuda", dtype=torch.float16)
+    c = torch.full((M, 256), float("nan"), device="cuda")
+    kernel["dyn_gemm"](a, b, c)
+    torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-3, atol=1e-2)
+
+
+def test_kernels_launch_on_the_current_torch_stream(tmp_path):
+    """Queued behind a long sleep on a side stream, the result is not there yet when the default
+    stream looks, and is there once the side stream is done; two streams in flight agree."""
+    kernel = build(kernels.make_softmax(256, 128, 4, 128), tmp_path)
+    x = torch.randn(256, 128, device="cuda")
+    y1, y2 = torch.full_like(x, float("nan")), torch.full_like(x, float("nan"))
+    s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(s1):
+        torch.cuda._sleep(100_000_000)  # ~50 ms of GPU time ahead of the kernel on s1
+        kernel["softmax"](x, y1)
+    with torch.cuda.stream(s2):
+        kernel["softmax"](x, y2)
+    assert not s1.query(), "the side stream finished its 50 ms sleep already?"
+    assert torch.isnan(y1.cpu()).all(), "the kernel did not wait for its stream's earlier work"
+    s1.synchronize()
+    s2.synchronize()
+    ref = torch.softmax(x.double(), dim=1).float()
+    torch.testing.assert_close(y1, ref, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(y2, ref, rtol=1e-5, atol=1e-6)

@@ -14,7 +14,7 @@ Names the lowering emits (``<ta, tb>`` are the transpose immediates, 0 = K-major
     tl_mbar_init(void* bar, count) / tl_mbar_expect_tx(bar, bytes) / tl_mbar_arrive(bar)
     tl_mbar_wait(bar, parity) / tl_fence_barrier_init() / tl_fence_proxy_async()
     tl_tma_load<rank>(void* smem, u64 tensor_map_address, void* bar, c0, ..., c<rank-1>)
-    tl_setmaxnreg_inc<n>() / tl_setmaxnreg_dec<n>() / tl_named_barrier_sync(id, threads)
+    tl_setmaxnreg_inc<n>() / tl_setmaxnreg_dec<n>() / tl_named_barrier_sync|arrive(id, threads)
 
 The register and descriptor conventions follow the PTX ISA sections on wgmma (matrix
 descriptors, 128-byte swizzle canonical layouts) and were checked on the H200 with a hand-written
@@ -100,6 +100,9 @@ __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.d
 // Barrier among a subset of the block's warps (the consumer warpgroups of a specialized kernel).
 __device__ __forceinline__ void tl_named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void tl_named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
 }
 """
 

@@ -37,6 +37,8 @@ class HopperPlanner:
         self.annotated = user_annotated(func.body)
         self.enabled = arch == "sm_90a"
         self.specialized = False
+        #: shared buffers only TMA writes (wgmma reading them needs no proxy fence)
+        self.tma_loaded: set = set()
 
     def plan(self, op: Gemm, num_threads: int):
         if not self.enabled:
@@ -63,11 +65,16 @@ class HopperPlanner:
         tvm_ffi.structural_walk(body, [(tirx.TilePrimitiveCall, on_call)])
         if self.options.disable_tma_lower or self.options.disable_warp_specialized:
             return body
-        new = warp_specialize(body, st, st.annotated)
+        new = warp_specialize(body, st, st.annotated, self.tma_loaded,
+                              pingpong=self.options.enable_pingpong)
         if new is None:
             return body
         self.specialized = True
         return new
+
+    def needs_proxy_fence(self, op: Gemm) -> bool:
+        """Whether a wgmma gemm may read shared memory written through the generic proxy."""
+        return any(scope(x) in SHARED and str(x.source.name) not in self.tma_loaded for x in (op.A, op.B))
 
     def finalize(self, body, st):
         if not self.specialized:

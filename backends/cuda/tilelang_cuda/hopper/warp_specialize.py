@@ -30,7 +30,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tilelang_core.ir import TileOp, is_tile_op
+from tilelang_core.ir import Gemm, TileOp, is_tile_op
 from tilelang_core.simt import intrinsics as I
 from tilelang_core.simt.transform.insert_barriers import accesses, insert_barriers
 from tilelang_core.simt.transform.software_pipeline import (
@@ -38,9 +38,11 @@ from tilelang_core.simt.transform.software_pipeline import (
     _staged_buffer)
 from tilelang_core.simt.transform.state import PIPELINE_REGION, if_then, seq, substitute
 
-from .wgmma import WARPGROUP, atom_cols, wgmma_shared_layout
+from .wgmma import (PINGPONG, PINGPONG_BARRIER, PINGPONG_THREADS, WARPGROUP, atom_cols,
+                    wgmma_shared_layout)
 
 CONSUMER_REGION = "tl.ws_consumer"
+PINGPONG_LOOP = "tl.ws_pingpong"
 TMA_DTYPES = {"float16": "float16", "bfloat16": "bfloat16"}
 MAX_BOX = 256
 PRODUCER_REGS, CONSUMER_REGS = 40, 232
@@ -120,7 +122,7 @@ def _contains_pipelined(stmt) -> bool:
     return bool(found)
 
 
-def warp_specialize(body, st, hopper_layouts: dict):
+def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = None, pingpong: bool = True):
     """The body rewritten as in the module docstring, or None when the kernel does not fit (no or
     several pipelined loops, a copy TMA cannot carry, thread counts that are not warpgroups)."""
     consumers = st.num_threads
@@ -179,6 +181,8 @@ def warp_specialize(body, st, hopper_layouts: dict):
     staged = {buf: (_staged_buffer(buf, stages), stages) for buf in written}
     for buf in written:
         hopper_layouts[str(buf.name)] = wgmma_shared_layout(int(buf.ty.shape[0]), int(buf.ty.shape[1]), 16)
+        if tma_loaded is not None:
+            tma_loaded.add(str(buf.name))
     bars = tirx.decl_buffer((2 * stages,), "uint64", name="tl_mbar", scope="shared")
 
     def bar(i):
@@ -221,19 +225,26 @@ def warp_specialize(body, st, hopper_layouts: dict):
                                   bar(slot), *[tirx.Cast("int32", c) if str(c.ty) != "int32" else c for c in coords]))
         return seq(out)
 
+    tx = st.thread_var
+    pingpong = pingpong and _wants_pingpong(body_stmts, consumers)
+
     def consume(it):
         slot, phase = tirx.floormod(it, stages), tirx.floormod(tirx.floordiv(it, stages), 2)
         out = [I.call("tl_mbar_wait", bar(slot), phase)]
+        gemms_seen = []
         for s in binds + body_stmts:
             if is_tile_op(s):
-                s = _restage_op(TileOp.from_stmt(s), staged, slot).to_stmt()
+                op = _restage_op(TileOp.from_stmt(s), staged, slot)
+                if pingpong and isinstance(op, Gemm):  # lower_gemm_wgmma takes the turns
+                    gemms_seen.append(op)
+                    op = op.replace(options={**op.options, PINGPONG: "release" if len(gemms_seen) == 1 else "acquire"})
+                s = op.to_stmt()
             else:
                 s = _restage_accesses(s, staged, slot)
             out.append(substitute(s, {k: start + it}))
         out.append(I.call("tl_mbar_arrive", bar(stages + slot)))
         return seq(out)
 
-    tx = st.thread_var
     pit = tirx.Var("k_load", "int32")
     producer_loop = tirx.For(pit, tirx.const(0, "int32"), n, tirx.ForKind.SERIAL, produce(pit))
     cit = tirx.Var(str(k.name), "int32")
@@ -249,7 +260,7 @@ def warp_specialize(body, st, hopper_layouts: dict):
                     if_then(tx == consumers, producer_loop)])
     consumer = tirx.AttrStmt(tirx.const(0, "int32"), CONSUMER_REGION, tirx.const(consumers, "int32"), seq([
         I.call(f"tl_setmaxnreg_inc<{CONSUMER_REGS}>") if rebalance else None,
-        insert_barriers(seq(before + [consumer_loop] + after))]))
+        _pingpong_loop(insert_barriers(seq(before + [consumer_loop] + after)), cit, tx, pingpong)]))
     split = tirx.IfThenElse(tx >= consumers, producer, consumer)
     region = tirx.AttrStmt(tirx.const(0, "int32"), PIPELINE_REGION, tirx.const(stages, "int32"),
                            seq([init, I.syncthreads(), split]))
@@ -270,6 +281,54 @@ def with_producer_threads(body, thread_var, threads: int):
         return attr
 
     return tvm_ffi.structural_map(body, [(tirx.AttrStmt, on_attr)])
+
+
+def _wants_pingpong(body_stmts, consumers: int) -> bool:
+    """Two consumer warpgroups and a body of two gemms with work between them (attention's
+    softmax): the warpgroups take turns at the tensor cores, a turn being one warpgroup's second
+    gemm of iteration i and first gemm of iteration i+1, so each one's softmax runs under the
+    other's two gemms (FlashAttention-3's ping-pong schedule)."""
+    if consumers != PINGPONG_THREADS:
+        return False
+    gemms = [i for i, s in enumerate(body_stmts) if is_tile_op(s) and isinstance(TileOp.from_stmt(s), Gemm)]
+    return len(gemms) == 2 and gemms[1] - gemms[0] > 1
+
+
+def _pingpong_loop(body, loop_var, tx, pingpong: bool):
+    """The consumer loop (found by ``loop_var``, after barrier insertion so that a block barrier
+    in front of it comes before the turn protocol) with the protocol's ends: warpgroup 0 starts
+    holding the turn, warpgroup 1 waits for it; after the loop both hand over once more and
+    warpgroup 0 takes the last hand-over, so every arrive on a turn barrier has its sync. The
+    loop is marked PINGPONG_LOOP for named_barriers' deadlock check."""
+    if not pingpong:
+        return body
+    wg = tirx.floordiv(tx, WARPGROUP)
+    first = if_then(tx >= WARPGROUP, I.call("tl_named_barrier_sync", PINGPONG_BARRIER + 1, PINGPONG_THREADS))
+    release = I.call("tl_named_barrier_arrive", PINGPONG_BARRIER + 1 - wg, PINGPONG_THREADS)
+    last = if_then(tx < WARPGROUP, I.call("tl_named_barrier_sync", PINGPONG_BARRIER, PINGPONG_THREADS))
+
+    def on_for(loop):
+        if not loop.loop_var.same_as(loop_var):
+            return loop
+        marked = tirx.AttrStmt(tirx.const(0, "int32"), PINGPONG_LOOP, tirx.const(1, "int32"),
+                               seq([first, loop, release, last]))
+        return marked
+
+    return tvm_ffi.structural_map(body, [(tirx.For, on_for)])
+
+
+def _strip_turns(stmt):
+    """The ping-pong protocol removed (it only orders the warpgroups, so dropping it is safe)."""
+    def on_eval(ev):
+        call = ev.value
+        if isinstance(call, tvm.ir.Call) and len(call.args) == 3 and isinstance(call.args[0], tirx.StringImm) \
+                and call.args[0].value in ("tl_named_barrier_sync", "tl_named_barrier_arrive") \
+                and isinstance(call.args[2], tirx.IntImm) and int(call.args[2]) == PINGPONG_THREADS \
+                and not (isinstance(call.args[1], tirx.IntImm) and int(call.args[1]) == 1):
+            return tirx.Evaluate(tirx.const(0, "int32"))
+        return ev
+
+    return tvm_ffi.structural_map(stmt, [(tirx.Evaluate, on_eval)])
 
 
 def _script():
@@ -296,6 +355,13 @@ def named_barriers(body):
                 return ev
 
             return tvm_ffi.structural_map(node.body, [(tirx.Evaluate, on_eval)])
+        if isinstance(node, tirx.AttrStmt) and node.attr_key == PINGPONG_LOOP:
+            # A block barrier inside the loop (one a reduction's lowering placed) would deadlock
+            # against a warpgroup waiting for its turn: such loops run without turns.
+            syncs = []
+            tvm_ffi.structural_walk(node.body, [(tvm.ir.Call, lambda c: syncs.append(1) if str(
+                getattr(c.op, "name", "")) == "tirx.tvm_storage_sync" else None)])
+            return _strip_turns(node.body) if syncs else node.body
         return None
 
     def on_attr(node):

@@ -143,7 +143,22 @@ def operand_plan(m: int, k: int, num_threads: int) -> WgmmaPlan:
     return WgmmaPlan(wg, 1, m // wg, k, k)
 
 
-def lower_gemm_wgmma(op: Gemm, st, plan: WgmmaPlan):
+#: named barriers: 0 is __syncthreads, 1 the consumers' block barrier, 2 and 3 the ping-pong turns
+PINGPONG_BARRIER, PINGPONG_THREADS = 2, 2 * WARPGROUP
+#: gemm option set on the gemms of a ping-pong loop: "acquire" (take the turn before issuing) or
+#: "release" (hand it over after issuing)
+PINGPONG = "tl_pingpong"
+
+
+def take_turn(tx):
+    """(wait for this warpgroup's turn, hand the turn to the other warpgroup); a gemm that hands
+    over does so right after issuing, before waiting for its results."""
+    wg = tirx.floordiv(tx, WARPGROUP)
+    return (I.call("tl_named_barrier_sync", PINGPONG_BARRIER + wg, PINGPONG_THREADS),
+            I.call("tl_named_barrier_arrive", PINGPONG_BARRIER + 1 - wg, PINGPONG_THREADS))
+
+
+def lower_gemm_wgmma(op: Gemm, st, plan: WgmmaPlan, proxy_fence: bool = True):
     m, n, k = gemm_shape(op)
     in_dtype = DTYPES[dtype(op.A)]
     wg = tirx.floordiv(st.thread_var, WARPGROUP)
@@ -185,13 +200,22 @@ def lower_gemm_wgmma(op: Gemm, st, plan: WgmmaPlan):
 
     steps = [issue(sl, c, kk) for kk in range(k // WGMMA_K) for sl in range(slabs) for c in range(chunks)]
     whole = I.address_of(c_regs, 0)
+    # In a ping-pong loop (warp_specialize.py) the warpgroups take turns issuing; the results are
+    # awaited after the turn is handed over, so the other warpgroup's wgmma queue behind ours.
+    my_turn, hand_over = take_turn(st.thread_var) if op.options.get(PINGPONG) else (None, None)
+    if op.options.get(PINGPONG) == "release":  # the turn was taken before (see warp_specialize)
+        my_turn = None
+    elif op.options.get(PINGPONG) == "acquire":  # the turn is kept until the next gemm's release
+        hand_over = None
     return seq([
         # operands written through the generic proxy (st.shared, cp.async) -> visible to wgmma
-        I.call("tl_fence_proxy_async"),
+        I.call("tl_fence_proxy_async") if proxy_fence else None,
         I.call(f"tl_wgmma_fence_operand<{acc_count}>", whole),
+        my_turn,
         I.call("tl_wgmma_fence"),
         *steps,
         I.call("tl_wgmma_commit"),
+        hand_over,
         I.call("tl_wgmma_wait<0>"),
         I.call(f"tl_wgmma_fence_operand<{acc_count}>", whole),
     ])

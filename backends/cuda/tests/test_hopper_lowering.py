@@ -1,0 +1,128 @@
+"""The sm_90a path without a GPU: when wgmma and the TMA producer warpgroup are chosen, what the
+generated CUDA looks like, and the layouts both rely on (numerics run in tests/gpu)."""
+
+import pytest
+
+import kernels
+import tilelang_core.language as T
+from tilelang_cuda.hopper.wgmma import WgmmaPlan, plan_wgmma, wgmma_accumulator_layout, wgmma_shared_layout
+from tilelang_cuda.layouts import mma_accumulator_layout
+from tilelang_core.ir import Gemm, TileOp, is_tile_op
+
+
+class Target:
+    def __init__(self, arch):
+        self.arch = arch
+
+
+def cuda_source(func, arch="sm_90a", **options):
+    from tilelang_cuda.options import CudaOptions
+    from tilelang_cuda.pipeline import CudaBackend
+
+    backend = CudaBackend(Target(arch))
+    opts = CudaOptions(**options)
+    source = backend.codegen(backend.lower(func, opts), opts)
+    kernel = source[source.find('extern "C" __global__'):source.find("#include <tvm/ffi/c_api.h>")]
+    return source, kernel
+
+
+def gemm_op(func):
+    found = []
+
+    def visit(node):
+        if is_tile_op(node) and isinstance(TileOp.from_stmt(node), Gemm):
+            found.append(TileOp.from_stmt(node))
+
+    import tvm_ffi
+    from tvm import tirx
+
+    tvm_ffi.structural_walk(func.body, [(tirx.TilePrimitiveCall, visit)])
+    return found[0]
+
+
+HOPPER_TILES = dict(bm=128, bn=256, bk=64, threads=256, stages=3)
+
+
+def test_wgmma_is_planned_only_where_it_fits():
+    op = gemm_op(kernels.make_gemm(1024, 1024, 1024, **HOPPER_TILES))
+    assert plan_wgmma(op, "sm_90a", 256) == WgmmaPlan(wg_m=2, wg_n=1, m_wg=64, n_wg=256, n_inst=256)
+    assert plan_wgmma(op, "sm_80", 256) is None
+    assert plan_wgmma(op, "sm_90a", 256, disabled=True) is None
+    assert plan_wgmma(op, "sm_90a", 256, annotated={"A_s"}) is None
+    narrow = gemm_op(kernels.make_gemm(256, 256, 256, bk=32))  # 64-byte rows: no 128-byte swizzle
+    assert plan_wgmma(narrow, "sm_90a", 128) is None
+    f32 = gemm_op(kernels.make_gemm(256, 256, 256, bk=64, dtype=T.float32, out_dtype=T.float32))
+    assert plan_wgmma(f32, "sm_90a", 128) is None
+
+
+def test_shared_layout_is_what_a_128_byte_swizzle_tma_box_writes():
+    rows, cols = 64, 256
+    layout = wgmma_shared_layout(rows, cols, 16)
+    assert layout.is_bijective() and layout.align_bytes == 1024
+    for r in (0, 3, 9, 63):
+        for c in (0, 8, 70, 255):
+            box, inner = divmod(c, 64)  # boxes of 64 columns land one after another
+            expect = box * rows * 64 + r * 64 + (((inner // 8) ^ (r % 8)) * 8) + inner % 8
+            assert layout.offset(r, c) == expect
+
+
+def test_accumulator_layout_matches_mma_when_warpgroups_stack_along_m():
+    """One 64-row slab per warpgroup is mma.sync's layout with warps stacked along M (a fragment
+    shared by an mma.sync gemm and a wgmma gemm keeps one layout); two slabs interleave."""
+    one = wgmma_accumulator_layout(128, 256, WgmmaPlan(2, 1, 64, 256, 256))
+    assert one == mma_accumulator_layout(128, 256, 8, 1)
+    two = wgmma_accumulator_layout(128, 128, WgmmaPlan(1, 1, 128, 128, 128))
+    assert two.num_threads == 128 and two.local_size == 128
+    assert two != mma_accumulator_layout(128, 128, 4, 1)
+
+
+def test_pipelined_gemm_gets_a_tma_producer_warpgroup():
+    source, kernel = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES))
+    assert "__launch_bounds__(384)" in kernel  # 256 consumers + one producer warpgroup
+    assert "const __grid_constant__ CUtensorMap" in kernel
+    assert kernel.count("tl_tma_load<2>") == 5  # one box of A, four 64-column boxes of B
+    assert "tl_setmaxnreg_dec<40>" in kernel and "tl_setmaxnreg_inc<232>" in kernel
+    assert "tl_wgmma_ss_f16_n256<0, 1>" in kernel  # A K-major, B MN-major (transpose bit)
+    assert "tl_fence_proxy_async" not in kernel  # operands only TMA writes
+    assert "cuTensorMapEncodeTiled" in source  # host side, before the launch
+    assert "__syncthreads" in kernel and "tl_named_barrier_sync(1, 256)" not in kernel
+
+
+@pytest.mark.parametrize("options,wgmma,tma", [({}, True, True), ({"disable_warp_specialized": True}, True, False),
+                                               ({"disable_tma_lower": True}, True, False),
+                                               ({"disable_wgmma": True}, False, True)])
+def test_pass_configs_turn_each_part_off(options, wgmma, tma):
+    _, kernel = cuda_source(kernels.make_gemm(512, 512, 512, **HOPPER_TILES), **options)
+    assert ("tl_wgmma_ss" in kernel) == wgmma
+    assert ("tl_tma_load" in kernel) == tma
+    assert ("tl_cp_async_16" in kernel) == (not tma)
+    assert ("tl_mma_m16n8k16" in kernel) == (not wgmma)
+
+
+def test_sm80_source_has_no_hopper_helpers():
+    source, _ = cuda_source(kernels.make_gemm(512, 512, 512, **HOPPER_TILES), arch="sm_80")
+    assert "tl_wgmma" not in source and "tl_mbar" not in source and "CUtensorMap" not in source
+
+
+def test_attention_moves_the_mid_body_copy_to_the_producer():
+    """FlashAttention's V copy sits between the two gemms; it is TMA-loaded with K, the softmax
+    stays with the consumers, Q (written by the consumers) is fenced for the async proxy, and
+    their barriers are named barriers the producer never waits on."""
+    _, kernel = cuda_source(kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256))
+    assert kernel.count("tl_tma_load<4>") == 4  # K and V, two 64-column boxes each
+    assert "tl_wgmma_ss_f16_n128" in kernel and "tl_wgmma_rs_f16_n128" in kernel
+    assert "tl_fence_proxy_async" in kernel
+    assert "tl_named_barrier_sync(1, 256)" in kernel
+    assert "tl_named_barrier_arrive" not in kernel  # ping-pong is opt-in
+
+
+def test_pingpong_takes_turns_around_the_gemms():
+    _, kernel = cuda_source(kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256), enable_pingpong=True)
+    assert kernel.count("tl_named_barrier_arrive") == 2  # after the first gemm, after the loop
+    assert "tl_named_barrier_sync(3, 256)" in kernel and "tl_named_barrier_sync(2, 256)" in kernel
+
+
+def test_copy_tma_cannot_carry_keeps_the_cp_async_pipeline():
+    """64-byte rows (block_K=32) cannot take the 128-byte swizzle: cp.async and mma.sync."""
+    _, kernel = cuda_source(kernels.make_gemm(512, 512, 512, bk=32))
+    assert "tl_tma_load" not in kernel and "tl_cp_async_16" in kernel and "tl_mma_m16n8k16" in kernel

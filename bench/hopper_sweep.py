@@ -1,0 +1,94 @@
+"""Tile and schedule variants of the GEMM and FlashAttention examples on the H200, side by side
+with cuBLAS / cuDNN in the same run (the "best hand-annotated variant" of issue 5).
+
+    python bench/hopper_sweep.py [--only gemm|attention]
+"""
+
+import argparse
+import sys
+
+import torch
+
+from cuda_bench import bench, compile_timed, example
+
+GEMM_VARIANTS = [  # (block_M, block_N, block_K, stages, threads, panel, pass configs)
+    (128, 256, 64, 4, 256, 0, None),
+    (128, 256, 64, 3, 256, 0, None),
+    (128, 256, 64, 4, 256, 8, None),
+    (128, 256, 64, 4, 256, 16, None),
+    (256, 128, 64, 4, 256, 8, None),
+    (128, 128, 64, 5, 256, 8, None),
+    (128, 256, 128, 2, 256, 8, None),
+    (128, 256, 64, 4, 256, 8, {"tl.disable_warp_specialized": True}),
+    (128, 256, 32, 3, 256, 8, {"tl.disable_wgmma": True, "tl.disable_warp_specialized": True}),
+]
+ATTN_VARIANTS = [  # (block_M, block_N, stages, threads, pass configs)
+    (128, 128, 2, 256, None), (128, 128, 2, 256, {"tl.enable_pingpong": True}), (128, 64, 2, 256, None),
+    (128, 128, 3, 256, None), (128, 176, 2, 256, None),
+]
+
+
+def gemm_sweep():
+    ex = example("gemm/gemm.py")
+    for size in (4096, 8192):
+        a = torch.randn(size, size, device="cuda", dtype=torch.float16)
+        b = torch.randn(size, size, device="cuda", dtype=torch.float16)
+        flops = 2 * size ** 3
+        cublas = flops / bench(lambda: torch.matmul(a, b)) / 1e9
+        print(f"gemm f16 {size}^3: cuBLAS {cublas:.0f} TFLOP/s", flush=True)
+        ref = None
+        for bm, bn, bk, st, th, panel, cfg in GEMM_VARIANTS:
+            label = f"  {bm}x{bn}x{bk} s{st} t{th} panel{panel} {cfg or ''}"
+            try:
+                kernel, secs = compile_timed(ex.gemm, size, size, size, block_M=bm, block_N=bn, block_K=bk,
+                                             num_stages=st, threads=th, panel_size=panel, pass_configs=cfg)
+                c = kernel(a, b)
+                if ref is None:
+                    ref = a.double() @ b.double()
+                err = ((c.double() - ref).norm() / ref.norm()).item()
+                tf = flops / bench(lambda: kernel(a, b)) / 1e9
+                print(f"{label}: {tf:.0f} TFLOP/s ({tf / cublas:.2f}x) err {err:.1e} compile {secs:.2f}s", flush=True)
+            except Exception as exc:
+                print(f"{label}: ERROR {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+        del ref
+
+
+def attention_sweep():
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    ex = example("attention/flash_attention.py")
+    for B, H, S, D, causal in ((8, 16, 4096, 128, False), (8, 16, 4096, 128, True), (8, 16, 8192, 64, False)):
+        q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=torch.float16) for _ in range(3))
+        qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+        flops = 4 * B * H * S * S * D / (2 if causal else 1)
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            cudnn = flops / bench(lambda: torch.nn.functional.scaled_dot_product_attention(
+                qt, kt, vt, is_causal=causal), iters=10) / 1e9
+        print(f"attn B{B} H{H} S{S} D{D} causal={causal}: cuDNN {cudnn:.0f} TFLOP/s", flush=True)
+        ref = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal).transpose(1, 2)
+        for bm, bn, st, th, cfg in ATTN_VARIANTS:
+            label = f"  {bm}x{bn} s{st} t{th} {cfg or ''}"
+            try:
+                kernel, secs = compile_timed(ex.flash_attention, B, H, S, D, causal, block_M=bm, block_N=bn,
+                                             num_stages=st, threads=th, pass_configs=cfg)
+                o = kernel(q, k, v)
+                err = (o.float() - ref.float()).abs().max().item()
+                tf = flops / bench(lambda: kernel(q, k, v), iters=10) / 1e9
+                print(f"{label}: {tf:.0f} TFLOP/s ({tf / cudnn:.2f}x) err {err:.1e} compile {secs:.2f}s", flush=True)
+            except Exception as exc:
+                print(f"{label}: ERROR {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=["gemm", "attention"])
+    args = parser.parse_args()
+    if args.only in (None, "gemm"):
+        gemm_sweep()
+    if args.only in (None, "attention"):
+        attention_sweep()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
