@@ -111,7 +111,8 @@ def host_param_type(param: str) -> str:
     text = re.sub(r"\s+", " ", param.replace("__restrict__", " ")).strip()
     if "*" in text:
         return "void*"
-    type_part = (text.rsplit(" ", 1)[0] if " " in text else text).replace("const ", "").strip()
+    type_part = (text.rsplit(" ", 1)[0] if " " in text else text).replace("const ", "")
+    type_part = type_part.replace("__grid_constant__ ", "").strip()  # CUDA tensor maps, by value
     return "uint16_t" if type_part in ("half", "__half", "nv_bfloat16", "__nv_bfloat16") else type_part
 
 

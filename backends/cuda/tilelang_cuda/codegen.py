@@ -19,18 +19,14 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import re
-import threading
 from dataclasses import dataclass
 
 from tilelang_core.errors import CompileError
+from tilelang_core.simt import c_source
 
 # The wrapper's first include marks where host code starts in the exported .cu.
-_HOST_MARKER = "#include <tvm/ffi/c_api.h>"
-
-_KERNEL_DECL = re.compile(
-    r'extern "C" __global__ void (?:__launch_bounds__\(\d+(?:,\s*\d+)?\)\s*)?(\w+)\((.*?)\);', re.S)
+_HOST_MARKER = c_source.HOST_MARKER
 
 _LAUNCH_HELPER = re.compile(
     r"template <typename\.\.\. Params, typename\.\.\. Args>\s*static cudaError_t tvm_cuda_host_launch"
@@ -168,104 +164,16 @@ struct tl_check_stream {
 
 
 @dataclass(frozen=True)
-class KernelDecl:
-    """A ``__global__`` function of the device part: its name and host-side parameter types."""
-
-    name: str
-    params: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class SplitSource:
     device: str
     host: str
-    kernels: tuple[KernelDecl, ...]
-
-
-PIPELINE_NAME = "tilelang_cuda"
-
-
-def _tir_pipeline():
-    """TVM passes after our lowering: generic clean-up, codegen preparation, host/device split.
-
-    Deliberately not the s_tir pipeline: its CompactBufferAllocation shrinks buffers to the
-    elements it sees indexed, which is wrong for buffers we reach through pointers (ldmatrix,
-    cp.async, mma write whole vectors), and its ThreadSync adds barriers we already placed.
-    """
-    import tvm
-    from tvm import s_tir, tirx
-    from tvm.tirx import compilation_pipeline as cp
-
-    @tvm.transform.module_pass(opt_level=0, name="tilelang_cuda.TIRPipeline")
-    def _pipeline(mod, _ctx):
-        passes = [
-            tirx.transform.FlattenBuffer(),
-            tirx.transform.BF16ComputeLegalize(),
-            tirx.transform.NarrowDataType(32),
-            tirx.transform.VectorizeLoop(True),
-            tirx.transform.UnrollLoop(),
-            tirx.transform.StmtSimplify(),
-            tirx.transform.RemoveNoOp(),
-            tirx.transform.CommonSubexprElim(),
-            tirx.transform.FP8ComputeLegalize(),
-            tirx.transform.VerifyMemory(),
-            tirx.transform.AnnotateEntryFunc(),
-            tirx.transform.SplitHostDevice(),
-            tirx.transform.MakePackedAPI(),
-            tirx.transform.FP8StorageLegalize(),
-            tirx.transform.BF16StorageLegalize(),
-        ]
-        return tvm.ir.transform.Sequential(passes)(mod)
-
-    return _pipeline, cp.finalize_host_passes, cp.finalize_device_passes
-
-
-def _ensure_pipeline() -> None:
-    from tvm.tirx import compilation_pipeline as cp
-
-    if PIPELINE_NAME not in cp.PIPELINE_MAP:
-        cp.register_tir_pipeline(PIPELINE_NAME, _tir_pipeline)
+    kernels: tuple[c_source.KernelDecl, ...]
 
 
 def build_tvm_module(mod, arch: str):
-    """Lowered IRModule -> TVM runtime module for ``cuda`` + ``cuda_host`` (TVM codegen, ~ms)."""
-    import tvm
-
-    _ensure_pipeline()
-    target = tvm.target.Target({"kind": "cuda", "arch": arch, "host": {"kind": "cuda_host"}})
-    try:
-        with _no_device_compile_in_tvm():
-            return tvm.tirx.build(mod, target=target, pipeline=PIPELINE_NAME)
-    except Exception as exc:  # TVM errors carry the whole diagnostic
-        raise CompileError(f"TVM's CUDA codegen failed for {arch}", log=str(exc)) from exc
-
-
-_TVM_COMPILE_CALLBACK = "tvm_callback_cuda_compile"
-_callback_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def _no_device_compile_in_tvm():
-    """Keep TVM from compiling the device code during ``tvm.tirx.build``.
-
-    Where a CUDA driver is present, TVM's CUDA build hands the generated source to its compile
-    callback (NVRTC through cuda-bindings) before returning. We export that source, add our
-    device helpers and compile it ourselves, so TVM's compile is wasted seconds at best, and at
-    worst fails on the helpers it has not seen (seen on the H200: `tl_shfl_xor` undefined). The
-    callback is process-global, hence the lock; the previous one is put back afterwards.
-    """
-    import tvm_ffi
-
-    with _callback_lock:
-        previous = tvm_ffi.get_global_func(_TVM_COMPILE_CALLBACK, allow_missing=True)
-        tvm_ffi.register_global_func(_TVM_COMPILE_CALLBACK, lambda code, *rest: code.encode(), override=True)
-        try:
-            yield
-        finally:
-            if previous is not None:
-                tvm_ffi.register_global_func(_TVM_COMPILE_CALLBACK, previous, override=True)
-            else:
-                tvm_ffi.remove_global_func(_TVM_COMPILE_CALLBACK)
+    """Lowered IRModule -> TVM runtime module for ``cuda`` + ``cuda_host`` (TVM codegen, ~ms),
+    through the SIMT kit's C-style emitter (tilelang_core.simt.c_source)."""
+    return c_source.build_c_module(mod, printer_arch=arch, who=f"cuda {arch}")
 
 
 def export_source(lib) -> str:
@@ -300,42 +208,18 @@ def insert_device_header(source: str) -> str:
 _DYNAMIC_SMEM_ALIGN = re.compile(r"extern __shared__ __align__\(\d+\)")
 
 
-def _host_param_type(param: str) -> str:
-    """A device parameter declaration -> a type the host compiler knows with the same ABI."""
-    text = param.replace("__restrict__", " ").strip()
-    text = re.sub(r"\s+", " ", text)
-    if "*" in text:
-        return "void*"
-    type_part = text.rsplit(" ", 1)[0] if " " in text else text
-    type_part = type_part.replace("const ", "").replace("__grid_constant__ ", "").strip()
-    # fp16/bf16 scalars pass as their 16-bit pattern
-    if type_part in ("half", "__half", "nv_bfloat16", "__nv_bfloat16"):
-        return "uint16_t"
-    return type_part
-
-
-def kernel_decls(device_source: str) -> tuple[KernelDecl, ...]:
-    decls = {}
-    for match in _KERNEL_DECL.finditer(device_source):
-        # parameters are pointers and scalars: no commas inside a declaration
-        params = [p for p in match.group(2).split(",") if p.strip()]
-        decls.setdefault(match.group(1), KernelDecl(match.group(1),
-                                                    tuple(_host_param_type(p) for p in params)))
-    return tuple(decls.values())
-
-
 def split_source(source: str) -> SplitSource:
     """Cut the exported ``.cu`` into a device-only and a host-only translation unit."""
     at = source.find(_HOST_MARKER)
     if at < 0:
         raise CompileError("TVM's cuda_host export has no tvm-ffi wrapper; cannot split host/device")
     device, host = source[:at], source[at:]
-    kernels = kernel_decls(device)
+    kernels = c_source.kernel_decls(device)
     host = _rewrite_host(host, kernels)
     return SplitSource(device=device, host=host, kernels=kernels)
 
 
-def _launcher(index: int, kernel: KernelDecl) -> str:
+def _launcher(index: int, kernel: c_source.KernelDecl) -> str:
     """A launcher for one kernel: arguments converted to the kernel's parameter types at the call,
     then passed by address (cudaLaunchKernelExC's convention)."""
     params = ", ".join(f"{t} a{i}" for i, t in enumerate(kernel.params))
@@ -352,7 +236,7 @@ def _launcher(index: int, kernel: KernelDecl) -> str:
             f"}}\n")
 
 
-def _rewrite_host(host: str, kernels: tuple[KernelDecl, ...]) -> str:
+def _rewrite_host(host: str, kernels: tuple[c_source.KernelDecl, ...]) -> str:
     # Drop tvm-ffi's C++ includes and the nvcc-only launch helper; keep the wrapper functions.
     lines = [ln for ln in host.splitlines() if not ln.startswith("#include")
              and not ln.startswith("#define TVM_DLL")]

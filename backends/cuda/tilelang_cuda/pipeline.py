@@ -32,8 +32,8 @@ from tvm import tirx
 from tilelang_core.backend import Backend, as_ir_module
 from tilelang_core.errors import CompileError, LayoutError, LoweringError
 from tilelang_core.simt.lower_gemm_fma import fma_accumulator_layout
-from tilelang_core.simt.pipeline import lower_simt, shared_bytes
-from tilelang_core.transform.lower_tile_ops import kernel_name
+from tilelang_core.simt.checks import check_dtypes, check_shared_memory
+from tilelang_core.simt.pipeline import lower_simt
 
 from . import codegen, compiler
 from .hopper.planner import HopperPlanner
@@ -86,35 +86,14 @@ def operand_layout(op, name: str, num_threads: int, planner: HopperPlanner | Non
     return mma_accumulator_layout(m, k, m_warp, 1, name=str(op.A.source.name))
 
 
-def check_dtypes(func: tirx.PrimFunc, arch: str) -> None:
-    """Element types the arch lacks (fp8 before Ada): a clear error before nvcc says something
-    obscure. The table is target.CAPABILITIES[arch]["dtypes"]."""
-    import tvm_ffi
-
-    supported = set(capability(arch, "dtypes"))
-    seen = {str(p.ty.dtype) for p in func.params if tirx.is_buffer_var(p)}
-    tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, lambda a: seen.add(str(a.buffer.ty.dtype)))])
-    for dt in sorted(seen - supported):
-        having = [a for a in ARCHS if dt in capability(a, "dtypes")]
-        hint = f"it needs {' or '.join(having)}" if having else "no cuda arch supports it"
-        raise LoweringError(f"kernel '{kernel_name(func)}' uses {dt}, which {arch} does not "
-                            f"support ({hint}). Pick another target arch or dtype.")
-
-
 def lower_function(func: tirx.PrimFunc, arch: str, options: CudaOptions) -> tirx.PrimFunc:
-    name = kernel_name(func)
-    check_dtypes(func, arch)
+    check_dtypes(func, arch, "cuda", ARCHS, capability)
     dialect = replace(CUDA, async_copy=False) if options.disable_cp_async else CUDA
     planner = HopperPlanner(arch, options, func)
     func = lower_simt(func, dialect, options, accumulator_layout=partial(accumulator_layout, planner=planner),
                       operand_layout=partial(operand_layout, planner=planner), backend=planner,
                       specialize=planner.specialize, finalize=planner.finalize)
-    limit = capability(arch, "max_shared_memory_per_block")
-    used = shared_bytes(func)
-    if limit is not None and used > limit:
-        raise LoweringError(f"kernel '{name}' needs {used} bytes of shared memory, more than the "
-                            f"{limit} bytes {arch} allows per block. Use smaller tiles or fewer "
-                            f"pipeline stages (num_stages).")
+    check_shared_memory(func, arch, capability(arch, "max_shared_memory_per_block"))
     return func
 
 
