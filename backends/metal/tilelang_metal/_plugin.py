@@ -1,10 +1,10 @@
-"""Entry point of tilelang-metal: registers the `metal` target kind and its platform probe.
+"""Entry point of tilelang-metal: registers the `metal` target kind, its backend and its probe.
 
-Standard library and tilelang_core.plugin only. No Backend is registered until the Metal backend
-issue lands lowering and codegen; selecting `metal` says so plainly.
+Standard library and tilelang_core.plugin only; the backend (tvm, the SIMT kit) is named as a
+string and imported on the first compile.
 """
 
-from tilelang_core.plugin import PLUGIN_API, PluginInfo, TargetKindSpec, hookimpl
+from tilelang_core.plugin import PLUGIN_API, BackendSpec, PluginInfo, TargetKindSpec, hookimpl
 
 from . import __version__, target
 
@@ -21,6 +21,11 @@ def tilelang_register_targets(registry):
         kind="metal", description="Apple GPU (Metal)", archs=target.ARCHS, default_arch=target.DEFAULT_ARCH,
         aliases=("mps", "apple"), capabilities=target.CAPABILITIES,
         tvm_target="tilelang_metal.target:tvm_target"))
+
+
+@hookimpl
+def tilelang_register_backends(registry):
+    registry.add(BackendSpec(kind="metal", factory="tilelang_metal.pipeline:MetalBackend"))
 
 
 @hookimpl

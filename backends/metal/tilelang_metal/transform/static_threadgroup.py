@@ -1,0 +1,51 @@
+"""StaticThreadgroup: the kit's ``shared.dyn`` pool becomes a static ``threadgroup`` array.
+
+The SIMT kit pools shared memory into one ``shared.dyn`` array (CUDA's ``extern __shared__``,
+sized at launch). TVM's Metal codegen has no dynamic threadgroup memory (it refuses the scope),
+and a fixed-size array declared in the kernel body is what MSL kernels usually do: the size is
+known after lowering, so every ``shared.dyn`` buffer is re-declared with scope ``shared``, which
+the Metal codegen prints as ``threadgroup T name[N]``. Accesses, including the ``address_of``
+operands of the copy and simdgroup helpers, are rewritten to the new buffer.
+
+Example::
+
+    func = static_threadgroup(func)     # alloc_buffer((4096,), scope="shared.dyn") -> scope="shared"
+"""
+
+from __future__ import annotations
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+DYNAMIC = "shared.dyn"
+
+
+def static_threadgroup(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    dynamic = {}
+
+    def collect(alloc):
+        buf = alloc.buffer
+        if str(buf.ty.storage_scope) == DYNAMIC:
+            dynamic[buf] = tirx.decl_buffer(buf.ty.shape, str(buf.ty.dtype), name=str(buf.name),
+                                            scope="shared")
+
+    tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, collect)])
+    if not dynamic:
+        return func
+
+    def on_load(load):
+        new = dynamic.get(load.source)
+        return tirx.BufferLoad(new, load.indices) if new is not None else load
+
+    def on_store(store):
+        new = dynamic.get(store.buffer)
+        return tirx.BufferStore(new, store.value, store.indices) if new is not None else store
+
+    def on_alloc(alloc):
+        new = dynamic.get(alloc.buffer)
+        return tirx.AllocBuffer(new) if new is not None else alloc
+
+    body = tvm_ffi.structural_map(func.body, [(tvm.ir.TensorLoad, on_load)])
+    body = tvm_ffi.structural_map(body, [(tirx.BufferStore, on_store), (tirx.AllocBuffer, on_alloc)])
+    return func.with_body(body)
