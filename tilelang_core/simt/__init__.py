@@ -43,6 +43,9 @@ of buffer elements, aligned to the access size; ``N`` is 4, 8 or 16 (bytes).
     The value ``v`` of lane ``lane ^ lane_mask`` of the same warp (0 < lane_mask < warp_size),
     for every T a reduction accumulates in (float, double, int, half, bfloat16). All lanes of
     the warp execute it together: callers never predicate it.
+``T <dialect.warp_reduce[kind]>(T v)``   (only for the kinds sum, max, min a dialect lists)
+    The sum (max, min) of ``v`` over all lanes of the warp, returned to every lane (Metal's
+    ``simd_sum``). Used instead of shuffles where a reduction's lanes are exactly one warp.
 ``void tl_atomic_add|max|min(T* addr, T value)``
     Atomic ``*addr = *addr + value`` (``max(*addr, value)``, ``min(*addr, value)``) on global or
     shared memory, nothing returned, for every T in ``dialect.atomic_dtypes[kind]``.
