@@ -33,7 +33,8 @@ from tvm import tirx
 
 from tilelang_core.backend import Backend, as_ir_module
 from tilelang_core.errors import CompileError, LoweringError
-from tilelang_core.simt.pipeline import lower_simt, shared_bytes
+from tilelang_core.simt.checks import check_shared_memory
+from tilelang_core.simt.pipeline import lower_simt
 from tilelang_core.simt.transform.state import thread_binding
 from tilelang_core.transform.lower_tile_ops import kernel_name
 
@@ -76,12 +77,7 @@ def lower_function(func: tirx.PrimFunc, arch: str, options: MetalOptions) -> tir
     func = lower_simt(func, METAL, options,
                       accumulator_layout=partial(lower_gemm.accumulator_layout, options=options),
                       operand_layout=partial(lower_gemm.operand_layout, options=options))
-    limit = capability(arch, "threadgroup_memory_bytes")
-    used = shared_bytes(func)
-    if used > limit:
-        raise LoweringError(f"kernel '{name}' needs {used} bytes of threadgroup memory, more than the "
-                            f"{limit} bytes Apple GPUs allow per threadgroup. Use smaller tiles "
-                            f"(block sizes) or fewer shared buffers.")
+    check_shared_memory(func, arch, capability(arch, "threadgroup_memory_bytes"), what="threadgroup memory")
     return static_threadgroup(func)
 
 
