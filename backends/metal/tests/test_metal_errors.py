@@ -3,7 +3,7 @@
 import pytest
 
 import tilelang_core.language as T
-from metal_cases import example, lower
+from metal_cases import lower
 from tilelang_core.errors import LayoutError, LoweringError
 from tilelang_core.layout import make_swizzled_layout
 
