@@ -126,3 +126,31 @@ def test_copy_tma_cannot_carry_keeps_the_cp_async_pipeline():
     """64-byte rows (block_K=32) cannot take the 128-byte swizzle: cp.async and mma.sync."""
     _, kernel = cuda_source(kernels.make_gemm(512, 512, 512, bk=32))
     assert "tl_tma_load" not in kernel and "tl_cp_async_16" in kernel and "tl_mma_m16n8k16" in kernel
+
+
+def make_gathered_gemm():
+    """Block rows of A picked by indices the kernel first copies to shared memory."""
+
+    @T.prim_func
+    def gathered(A: T.Tensor((1024, 64), T.float16), Idx: T.Tensor((8,), T.int32),
+                 B: T.Tensor((64, 128), T.float16), C: T.Tensor((128, 128), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            idx = T.alloc_shared((8,), T.int32)
+            A_s = T.alloc_shared((128, 64), T.float16)
+            B_s = T.alloc_shared((64, 128), T.float16)
+            C_f = T.alloc_fragment((128, 128), T.float32)
+            T.copy(Idx, idx)
+            T.clear(C_f)
+            for k in T.Pipelined(8, num_stages=2):
+                T.copy(A[idx[k] * 128, 0], A_s)
+                T.copy(B, B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C[bx * 128, 0])
+
+    return gathered
+
+
+def test_box_coordinates_read_from_shared_memory_keep_cp_async():
+    """The producer warpgroup cannot see the consumers' shared-memory indices in time: no TMA."""
+    _, kernel = cuda_source(make_gathered_gemm())
+    assert "tl_tma_load" not in kernel and "tl_cp_async_16" in kernel and "tl_wgmma_ss" in kernel

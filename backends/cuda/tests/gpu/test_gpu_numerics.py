@@ -185,15 +185,18 @@ def test_kernels_launch_on_the_current_torch_stream(tmp_path):
     kernel = build(kernels.make_softmax(256, 128, 4, 128), tmp_path)
     x = torch.randn(256, 128, device="cuda")
     y1, y2 = torch.full_like(x, float("nan")), torch.full_like(x, float("nan"))
-    s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()
+    kernel["softmax"](x, torch.empty_like(x))  # first launch loads the module (may synchronize)
+    s1, s2, s3 = torch.cuda.Stream(), torch.cuda.Stream(), torch.cuda.Stream()
     torch.cuda.synchronize()
     with torch.cuda.stream(s1):
         torch.cuda._sleep(100_000_000)  # ~50 ms of GPU time ahead of the kernel on s1
         kernel["softmax"](x, y1)
     with torch.cuda.stream(s2):
         kernel["softmax"](x, y2)
+    with torch.cuda.stream(s3):  # a look at y1 that does not wait for s1
+        early = y1.to("cpu")
     assert not s1.query(), "the side stream finished its 50 ms sleep already?"
-    assert torch.isnan(y1.cpu()).all(), "the kernel did not wait for its stream's earlier work"
+    assert torch.isnan(early).all(), "the kernel did not wait for its stream's earlier work"
     s1.synchronize()
     s2.synchronize()
     ref = torch.softmax(x.double(), dim=1).float()

@@ -87,6 +87,13 @@ def _tma_box(stmt):
     tile = [d for d, r in enumerate(op.src.region) if not (isinstance(r.extent, tirx.IntImm) and int(r.extent) == 1)]
     if len(tile) != 2 or tile[1] != rank - 1:
         return None
+    # The producer thread computes the box coordinates: they may read global memory (indices
+    # of a block-sparse layout) but not registers or shared memory the consumers own.
+    loads = []
+    for r in op.src.region:
+        tvm_ffi.structural_walk(r.min, [(tvm.ir.TensorLoad, loads.append)])
+    if any(str(load.source.ty.storage_scope) not in ("global", "") for load in loads):
+        return None
     ext = [op.src.region[d].extent for d in tile]
     if not all(isinstance(e, tirx.IntImm) for e in ext) or (int(ext[0]), int(ext[1])) != (rows, cols):
         return None
