@@ -40,7 +40,25 @@ def main():
     softmax = build(kernels.make_softmax(100, 512, 4, 128))
     rowmax = build(kernels.make_gemm_rowmax(200, 64, 96))
     attn = build(kernels.make_flash_attention(1, 2, 200, 64, 64, 64, 128))
+    # sm_90a: wgmma fed by a TMA producer warpgroup (two consumer warpgroups, ragged edges)
+    gemm_ws = build(kernels.make_gemm(1000, 520, 264, bm=128, bn=256, bk=64, threads=256, stages=3))
+    attn_ws = build(kernels.make_flash_attention(1, 2, 300, 128, 128, 128, 256))
     failures = []
+
+    a = torch.randn(1000, 264, device="cuda", dtype=torch.float16)
+    b = torch.randn(264, 520, device="cuda", dtype=torch.float16)
+    c = torch.empty(1000, 520, device="cuda", dtype=torch.float16)
+    gemm_ws["gemm"](a, b, c)
+    if not torch.allclose(c.float(), a.float() @ b.float(), rtol=2e-2, atol=0.5):
+        failures.append("gemm 1000x520x264 (TMA + wgmma)")
+
+    q, k, v = (torch.randn(1, 300, 2, 128, device="cuda", dtype=torch.float16) for _ in range(3))
+    o = torch.empty_like(q)
+    attn_ws["flash_attn"](q, k, v, o)
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        *(x.transpose(1, 2).float() for x in (q, k, v))).transpose(1, 2)
+    if not torch.allclose(o.float(), ref, rtol=1e-2, atol=2e-3):
+        failures.append("flash attention 1x2x300x128 (TMA + wgmma)")
 
     a = torch.randn(1000, 1000, device="cuda", dtype=torch.float16)
     b = torch.randn(1000, 1000, device="cuda", dtype=torch.float16)

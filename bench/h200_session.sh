@@ -28,6 +28,7 @@ step autotune_cuda 400 python3 bench/autotune_compile.py --target cuda --size 40
 for tool in memcheck racecheck synccheck; do
   step "sanitize_$tool" 240 compute-sanitizer --tool "$tool" --error-exitcode 9 python3 bench/cuda_sanitize_cases.py
 done
+[[ ${SKIP_BENCH:-0} == 1 ]] || step cuda_bench 400 python3 bench/cuda_bench.py
 echo "== doctor (auto)"; grep -E "cuda |evidence|resolves to" "$OUT/doctor.txt" | head -6
 echo "== examples"; grep -h -E "relative error" "$OUT"/*.txt | sed 's/^/  /'
 echo "== quickstart"; grep -E "first call|OK|FAILED" "$OUT/quickstart.txt" | head -3
@@ -35,4 +36,5 @@ echo "== gpu tests"; tail -1 "$OUT/gpu_tests.txt"
 echo "== launch overhead"; tail -8 "$OUT/call_overhead.txt"
 echo "== autotune (16 configs, cuda)"; grep -E "search|compile" "$OUT/autotune_cuda.txt" | head -5
 for tool in memcheck racecheck synccheck; do echo "== $tool"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Error" "$OUT/sanitize_$tool.txt" | tail -2; done
+[[ -f "$OUT/cuda_bench.txt" ]] && { echo "== benchmark table"; sed -n '/^NVIDIA/,$p' "$OUT/cuda_bench.txt"; }
 echo "== steps"; printf '  %s\n' "${status[@]}"
