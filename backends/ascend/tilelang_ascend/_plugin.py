@@ -1,10 +1,11 @@
-"""Entry point of tilelang-ascend: registers the `ascend` target kind and its device-node probe.
+"""Entry point of tilelang-ascend: registers the `ascend` target kind, its backend and its
+device-node probe.
 
-Standard library and tilelang_core.plugin only. No Backend is registered until the Ascend backend
-issue lands lowering and codegen; selecting `ascend` says so plainly.
+Standard library and tilelang_core.plugin only; the backend (tvm, the simulator) is named as a
+string and imported on the first compile.
 """
 
-from tilelang_core.plugin import PLUGIN_API, PluginInfo, TargetKindSpec, hookimpl
+from tilelang_core.plugin import PLUGIN_API, BackendSpec, PluginInfo, TargetKindSpec, hookimpl
 
 from . import __version__, target
 
@@ -19,7 +20,12 @@ def tilelang_plugin_info():
 def tilelang_register_targets(registry):
     registry.add(TargetKindSpec(
         kind="ascend", description="Huawei Ascend NPU", archs=target.ARCHS, default_arch=target.DEFAULT_ARCH,
-        aliases=("asc", "npu"), capabilities=target.CAPABILITIES))
+        aliases=("asc", "npu"), features=target.FEATURES, capabilities=target.CAPABILITIES))
+
+
+@hookimpl
+def tilelang_register_backends(registry):
+    registry.add(BackendSpec(kind="ascend", factory="tilelang_ascend.pipeline:AscendBackend"))
 
 
 @hookimpl

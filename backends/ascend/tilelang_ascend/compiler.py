@@ -26,8 +26,9 @@ INSTALL_HINT = (
     "8.0 or newer, from https://www.hiascend.com/software/cann) plus the matching driver and "
     "firmware, then run `source /usr/local/Ascend/ascend-toolkit/set_env.sh` (it sets "
     "ASCEND_HOME_PATH / ASCEND_TOOLKIT_HOME and PATH). To run kernels from Python also "
-    "`pip install torch_npu` matching your torch. Without an NPU, use "
-    "tilelang_ascend.interpreter.simulate to run kernels on the CPU simulator.")
+    "`pip install torch_npu` matching your torch. Without an NPU, compile for "
+    "target=\"ascend+sim\" (or set TILELANG_TARGET=ascend+sim) to run kernels on the CPU "
+    "simulator instead.")
 
 
 def cann_home() -> Path | None:
@@ -50,12 +51,13 @@ def find_bisheng() -> Path | None:
     return next((c for c in candidates if c.is_file()), None)
 
 
-def require_toolchain() -> tuple[Path, Path]:
+def require_toolchain(kernel: str = "") -> tuple[Path, Path]:
     home, bisheng = cann_home(), find_bisheng()
     if home is None or bisheng is None:
         searched = ", ".join(f"{v}={os.environ.get(v, '(unset)')}"
                              for v in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"))
-        raise CompileError(f"cannot build for target 'ascend': CANN "
+        what = f"kernel '{kernel}'" if kernel else "kernels"
+        raise CompileError(f"cannot build {what} for target 'ascend': CANN "
                            f"{'was not found' if home is None else 'has no bisheng compiler'} "
                            f"({searched}; also looked in {DEFAULT_PREFIX} and PATH). "
                            + INSTALL_HINT)
@@ -72,7 +74,7 @@ def bisheng_command(bisheng: Path, home: Path, arch: str, src: Path, out: Path,
 
 
 def compile_ascend_c(source: str, prog, arch: str, workdir: Path, opt_level: int = 2) -> bytes:
-    home, bisheng = require_toolchain()
+    home, bisheng = require_toolchain(prog.name)
     workdir.mkdir(parents=True, exist_ok=True)
     src, out = workdir / f"{prog.name}.cpp", workdir / f"{prog.name}.so"
     src.write_text(source)

@@ -9,11 +9,15 @@ Lowering, in order (transform/):
 5. check        the static checker (checker.py): flags balanced, dependencies covered, buffers fit
 
 The "lowered" stage is the Ascend program (``Program.script()`` is its text). ``codegen`` emits
-Ascend C; ``build`` runs bisheng (compiler.py; needs CANN); ``load`` goes through torch_npu
-(runtime.py). None of the last three can run on a machine without CANN and an NPU: the tests
-run the program on the simulator instead (interpreter.py).
+Ascend C; ``build`` runs bisheng (compiler.py; needs CANN; without it a CompileError says what to
+install); ``load`` goes through torch_npu (runtime.py).
 
-Not registered in _plugin.py yet: the lead decides when ``target="ascend"`` gets this backend.
+The target feature ``sim`` (``target="ascend+sim"``, ``"ascend:dav-c220+sim"``, or
+``TILELANG_TARGET=ascend+sim`` for unmodified scripts) keeps every stage up to the Ascend C and
+swaps the last two: ``build`` stores the checked program (sim_artifact.py) and ``load`` runs it on
+the functional simulator (interpreter.SimulatedKernel), on torch CPU tensors. It is a target
+feature rather than an option so that the target string alone says where a kernel runs, the
+cache keeps the two builds apart, and ``device_type`` (the tensors the JIT accepts) follows it.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from tilelang_core.errors import LoweringError
 
 from . import isa
 from .options import AscendOptions
-from .target import DEFAULT_ARCH
+from .target import DEFAULT_ARCH, SIM_FEATURE
 from .transform import insert_sync, lower_to_isa, plan_storage, split_cores
 
 
@@ -76,6 +80,12 @@ class AscendBackend(Backend):
     options_class = AscendOptions
     binary_suffix = ".so"
 
+    def __init__(self, target):
+        super().__init__(target)
+        self.simulate = SIM_FEATURE in getattr(target, "features", ())
+        if self.simulate:  # the simulator takes CPU tensors, and the JIT checks for them
+            self.device_type = "cpu"
+
     def _arch(self, options) -> str:
         if options is not None and options.arch:
             return options.arch
@@ -90,14 +100,26 @@ class AscendBackend(Backend):
         return emit_ascend_c(prog)
 
     def build(self, prog, source: str, options: AscendOptions | None, workdir: Path) -> bytes:
+        if self.simulate:
+            from .sim_artifact import dump_program
+            return dump_program(prog)
         from .compiler import compile_ascend_c
         options = options or AscendOptions()
         return compile_ascend_c(source, prog, self._arch(options), Path(workdir), options.opt_level)
 
     def load(self, path: Path):
+        data = Path(path).read_bytes()
+        from .sim_artifact import is_sim_artifact
+        if is_sim_artifact(data):
+            from .interpreter import SimulatedKernel
+            from .sim_artifact import load_program
+            return SimulatedKernel(load_program(data, str(path)))
         from .runtime import load_module
         return load_module(path)
 
     def toolchain_version(self) -> str:
+        if self.simulate:
+            from .sim_artifact import MAGIC
+            return "simulator " + MAGIC.decode().strip()
         from .compiler import toolchain_version
         return toolchain_version()

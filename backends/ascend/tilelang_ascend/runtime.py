@@ -5,9 +5,13 @@ The library exports ``<name>_launch(stream, args..., workspace)``, ``<name>_num_
 stream (``torch_npu.npu.current_stream().npu_stream``), with the tensors' device pointers and a
 workspace tensor allocated on the same device.
 
+The JIT driver finds the kernel through ``get_function(name)`` (the protocol of
+``tilelang_core.runtime.entry_function``): it gets an ``AscendKernelFunction`` called with every
+parameter, outputs already allocated on the NPU by JITKernel.
+
 NOT RUN HERE: no NPU and no torch_npu on this machine; written against the public torch_npu and
-Ascend C kernel-launch documentation. The JIT driver's tvm-ffi entry-function path is not wired
-for this module yet (AscendBackend is not registered in _plugin.py).
+Ascend C kernel-launch documentation. The symbol lookup and the argument checks before launch are
+tested with a host library exporting the same symbols (tests/test_ascend_jit.py).
 """
 
 from __future__ import annotations
@@ -23,13 +27,15 @@ class AscendModule:
         self.path = Path(path)
         self.lib = ctypes.CDLL(str(self.path))
 
-    def function(self, name: str):
+    def get_function(self, name: str):
+        """The launcher of kernel ``name``; AttributeError when the library has no such kernel
+        (entry_function then tries ``main``, then names both in its LaunchError)."""
         try:
             launch = getattr(self.lib, f"{name}_launch")
             blocks = getattr(self.lib, f"{name}_num_blocks")
             ws_bytes = getattr(self.lib, f"{name}_workspace_bytes")
         except AttributeError as exc:
-            raise LaunchError(f"{self.path} has no Ascend kernel '{name}' ({exc})") from None
+            raise AttributeError(f"{self.path} has no Ascend kernel '{name}' ({exc})") from None
         blocks.restype = ctypes.c_uint32
         ws_bytes.restype = ctypes.c_uint32
         return AscendKernelFunction(name, launch, int(ws_bytes()))

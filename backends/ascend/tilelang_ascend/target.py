@@ -10,6 +10,9 @@ from tilelang_core.plugin import DeviceProbe, HostView, visible_indices
 
 ARCHS = ("dav-3510", "dav-c220")  # Ascend 950; Atlas A2/A3 (910B/910C)
 DEFAULT_ARCH = "dav-3510"
+#: target feature: build for the functional simulator instead of bisheng (``ascend+sim``)
+SIM_FEATURE = "sim"
+FEATURES = (SIM_FEATURE,)
 
 _DTYPES = ("float16", "bfloat16", "float32", "int8", "int16", "int32", "uint8")
 CAPABILITIES = {
