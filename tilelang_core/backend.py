@@ -78,7 +78,8 @@ class Backend:
 
     kind: ClassVar[str] = ""
     #: torch device type the compiled kernel runs on ("cpu", "cuda"; HIP kernels also take
-    #: "cuda" tensors). The JIT refuses tensors on another device before launch.
+    #: "cuda" tensors). The JIT refuses tensors on another device before launch. An instance may
+    #: set its own from its target's features (the JIT reads it from the instance).
     device_type: ClassVar[str | None] = None
     options_class: ClassVar[type[BackendOptions]] = BackendOptions
     #: file suffix of the artifact ``build`` returns

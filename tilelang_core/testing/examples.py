@@ -18,8 +18,9 @@ from ..target import Target, resolve_target
 
 
 def torch_device(target: Target) -> str:
-    """The torch device type kernels for ``target`` take ("cpu", "cuda")."""
-    backend = get_plugin_manager().backend_class(target.kind)
+    """The torch device type kernels for ``target`` take ("cpu", "cuda"). Asked of a backend
+    instance, since a target feature may change it (``ascend+sim`` runs on CPU tensors)."""
+    backend = get_plugin_manager().get_backend(target)
     return backend.device_type or "cpu"
 
 
