@@ -147,3 +147,46 @@ def pipelined_row_sum(M=8, N=250, block_N=64):
             T.copy(acc, Y)
 
     return main
+
+
+def simt_gather(M=5, N=40, block_M=4, threads=64):
+    """T.SimtVF: a gather by a per-column index, a shifted neighbour and an if on the data, over
+    ragged row blocks; none of these can become SIMD instructions."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), Idx: T.Tensor((N,), "int32"),
+             Y: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, block_M), threads=128) as bx:
+            x = T.alloc_shared((block_M, N), "float32")
+            idx = T.alloc_shared((N,), "int32")
+            y = T.alloc_shared((block_M, N), "float32")
+            T.copy(X[bx * block_M, 0], x)
+            T.copy(Idx, idx)
+            with T.SimtVF(threads=threads):
+                for i, j in T.Parallel(block_M, N):
+                    y[i, j] = x[i, idx[j]] * 2.0
+                    if x[i, j] < 0:
+                        y[i, j] = y[i, j] + x[i, (j + 1) % N]
+            with T.SimdVF():
+                for i, j in T.Parallel(block_M, N):
+                    y[i, j] = y[i, j] + 1.0
+            T.copy(y, Y[bx * block_M, 0])
+
+    return main
+
+
+def simd_region_with_a_gather(M=4, N=32):
+    """T.SimdVF refuses what only SIMT can run."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), Y: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            x = T.alloc_shared((M, N), "float32")
+            y = T.alloc_shared((M, N), "float32")
+            T.copy(X, x)
+            with T.SimdVF():
+                for i, j in T.Parallel(M, N - 1):
+                    y[i, j] = x[i, j + 1]
+            T.copy(y, Y)
+
+    return main

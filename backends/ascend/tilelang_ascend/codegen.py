@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import isa
+from . import isa, simt_vf
 from .scalar import C_TYPES, to_c
 
 _TPOS = {"L1": "TPosition::A1", "L0A": "TPosition::A2", "L0B": "TPosition::B2",
@@ -43,6 +43,9 @@ class _Emitter:
             self.ws_offset[ws.name] = off
             off = isa.round_up(off + _numel(ws.shape) * isa.dtype_bytes(ws.dtype), 512)
         self.ws_bytes = off
+        # one __simt_vf__ function per SIMT loop of the Vector stream, defined before the kernel
+        self.simt = {id(s): f"{prog.name}_simt_vf{k}" for k, s in enumerate(
+            i for i in isa.instructions(prog.vec) if isinstance(i, simt_vf.SimtLoop))}
 
     def line(self, text: str = "") -> None:
         self.lines.append("  " * self.depth + text if text else "")
@@ -99,6 +102,11 @@ class _Emitter:
                 self.line(f"const {ctype(str(s.var.ty.dtype))} {s.var} = {to_c(s.value)};")
             else:
                 getattr(self, "i_" + type(s).__name__)(s)
+
+    def i_SimtLoop(self, s):
+        def offset(buf, slot):
+            return "0" if slot is None else f"({to_c(slot)}) * {buf.stage_bytes // isa.dtype_bytes(buf.dtype)}"
+        self.line(simt_vf.launch_c(s, self.simt[id(s)], offset))
 
     @staticmethod
     def _event(s) -> str:
@@ -389,6 +397,9 @@ def emit_ascend_c(prog: isa.Program) -> str:
     em.line("  return lo >= size ? 0 : (lo + n > size ? size - lo : n);")
     em.line("}")
     em.line("")
+    for instr in isa.instructions(prog.vec):
+        if isinstance(instr, simt_vf.SimtLoop):
+            em.lines.extend(simt_vf.function_c(instr, em.simt[id(instr)]))
     args = ", ".join([f"GM_ADDR {p.name}" for p in prog.params] + ["GM_ADDR workspace"])
     em.line(f'extern "C" __global__ __aicore__ void {name}_kernel({args}) {{')
     em.depth += 1

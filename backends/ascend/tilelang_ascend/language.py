@@ -75,6 +75,40 @@ SCOPE_ATTR = "ascend.scope"
 _CORES = {"C": "C", "cube": "C", "V": "V", "vector": "V"}
 
 
+#: attribute key of a T.SimtVF / T.SimdVF region (lowering: transform/lower_to_isa.py)
+VF_ATTR = "ascend.vf"
+
+
+def SimtVF(threads: int = 128):  # noqa: N802 (TileLang-Ascend spelling)
+    """A SIMT vector function (Ascend 950, dav-3510): the T.Parallel nests in the region run on
+    the Vector core element by element over ``threads`` threads, with scalar loads and stores
+    into the Unified Buffer, so bodies that cannot become SIMD instructions (gathers
+    ``x[idx[i]]``, shifted or transposed indices, an ``if`` on data) still run there. Tile ops
+    in the region lower as usual; everything in it runs on the Vector core.
+
+        with T.SimtVF(threads=128):
+            for i, j in T.Parallel(M, N):
+                y[i, j] = x[i, idx[j]]
+    """
+    if not isinstance(threads, int) or not 1 <= threads <= 2048:
+        raise FrontendError(f"T.SimtVF(threads=...) takes a whole number of threads from 1 to "
+                            f"2048, got {threads!r}")
+    return _B.attr(tvm.ir.StringImm("simt"), VF_ATTR, tvm.tirx.const(threads, "int32"))
+
+
+def SimdVF():  # noqa: N802 (TileLang-Ascend spelling)
+    """A SIMD vector function: the region runs on the Vector core and every T.Parallel nest in it
+    must become SIMD Vector instructions (a body that cannot is a LoweringError with its line,
+    never a silent SIMT fallback). The default for T.Parallel outside any region is the same;
+    the region states it, and keeps Cube work out of it.
+
+        with T.SimdVF():
+            for i, j in T.Parallel(M, N):
+                y[i, j] = T.exp(x[i, j] - m[i])
+    """
+    return _B.attr(tvm.ir.StringImm("simd"), VF_ATTR, tvm.tirx.const(0, "int32"))
+
+
 def Scope(core: str):  # noqa: N802 (TileLang-Ascend spelling)
     """Expert mode: ``with T.Scope("C"):`` / ``with T.Scope("V"):`` states that the tile ops in
     the region run on the Cube / Vector core. The compiler still moves data between the cores and

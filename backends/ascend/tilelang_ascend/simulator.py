@@ -28,6 +28,7 @@ from . import isa
 from .scalar import evaluate
 from .sim_memory import Memory, SimulatorError, decode, encode, from_fractal, storage_dtype, to_fractal
 from .sim_vector import run_vector
+from .simt_vf import SimtLoop, run_simt
 from .target import ALIGNMENT, CROSS_CORE_FLAG_LIMIT, memory_sizes
 
 __all__ = ["SimulatorError", "SimStats", "simulate_program"]
@@ -370,6 +371,8 @@ class _Block:
             self.gm_write(instr.dst, self.read_tile(instr.src, env, instr), env, instr.atomic)
         elif isinstance(instr, isa.VectorInstr):
             run_vector(self, instr, env)
+        elif isinstance(instr, SimtLoop):
+            run_simt(self, instr, env)
         else:
             raise SimulatorError(f"kernel '{self.prog.name}': no reference implementation for "
                                  f"{type(instr).__name__}")

@@ -17,11 +17,12 @@ FEATURES = (SIM_FEATURE,)
 _DTYPES = ("float16", "bfloat16", "float32", "int8", "int16", "int32", "uint8")
 CAPABILITIES = {
     "*": {"dtypes": _DTYPES, "cube_dtypes": ("float16", "bfloat16", "int8"),
-          "alignment_bytes": 32, "fractal": (16, 16)},
+          "alignment_bytes": 32, "fractal": (16, 16), "simt_vector": False},
     "dav-c220": {"cube_cores_per_ai_core": 1, "vector_cores_per_ai_core": 2,
                  "l1_bytes": 524288, "l0a_bytes": 65536, "l0b_bytes": 65536, "l0c_bytes": 131072,
                  "ub_bytes": 196608},
-    "dav-3510": {"cube_cores_per_ai_core": 1, "vector_cores_per_ai_core": 2,
+    # Ascend 950's Vector cores also run SIMT vector functions (T.SimtVF)
+    "dav-3510": {"cube_cores_per_ai_core": 1, "vector_cores_per_ai_core": 2, "simt_vector": True,
                  "l1_bytes": 524288, "l0a_bytes": 65536, "l0b_bytes": 65536, "l0c_bytes": 262144,
                  "ub_bytes": 262144, "cube_dtypes": ("float16", "bfloat16", "int8", "float8_e4m3",
                                                      "float8_e5m2")},

@@ -92,8 +92,13 @@ class _Nest:
         return t
 
     def not_simd(self, why: str):
+        hint = ("; to run it element by element on the Vector core, put the loop in "
+                "`with T.SimtVF(threads=128):` (import tilelang_ascend.language as T)"
+                if self.ctx.capability("simt_vector") and self.ctx.scope is None else
+                "; A2/A3 (dav-c220) Vector cores run SIMD only" if not
+                self.ctx.capability("simt_vector") else "")
         return self.ctx.error("T.Parallel", f"this T.Parallel body cannot become SIMD Vector "
-                                            f"instructions: {why}")
+                                            f"instructions: {why}{hint}")
 
 
 def lower_parallel(loop, ctx: IsaContext) -> None:

@@ -73,6 +73,7 @@ class IsaContext:
         self.spill_to_ub: dict = {}  # L0C accumulators that move to UB at their first Vector use
         self.counter = 0
         self.scope = None           # "C" / "V" inside an expert-mode T.Scope region
+        self.simt_threads = None    # threads of the enclosing T.SimtVF region
 
     # -- messages -------------------------------------------------------------------------------
     def error(self, what: str, message: str) -> LoweringError:
@@ -189,6 +190,9 @@ class IsaContext:
     def cube_dtypes(self):
         return capability(self.arch, "cube_dtypes")
 
+    def capability(self, key: str):
+        return capability(self.arch, key)
+
 
 def lower_to_isa(func: tirx.PrimFunc, kernel: str, arch: str, options=None) -> isa.Program:
     from .. import lowering, vector_lowering  # noqa: F401  (registers the rules)
@@ -231,6 +235,9 @@ def _lower_stmt(ctx: IsaContext, stmt) -> None:
             _lower_stmt(ctx, stmt.body)
             ctx.scope = saved_scope
             return
+        if stmt.attr_key == "ascend.vf":
+            _lower_vector_function(ctx, stmt)
+            return
         _lower_stmt(ctx, stmt.body)  # layout/swizzle hints mean nothing on Ascend
     elif isinstance(stmt, tirx.Bind):
         ctx.out.append(isa.Let(stmt.var, stmt.value))
@@ -271,12 +278,27 @@ def _lower_stmt(ctx: IsaContext, stmt) -> None:
         raise ctx.error(type(stmt).__name__, "this statement kind is not supported yet")
 
 
+def _lower_vector_function(ctx: IsaContext, stmt) -> None:
+    """T.SimdVF / T.SimtVF: a Vector-only region (like T.Scope("V")); under SimtVF its T.Parallel
+    nests run SIMT (simt_vf.py), under SimdVF they must become SIMD instructions."""
+    kind = str(getattr(stmt.node, "value", stmt.node))
+    saved = ctx.scope, ctx.simt_threads
+    ctx.scope = "V"
+    ctx.simt_threads = int(stmt.value) if kind == "simt" else None
+    _lower_stmt(ctx, stmt.body)
+    ctx.scope, ctx.simt_threads = saved
+
+
 def _lower_for(ctx: IsaContext, loop) -> None:
+    from ..simt_vf import lower_simt_parallel
     from ..vector_lowering import lower_parallel
 
     if "tl.parallel" in loop.annotations:
         ctx.node = loop
-        lower_parallel(loop, ctx)
+        if ctx.simt_threads is not None:
+            lower_simt_parallel(loop, ctx, ctx.simt_threads)
+        else:
+            lower_parallel(loop, ctx)
         return
     ctx.analyzer.bind(loop.loop_var, tvm.ir.Range.from_min_extent(loop.min, loop.extent))
     stages = int(loop.annotations.get("tl.num_stages", 1) or 1)
