@@ -190,3 +190,20 @@ def simd_region_with_a_gather(M=4, N=32):
             T.copy(y, Y)
 
     return main
+
+
+def atomic_combine(kind="max", G=3, M=5, N=40, dtype="float32"):
+    """Each of G blocks combines its slice X[g] into Y with T.atomic_max / T.atomic_min (the
+    MTE3 write unit in atomic max/min mode), after scaling it on the Vector core."""
+    combine = T.atomic_max if kind == "max" else T.atomic_min
+
+    @T.prim_func
+    def main(X: T.Tensor((G * M, N), dtype), Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(G, threads=128) as bx:
+            x = T.alloc_shared((M, N), dtype)
+            T.copy(X[bx * M, 0], x)
+            for i, j in T.Parallel(M, N):
+                x[i, j] = x[i, j] * 2.0
+            combine(Y[0, 0], x)
+
+    return main

@@ -157,7 +157,7 @@ class _Emitter:
         quant = "QuantMode_t::F322F16" if g.dtype == "float16" else (
             "QuantMode_t::F322BF16" if g.dtype == "bfloat16" else "QuantMode_t::NoQuant")
         if s.atomic:
-            self.line(f"SetAtomicAdd<{ctype(g.dtype)}>();")
+            self.line(f"SetAtomic{s.atomic.capitalize()}<{ctype(g.dtype)}>();")
         self.line(f"{{ FixpipeParamsV220 fp{{(uint16_t){cols}, (uint16_t){rows}, "
                   f"{s.src.buf.padded[0]}, {stride}, false}}; fp.quantPre = {quant};")
         self.line(f"  Fixpipe<{ctype(g.dtype)}, float, CFG_ROW_MAJOR>({self.gm(g)}, "
@@ -186,7 +186,7 @@ class _Emitter:
     def i_CopyUbToGm(self, s):
         g = s.dst
         if s.atomic:
-            self.line(f"SetAtomicAdd<{ctype(g.dtype)}>();")
+            self.line(f"SetAtomic{s.atomic.capitalize()}<{ctype(g.dtype)}>();")
         self.line(f"DataCopyPad({self.gm(g)}, {self.local(s.src)}, "
                   f"{self._pad_params(g, s.src, False)});")
         if s.atomic:

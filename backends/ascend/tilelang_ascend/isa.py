@@ -32,6 +32,8 @@ from typing import Any
 from .target import VECTOR_REPEAT_BYTES
 
 CUBE, VEC = "cube", "vec"
+#: how the MTE3 / FIX write units can combine a tile into GM (SetAtomicAdd / Max / Min)
+GM_ATOMICS = ("add", "max", "min")
 PIPES = ("MTE1", "MTE2", "MTE3", "M", "V", "FIX", "S")
 #: which memories live on which core
 CORE_MEMORIES = {CUBE: ("L1", "L0A", "L0B", "L0C"), VEC: ("UB",)}
@@ -323,11 +325,11 @@ class Mmad(Instr):
 @dataclass(eq=False, repr=False)
 class Fixpipe(Instr):
     """FIX: L0C NZ -> GM ND, converting to the GM dtype, clipped to the tensor (ragged);
-    ``atomic="add"`` adds into GM (split-K partial sums from several blocks)."""
+    ``atomic="add"|"max"|"min"`` combines into GM (split-K partial sums from several blocks)."""
 
     src: Mat
     dst: GmTile
-    atomic: str | None = None  # "add": accumulate into GM (SetAtomicAdd) instead of storing
+    atomic: str | None = None  # GM_ATOMICS: combine into GM (SetAtomicAdd/Max/Min), not store
     pipe = "FIX"
     core = CUBE
 

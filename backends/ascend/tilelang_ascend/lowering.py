@@ -14,7 +14,7 @@ orders them afterwards, so a rule only says what moves where.
              core also uses gets its product through a workspace and a Vector add
     T.fill   UB: VDup; L0C: folded into the next Mmad's init flag (zero fills only)
     T.reduce VReduce (+ VUnary abs, + VBinary to fold into dst when clear=False)
-    T.atomic_add (tile into GM)   Fixpipe / CopyUbToGm with the GM atomic-add write mode
+    T.atomic_add/max/min (tile into GM)   Fixpipe / CopyUbToGm in the GM atomic write mode
 """
 
 from __future__ import annotations
@@ -344,27 +344,29 @@ def lower_gemm(op, ctx: IsaContext) -> None:
 @ascend_rule("atomic")
 def lower_atomic(op, ctx: IsaContext) -> None:
     what = f"T.atomic_{op.kind}"
-    if op.kind != "add":
-        raise ctx.error(what, "only atomic_add is lowered on Ascend (GM atomic add of the MTE3 / "
-                              "Fixpipe write); max/min are not supported yet")
+    if op.kind not in isa.GM_ATOMICS:
+        raise ctx.error(what, f"the GM write units of Ascend combine by "
+                              f"{', '.join(isa.GM_ATOMICS)} only")
     if not op.src_is_region or mem_of(op.dst, ctx) != "GM":
-        raise ctx.error(what, "only the tile form into global memory is supported "
-                              "(T.atomic_add(C[...], tile)); scalar and on-chip atomics are not")
+        raise ctx.error(what, f"only the tile form into global memory is supported "
+                              f"(T.atomic_{op.kind}(C[...], tile)); scalar and on-chip atomics "
+                              f"are not")
     src_mem = mem_of(op.src, ctx)
     dst = gm_tile(op.dst, ctx, what)
     if src_mem == "L0C":
         src = whole_mat(op.src, ctx, what)
         _same_shape(ctx, what, src.rows, src.cols, dst.rows, dst.cols)
-        ctx.emit(isa.Fixpipe(src, dst, atomic="add"))
+        ctx.emit(isa.Fixpipe(src, dst, atomic=op.kind))
     elif src_mem == "UB":
         src = ub_tile(op.src, ctx, what)
         _same_shape(ctx, what, src.rows, src.cols, dst.rows, dst.cols)
         if src.dtype != dst.dtype:
             stage = ctx.temp(src.rows, src.cols, dst.dtype)
             ctx.emit(isa.VCast(stage, src))
-            ctx.emit(isa.CopyUbToGm(stage, dst, atomic="add"))
+            ctx.emit(isa.CopyUbToGm(stage, dst, atomic=op.kind))
             ctx.release([stage])
         else:
-            ctx.emit(isa.CopyUbToGm(src, dst, atomic="add"))
+            ctx.emit(isa.CopyUbToGm(src, dst, atomic=op.kind))
     else:
-        raise ctx.error(what, f"cannot add '{R.name_of(op.src)}' from {src_mem} into global memory")
+        raise ctx.error(what, f"cannot combine '{R.name_of(op.src)}' from {src_mem} into global "
+                              f"memory")

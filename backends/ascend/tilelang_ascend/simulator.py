@@ -33,6 +33,8 @@ from .target import ALIGNMENT, CROSS_CORE_FLAG_LIMIT, memory_sizes
 
 __all__ = ["SimulatorError", "SimStats", "simulate_program"]
 
+_GM_ATOMIC = {"add": np.add, "max": np.maximum, "min": np.minimum}
+
 
 @dataclass
 class SimStats:
@@ -204,8 +206,9 @@ class _Block:
         if vr and vc:
             view = arr[sel]
             new = np.asarray(values)[:vr, :vc].reshape(view.shape)
-            if atomic == "add":  # the MTE/FIX write unit adds in float32 (SetAtomicAdd)
-                new = decode(view, g.dtype).astype(np.float32) + new.astype(np.float32)
+            if atomic:  # the MTE/FIX write unit combines in float32 (SetAtomicAdd/Max/Min)
+                old = decode(view, g.dtype).astype(np.float32)
+                new = _GM_ATOMIC[atomic](old, new.astype(np.float32))
             view[...] = encode(new, g.dtype).reshape(view.shape)
 
     def gm_key(self, g: isa.GmTile):
