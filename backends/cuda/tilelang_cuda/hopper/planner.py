@@ -14,8 +14,8 @@ from tvm import tirx
 from tilelang_core.ir import Gemm, TileOp, is_tile_op
 from tilelang_core.simt.lowering import SHARED, scope
 
-from .warp_specialize import named_barriers, warp_specialize, with_producer_threads
-from .wgmma import WARPGROUP, plan_wgmma, shared_tile, wgmma_shared_layout
+from .warp_specialize import NotSpecialized, named_barriers, warp_specialize, with_producer_threads
+from .wgmma import WARPGROUP, explain_wgmma, plan_wgmma, shared_tile, wgmma_shared_layout
 
 
 def user_annotated(body) -> set:
@@ -37,6 +37,8 @@ class HopperPlanner:
         self.annotated = user_annotated(func.body)
         self.enabled = arch == "sm_90a"
         self.specialized = False
+        #: what was chosen and why, for the user (a comment at the top of the kernel source)
+        self.notes: list[str] = []
         #: shared buffers only TMA writes (wgmma reading them needs no proxy fence)
         self.tma_loaded: set = set()
 
@@ -56,7 +58,14 @@ class HopperPlanner:
             if not is_tile_op(call):
                 return
             op = TileOp.from_stmt(call)
-            if isinstance(op, Gemm) and self.plan(op, st.num_threads) is not None:
+            if not isinstance(op, Gemm):
+                return
+            plan, why = explain_wgmma(op, self.arch, st.num_threads, self.options.disable_wgmma, self.annotated)
+            names = f"gemm({op.A.source.name}, {op.B.source.name} -> {op.C.source.name})"
+            if plan is None:
+                self.notes.append(f"{names}: mma.sync ({why})")
+            else:
+                self.notes.append(f"{names}: wgmma m64n{plan.n_inst}k16, {plan.wg_m}x{plan.wg_n} warpgroups")
                 for operand in (op.A, op.B):
                     if scope(operand) in SHARED:
                         rows, cols = shared_tile(operand)
@@ -64,12 +73,17 @@ class HopperPlanner:
 
         tvm_ffi.structural_walk(body, [(tirx.TilePrimitiveCall, on_call)])
         if self.options.disable_tma_lower or self.options.disable_warp_specialized:
+            self.notes.append("T.Pipelined: cp.async pipeline (tl.disable_tma_lower / tl.disable_warp_specialized)")
             return body
-        new = warp_specialize(body, st, st.annotated, self.tma_loaded,
-                              pingpong=self.options.enable_pingpong)
-        if new is None:
+        try:
+            new = warp_specialize(body, st, st.annotated, self.tma_loaded,
+                                  pingpong=self.options.enable_pingpong)
+        except NotSpecialized as why:
+            self.notes.append(f"T.Pipelined: cp.async pipeline, no TMA producer warpgroup ({why})")
             return body
         self.specialized = True
+        self.notes.append(f"T.Pipelined: TMA producer warpgroup + {st.num_threads} consumer threads, "
+                          f"tiles {', '.join(sorted(self.tma_loaded))}")
         return new
 
     def needs_proxy_fence(self, op: Gemm) -> bool:

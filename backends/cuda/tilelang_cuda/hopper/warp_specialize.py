@@ -48,6 +48,10 @@ MAX_BOX = 256
 PRODUCER_REGS, CONSUMER_REGS = 40, 232
 
 
+class NotSpecialized(Exception):
+    """Why a kernel keeps the cp.async pipeline (shown in the schedule notes of the source)."""
+
+
 class _Box:
     """One TMA-loadable producer copy: the global tensor, its tile dims and the box."""
 
@@ -68,41 +72,42 @@ class _Box:
 
 
 def _tma_box(stmt):
-    """A _Box when the copy is TMA-loadable, else None."""
+    """The _Box of a TMA-loadable copy; NotSpecialized(why) otherwise."""
     op = TileOp.from_stmt(stmt)
     src, dst = op.src.source, op.dst.source
     if str(src.ty.dtype) not in TMA_DTYPES or str(src.ty.dtype) != str(dst.ty.dtype):
-        return None
+        raise NotSpecialized(f"copy into {dst.name}: {src.ty.dtype} -> {dst.ty.dtype} (TMA here: fp16/bf16, no conversion)")
     dst_shape = [s for s in dst.ty.shape]
     if len(dst_shape) != 2 or not all(isinstance(s, tirx.IntImm) for s in dst_shape):
-        return None
+        raise NotSpecialized(f"copy into {dst.name}: not a 2-D tile of static shape")
     rows, cols = int(dst_shape[0]), int(dst_shape[1])
     if cols % atom_cols(16) or rows % 8 or rows > MAX_BOX:
-        return None
+        raise NotSpecialized(f"copy into {dst.name} ({rows}x{cols}): the 128-byte swizzle needs columns in "
+                             f"multiples of {atom_cols(16)}, rows in multiples of 8, at most {MAX_BOX}")
     if any(int(r.extent) != int(s) for r, s in zip(op.dst.region, dst_shape) if isinstance(r.extent, tirx.IntImm)):
-        return None
+        raise NotSpecialized(f"copy into part of {dst.name}")
     rank = len(src.ty.shape)
     if rank > 5 or src.ty.strides:
-        return None
+        raise NotSpecialized(f"copy from {src.name}: rank {rank} or strided (TMA: rank <= 5, compact)")
     tile = [d for d, r in enumerate(op.src.region) if not (isinstance(r.extent, tirx.IntImm) and int(r.extent) == 1)]
     if len(tile) != 2 or tile[1] != rank - 1:
-        return None
+        raise NotSpecialized(f"copy from {src.name}: the tile must span the innermost dimension and one other")
     # The producer thread computes the box coordinates: they may read global memory (indices
     # of a block-sparse layout) but not registers or shared memory the consumers own.
     loads = []
     for r in op.src.region:
         tvm_ffi.structural_walk(r.min, [(tvm.ir.TensorLoad, loads.append)])
     if any(str(load.source.ty.storage_scope) not in ("global", "") for load in loads):
-        return None
+        raise NotSpecialized(f"copy from {src.name}: its coordinates read shared memory or registers")
     ext = [op.src.region[d].extent for d in tile]
     if not all(isinstance(e, tirx.IntImm) for e in ext) or (int(ext[0]), int(ext[1])) != (rows, cols):
-        return None
+        raise NotSpecialized(f"copy from {src.name}: a region of another shape than {dst.name}")
     # TMA needs 16-byte global strides: static shapes are checked here, dynamic ones by the driver
     stride = 1
     for d in reversed(range(1, rank)):
         stride = stride * src.ty.shape[d]
         if isinstance(stride, tirx.IntImm) and (int(stride) * 2) % 16:
-            return None
+            raise NotSpecialized(f"copy from {src.name}: a row stride of {int(stride) * 2} bytes (TMA: multiples of 16)")
     return _Box(op, tile[0])
 
 
@@ -130,22 +135,25 @@ def _contains_pipelined(stmt) -> bool:
 
 
 def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = None, pingpong: bool = True):
-    """The body rewritten as in the module docstring, or None when the kernel does not fit (no or
-    several pipelined loops, a copy TMA cannot carry, thread counts that are not warpgroups)."""
+    """The body rewritten as in the module docstring; NotSpecialized(why) when the kernel does not
+    fit (no or several pipelined loops, a copy TMA cannot carry, thread counts that are not
+    warpgroups): the caller keeps the cp.async pipeline and can tell the user why."""
     consumers = st.num_threads
     if consumers % WARPGROUP or consumers + WARPGROUP > 1024:
-        return None
+        raise NotSpecialized(f"{consumers} threads are not whole warpgroups with room for a producer")
     chain, inner = _launch_chain(body)
     if not chain:
-        return None
+        raise NotSpecialized("no thread launch")
     stmts = list(inner.seq) if isinstance(inner, tirx.SeqStmt) else [inner]
     loops = [i for i, s in enumerate(stmts) if isinstance(s, tirx.For) and _num_stages(s) >= 1]
+    if not loops and not _contains_pipelined(inner):
+        raise NotSpecialized("no T.Pipelined loop")
     if len(loops) != 1 or any(_contains_pipelined(s) for i, s in enumerate(stmts) if i != loops[0]):
-        return None
+        raise NotSpecialized("T.Pipelined loops nested or more than one (one at the kernel's top level is specialized)")
     at = loops[0]
     loop = stmts[at]
     if _contains_pipelined(loop.body):
-        return None
+        raise NotSpecialized("nested T.Pipelined loops")
     stages = max(1, _num_stages(loop))
     body_stmts = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else [loop.body]
     binds, values = [], {}
@@ -157,22 +165,22 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     # V copy sits mid-body), unless the body touches its tile before it.
     producers, boxes, rest, touched = [], [], [], set()
     for stmt in body_stmts:
-        box = _tma_box(stmt) if _is_producer(stmt) else None
-        if box is not None and box.op.dst.source not in touched:
+        if _is_producer(stmt):
+            box = _tma_box(stmt)  # a copy TMA cannot carry: the cp.async pipeline takes the loop
+            if box.op.dst.source in touched:
+                raise NotSpecialized(f"{box.op.dst.source.name} is used in the loop before its copy")
             producers.append(stmt)
             boxes.append(box)
             continue
-        if _is_producer(stmt):
-            return None  # a copy TMA cannot carry: the cp.async pipeline handles the loop
         rest.append(stmt)
         reads, writes = accesses(stmt)
         touched |= reads | writes
     body_stmts = rest
     if not producers or not body_stmts:
-        return None
+        raise NotSpecialized("the loop has no global -> shared copies, or nothing else")
     written = [b.op.dst.source for b in boxes]
     if len(set(written)) != len(written):
-        return None
+        raise NotSpecialized("one shared tile filled twice in the loop")
     # Top-level statements other than allocations and bindings run on the consumers only; a
     # binding that reads memory cannot be hoisted in front of the split.
     allocs = [s for s in stmts[:at] + stmts[at + 1:] if isinstance(s, tirx.AllocBuffer)]
@@ -181,7 +189,7 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
         loads = []
         tvm_ffi.structural_walk(b.value, [(tvm.ir.TensorLoad, loads.append)])
         if loads:
-            return None
+            raise NotSpecialized(f"'{b.var.name}' is bound to a value read from memory")
     before = [s for s in stmts[:at] if not isinstance(s, (tirx.AllocBuffer, tirx.Bind))]
     after = [s for s in stmts[at + 1:] if not isinstance(s, (tirx.AllocBuffer, tirx.Bind))]
 

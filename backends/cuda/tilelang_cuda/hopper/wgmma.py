@@ -100,26 +100,45 @@ def _partition(m: int, n: int, num_wg: int, policy: str, mn_major_b: bool):
 
 def plan_wgmma(op: Gemm, arch: str, num_threads: int, disabled: bool = False,
                annotated: dict | None = None) -> WgmmaPlan | None:
-    """How this gemm runs on wgmma, or None when it takes the mma.sync path (not sm_90a, wgmma
-    turned off, dtypes or tile shapes wgmma cannot take, a user-annotated shared layout)."""
-    if disabled or arch != "sm_90a" or num_threads % WARPGROUP:
-        return None
+    """How this gemm runs on wgmma, or None when it takes the mma.sync path (``explain_wgmma``
+    says why)."""
+    return explain_wgmma(op, arch, num_threads, disabled, annotated)[0]
+
+
+def explain_wgmma(op: Gemm, arch: str, num_threads: int, disabled: bool = False,
+                  annotated: dict | None = None) -> tuple[WgmmaPlan | None, str]:
+    """(plan, "") or (None, the first reason wgmma cannot run this gemm)."""
+    if arch != "sm_90a":
+        return None, f"{arch} has no wgmma"
+    if disabled:
+        return None, "tl.disable_wgmma"
+    if num_threads % WARPGROUP:
+        return None, f"{num_threads} threads are not whole warpgroups of {WARPGROUP}"
     a, b, c = dtype(op.A), dtype(op.B), dtype(op.C)
     if a != b or a not in DTYPES or c != "float32":
-        return None
+        return None, f"operands {a}/{b} with a {c} accumulator (wgmma here: fp16/bf16 into fp32)"
     m, n, k = gemm_shape(op)
-    if k % WGMMA_K or scope(op.B) not in SHARED or scope(op.A) not in SHARED + (FRAGMENT,):
-        return None
-    bits = 16
+    if k % WGMMA_K:
+        return None, f"K={k} is not a multiple of {WGMMA_K}"
+    if scope(op.B) not in SHARED or scope(op.A) not in SHARED + (FRAGMENT,):
+        return None, "B must be in shared memory and A in shared memory or registers"
     for operand in (op.A, op.B):
         if scope(operand) in SHARED:
-            if not _operand_fits(operand, bits) or str(operand.source.name) in (annotated or {}):
-                return None
+            name = str(operand.source.name)
+            if name in (annotated or {}):
+                return None, f"{name} has a T.annotate_layout layout"
+            if not _operand_fits(operand, 16):
+                rows, cols = shared_tile(operand)
+                return None, (f"{name} is {rows}x{cols}: the 128-byte swizzle needs columns in "
+                              f"multiples of {atom_cols(16)} and rows in multiples of 8")
     a_regs = scope(op.A) == FRAGMENT
     if a_regs and op.transpose_A:
-        return None
+        return None, "a transposed A in registers"
     policy = "full_row" if a_regs else op.policy.value
-    return _partition(m, n, num_threads // WARPGROUP, policy, mn_major_b=not op.transpose_B)
+    plan = _partition(m, n, num_threads // WARPGROUP, policy, mn_major_b=not op.transpose_B)
+    if plan is None:
+        return None, f"C {m}x{n} does not split into 64-row warpgroup slabs with policy {policy}"
+    return plan, ""
 
 
 def wgmma_accumulator_layout(m: int, n: int, plan: WgmmaPlan, name: str = "") -> Fragment:
