@@ -5,7 +5,9 @@ its kernel the way the driver asks for it."""
 
 import shutil
 import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -87,6 +89,14 @@ def test_eager_quickstart_runs_on_the_simulator_and_keeps_every_stage():
     assert rel_err(c, quickstart.reference(a, b)) < 1e-3
     assert str(kernel.target) == "ascend:dav-3510+sim"
     assert "Mmad(" in kernel.asm["lowered"] and "KERNEL_TYPE_MIX_AIC_1_1" in kernel.asm["source"]
+
+
+def test_an_example_script_runs_unmodified_on_the_simulator_target():
+    script = Path(__file__).resolve().parents[3] / "examples" / "norm" / "rms_norm.py"
+    out = subprocess.run([sys.executable, str(script), "--m", "9", "--n", "40", "--target",
+                          "ascend+sim"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "on ascend:dav-3510+sim" in out.stdout and "OK" in out.stdout
 
 
 def test_the_arch_of_the_target_reaches_the_simulated_program():
