@@ -50,6 +50,11 @@ def _flag(name: str, environ: Mapping[str, str] | None) -> bool:
     raise ConfigError(f"{name}={value!r} is not a boolean: use 1 or 0")
 
 
+def target_override_text(environ: Mapping[str, str] | None = None) -> str | None:
+    """TILELANG_TARGET exactly as set (unparsed, cheap): part of @jit's memo key for 'auto'."""
+    return _get("TILELANG_TARGET", environ)
+
+
 def target_override(environ: Mapping[str, str] | None = None) -> str | dict | None:
     """TILELANG_TARGET as a string ('cuda', 'cuda:sm_90a') or a dict (JSON), or None if unset."""
     value = _get("TILELANG_TARGET", environ)

@@ -165,3 +165,21 @@ def test_get_kernel_returns_the_memoized_kernel_in_both_styles():
     assert f.program.specialized == 1
     lazy = jit(out_idx=[-1], _backend=backend)(scale_factory)
     assert lazy.get_kernel(4, 1.0) is lazy(4, 1.0)
+
+
+def test_target_auto_kernels_are_memoized_per_active_target(isolated_cache):
+    """With target='auto', `with Target(...)` decides the target: a kernel built inside one block
+    is not handed out inside another (found when the Ascend simulator and dav-c220 shared one)."""
+    import tilelang_core as tl
+
+    scale = jit(out_idx=[-1])(scale_factory)
+    with tl.Target("cpu:x86-64"):
+        k1 = scale(16, 3.0)
+        assert scale(16, 3.0) is k1
+    with tl.Target("cpu:x86-64-v3"):
+        k2 = scale(16, 3.0)
+    assert k2 is not k1 and "x86-64-v3" in str(k2.target) and "v3" not in str(k1.target)
+    with tl.Target("cpu:x86-64"):
+        assert scale(16, 3.0) is k1
+    a = torch.rand(16, dtype=torch.float64)
+    torch.testing.assert_close(k2(a), a * 3.0)

@@ -107,6 +107,17 @@ class _JITBase:
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
+    def _ambient(self):
+        """What target='auto' may resolve differently from call to call: the innermost
+        ``with Target(...)`` and TILELANG_TARGET (probed devices do not change in a process).
+        Part of the memo key, so a kernel built for one target is not returned for another."""
+        if self.target not in (None, "auto"):
+            return None
+        from .. import config
+        from ..target import Target
+
+        return Target.current(), config.target_override_text()
+
     def _compile_func(self, func, out_idx) -> JITKernel:
         return _compile(func, out_idx=out_idx, target=self.target, pass_configs=self.pass_configs,
                         _backend=self._backend)
@@ -118,11 +129,11 @@ class LazyJIT(_JITBase):
     mode = "lazy"
 
     def __call__(self, *args, **kwargs) -> JITKernel:
-        key = (args, tuple(sorted(kwargs.items()))) if kwargs else args
+        key = ((args, tuple(sorted(kwargs.items()))) if kwargs else args, self._ambient())
         try:
             kernel = self._kernels.get(key)
         except TypeError:  # unhashable compile-time argument
-            key = _freeze((args, kwargs))
+            key = (_freeze((args, kwargs)), key[1])
             kernel = self._kernels.get(key)
         if kernel is None:
             kernel = self.compile(*args, **kwargs)
@@ -173,7 +184,7 @@ class EagerJIT(_JITBase):
     def _lookup(self, args, kwargs):
         """(kernel, argument picker) for this call form, specializing on first sight."""
         program = self._program or self.program
-        key = (program.cache_key(args, kwargs), len(args), tuple(kwargs) if kwargs else ())
+        key = (program.cache_key(args, kwargs), len(args), tuple(kwargs) if kwargs else (), self._ambient())
         hit = self._kernels.get(key)
         if hit is None:
             hit = self._specialize(args, kwargs)
