@@ -154,3 +154,30 @@ def test_box_coordinates_read_from_shared_memory_keep_cp_async():
     """The producer warpgroup cannot see the consumers' shared-memory indices in time: no TMA."""
     _, kernel = cuda_source(make_gathered_gemm())
     assert "tl_tma_load" not in kernel and "tl_cp_async_16" in kernel and "tl_wgmma_ss" in kernel
+
+
+def test_persistent_schedule_walks_tiles_with_one_cta_per_sm():
+    """tl.enable_persistent: min(tiles, SMs) CTAs (the SM count read on the host at launch), each
+    walking tiles cta, cta + CTAs, ...; the mbarrier ring continues across a CTA's tiles."""
+    source, kernel = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES), enable_persistent=True)
+    assert "tl_num_sms()" in source[source.find("#include <tvm/ffi/c_api.h>"):]  # host side
+    assert kernel.count("for (int t") == 2  # producer and consumers walk the same tiles
+    _, default = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES))
+    assert "for (int t" not in default
+
+
+def test_persistent_schedule_needs_tiles_of_equal_length():
+    """Causal attention's loop length depends on the tile: one CTA per tile, persistent or not."""
+    ex = kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256)  # non-causal: persistent
+    _, kernel = cuda_source(ex, enable_persistent=True)
+    assert kernel.count("for (int t") == 2
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "examples" / "attention" / "flash_attention.py"
+    spec = importlib.util.spec_from_file_location("fa_persistent", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    causal = module.flash_attention.get_tir(2, 4, 1000, 128, True, block_M=128, block_N=128, threads=256)
+    _, kernel = cuda_source(causal, enable_persistent=True)
+    assert "tl_tma_load" in kernel and "for (int t" not in kernel

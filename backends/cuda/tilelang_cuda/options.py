@@ -34,6 +34,10 @@ class CudaOptions(BackendOptions):
     enable_pingpong: on sm_90a, the two consumer warpgroups of an attention-like loop take turns
         at the tensor cores (hopper/warp_specialize.py). Off by default: measured slower on the
         H200 with this compiler's gemm (which waits for its wgmma right away), see bench/NOTES.md.
+    enable_persistent: on sm_90a, a warp-specialized kernel whose tiles all run the same loop gets
+        one resident CTA per SM walking the tiles (the producer loads the next tile during the
+        epilogue). Off by default: measured neutral for GEMM and 2-4% slower for attention on the
+        H200 (bench/NOTES.md).
     extra_nvcc_flags: appended to every nvcc call, verbatim.
 
     Example::
@@ -52,6 +56,7 @@ class CudaOptions(BackendOptions):
     disable_tma_lower: bool = False
     disable_warp_specialized: bool = False
     enable_pingpong: bool = False
+    enable_persistent: bool = False
     extra_nvcc_flags: tuple = ()
 
     def __post_init__(self):
@@ -61,7 +66,8 @@ class CudaOptions(BackendOptions):
             raise ConfigError(f"cuda option device_compiler={self.device_compiler!r} must be one of "
                               f"{DEVICE_COMPILERS}")
         for name in ("fast_math", "lineinfo", "ptxas_verbose", "disable_cp_async", "disable_wgmma",
-                     "disable_tma_lower", "disable_warp_specialized", "enable_pingpong"):
+                     "disable_tma_lower", "disable_warp_specialized", "enable_pingpong",
+                     "enable_persistent"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"cuda option {name}={getattr(self, name)!r} must be True or False")
         if isinstance(self.opt_level, bool) or self.opt_level not in (0, 1, 2, 3):

@@ -16,7 +16,8 @@ import tilelang_core.language as T  # noqa: E402
 EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
 
 #: default = wgmma + TMA producer warpgroup; then wgmma with the cp.async pipeline; then mma.sync
-SCHEDULES = {"ws_tma_wgmma": {}, "cp_async_wgmma": {"disable_warp_specialized": True},
+SCHEDULES = {"ws_tma_wgmma": {}, "ws_persistent": {"enable_persistent": True},
+             "cp_async_wgmma": {"disable_warp_specialized": True},
              "ws_tma_mma_sync": {"disable_wgmma": True},
              "mma_sync": {"disable_wgmma": True, "disable_warp_specialized": True}}
 

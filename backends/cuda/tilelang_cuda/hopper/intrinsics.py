@@ -97,6 +97,18 @@ template <int N>
 __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(N)); }
 template <int N>
 __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(N)); }
+#ifndef __CUDACC_RTC__
+// Host side of persistent kernels (nvcc's single-file build; the split build's host prelude
+// has its own): resident CTAs = SMs of the current device, cached per device.
+extern "C" int32_t tl_num_sms() {
+  static int counts[64];
+  int device = 0;
+  cudaGetDevice(&device);
+  int* slot = &counts[device & 63];
+  if (*slot == 0) cudaDeviceGetAttribute(slot, cudaDevAttrMultiProcessorCount, device);
+  return *slot;
+}
+#endif
 // Barrier among a subset of the block's warps (the consumer warpgroups of a specialized kernel).
 __device__ __forceinline__ void tl_named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");

@@ -77,7 +77,8 @@ class HopperPlanner:
             return body
         try:
             new = warp_specialize(body, st, st.annotated, self.tma_loaded,
-                                  pingpong=self.options.enable_pingpong)
+                                  pingpong=self.options.enable_pingpong,
+                                  persistent=self.options.enable_persistent)
         except NotSpecialized as why:
             self.notes.append(f"T.Pipelined: cp.async pipeline, no TMA producer warpgroup ({why})")
             return body

@@ -134,7 +134,8 @@ def _contains_pipelined(stmt) -> bool:
     return bool(found)
 
 
-def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = None, pingpong: bool = True):
+def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = None, pingpong: bool = False,
+                    persistent: bool = False):
     """The body rewritten as in the module docstring; NotSpecialized(why) when the kernel does not
     fit (no or several pipelined loops, a copy TMA cannot carry, thread counts that are not
     warpgroups): the caller keeps the cp.async pipeline and can tell the user why."""
@@ -225,8 +226,10 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     k, start, n = loop.loop_var, loop.min, loop.extent
     total_bytes = sum(b.bytes for b in boxes)
 
-    def produce(it):
-        slot, phase = tirx.floormod(it, stages), tirx.floormod(tirx.floordiv(it, stages), 2)
+    def produce(it, ring):
+        """Loads of iteration ``it`` into ring slot ``ring % stages`` (``ring`` counts every
+        iteration this CTA ran, across tiles when persistent)."""
+        slot, phase = tirx.floormod(ring, stages), tirx.floormod(tirx.floordiv(ring, stages), 2)
         out = [I.call("tl_mbar_wait", bar(stages + slot), 1 - phase),
                I.call("tl_mbar_expect_tx", bar(slot), tirx.const(total_bytes, "int32"))]
         vmap = {k: start + it}
@@ -243,8 +246,8 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     tx = st.thread_var
     pingpong = pingpong and _wants_pingpong(body_stmts, consumers)
 
-    def consume(it):
-        slot, phase = tirx.floormod(it, stages), tirx.floormod(tirx.floordiv(it, stages), 2)
+    def consume(it, ring):
+        slot, phase = tirx.floormod(ring, stages), tirx.floormod(tirx.floordiv(ring, stages), 2)
         out = [I.call("tl_mbar_wait", bar(slot), phase)]
         gemms_seen = []
         for s in binds + body_stmts:
@@ -260,10 +263,12 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
         out.append(I.call("tl_mbar_arrive", bar(stages + slot)))
         return seq(out)
 
+    tiles = _persistent_tiles(chain, n, substitute(n, {b.var: b.value for b in top_binds}), persistent)
+    done = tiles.done if tiles else tirx.const(0, "int32")  # ring iterations of earlier tiles
     pit = tirx.Var("k_load", "int32")
-    producer_loop = tirx.For(pit, tirx.const(0, "int32"), n, tirx.ForKind.SERIAL, produce(pit))
+    producer_loop = tirx.For(pit, tirx.const(0, "int32"), n, tirx.ForKind.SERIAL, produce(pit, done + pit))
     cit = tirx.Var(str(k.name), "int32")
-    consumer_loop = tirx.For(cit, tirx.const(0, "int32"), n, tirx.ForKind.SERIAL, consume(cit))
+    consumer_loop = tirx.For(cit, tirx.const(0, "int32"), n, tirx.ForKind.SERIAL, consume(cit, done + cit))
     rebalance = consumers == 2 * WARPGROUP
     s = tirx.Var("s", "int32")
     init = if_then(tx == 0, seq([
@@ -271,21 +276,81 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
             I.call("tl_mbar_init", bar(s), tirx.const(1, "int32")),
             I.call("tl_mbar_init", bar(stages + s), tirx.const(consumers, "int32"))])),
         I.call("tl_fence_barrier_init")]))
-    producer = seq([I.call(f"tl_setmaxnreg_dec<{PRODUCER_REGS}>") if rebalance else None,
-                    if_then(tx == consumers, producer_loop)])
+    per_tile = top_binds if tiles else []  # bindings of block indices move into the tile loop
+    consumer_work = insert_barriers(tiles.loop(seq(per_tile + before + [consumer_loop] + after)) if tiles
+                                    else seq(before + [consumer_loop] + after))
+    producer_work = if_then(tx == consumers, tiles.loop(seq(per_tile + [producer_loop])) if tiles else producer_loop)
+    producer = seq([I.call(f"tl_setmaxnreg_dec<{PRODUCER_REGS}>") if rebalance else None, producer_work])
     consumer = tirx.AttrStmt(tirx.const(0, "int32"), CONSUMER_REGION, tirx.const(consumers, "int32"), seq([
         I.call(f"tl_setmaxnreg_inc<{CONSUMER_REGS}>") if rebalance else None,
-        _pingpong_loop(insert_barriers(seq(before + [consumer_loop] + after)), cit, tx, pingpong)]))
+        _pingpong_loop(consumer_work, cit, tx, pingpong)]))
     split = tirx.IfThenElse(tx >= consumers, producer, consumer)
     region = tirx.AttrStmt(tirx.const(0, "int32"), PIPELINE_REGION, tirx.const(stages, "int32"),
                            seq([init, I.syncthreads(), split]))
-    new_inner = seq(allocs + [tirx.AllocBuffer(bars)] + top_binds + [region])
+    new_inner = seq(allocs + [tirx.AllocBuffer(bars)] + ([] if tiles else top_binds) + [region])
     _check_no_stale_uses(seq(before + after), staged)
     new_inner = _restage_allocs(new_inner, staged)
     # The launch keeps C threads until finalize (with_producer_threads): the lowering proves
     # bounds with tx < C, which holds everywhere it looks (the producer branch has no tile ops).
+    if tiles:
+        return seq(host + tiles.host + [tiles.launch(chain, new_inner, tx, consumers)])
     device = _rebuild_chain(chain, new_inner, tx, consumers)
     return seq(host + [device])
+
+
+class _PersistentTiles:
+    """A grid of ``gx x gy x gz`` tiles walked by min(tiles, SMs) resident CTAs: CTA ``c`` takes
+    tiles c, c + CTAs, ...; the kernel body sees the old block indices as ``tile % gx`` etc. The
+    producer runs ahead into a CTA's next tile while the consumers store the last one."""
+
+    def __init__(self, blocks, n):
+        self.blocks = blocks  # [(block var, static extent)], x first
+        self.total = 1
+        for _, extent in blocks:
+            self.total *= extent
+        self.sms = tirx.Var("num_sms", "int32")
+        self.host = [tirx.Bind(self.sms, tirx.call_extern("int32", "tl_num_sms"))]
+        self.ctas = tirx.Min(tirx.const(self.total, "int32"), self.sms)
+        self.cta = tirx.Var("cta", "int32")
+        self.t = tirx.Var("t", "int32")
+        self.done = self.t * n
+
+    def loop(self, body):
+        tile = self.cta + self.t * self.ctas
+        vmap, stride = {}, 1
+        for var, extent in self.blocks:
+            vmap[var] = tirx.floormod(tirx.floordiv(tile, stride), extent)
+            stride *= extent
+        count = tirx.floordiv(self.total - self.cta + self.ctas - 1, self.ctas)
+        return tirx.For(self.t, tirx.const(0, "int32"), count, tirx.ForKind.SERIAL, substitute(body, vmap))
+
+    def launch(self, chain, inner, thread_var, threads: int):
+        threads_attr = next(a for a in chain if a.node.var.same_as(thread_var))
+        iv = tirx.IterVar(tvm.ir.Range.from_min_extent(0, self.ctas), self.cta, 1, "blockIdx.x")
+        inner = tirx.AttrStmt(threads_attr.node, threads_attr.attr_key, tirx.const(threads, "int32"), inner)
+        return tirx.AttrStmt(iv, "thread_extent", self.ctas, inner)
+
+
+def _persistent_tiles(chain, n, n_value, wanted: bool):
+    """_PersistentTiles when the grid is static and every tile runs the same number of loop
+    iterations (the ring position of a tile is then t * n); else None (one CTA per tile)."""
+    if not wanted:
+        return None
+    blocks = []
+    for attr in chain:
+        tag = str(attr.node.thread_tag)
+        if tag.startswith("blockIdx."):
+            if not isinstance(attr.value, tirx.IntImm):
+                return None
+            blocks.append((tag, attr.node.var, int(attr.value)))
+    blocks.sort(key=lambda b: b[0])  # x, y, z
+    if not blocks or any(str(a.node.thread_tag).startswith("threadIdx.") and a is not chain[-1] for a in chain):
+        return None
+    used = set()
+    tvm_ffi.structural_walk(n_value, [(tirx.Var, lambda v: used.add(v))])
+    if any(any(v.same_as(var) for v in used) for _, var, _ in blocks):
+        return None  # causal attention: the loop length depends on the tile
+    return _PersistentTiles([(var, extent) for _, var, extent in blocks], n)
 
 
 def with_producer_threads(body, thread_var, threads: int):
