@@ -181,3 +181,12 @@ def test_persistent_schedule_needs_tiles_of_equal_length():
     causal = module.flash_attention.get_tir(2, 4, 1000, 128, True, block_M=128, block_N=128, threads=256)
     _, kernel = cuda_source(causal, enable_persistent=True)
     assert "tl_tma_load" in kernel and "for (int t" not in kernel
+
+
+@pytest.mark.parametrize("swizzle,options,rasterized", [(0, {}, True), (0, {"disable_rasterization": True}, False),
+                                                        (4, {}, False)])
+def test_2d_gemm_grids_are_rasterized_unless_the_kernel_says_otherwise(swizzle, options, rasterized):
+    source, _ = cuda_source(kernels.make_gemm(4096, 4096, 4096, swizzle=swizzle, **HOPPER_TILES), **options)
+    header = source[:source.find("#ifdef")]  # the planner's notes, a comment at the top
+    assert ("walked in panels of 8 block rows" in header) == rasterized, header
+    assert "wgmma m64n256k16" in header and "TMA producer warpgroup" in header

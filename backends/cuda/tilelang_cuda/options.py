@@ -38,6 +38,8 @@ class CudaOptions(BackendOptions):
         one resident CTA per SM walking the tiles (the producer loads the next tile during the
         epilogue). Off by default: measured neutral for GEMM and 2-4% slower for attention on the
         H200 (bench/NOTES.md).
+    disable_rasterization: on sm_90a, keep the launch order of a 2-D gemm grid where the kernel
+        has no T.use_swizzle (by default the planner walks it in panels of block rows).
     extra_nvcc_flags: appended to every nvcc call, verbatim.
 
     Example::
@@ -57,6 +59,7 @@ class CudaOptions(BackendOptions):
     disable_warp_specialized: bool = False
     enable_pingpong: bool = False
     enable_persistent: bool = False
+    disable_rasterization: bool = False
     extra_nvcc_flags: tuple = ()
 
     def __post_init__(self):
@@ -67,7 +70,7 @@ class CudaOptions(BackendOptions):
                               f"{DEVICE_COMPILERS}")
         for name in ("fast_math", "lineinfo", "ptxas_verbose", "disable_cp_async", "disable_wgmma",
                      "disable_tma_lower", "disable_warp_specialized", "enable_pingpong",
-                     "enable_persistent"):
+                     "enable_persistent", "disable_rasterization"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"cuda option {name}={getattr(self, name)!r} must be True or False")
         if isinstance(self.opt_level, bool) or self.opt_level not in (0, 1, 2, 3):

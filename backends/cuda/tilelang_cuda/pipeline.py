@@ -94,7 +94,24 @@ def lower_function(func: tirx.PrimFunc, arch: str, options: CudaOptions) -> tirx
                       operand_layout=partial(operand_layout, planner=planner), backend=planner,
                       specialize=planner.specialize, finalize=planner.finalize)
     check_shared_memory(func, arch, capability(arch, "max_shared_memory_per_block"))
+    if planner.notes:
+        func = func.with_attr(SCHEDULE_NOTES, "\n".join(planner.notes))
     return func
+
+
+#: PrimFunc attribute: what the sm_90a planner chose and why, printed at the top of the source
+SCHEDULE_NOTES = "tl.schedule_notes"
+
+
+def schedule_comment(mod) -> str:
+    """``// schedule of kernel ...`` lines for every function that carries planner notes."""
+    lines = []
+    for gvar, func in mod.functions.items():
+        notes = func.attrs.get(SCHEDULE_NOTES) if func.attrs is not None else None
+        if notes:
+            lines.append(f"// schedule of kernel '{gvar.name_hint}' (tilelang-cuda):")
+            lines += [f"//   {note}" for note in str(notes).splitlines()]
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 class CudaBackend(Backend):
@@ -133,7 +150,7 @@ class CudaBackend(Backend):
     def codegen(self, mod, options: CudaOptions | None = None) -> str:
         start = time.perf_counter()
         lib = codegen.build_tvm_module(mod, self.arch)
-        source = codegen.export_source(lib)
+        source = schedule_comment(mod) + codegen.export_source(lib)
         self.timings["codegen"] = time.perf_counter() - start
         return source
 

@@ -51,6 +51,23 @@ def block_swizzle(body):
     return visit(body)
 
 
+def rasterize(body, panel: int, order: str = "row"):
+    """The body with its 2-D grid walked in panels (what ``T.use_swizzle(panel, order)`` asks
+    for), for a backend that picks a rasterization itself; unchanged for a 1-D grid."""
+    bx, by = _launches(body)
+    if bx is None or by is None:
+        return body
+
+    def inside_launch(node):  # substitute below the launch attributes, not in their IterVars
+        if isinstance(node, tirx.AttrStmt) and node.attr_key == "thread_extent":
+            return tirx.AttrStmt(node.node, node.attr_key, node.value, inside_launch(node.body))
+        if isinstance(node, tirx.SeqStmt):
+            return tirx.SeqStmt([inside_launch(s) for s in node.seq])
+        return _swizzled(node, order, panel, bx, by)
+
+    return inside_launch(body)
+
+
 def _swizzled(body, order: str, panel: int, bx, by):
     (x, gx), (y, gy) = (bx, by) if order == "row" else (by, bx)
     linear = y * gx + x

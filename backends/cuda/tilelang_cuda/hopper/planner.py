@@ -13,9 +13,16 @@ from tvm import tirx
 
 from tilelang_core.ir import Gemm, TileOp, is_tile_op
 from tilelang_core.simt.lowering import SHARED, scope
+from tilelang_core.simt.transform.block_swizzle import SWIZZLE_KEY, rasterize
 
 from .warp_specialize import NotSpecialized, named_barriers, warp_specialize, with_producer_threads
 from .wgmma import WARPGROUP, explain_wgmma, plan_wgmma, shared_tile, wgmma_shared_layout
+
+
+def _has_attr(body, key: str) -> bool:
+    found = []
+    tvm_ffi.structural_walk(body, [(tirx.AttrStmt, lambda a: found.append(1) if a.attr_key == key else None)])
+    return bool(found)
 
 
 def user_annotated(body) -> set:
@@ -35,6 +42,7 @@ class HopperPlanner:
         self.arch = arch
         self.options = options
         self.annotated = user_annotated(func.body)
+        self.user_swizzle = _has_attr(func.body, SWIZZLE_KEY)
         self.enabled = arch == "sm_90a"
         self.specialized = False
         #: what was chosen and why, for the user (a comment at the top of the kernel source)
@@ -72,6 +80,7 @@ class HopperPlanner:
                         st.annotated[str(operand.source.name)] = wgmma_shared_layout(rows, cols, 16)
 
         tvm_ffi.structural_walk(body, [(tirx.TilePrimitiveCall, on_call)])
+        body = self._rasterize(body)
         if self.options.disable_tma_lower or self.options.disable_warp_specialized:
             self.notes.append("T.Pipelined: cp.async pipeline (tl.disable_tma_lower / tl.disable_warp_specialized)")
             return body
@@ -86,6 +95,25 @@ class HopperPlanner:
         self.notes.append(f"T.Pipelined: TMA producer warpgroup + {st.num_threads} consumer threads, "
                           f"tiles {', '.join(sorted(self.tma_loaded))}")
         return new
+
+    def _rasterize(self, body):
+        """A 2-D grid of gemm tiles walked in panels of block rows, so that neighbouring blocks
+        share A rows and B columns in L2 (measured on the H200, GEMM 8192^3 fp16: 655 TFLOP/s in
+        launch order, 690 with panels of 8, 715 with 16). Kernels with T.use_swizzle keep theirs
+        (``panel_size=1`` keeps the launch order); 3-D grids (attention: batch, head, rows) too."""
+        if self.user_swizzle or self.options.disable_rasterization or not any("gemm(" in n for n in self.notes):
+            return body
+        extents = {}
+        tvm_ffi.structural_walk(body, [(tirx.AttrStmt, lambda a: extents.__setitem__(
+            str(a.node.thread_tag), a.value) if a.attr_key == "thread_extent" else None)])
+        gx, gy, gz = (extents.get(f"blockIdx.{d}") for d in "xyz")
+        if gz is not None or not isinstance(gx, tirx.IntImm) or not isinstance(gy, tirx.IntImm):
+            return body
+        panel = 16 if int(gy) >= 64 else 8 if int(gy) >= 16 else 0
+        if panel == 0 or int(gx) < 2:
+            return body
+        self.notes.append(f"blocks: walked in panels of {panel} block rows (L2 reuse; T.use_swizzle overrides)")
+        return rasterize(body, panel)
 
     def needs_proxy_fence(self, op: Gemm) -> bool:
         """Whether a wgmma gemm may read shared memory written through the generic proxy."""
