@@ -190,3 +190,38 @@ def test_2d_gemm_grids_are_rasterized_unless_the_kernel_says_otherwise(swizzle, 
     header = source[:source.find("#ifdef")]  # the planner's notes, a comment at the top
     assert ("walked in panels of 8 block rows" in header) == rasterized, header
     assert "wgmma m64n256k16" in header and "TMA producer warpgroup" in header
+
+
+FP8_TILES = dict(bm=128, bn=256, bk=128, threads=256, stages=3, dtype=T.float8_e4m3fn, out_dtype=T.float16)
+
+
+def test_fp8_gemm_runs_on_wgmma_k32_when_enabled():
+    """e4m3 operands, K-major (B stored N x K): wgmma m64n256k32 fed by TMA (uint8 tensor maps)."""
+    source, kernel = cuda_source(kernels.make_gemm(1000, 520, 512, trans_b=True, **FP8_TILES), enable_fp8_wgmma=True)
+    assert "tl_wgmma_ss_e4m3_n256<0, 0>" in kernel and "wgmma m64n256k32" in source[:source.find("#ifdef")]
+    assert "CU_TENSOR_MAP_DATA_TYPE_UINT8" in source
+    _, default = cuda_source(kernels.make_gemm(1000, 520, 512, trans_b=True, **FP8_TILES))
+    assert "tl_wgmma_ss_e4m3" not in default
+
+
+def test_fp8_wgmma_needs_k_major_operands():
+    source, kernel = cuda_source(kernels.make_gemm(512, 512, 512, **FP8_TILES), enable_fp8_wgmma=True)
+    assert "tl_wgmma_ss_e4m3" not in kernel
+    assert "store A as M x K and B as N x K (transpose_B=True)" in source[:source.find("#ifdef")]
+
+
+def test_fp8_wgmma_compiles_to_qgmma(tmp_path):
+    import re
+
+    from tilelang_cuda import compiler
+    from tilelang_cuda.options import CudaOptions
+    from tilelang_cuda.pipeline import CudaBackend
+
+    if compiler.find_cuobjdump() is None:
+        pytest.skip("cuobjdump missing: pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm")
+    backend, options = CudaBackend(Target("sm_90a")), CudaOptions(enable_fp8_wgmma=True)
+    mod = backend.lower(kernels.make_gemm(1000, 520, 512, trans_b=True, **FP8_TILES), options)
+    backend.build(mod, backend.codegen(mod, options), options, tmp_path)
+    sass = compiler.sass(tmp_path / "kernel.cubin")
+    assert re.search(r"\bQGMMA\b", sass) and re.search(r"\bUTMALDG\b", sass)
+    assert not re.search(r"\b(LDL|STL)\b", sass)

@@ -109,3 +109,20 @@ def test_gemm_chain_with_a_from_registers(tmp_path):
     kernel["gemm_chain"](a, b, c, out)
     ab = (a.double() @ b.double()).half().double()
     torch.testing.assert_close(out.double(), ab @ c.double(), rtol=1e-2, atol=1e-2)
+
+
+def test_fp8_gemm_on_wgmma_matches_torch(tmp_path):
+    """tl.enable_fp8_wgmma: e4m3 operands (B stored N x K), fp32 accumulate, fp16 out; against
+    float64 on the fp8 values themselves. Written before it could run on a GPU (see NOTES)."""
+    M, N, K = 1000, 520, 512
+    func = kernels.make_gemm(M, N, K, bm=128, bn=256, bk=128, threads=256, stages=3, dtype=T.float8_e4m3fn,
+                             out_dtype=T.float16, trans_b=True)
+    kernel, source = build(func, tmp_path, enable_fp8_wgmma=True)
+    assert "tl_wgmma_ss_e4m3" in source
+    a = (torch.randn(M, K, device="cuda") / 2).to(torch.float8_e4m3fn)
+    b = (torch.randn(N, K, device="cuda") / 2).to(torch.float8_e4m3fn)
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+    kernel["gemm"](a, b, c)
+    ref = a.double() @ b.double().T
+    err = ((c.double() - ref).norm() / ref.norm()).item()
+    assert err < 2e-3, f"relative error {err}"

@@ -7,7 +7,7 @@ defining every N for every kernel would cost nvcc seconds for nothing.
 
 Names the lowering emits (``<ta, tb>`` are the transpose immediates, 0 = K-major operand)::
 
-    tl_wgmma_ss_<f16|bf16>_n<N><ta, tb>(float* d, u64 desc_a, u64 desc_b, int accumulate)
+    tl_wgmma_ss_<f16|bf16|e4m3|e5m2>_n<N><ta, tb>(float* d, u64 desc_a, u64 desc_b, int accumulate)
     tl_wgmma_rs_<f16|bf16>_n<N><tb>(float* d, const void* a_regs, u64 desc_b, int accumulate)
     tl_wgmma_desc(const void* smem, unsigned lbo_bytes, unsigned sbo_bytes)  -> u64, 128B swizzle
     tl_wgmma_fence() / tl_wgmma_commit() / tl_wgmma_wait<n>() / tl_wgmma_fence_operand<n>(float*)
@@ -118,16 +118,29 @@ __device__ __forceinline__ void tl_named_barrier_arrive(int id, int threads) {
 }
 """
 
-_WGMMA_NAME = re.compile(r"\btl_wgmma_(ss|rs)_(f16|bf16)_n(\d+)\b")
+_WGMMA_NAME = re.compile(r"\btl_wgmma_(ss|rs)_(f16|bf16|e4m3|e5m2)_n(\d+)\b")
 
 
 def wgmma_helper(form: str, dtype: str, n: int) -> str:
-    """The inline-PTX helper for ``wgmma.mma_async m64n<n>k16`` with an fp32 accumulator."""
+    """The inline-PTX helper for ``wgmma.mma_async m64n<n>k16`` (k32 for 8-bit types) with an
+    fp32 accumulator."""
     regs = n // 2
     outs = ", ".join(f"%{i}" for i in range(regs))
     acc = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
     name = f"tl_wgmma_{form}_{dtype}_n{n}"
-    ptx = f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{dtype}.{dtype}"
+    k = 32 if dtype in ("e4m3", "e5m2") else 16
+    ptx = f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{dtype}.{dtype}"
+    if k == 32 and form == "ss":  # 8-bit operands: K-major only, no transpose immediates
+        a, b, p = regs, regs + 1, regs + 2
+        return (f"template <int TA, int TB>\n"
+                f"__device__ __forceinline__ void {name}(float* d, unsigned long long desc_a, "
+                f"unsigned long long desc_b, int accumulate) {{\n"
+                f'  static_assert(TA == 0 && TB == 0, "8-bit wgmma reads K-major operands only");\n'
+                f'  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{p}, 0;\\n"\n'
+                f'               "{ptx} {{{outs}}}, %{a}, %{b}, p, 1, 1;\\n}}\\n"\n'
+                f"               : {acc}\n"
+                f'               : "l"(desc_a), "l"(desc_b), "r"(accumulate));\n'
+                f"}}\n")
     if form == "ss":
         a, b, p = regs, regs + 1, regs + 2
         return (f"template <int TA, int TB>\n"

@@ -16,7 +16,8 @@ from tilelang_core.simt.lowering import SHARED, scope
 from tilelang_core.simt.transform.block_swizzle import SWIZZLE_KEY, rasterize
 
 from .warp_specialize import NotSpecialized, named_barriers, warp_specialize, with_producer_threads
-from .wgmma import WARPGROUP, explain_wgmma, plan_wgmma, shared_tile, wgmma_shared_layout
+from .wgmma import (WARPGROUP, element_bits, explain_wgmma, plan_wgmma, shared_tile, wgmma_k,
+                    wgmma_shared_layout)
 
 
 def _has_attr(body, key: str) -> bool:
@@ -54,7 +55,7 @@ class HopperPlanner:
         if not self.enabled:
             return None
         return plan_wgmma(op, self.arch, num_threads, disabled=self.options.disable_wgmma,
-                          annotated=self.annotated)
+                          annotated=self.annotated, fp8=self.options.enable_fp8_wgmma)
 
     def specialize(self, body, st):
         """Shared operands of wgmma gemms take the 128-byte-swizzle layout; then, unless turned
@@ -68,16 +69,19 @@ class HopperPlanner:
             op = TileOp.from_stmt(call)
             if not isinstance(op, Gemm):
                 return
-            plan, why = explain_wgmma(op, self.arch, st.num_threads, self.options.disable_wgmma, self.annotated)
+            plan, why = explain_wgmma(op, self.arch, st.num_threads, self.options.disable_wgmma, self.annotated,
+                                      self.options.enable_fp8_wgmma)
             names = f"gemm({op.A.source.name}, {op.B.source.name} -> {op.C.source.name})"
             if plan is None:
-                self.notes.append(f"{names}: mma.sync ({why})")
+                self.notes.append(f"{names}: not wgmma ({why})")
             else:
-                self.notes.append(f"{names}: wgmma m64n{plan.n_inst}k16, {plan.wg_m}x{plan.wg_n} warpgroups")
+                self.notes.append(f"{names}: wgmma m64n{plan.n_inst}k{wgmma_k(str(op.A.source.ty.dtype))}, "
+                                  f"{plan.wg_m}x{plan.wg_n} warpgroups")
                 for operand in (op.A, op.B):
                     if scope(operand) in SHARED:
                         rows, cols = shared_tile(operand)
-                        st.annotated[str(operand.source.name)] = wgmma_shared_layout(rows, cols, 16)
+                        st.annotated[str(operand.source.name)] = wgmma_shared_layout(
+                            rows, cols, element_bits(str(operand.source.ty.dtype)))
 
         tvm_ffi.structural_walk(body, [(tirx.TilePrimitiveCall, on_call)])
         body = self._rasterize(body)

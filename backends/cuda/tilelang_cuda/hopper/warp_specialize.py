@@ -38,12 +38,14 @@ from tilelang_core.simt.transform.software_pipeline import (
     _staged_buffer)
 from tilelang_core.simt.transform.state import PIPELINE_REGION, if_then, seq, substitute
 
-from .wgmma import (PINGPONG, PINGPONG_BARRIER, PINGPONG_THREADS, WARPGROUP, atom_cols,
+from .wgmma import (PINGPONG, PINGPONG_BARRIER, PINGPONG_THREADS, WARPGROUP, atom_cols, element_bits,
                     wgmma_shared_layout)
 
 CONSUMER_REGION = "tl.ws_consumer"
 PINGPONG_LOOP = "tl.ws_pingpong"
-TMA_DTYPES = {"float16": "float16", "bfloat16": "bfloat16"}
+#: element type -> the tensor map's (TMA moves bytes: fp8 travels as uint8)
+TMA_DTYPES = {"float16": "float16", "bfloat16": "bfloat16", "float8_e4m3": "uint8", "float8_e4m3fn": "uint8",
+              "float8_e5m2": "uint8"}
 MAX_BOX = 256
 PRODUCER_REGS, CONSUMER_REGS = 40, 232
 
@@ -62,13 +64,14 @@ class _Box:
         self.rows_dim = rows_dim
         rows, cols = (int(s) for s in op.dst.source.ty.shape)
         self.rows, self.cols = rows, cols
-        self.atom = atom_cols(16)
+        self.elem_bytes = element_bits(str(self.src.ty.dtype)) // 8
+        self.atom = atom_cols(8 * self.elem_bytes)
         # box dims innermost first: atom columns, then the rows dim, 1 for every other dim
         box = []
         for d in reversed(range(self.rank)):
             box.append(self.atom if d == self.rank - 1 else rows if d == rows_dim else 1)
         self.box = tuple(box)
-        self.bytes = rows * cols * 2
+        self.bytes = rows * cols * self.elem_bytes
 
 
 def _tma_box(stmt):
@@ -81,9 +84,10 @@ def _tma_box(stmt):
     if len(dst_shape) != 2 or not all(isinstance(s, tirx.IntImm) for s in dst_shape):
         raise NotSpecialized(f"copy into {dst.name}: not a 2-D tile of static shape")
     rows, cols = int(dst_shape[0]), int(dst_shape[1])
-    if cols % atom_cols(16) or rows % 8 or rows > MAX_BOX:
+    bits = element_bits(str(src.ty.dtype))
+    if cols % atom_cols(bits) or rows % 8 or rows > MAX_BOX:
         raise NotSpecialized(f"copy into {dst.name} ({rows}x{cols}): the 128-byte swizzle needs columns in "
-                             f"multiples of {atom_cols(16)}, rows in multiples of 8, at most {MAX_BOX}")
+                             f"multiples of {atom_cols(bits)}, rows in multiples of 8, at most {MAX_BOX}")
     if any(int(r.extent) != int(s) for r, s in zip(op.dst.region, dst_shape) if isinstance(r.extent, tirx.IntImm)):
         raise NotSpecialized(f"copy into part of {dst.name}")
     rank = len(src.ty.shape)
@@ -106,8 +110,9 @@ def _tma_box(stmt):
     stride = 1
     for d in reversed(range(1, rank)):
         stride = stride * src.ty.shape[d]
-        if isinstance(stride, tirx.IntImm) and (int(stride) * 2) % 16:
-            raise NotSpecialized(f"copy from {src.name}: a row stride of {int(stride) * 2} bytes (TMA: multiples of 16)")
+        if isinstance(stride, tirx.IntImm) and (int(stride) * bits // 8) % 16:
+            raise NotSpecialized(f"copy from {src.name}: a row stride of {int(stride) * bits // 8} bytes "
+                                 f"(TMA: multiples of 16)")
     return _Box(op, tile[0])
 
 
@@ -196,7 +201,8 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
 
     staged = {buf: (_staged_buffer(buf, stages), stages) for buf in written}
     for buf in written:
-        hopper_layouts[str(buf.name)] = wgmma_shared_layout(int(buf.ty.shape[0]), int(buf.ty.shape[1]), 16)
+        hopper_layouts[str(buf.name)] = wgmma_shared_layout(int(buf.ty.shape[0]), int(buf.ty.shape[1]),
+                                                            element_bits(str(buf.ty.dtype)))
         if tma_loaded is not None:
             tma_loaded.add(str(buf.name))
     bars = tirx.decl_buffer((2 * stages,), "uint64", name="tl_mbar", scope="shared")
@@ -214,7 +220,7 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
         maps[key] = tm
         shape = list(box.src.ty.shape)
         dims = [shape[d] for d in reversed(range(box.rank))]
-        strides, acc = [], tirx.const(2, "int64")
+        strides, acc = [], tirx.const(box.elem_bytes, "int64")
         for d in reversed(range(1, box.rank)):
             acc = acc * tirx.Cast("int64", shape[d]) if not isinstance(shape[d], int) else acc * shape[d]
             strides.append(acc)

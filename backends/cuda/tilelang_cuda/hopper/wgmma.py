@@ -38,9 +38,21 @@ from tilelang_core.simt.transform.state import seq
 from ..layouts import mma_accumulator_layout
 
 WARPGROUP = 128
-WGMMA_M, WGMMA_K, MAX_N = 64, 16, 256
+WGMMA_M, MAX_N = 64, 256
 ATOM_BYTES = 128  # one swizzle row: 8 chunks of 16 bytes
 DTYPES = {"float16": "f16", "bfloat16": "bf16"}
+#: 8-bit operands (opt-in, tl.enable_fp8_wgmma: compiled and SASS-checked, not yet run on the
+#: H200): K-major only, k32 per instruction
+FP8_DTYPES = {"float8_e4m3": "e4m3", "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
+
+
+def element_bits(dtype_name: str) -> int:
+    return 8 if dtype_name in FP8_DTYPES else 16
+
+
+def wgmma_k(dtype_name: str) -> int:
+    """K of one instruction: 32 bytes of each operand row (16 fp16 values, 32 fp8 values)."""
+    return 256 // element_bits(dtype_name)
 
 
 @dataclass(frozen=True)
@@ -99,14 +111,14 @@ def _partition(m: int, n: int, num_wg: int, policy: str, mn_major_b: bool):
 
 
 def plan_wgmma(op: Gemm, arch: str, num_threads: int, disabled: bool = False,
-               annotated: dict | None = None) -> WgmmaPlan | None:
+               annotated: dict | None = None, fp8: bool = False) -> WgmmaPlan | None:
     """How this gemm runs on wgmma, or None when it takes the mma.sync path (``explain_wgmma``
     says why)."""
-    return explain_wgmma(op, arch, num_threads, disabled, annotated)[0]
+    return explain_wgmma(op, arch, num_threads, disabled, annotated, fp8)[0]
 
 
 def explain_wgmma(op: Gemm, arch: str, num_threads: int, disabled: bool = False,
-                  annotated: dict | None = None) -> tuple[WgmmaPlan | None, str]:
+                  annotated: dict | None = None, fp8: bool = False) -> tuple[WgmmaPlan | None, str]:
     """(plan, "") or (None, the first reason wgmma cannot run this gemm)."""
     if arch != "sm_90a":
         return None, f"{arch} has no wgmma"
@@ -115,11 +127,17 @@ def explain_wgmma(op: Gemm, arch: str, num_threads: int, disabled: bool = False,
     if num_threads % WARPGROUP:
         return None, f"{num_threads} threads are not whole warpgroups of {WARPGROUP}"
     a, b, c = dtype(op.A), dtype(op.B), dtype(op.C)
-    if a != b or a not in DTYPES or c != "float32":
-        return None, f"operands {a}/{b} with a {c} accumulator (wgmma here: fp16/bf16 into fp32)"
+    if a in FP8_DTYPES and a == b and c == "float32":
+        if not fp8:
+            return None, "fp8 wgmma is opt-in (tl.enable_fp8_wgmma) until it has run on the H200"
+        if op.transpose_A or not op.transpose_B or scope(op.A) not in SHARED:
+            return None, ("fp8 wgmma reads K-major operands from shared memory only: store A as "
+                          "M x K and B as N x K (transpose_B=True)")
+    elif a != b or a not in DTYPES or c != "float32":
+        return None, f"operands {a}/{b} with a {c} accumulator (wgmma here: fp16/bf16/fp8 into fp32)"
     m, n, k = gemm_shape(op)
-    if k % WGMMA_K:
-        return None, f"K={k} is not a multiple of {WGMMA_K}"
+    if k % wgmma_k(a):
+        return None, f"K={k} is not a multiple of {wgmma_k(a)}"
     if scope(op.B) not in SHARED or scope(op.A) not in SHARED + (FRAGMENT,):
         return None, "B must be in shared memory and A in shared memory or registers"
     for operand in (op.A, op.B):
@@ -127,10 +145,10 @@ def explain_wgmma(op: Gemm, arch: str, num_threads: int, disabled: bool = False,
             name = str(operand.source.name)
             if name in (annotated or {}):
                 return None, f"{name} has a T.annotate_layout layout"
-            if not _operand_fits(operand, 16):
+            if not _operand_fits(operand, element_bits(a)):
                 rows, cols = shared_tile(operand)
                 return None, (f"{name} is {rows}x{cols}: the 128-byte swizzle needs columns in "
-                              f"multiples of {atom_cols(16)} and rows in multiples of 8")
+                              f"multiples of {atom_cols(element_bits(a))} and rows in multiples of 8")
     a_regs = scope(op.A) == FRAGMENT
     if a_regs and op.transpose_A:
         return None, "a transposed A in registers"
@@ -179,7 +197,8 @@ def take_turn(tx):
 
 def lower_gemm_wgmma(op: Gemm, st, plan: WgmmaPlan, proxy_fence: bool = True):
     m, n, k = gemm_shape(op)
-    in_dtype = DTYPES[dtype(op.A)]
+    in_dtype = {**DTYPES, **FP8_DTYPES}[dtype(op.A)]
+    kstep = wgmma_k(dtype(op.A))
     wg = tirx.floordiv(st.thread_var, WARPGROUP)
     gm, gn = tirx.floordiv(wg, plan.wg_n), tirx.floormod(wg, plan.wg_n)
     slabs, chunks = plan.m_wg // WGMMA_M, plan.n_wg // plan.n_inst
@@ -197,14 +216,14 @@ def lower_gemm_wgmma(op: Gemm, st, plan: WgmmaPlan, proxy_fence: bool = True):
     def desc_a(sl, kk):
         row0 = gm * plan.m_wg + sl * WGMMA_M
         if not op.transpose_A:  # stored M x K: K-major
-            return I.call("tl_wgmma_desc", address(op.A, row0, kk * WGMMA_K), 16, 1024, dtype="uint64")
-        return I.call("tl_wgmma_desc", address(op.A, kk * WGMMA_K, row0), block_bytes(op.A), 1024, dtype="uint64")
+            return I.call("tl_wgmma_desc", address(op.A, row0, kk * kstep), 16, 1024, dtype="uint64")
+        return I.call("tl_wgmma_desc", address(op.A, kk * kstep, row0), block_bytes(op.A), 1024, dtype="uint64")
 
     def desc_b(c, kk):
         col0 = gn * plan.n_wg + c * plan.n_inst
         if op.transpose_B:  # stored N x K: K-major
-            return I.call("tl_wgmma_desc", address(op.B, col0, kk * WGMMA_K), 16, 1024, dtype="uint64")
-        return I.call("tl_wgmma_desc", address(op.B, kk * WGMMA_K, col0), block_bytes(op.B), 1024, dtype="uint64")
+            return I.call("tl_wgmma_desc", address(op.B, col0, kk * kstep), 16, 1024, dtype="uint64")
+        return I.call("tl_wgmma_desc", address(op.B, kk * kstep, col0), block_bytes(op.B), 1024, dtype="uint64")
 
     ta, tb = int(bool(op.transpose_A)), int(not op.transpose_B)
 
@@ -217,7 +236,7 @@ def lower_gemm_wgmma(op: Gemm, st, plan: WgmmaPlan, proxy_fence: bool = True):
         return I.call(f"tl_wgmma_ss_{in_dtype}_n{plan.n_inst}<{ta}, {tb}>", acc, desc_a(sl, kk),
                       desc_b(c, kk), accumulate)
 
-    steps = [issue(sl, c, kk) for kk in range(k // WGMMA_K) for sl in range(slabs) for c in range(chunks)]
+    steps = [issue(sl, c, kk) for kk in range(k // kstep) for sl in range(slabs) for c in range(chunks)]
     whole = I.address_of(c_regs, 0)
     # In a ping-pong loop (warp_specialize.py) the warpgroups take turns issuing; the results are
     # awaited after the turn is handed over, so the other warpgroup's wgmma queue behind ours.
