@@ -4,5 +4,8 @@ T.Pipelined. Chosen automatically on ``cuda:sm_90a``; pass configs turn each par
 
 wgmma.py            plan (warpgroup split, instruction shape), layouts, lowering of T.gemm
 warp_specialize.py  T.Pipelined -> TMA producer warpgroup + mbarrier ring + consumer warpgroups
+persistent.py       opt-in: one resident CTA per SM walking the tiles
+pingpong.py         opt-in: consumer warpgroups taking turns at the tensor cores
+planner.py          what is chosen for one kernel, and why (notes at the top of the source)
 intrinsics.py       the device helpers both emit (inline PTX), generated per kernel
 """

@@ -38,11 +38,11 @@ from tilelang_core.simt.transform.software_pipeline import (
     _staged_buffer)
 from tilelang_core.simt.transform.state import PIPELINE_REGION, if_then, seq, substitute
 
-from .wgmma import (PINGPONG, PINGPONG_BARRIER, PINGPONG_THREADS, WARPGROUP, atom_cols, element_bits,
-                    wgmma_shared_layout)
+from .persistent import persistent_tiles
+from .pingpong import PINGPONG_LOOP, pingpong_loop, strip_turns, wants_pingpong
+from .wgmma import PINGPONG, WARPGROUP, atom_cols, element_bits, wgmma_shared_layout
 
 CONSUMER_REGION = "tl.ws_consumer"
-PINGPONG_LOOP = "tl.ws_pingpong"
 #: element type -> the tensor map's (TMA moves bytes: fp8 travels as uint8)
 TMA_DTYPES = {"float16": "float16", "bfloat16": "bfloat16", "float8_e4m3": "uint8", "float8_e4m3fn": "uint8",
               "float8_e5m2": "uint8"}
@@ -250,7 +250,7 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
         return seq(out)
 
     tx = st.thread_var
-    pingpong = pingpong and _wants_pingpong(body_stmts, consumers)
+    pingpong = pingpong and wants_pingpong(body_stmts, consumers)
 
     def consume(it, ring):
         slot, phase = tirx.floormod(ring, stages), tirx.floormod(tirx.floordiv(ring, stages), 2)
@@ -269,7 +269,7 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
         out.append(I.call("tl_mbar_arrive", bar(stages + slot)))
         return seq(out)
 
-    tiles = _persistent_tiles(chain, n, substitute(n, {b.var: b.value for b in top_binds}), persistent)
+    tiles = persistent_tiles(chain, n, substitute(n, {b.var: b.value for b in top_binds}), persistent)
     done = tiles.done if tiles else tirx.const(0, "int32")  # ring iterations of earlier tiles
     pit = tirx.Var("k_load", "int32")
     producer_loop = tirx.For(pit, tirx.const(0, "int32"), n, tirx.ForKind.SERIAL, produce(pit, done + pit))
@@ -289,7 +289,7 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     producer = seq([I.call(f"tl_setmaxnreg_dec<{PRODUCER_REGS}>") if rebalance else None, producer_work])
     consumer = tirx.AttrStmt(tirx.const(0, "int32"), CONSUMER_REGION, tirx.const(consumers, "int32"), seq([
         I.call(f"tl_setmaxnreg_inc<{CONSUMER_REGS}>") if rebalance else None,
-        _pingpong_loop(consumer_work, cit, tx, pingpong)]))
+        pingpong_loop(consumer_work, cit, tx, pingpong)]))
     split = tirx.IfThenElse(tx >= consumers, producer, consumer)
     region = tirx.AttrStmt(tirx.const(0, "int32"), PIPELINE_REGION, tirx.const(stages, "int32"),
                            seq([init, I.syncthreads(), split]))
@@ -304,61 +304,6 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     return seq(host + [device])
 
 
-class _PersistentTiles:
-    """A grid of ``gx x gy x gz`` tiles walked by min(tiles, SMs) resident CTAs: CTA ``c`` takes
-    tiles c, c + CTAs, ...; the kernel body sees the old block indices as ``tile % gx`` etc. The
-    producer runs ahead into a CTA's next tile while the consumers store the last one."""
-
-    def __init__(self, blocks, n):
-        self.blocks = blocks  # [(block var, static extent)], x first
-        self.total = 1
-        for _, extent in blocks:
-            self.total *= extent
-        self.sms = tirx.Var("num_sms", "int32")
-        self.host = [tirx.Bind(self.sms, tirx.call_extern("int32", "tl_num_sms"))]
-        self.ctas = tirx.Min(tirx.const(self.total, "int32"), self.sms)
-        self.cta = tirx.Var("cta", "int32")
-        self.t = tirx.Var("t", "int32")
-        self.done = self.t * n
-
-    def loop(self, body):
-        tile = self.cta + self.t * self.ctas
-        vmap, stride = {}, 1
-        for var, extent in self.blocks:
-            vmap[var] = tirx.floormod(tirx.floordiv(tile, stride), extent)
-            stride *= extent
-        count = tirx.floordiv(self.total - self.cta + self.ctas - 1, self.ctas)
-        return tirx.For(self.t, tirx.const(0, "int32"), count, tirx.ForKind.SERIAL, substitute(body, vmap))
-
-    def launch(self, chain, inner, thread_var, threads: int):
-        threads_attr = next(a for a in chain if a.node.var.same_as(thread_var))
-        iv = tirx.IterVar(tvm.ir.Range.from_min_extent(0, self.ctas), self.cta, 1, "blockIdx.x")
-        inner = tirx.AttrStmt(threads_attr.node, threads_attr.attr_key, tirx.const(threads, "int32"), inner)
-        return tirx.AttrStmt(iv, "thread_extent", self.ctas, inner)
-
-
-def _persistent_tiles(chain, n, n_value, wanted: bool):
-    """_PersistentTiles when the grid is static and every tile runs the same number of loop
-    iterations (the ring position of a tile is then t * n); else None (one CTA per tile)."""
-    if not wanted:
-        return None
-    blocks = []
-    for attr in chain:
-        tag = str(attr.node.thread_tag)
-        if tag.startswith("blockIdx."):
-            if not isinstance(attr.value, tirx.IntImm):
-                return None
-            blocks.append((tag, attr.node.var, int(attr.value)))
-    blocks.sort(key=lambda b: b[0])  # x, y, z
-    if not blocks or any(str(a.node.thread_tag).startswith("threadIdx.") and a is not chain[-1] for a in chain):
-        return None
-    used = set()
-    tvm_ffi.structural_walk(n_value, [(tirx.Var, lambda v: used.add(v))])
-    if any(any(v.same_as(var) for v in used) for _, var, _ in blocks):
-        return None  # causal attention: the loop length depends on the tile
-    return _PersistentTiles([(var, extent) for _, var, extent in blocks], n)
-
-
 def with_producer_threads(body, thread_var, threads: int):
     """The launch's block size raised to ``threads`` (consumers + the producer warpgroup)."""
     def on_attr(attr):
@@ -367,54 +312,6 @@ def with_producer_threads(body, thread_var, threads: int):
         return attr
 
     return tvm_ffi.structural_map(body, [(tirx.AttrStmt, on_attr)])
-
-
-def _wants_pingpong(body_stmts, consumers: int) -> bool:
-    """Two consumer warpgroups and a body of two gemms with work between them (attention's
-    softmax): the warpgroups take turns at the tensor cores, a turn being one warpgroup's second
-    gemm of iteration i and first gemm of iteration i+1, so each one's softmax runs under the
-    other's two gemms (FlashAttention-3's ping-pong schedule)."""
-    if consumers != PINGPONG_THREADS:
-        return False
-    gemms = [i for i, s in enumerate(body_stmts) if is_tile_op(s) and isinstance(TileOp.from_stmt(s), Gemm)]
-    return len(gemms) == 2 and gemms[1] - gemms[0] > 1
-
-
-def _pingpong_loop(body, loop_var, tx, pingpong: bool):
-    """The consumer loop (found by ``loop_var``, after barrier insertion so that a block barrier
-    in front of it comes before the turn protocol) with the protocol's ends: warpgroup 0 starts
-    holding the turn, warpgroup 1 waits for it; after the loop both hand over once more and
-    warpgroup 0 takes the last hand-over, so every arrive on a turn barrier has its sync. The
-    loop is marked PINGPONG_LOOP for named_barriers' deadlock check."""
-    if not pingpong:
-        return body
-    wg = tirx.floordiv(tx, WARPGROUP)
-    first = if_then(tx >= WARPGROUP, I.call("tl_named_barrier_sync", PINGPONG_BARRIER + 1, PINGPONG_THREADS))
-    release = I.call("tl_named_barrier_arrive", PINGPONG_BARRIER + 1 - wg, PINGPONG_THREADS)
-    last = if_then(tx < WARPGROUP, I.call("tl_named_barrier_sync", PINGPONG_BARRIER, PINGPONG_THREADS))
-
-    def on_for(loop):
-        if not loop.loop_var.same_as(loop_var):
-            return loop
-        marked = tirx.AttrStmt(tirx.const(0, "int32"), PINGPONG_LOOP, tirx.const(1, "int32"),
-                               seq([first, loop, release, last]))
-        return marked
-
-    return tvm_ffi.structural_map(body, [(tirx.For, on_for)])
-
-
-def _strip_turns(stmt):
-    """The ping-pong protocol removed (it only orders the warpgroups, so dropping it is safe)."""
-    def on_eval(ev):
-        call = ev.value
-        if isinstance(call, tvm.ir.Call) and len(call.args) == 3 and isinstance(call.args[0], tirx.StringImm) \
-                and call.args[0].value in ("tl_named_barrier_sync", "tl_named_barrier_arrive") \
-                and isinstance(call.args[2], tirx.IntImm) and int(call.args[2]) == PINGPONG_THREADS \
-                and not (isinstance(call.args[1], tirx.IntImm) and int(call.args[1]) == 1):
-            return tirx.Evaluate(tirx.const(0, "int32"))
-        return ev
-
-    return tvm_ffi.structural_map(stmt, [(tirx.Evaluate, on_eval)])
 
 
 def _script():
@@ -447,7 +344,7 @@ def named_barriers(body):
             syncs = []
             tvm_ffi.structural_walk(node.body, [(tvm.ir.Call, lambda c: syncs.append(1) if str(
                 getattr(c.op, "name", "")) == "tirx.tvm_storage_sync" else None)])
-            return _strip_turns(node.body) if syncs else node.body
+            return strip_turns(node.body) if syncs else node.body
         return None
 
     def on_attr(node):

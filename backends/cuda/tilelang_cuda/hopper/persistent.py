@@ -1,0 +1,70 @@
+"""Persistent tile schedule (tl.enable_persistent) for warp-specialized kernels: min(tiles, SMs)
+resident CTAs walk the grid, the mbarrier ring continuing across a CTA's tiles, so the producer
+warpgroup loads the next tile while the consumers run the last one's epilogue.
+
+Measured on the H200 (bench/NOTES.md): neutral for GEMM, slightly slower for attention, hence
+opt-in. warp_specialize.py builds the loops through ``persistent_tiles(...).loop`` and ``.launch``.
+"""
+
+from __future__ import annotations
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tilelang_core.simt.transform.state import substitute
+
+
+class _PersistentTiles:
+    """A grid of ``gx x gy x gz`` tiles walked by min(tiles, SMs) resident CTAs: CTA ``c`` takes
+    tiles c, c + CTAs, ...; the kernel body sees the old block indices as ``tile % gx`` etc. The
+    producer runs ahead into a CTA's next tile while the consumers store the last one."""
+
+    def __init__(self, blocks, n):
+        self.blocks = blocks  # [(block var, static extent)], x first
+        self.total = 1
+        for _, extent in blocks:
+            self.total *= extent
+        self.sms = tirx.Var("num_sms", "int32")
+        self.host = [tirx.Bind(self.sms, tirx.call_extern("int32", "tl_num_sms"))]
+        self.ctas = tirx.Min(tirx.const(self.total, "int32"), self.sms)
+        self.cta = tirx.Var("cta", "int32")
+        self.t = tirx.Var("t", "int32")
+        self.done = self.t * n
+
+    def loop(self, body):
+        tile = self.cta + self.t * self.ctas
+        vmap, stride = {}, 1
+        for var, extent in self.blocks:
+            vmap[var] = tirx.floormod(tirx.floordiv(tile, stride), extent)
+            stride *= extent
+        count = tirx.floordiv(self.total - self.cta + self.ctas - 1, self.ctas)
+        return tirx.For(self.t, tirx.const(0, "int32"), count, tirx.ForKind.SERIAL, substitute(body, vmap))
+
+    def launch(self, chain, inner, thread_var, threads: int):
+        threads_attr = next(a for a in chain if a.node.var.same_as(thread_var))
+        iv = tirx.IterVar(tvm.ir.Range.from_min_extent(0, self.ctas), self.cta, 1, "blockIdx.x")
+        inner = tirx.AttrStmt(threads_attr.node, threads_attr.attr_key, tirx.const(threads, "int32"), inner)
+        return tirx.AttrStmt(iv, "thread_extent", self.ctas, inner)
+
+
+def persistent_tiles(chain, n, n_value, wanted: bool):
+    """_PersistentTiles when the grid is static and every tile runs the same number of loop
+    iterations (the ring position of a tile is then t * n); else None (one CTA per tile)."""
+    if not wanted:
+        return None
+    blocks = []
+    for attr in chain:
+        tag = str(attr.node.thread_tag)
+        if tag.startswith("blockIdx."):
+            if not isinstance(attr.value, tirx.IntImm):
+                return None
+            blocks.append((tag, attr.node.var, int(attr.value)))
+    blocks.sort(key=lambda b: b[0])  # x, y, z
+    if not blocks or any(str(a.node.thread_tag).startswith("threadIdx.") and a is not chain[-1] for a in chain):
+        return None
+    used = set()
+    tvm_ffi.structural_walk(n_value, [(tirx.Var, lambda v: used.add(v))])
+    if any(any(v.same_as(var) for v in used) for _, var, _ in blocks):
+        return None  # causal attention: the loop length depends on the tile
+    return _PersistentTiles([(var, extent) for _, var, extent in blocks], n)
