@@ -2,9 +2,9 @@
 scalar multiply-adds, reading A and B from shared memory.
 
 The kit's gemm rule for a backend that has no matrix-instruction rule (or for element types its
-instructions lack: CUDA's mma.sync path takes fp16/bf16 with an fp32 accumulator and falls back
-to ``lower_gemm_fma`` for the rest). The accumulator gets a plain spread layout
-(``fma_accumulator_layout``), so any thread count and tile shape work.
+instructions lack: CUDA's mma.sync path takes fp16/bf16/tf32 with an fp32 accumulator and int8
+with an int32 one, and falls back to ``lower_gemm_fma`` for the rest). The accumulator gets a
+plain spread layout (``fma_accumulator_layout``), so any thread count and tile shape work.
 """
 
 from __future__ import annotations

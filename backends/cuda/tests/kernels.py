@@ -4,25 +4,31 @@ import tilelang_core.language as T
 
 
 def make_gemm(M, N, K, bm=128, bn=128, bk=32, stages=3, threads=128, dtype=T.float16,
-              out_dtype=T.float16, trans_b=False, policy=T.GemmWarpPolicy.Square, swizzle=0):
+              out_dtype=T.float16, trans_b=False, policy=T.GemmWarpPolicy.Square, swizzle=0,
+              accum_dtype=T.float32, trans_a=False):
+    a_shape = (K, M) if trans_a else (M, K)
+    a_tile = (bk, bm) if trans_a else (bm, bk)
     b_shape = (N, K) if trans_b else (K, N)
     b_tile = (bn, bk) if trans_b else (bk, bn)
 
     @T.prim_func
-    def gemm(A: T.Tensor((M, K), dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), out_dtype)):
+    def gemm(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), out_dtype)):
         with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
             T.use_swizzle(panel_size=max(swizzle, 1), enable=swizzle > 0)
-            A_s = T.alloc_shared((bm, bk), dtype)
+            A_s = T.alloc_shared(a_tile, dtype)
             B_s = T.alloc_shared(b_tile, dtype)
-            C_f = T.alloc_fragment((bm, bn), T.float32)
+            C_f = T.alloc_fragment((bm, bn), accum_dtype)
             T.clear(C_f)
             for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
-                T.copy(A[by * bm, k * bk], A_s)
+                if trans_a:
+                    T.copy(A[k * bk, by * bm], A_s)
+                else:
+                    T.copy(A[by * bm, k * bk], A_s)
                 if trans_b:
                     T.copy(B[bx * bn, k * bk], B_s)
                 else:
                     T.copy(B[k * bk, bx * bn], B_s)
-                T.gemm(A_s, B_s, C_f, transpose_B=trans_b, policy=policy)
+                T.gemm(A_s, B_s, C_f, transpose_A=trans_a, transpose_B=trans_b, policy=policy)
             T.copy(C_f, C[by * bm, bx * bn])
 
     return gemm

@@ -74,6 +74,30 @@ def test_gemm_sass_uses_tensor_cores_ldmatrix_and_async_copies(gemm_builds, arch
     assert counts["LDL"] == 0 and counts["STL"] == 0, "register arrays spilled to local memory"
 
 
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("dtype,acc,mma,count", [("int8", "int32", "IMMA.16832.S8.S8", 32),
+                                                 ("float32", "float32", "HMMA.1688.F32.TF32", 128)])
+@pytest.mark.parametrize("trans_b", [True, False])
+def test_int8_and_float32_gemms_run_on_tensor_cores(tmp_path, arch, dtype, acc, mma, count, trans_b):
+    """128x128x32 tiles on 4 warps (64x64 each): int8 is one m16n8k32 step of 4 x 8 instructions,
+    tf32 four m16n8k8 steps; on sm_90a too (wgmma takes fp16/bf16 only). ldmatrix feeds K-major
+    operands (B stored N x K); B stored K x N comes through plain shared loads."""
+    from tilelang_cuda import compiler
+
+    func = kernels.make_gemm(1000, 1000, 1000, dtype=dtype, out_dtype=acc, accum_dtype=acc, trans_b=trans_b)
+    backend, _ = compile_kernel(func, arch, tmp_path, ptxas_verbose=True)
+    assert "0 bytes spill stores" in backend.last_build.log
+    if compiler.find_cuobjdump() is None:
+        pytest.skip("cuobjdump missing: pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm")
+    sass = compiler.sass(tmp_path / "kernel.cubin")
+    instructions = Counter(re.findall(r"\b([HI]MMA\.[\w.]+|HGMMA|LDSM|LDGSTS|LDL|STL)\b", sass))
+    assert instructions[mma] == count and sum(n for op, n in instructions.items() if "MMA" in op) == count, \
+        dict(instructions)
+    steps = count // 32  # k-steps of 4 x 8 instructions per warp; each loads 4 A and (4 B) x4 matrices
+    assert instructions["LDSM"] >= (8 if trans_b else 4) * steps and instructions["LDGSTS"] > 0, dict(instructions)
+    assert instructions["LDL"] == 0 and instructions["STL"] == 0, dict(instructions)
+
+
 def test_library_loads_with_tvm_ffi_alone(gemm_builds):
     """A fresh interpreter that never imports tvm loads the .so and finds the entry function."""
     _, _, workdir = gemm_builds["sm_90a"]

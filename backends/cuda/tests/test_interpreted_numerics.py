@@ -7,21 +7,9 @@ import numpy as np
 import pytest
 
 import kernels
+from lowered import lower
 import tilelang_core.language as T
 from tilelang_cuda.interpreter import run_kernel
-from tilelang_cuda.options import CudaOptions
-from tilelang_cuda.pipeline import CudaBackend
-
-
-class Target:
-    arch = "sm_80"
-
-
-def lower(func, **options):
-    mod = CudaBackend(Target()).lower(func, CudaOptions(**options))
-    (gvar,) = mod.functions.keys()
-    return mod[gvar]
-
 
 RNG = np.random.default_rng(0)
 
@@ -216,8 +204,10 @@ def test_column_sums_of_a_gemm_accumulator():
 
 @pytest.mark.parametrize("dtype,trans_b", [("float32", False), ("float32", True), ("float64", False)])
 def test_gemm_fma_fallback_for_types_without_tensor_cores(dtype, trans_b):
+    """float64, and float32 with disable_tf32 (else it runs on tf32 tensor cores)."""
     func = lower(kernels.make_gemm(40, 72, 24, bm=32, bn=64, bk=16, dtype=getattr(T, dtype),
-                                   out_dtype=getattr(T, dtype), trans_b=trans_b))
+                                   out_dtype=getattr(T, dtype), trans_b=trans_b), disable_tf32=True)
+    assert "tl_mma" not in func.script()
     a = RNG.standard_normal((40, 24)).astype(dtype)
     b = RNG.standard_normal((72, 24) if trans_b else (24, 72)).astype(dtype)
     c = np.full((40, 72), np.nan, dtype)

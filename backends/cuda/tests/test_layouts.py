@@ -1,4 +1,5 @@
-"""CUDA fragment layouts against the PTX ISA tables for mma.m16n8k16 (fp16/bf16, f32 accumulate)."""
+"""CUDA fragment layouts against the PTX ISA tables for mma.m16n8k16 (fp16/bf16, f32 accumulate),
+mma.m16n8k8 (.tf32) and mma.m16n8k32 (.s8/.u8)."""
 
 import itertools
 
@@ -26,8 +27,32 @@ def ptx_b(lane, r):  # figure "MMA .m16n8k16 fragment layout for matrix B" (.f16
     return tig * 2 + (r & 1) + 8 * (r // 2), group
 
 
+def ptx_a_tf32(lane, r):  # "Matrix Fragments for mma.m16n8k8", A (.tf32): a0..a3
+    group, tig = lane // 4, lane % 4
+    return group + 8 * (r % 2), tig + 4 * (r // 2)
+
+
+def ptx_b_tf32(lane, r):  # B (.tf32): b0 at (k = tig, n = group), b1 at (tig + 4, group)
+    group, tig = lane // 4, lane % 4
+    return tig + 4 * r, group
+
+
+def ptx_a_s8(lane, r):  # "Matrix Fragments for mma.m16n8k32", A (.s8/.u8): a0..a15
+    group, tig = lane // 4, lane % 4
+    row = group if r < 4 or 8 <= r < 12 else group + 8
+    col = tig * 4 + (r & 3) + (16 if r >= 8 else 0)
+    return row, col
+
+
+def ptx_b_s8(lane, r):  # B (.s8/.u8): b0..b7
+    group, tig = lane // 4, lane % 4
+    return tig * 4 + (r & 3) + (16 if r >= 4 else 0), group
+
+
 @pytest.mark.parametrize("layout,table,regs", [(mma_accumulator_layout(16, 8), ptx_c, 4),
-                                               (mma_a_layout(), ptx_a, 8), (mma_b_layout(), ptx_b, 4)])
+                                               (mma_a_layout(), ptx_a, 8), (mma_b_layout(), ptx_b, 4),
+                                               (mma_a_layout(32), ptx_a_tf32, 4), (mma_b_layout(32), ptx_b_tf32, 2),
+                                               (mma_a_layout(8), ptx_a_s8, 16), (mma_b_layout(8), ptx_b_s8, 8)])
 def test_single_instruction_layouts_match_ptx(layout, table, regs):
     assert layout.num_threads == 32 and layout.local_size == regs
     for lane, r in itertools.product(range(32), range(regs)):

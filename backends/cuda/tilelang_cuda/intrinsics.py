@@ -7,9 +7,15 @@ built with tilelang_core.simt.intrinsics); ``DEVICE_HEADER`` defines those helpe
 implements the kit's helper contract (tilelang_core/simt/__init__.py) plus the tensor-core
 helpers (``tl_ldmatrix_*``, ``tl_mma_*``). Owning the helpers keeps each instruction's operand
 convention in one readable place instead of depending on TVM's PTX tables.
+
+``MMA_HELPERS`` (tf32 and int8 mma.sync, tf32 rounding) are added only to kernels that call
+them (``with_mma_helpers``, from the backend's codegen stage), like the sm_90a helpers: the
+source of every other kernel stays as it was, and nvcc parses nothing it does not need.
 """
 
 from __future__ import annotations
+
+import re
 
 DEVICE_HEADER = r"""
 // ---- tilelang-cuda device helpers --------------------------------------------------------------
@@ -147,3 +153,45 @@ __device__ __forceinline__ void tl_atomic_min(float* addr, float value) {
 // ------------------------------------------------------------------------------------------------
 """
 
+
+
+def _mma_helper(name: str, ptx: str, acc: str, constraint: str) -> str:
+    return (f"__device__ __forceinline__ void {name}(void* c, const void* a, const void* b) {{\n"
+            f"  {acc}* d = reinterpret_cast<{acc}*>(c);\n"
+            f"  const unsigned* x = reinterpret_cast<const unsigned*>(a);\n"
+            f"  const unsigned* y = reinterpret_cast<const unsigned*>(b);\n"
+            f"  asm volatile(\"mma.sync.aligned.{ptx} {{%0,%1,%2,%3}}, {{%4,%5,%6,%7}}, \"\n"
+            f"               \"{{%8,%9}}, {{%0,%1,%2,%3}};\\n\"\n"
+            f"               : \"+{constraint}\"(d[0]), \"+{constraint}\"(d[1]), \"+{constraint}\"(d[2]), "
+            f"\"+{constraint}\"(d[3])\n"
+            f"               : \"r\"(x[0]), \"r\"(x[1]), \"r\"(x[2]), \"r\"(x[3]), \"r\"(y[0]), \"r\"(y[1]));\n"
+            f"}}\n")
+
+
+#: name -> definition; a = 4 x b32, b = 2 x b32, c = 4 accumulators (in/out), as for m16n8k16
+MMA_HELPERS = {
+    # tf32 operands are fp32 bit patterns whose low 13 mantissa bits the instruction ignores
+    "tl_mma_m16n8k8_tf32_f32": _mma_helper("tl_mma_m16n8k8_tf32_f32", "m16n8k8.row.col.f32.tf32.tf32.f32",
+                                           "float", "f"),
+    # no .satfinite: the int32 sums wrap, like the FMA path's int32 arithmetic
+    "tl_mma_m16n8k32_s8_s32": _mma_helper("tl_mma_m16n8k32_s8_s32", "m16n8k32.row.col.s32.s8.s8.s32", "int", "r"),
+    "tl_mma_m16n8k32_u8_s32": _mma_helper("tl_mma_m16n8k32_u8_s32", "m16n8k32.row.col.s32.u8.u8.s32", "int", "r"),
+    # round to nearest, ties away from zero, to 10 mantissa bits (the low 13 bits become zero)
+    "tl_round_tf32": "__device__ __forceinline__ float tl_round_tf32(float x) {\n"
+                     "  unsigned r;\n"
+                     "  asm(\"cvt.rna.tf32.f32 %0, %1;\\n\" : \"=r\"(r) : \"f\"(x));\n"
+                     "  return __uint_as_float(r);\n"
+                     "}\n",
+}
+
+_HELPER_NAME = re.compile(r"\b(" + "|".join(MMA_HELPERS) + r")\(")
+
+
+def with_mma_helpers(source: str) -> str:
+    """``source`` (codegen's .cu, DEVICE_HEADER already in) with the MMA_HELPERS its kernels call
+    appended to DEVICE_HEADER."""
+    used = set(_HELPER_NAME.findall(source))
+    if not used:
+        return source
+    extra = "".join(MMA_HELPERS[name] for name in MMA_HELPERS if name in used)
+    return source.replace(DEVICE_HEADER, DEVICE_HEADER + extra, 1)

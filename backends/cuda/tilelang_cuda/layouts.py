@@ -7,6 +7,16 @@ with ``group = lane // 4`` and ``tig = lane % 4``,
     A   (16x16):      a[r]  at row group + 8*((r//2)%2),       col 2*tig + r%2 + 8*(r//4)
     B   (16x8, k x n): b[r] at row(k) 2*tig + r%2 + 8*(r//2), col(n) group
 
+The other mma.sync shapes keep this register structure, counted in 32-bit registers: A is four
+registers (rows group, group+8, then the same rows K/2 further), B two, each holding ``p = 32 /
+bits`` consecutive k of one row (column of B). With ``p`` elements per register,
+
+    A   (16 x 8p):    a[r]  at row group + 8*((r//p)%2),       col p*tig + r%p + 4p*(r//2p)
+    B   (8p x 8):     b[r]  at row(k) p*tig + r%p + 4p*(r//p), col(n) group
+
+which is "Matrix Fragments for mma.m16n8k8" (.tf32, p = 1) and "for mma.m16n8k32" (.s8/.u8,
+p = 4); C/D is the same 16x8 layout for all of them (f32 or s32).
+
 A block's accumulator tile tiles these over warps (``m_warp x n_warp``, warp id = wm * n_warp + wn)
 and over each warp's sub-tiles (``MI x NI`` instructions; register index (mi * NI + ni) * 4 + r).
 
@@ -41,18 +51,26 @@ def mma_accumulator_layout(m: int, n: int, m_warp: int = 1, n_warp: int = 1,
     return Fragment((m, n), (rows, cols), name=name)
 
 
-def mma_a_layout() -> Fragment:
-    """One warp's A operand of m16n8k16 (16 x 16, row = m, col = k)."""
-    rows = (Digit(2, LOCAL, 2), Digit(8, THREAD, 4))
-    cols = (Digit(2, LOCAL, 4), Digit(4, THREAD, 1), Digit(2, LOCAL, 1))
-    return Fragment((16, 16), (rows, cols), name="mma_A")
+def _digits(*digits: Digit) -> tuple[Digit, ...]:
+    return tuple(d for d in digits if d.extent > 1)  # tf32 holds one element per register
 
 
-def mma_b_layout() -> Fragment:
-    """One warp's B operand of m16n8k16 (16 x 8, row = k, col = n)."""
-    rows = (Digit(2, LOCAL, 2), Digit(4, THREAD, 1), Digit(2, LOCAL, 1))
+def mma_a_layout(bits: int = 16) -> Fragment:
+    """One warp's A operand of mma.sync for ``bits``-wide elements (16 x 256/bits, row = m,
+    col = k): m16n8k16 for 16 bits, m16n8k8 (tf32) for 32, m16n8k32 for 8."""
+    p = 32 // bits
+    rows = (Digit(2, LOCAL, p), Digit(8, THREAD, 4))
+    cols = _digits(Digit(2, LOCAL, 2 * p), Digit(4, THREAD, 1), Digit(p, LOCAL, 1))
+    return Fragment((16, 8 * p), (rows, cols), name="mma_A")
+
+
+def mma_b_layout(bits: int = 16) -> Fragment:
+    """One warp's B operand of mma.sync for ``bits``-wide elements (256/bits x 8, row = k,
+    col = n)."""
+    p = 32 // bits
+    rows = _digits(Digit(2, LOCAL, p), Digit(4, THREAD, 1), Digit(p, LOCAL, 1))
     cols = (Digit(8, THREAD, 4),)
-    return Fragment((16, 8), (rows, cols), name="mma_B")
+    return Fragment((8 * p, 8), (rows, cols), name="mma_B")
 
 
 def warp_partition(m: int, n: int, num_warps: int, policy: str = "square") -> tuple[int, int]:

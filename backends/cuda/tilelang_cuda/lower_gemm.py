@@ -1,10 +1,31 @@
-"""T.gemm on CUDA: ldmatrix from (swizzled) shared memory + mma.sync m16n8k16, fp32 accumulate;
-other element types take the SIMT kit's FMA path (tilelang_core.simt.lower_gemm_fma).
+"""T.gemm on CUDA: mma.sync with fp32/int32 accumulators (wgmma on sm_90a where hopper/ plans it);
+element types without an instruction take the SIMT kit's FMA path
+(tilelang_core.simt.lower_gemm_fma).
 
-Warps split the C tile by ``layouts.warp_partition`` (GemmWarpPolicy); each warp walks K in steps
-of 16, loading its A sub-tiles (MI of 16x16, ldmatrix.x4) and B sub-tiles (NI of 16x8, two per
-ldmatrix.x4), then issuing MI x NI mma.sync. Lane addresses follow the PTX ISA fragment tables
-(see layouts.py): for A row-major, lane l reads row l % 16 at column 8 * (l // 16).
+Instructions (mma.py, chosen through the arch's capability table): m16n8k16 for fp16/bf16,
+m16n8k8 tf32 for float32, m16n8k32 for int8/uint8 (int32 accumulator). Warps split the C tile by
+``layouts.warp_partition`` (GemmWarpPolicy); each warp walks K in steps of the instruction's K,
+loading its A sub-tiles (MI of 16 x K) and B sub-tiles (NI of K x 8), then issuing MI x NI
+mma.sync. Lane addresses follow the PTX ISA fragment tables (see layouts.py).
+
+Operand loads: ldmatrix moves 8x8 matrices of 16-bit units, i.e. rows of 16 bytes, which is a
+K-contiguous row piece of any element type. So K-major operands (A stored M x K, B stored N x K,
+``transpose_B=True``) load with ldmatrix for every type: for A, lane l reads row l % 16 at column
+``per_row * (l // 16)`` (``per_row`` = elements in 16 bytes: 8 fp16, 16 int8, 4 fp32). MN-major
+operands need a transpose: ldmatrix.trans does it for 16-bit types only, so int8 and tf32
+operands stored K x M / K x N are read with plain shared loads, element by element at the
+positions of the fragment tables (layouts.mma_a_layout / mma_b_layout). That keeps them on
+tensor cores (as TileLang does: CUTLASS's UniversalCopy/DefaultCopy for those majors) at the cost
+of more shared load instructions; store B as N x K for the fast path.
+
+float32 -> tf32 matches TileLang: its CUDA gemm template dispatches float operands to
+``SM80_16x8x8_F32TF32TF32F32_TN`` (src/tl_templates/cuda/gemm_mma.h in tile-ai/tilelang:
+``TL_DISPATCH_MMA(float, float, float, SM80_16x8x8_F32TF32TF32F32_TN)``, and GemmTensorOp maps
+``float`` to ``tfloat32_t``); its issues #859 and #2038 report float32 T.gemm running on tf32
+with no switch for exact fp32. We round the operands with cvt.rna.tf32.f32 after loading them
+(TileLang dropped its rounding in PR #573, so there the tensor cores truncate, which its issue
+#493 reported as lost precision; rounding halves the worst operand error), and ``disable_tf32``
+(``tl.disable_tf32``) gives exact fp32 FMAs.
 """
 
 from __future__ import annotations
@@ -18,9 +39,8 @@ from tilelang_core.simt.lowering import FRAGMENT, dtype, region_index, scope, st
 from tilelang_core.simt.transform.state import loop, seq
 
 from .hopper.wgmma import lower_gemm_wgmma
-from .layouts import MMA_K, MMA_M, MMA_N, WARP, warp_partition
-
-MMA_HELPERS = {"float16": "tl_mma_m16n8k16_f16_f32", "bfloat16": "tl_mma_m16n8k16_bf16_f32"}
+from .layouts import MMA_M, MMA_N, WARP, mma_a_layout, mma_b_layout, warp_partition
+from .mma import MmaInstruction, select_mma
 
 
 def gemm_warps(op: Gemm, num_threads: int) -> tuple[int, int]:
@@ -28,18 +48,11 @@ def gemm_warps(op: Gemm, num_threads: int) -> tuple[int, int]:
     return warp_partition(m, n, num_threads // WARP, op.policy.value)
 
 
-def uses_mma(op: Gemm) -> bool:
-    """fp16/bf16 operands with an fp32 accumulator run on tensor cores; anything else takes the
-    FMA path (each thread computes its own accumulator elements from shared memory)."""
-    a, b, c = dtype(op.A), dtype(op.B), dtype(op.C)
-    return a == b and a in MMA_HELPERS and c == "float32"
-
-
-def check_gemm(op: Gemm, ctx) -> None:
-    check_gemm_operands(op, ctx)
-    m, n, k = gemm_shape(op)
-    if k % MMA_K:
-        raise ctx.error("gemm", f"K={k} must be a multiple of {MMA_K} for mma.sync m16n8k16")
+def check_gemm(op: Gemm, instr: MmaInstruction, ctx) -> None:
+    _, _, k = gemm_shape(op)
+    if k % instr.k:
+        raise ctx.error("gemm", f"K={k} must be a multiple of {instr.k} for mma.sync {instr.shape} "
+                        f"({dtype(op.A)} operands); use a block_K that is")
 
 
 def lower_gemm(call, ctx):
@@ -48,12 +61,17 @@ def lower_gemm(call, ctx):
     op: Gemm = TileOp.from_stmt(call)
     st = state_of(ctx)
     check_gemm_operands(op, ctx)
-    plan = st.backend.plan(op, st.num_threads) if st.backend is not None else None
+    plan = st.backend.plan(op, st.num_threads)
     if plan is not None:
         return lower_gemm_wgmma(op, st, plan, proxy_fence=st.backend.needs_proxy_fence(op))
-    check_gemm(op, ctx)
-    if not uses_mma(op):
+    instr = select_mma(op, st.backend.arch, st.options)
+    if instr is None:
         return lower_gemm_fma(op, st, ctx)
+    check_gemm(op, instr, ctx)
+    return lower_gemm_mma(op, instr, st)
+
+
+def lower_gemm_mma(op: Gemm, instr: MmaInstruction, st):
     m, n, k = gemm_shape(op)
     m_warp, n_warp = gemm_warps(op, st.num_threads)
     wm_size, wn_size = m // m_warp, n // n_warp
@@ -63,66 +81,102 @@ def lower_gemm(call, ctx):
     lane = tirx.floormod(tx, WARP)
     wm, wn = tirx.floordiv(warp, n_warp), tirx.floormod(warp, n_warp)
     in_dtype = dtype(op.A)
+    mma_k, per_row = instr.k, instr.per_row
+    a_size, b_size = per_row, per_row // 2  # elements in 4 (A) and 2 (B) 32-bit registers
     a_in_registers = scope(op.A) == FRAGMENT
-    # A from a fragment already sits in mma A-operand order (see pipeline.operand_layout): the
-    # 16x16 A tile (mi, kk) is the two 16x8 accumulator tiles (mi, 2kk), (mi, 2kk+1), i.e. eight
-    # consecutive registers starting at (mi * K/8 + 2kk) * 4.
+    # A from a fragment already sits in mma A-operand order (see pipeline.operand_layout; fp16/bf16
+    # only): the 16x16 A tile (mi, kk) is the two 16x8 accumulator tiles (mi, 2kk), (mi, 2kk+1),
+    # i.e. eight consecutive registers starting at (mi * K/8 + 2kk) * 4.
     a_regs = st.local_buffer(op.A.source) if a_in_registers else \
-        st.alloc("A_frag", (mi_count * 8,), in_dtype, "local")
+        st.alloc("A_frag", (mi_count * a_size,), in_dtype, "local")
     a_k_tiles = k // MMA_N
-    b_regs = st.alloc("B_frag", (ni_count * 4,), in_dtype, "local")
+    b_regs = st.alloc("B_frag", (ni_count * b_size,), in_dtype, "local")
     c_regs = st.local_buffer(op.C.source)
-    mma = MMA_HELPERS[in_dtype]
+    # ldmatrix.trans transposes 16-bit units: MN-major operands of other widths take plain loads
+    a_ldmatrix = instr.bits == 16 or not op.transpose_A
+    b_ldmatrix = instr.bits == 16 or op.transpose_B
 
     def a_address(kk, mi):
         row0 = wm * wm_size + mi * MMA_M
         if not op.transpose_A:  # stored M x K
-            r, c = row0 + tirx.floormod(lane, 16), kk * MMA_K + tirx.floordiv(lane, 16) * 8
+            r, c = row0 + tirx.floormod(lane, 16), kk * mma_k + tirx.floordiv(lane, 16) * per_row
         else:  # stored K x M, read transposed
-            r = kk * MMA_K + tirx.floormod(lane, 8) + tirx.floordiv(lane, 16) * 8
+            r = kk * mma_k + tirx.floormod(lane, 8) + tirx.floordiv(lane, 16) * 8
             c = row0 + tirx.floormod(tirx.floordiv(lane, 8), 2) * 8
         return tirx.address_of(tirx.BufferLoad(op.A.source, region_index(op.A, [st.simplify(r), st.simplify(c)])))
 
     def b_address(kk, col0, pair: bool):
         sel = tirx.floordiv(lane, 16) if pair else 0
         if not op.transpose_B:  # stored K x N, read transposed
-            r = kk * MMA_K + tirx.floormod(lane, 8) + tirx.floormod(tirx.floordiv(lane, 8), 2) * 8
+            r = kk * mma_k + tirx.floormod(lane, 8) + tirx.floormod(tirx.floordiv(lane, 8), 2) * 8
             c = col0 + sel * 8
         else:  # stored N x K
             r = col0 + tirx.floormod(lane, 8) + sel * 8
-            c = kk * MMA_K + tirx.floormod(tirx.floordiv(lane, 8), 2) * 8
+            c = kk * mma_k + tirx.floormod(tirx.floordiv(lane, 8), 2) * per_row
         return tirx.address_of(tirx.BufferLoad(op.B.source, region_index(op.B, [st.simplify(r), st.simplify(c)])))
+
+    def plain_loads(region, regs, base, frag, transposed, row0, col0):
+        """regs[base + r] = element r of this lane's fragment ``frag`` (rows x cols of the
+        instruction operand) at (row0, col0) of the operand, stored transposed or not."""
+        stores = []
+        for r in range(frag.local_size):
+            i, j = frag.index_of(lane, r)
+            index = [col0 + j, row0 + i] if transposed else [row0 + i, col0 + j]
+            value = tirx.BufferLoad(region.source, region_index(region, [st.simplify(x) for x in index]))
+            stores.append(tirx.BufferStore(regs, value, [base + r]))
+        return seq(stores)
+
+    def load_a(kk):
+        if a_ldmatrix:
+            a_op = "tl_ldmatrix_x4_trans" if op.transpose_A else "tl_ldmatrix_x4"
+            return loop("mi", mi_count, lambda mi: I.call(
+                a_op, I.address_of(a_regs, mi * a_size), a_address(kk, mi)), tirx.ForKind.UNROLLED)
+        frag = mma_a_layout(instr.bits)  # 16 x K, stored K x M: (m, k) at [k, m]
+        return loop("mi", mi_count, lambda mi: plain_loads(
+            op.A, a_regs, mi * a_size, frag, True, wm * wm_size + mi * MMA_M, kk * mma_k), tirx.ForKind.UNROLLED)
+
+    def load_b(kk):
+        b_trans = "" if op.transpose_B else "_trans"
+        if not b_ldmatrix:  # stored K x N: the fragment's (k, n) at [k, n]
+            frag = mma_b_layout(instr.bits)
+            return loop("ni", ni_count, lambda ni: plain_loads(
+                op.B, b_regs, ni * b_size, frag, False, kk * mma_k, wn * wn_size + ni * MMA_N),
+                tirx.ForKind.UNROLLED)
+        if ni_count % 2 == 0:
+            return loop("nj", ni_count // 2, lambda nj: I.call(
+                "tl_ldmatrix_x4" + b_trans, I.address_of(b_regs, nj * (2 * b_size)),
+                b_address(kk, wn * wn_size + nj * 2 * MMA_N, True)), tirx.ForKind.UNROLLED)
+        return loop("ni", ni_count, lambda ni: I.call(
+            "tl_ldmatrix_x2" + b_trans, I.address_of(b_regs, ni * b_size),
+            b_address(kk, wn * wn_size + ni * MMA_N, False)), tirx.ForKind.UNROLLED)
+
+    def round_tf32(regs, count):
+        # mma.sync .tf32 ignores the low 13 mantissa bits (truncation); round to nearest instead
+        return loop("e", count, lambda e: tirx.BufferStore(
+            regs, I.call("tl_round_tf32", tirx.BufferLoad(regs, [e]), dtype="float32"), [e]),
+            tirx.ForKind.UNROLLED)
 
     def step(kk):
         body = []
-        a_op = "tl_ldmatrix_x4_trans" if op.transpose_A else "tl_ldmatrix_x4"
         if not a_in_registers:
-            body.append(loop("mi", mi_count, lambda mi: I.call(
-                a_op, I.address_of(a_regs, mi * 8), a_address(kk, mi)), tirx.ForKind.UNROLLED))
+            body.append(load_a(kk))
 
         def a_operand(mi):
             if a_in_registers:
                 return I.address_of(a_regs, (mi * a_k_tiles + 2 * kk) * 4)
-            return I.address_of(a_regs, mi * 8)
+            return I.address_of(a_regs, mi * a_size)
 
-        b_trans = "" if op.transpose_B else "_trans"
-        if ni_count % 2 == 0:
-            body.append(loop("nj", ni_count // 2, lambda nj: I.call(
-                "tl_ldmatrix_x4" + b_trans, I.address_of(b_regs, nj * 8),
-                b_address(kk, wn * wn_size + nj * 2 * MMA_N, True)), tirx.ForKind.UNROLLED))
-        else:
-            body.append(loop("ni", ni_count, lambda ni: I.call(
-                "tl_ldmatrix_x2" + b_trans, I.address_of(b_regs, ni * 4),
-                b_address(kk, wn * wn_size + ni * MMA_N, False)), tirx.ForKind.UNROLLED))
+        body.append(load_b(kk))
+        if instr.round_tf32:
+            body += [round_tf32(a_regs, mi_count * a_size), round_tf32(b_regs, ni_count * b_size)]
         body.append(loop("mi", mi_count, lambda mi: loop("ni", ni_count, lambda ni: I.call(
-            mma, I.address_of(c_regs, (mi * ni_count + ni) * 4), a_operand(mi),
-            I.address_of(b_regs, ni * 4)), tirx.ForKind.UNROLLED), tirx.ForKind.UNROLLED))
+            instr.helper, I.address_of(c_regs, (mi * ni_count + ni) * 4), a_operand(mi),
+            I.address_of(b_regs, ni * b_size)), tirx.ForKind.UNROLLED), tirx.ForKind.UNROLLED))
         return seq(body)
 
     stmts = []
     if op.clear_accum:
         stmts.append(loop("l", mi_count * ni_count * 4, lambda l: tirx.BufferStore(
-            c_regs, tirx.const(0, "float32"), [l]), tirx.ForKind.UNROLLED))
-    stmts.append(loop("kk", k // MMA_K, step, tirx.ForKind.UNROLLED))
+            c_regs, tirx.const(0, dtype(op.C)), [l]), tirx.ForKind.UNROLLED))
+    stmts.append(loop("kk", k // mma_k, step, tirx.ForKind.UNROLLED))
     return seq(stmts)
-

@@ -29,6 +29,9 @@ class CudaOptions(BackendOptions):
     ptxas_verbose: keep ptxas' register/spill report in the build log (``kernel.asm["ptxas"]``).
     disable_cp_async: lower T.Pipelined copies with plain loads/stores (for debugging).
     disable_wgmma: on sm_90a, lower T.gemm with mma.sync instead of wgmma (TileLang's key).
+    disable_tf32: float32 T.gemm computes in exact fp32 with FMAs instead of on tf32 tensor
+        cores (operands rounded to 10 mantissa bits, fp32 accumulate; the default, as in
+        TileLang, which has no such switch). For results that must match an fp32 reference.
     disable_tma_lower: on sm_90a, load T.Pipelined tiles with cp.async instead of TMA.
     disable_warp_specialized: on sm_90a, no producer warpgroup (implies no TMA pipeline).
     enable_pingpong: on sm_90a, the two consumer warpgroups of an attention-like loop take turns
@@ -57,6 +60,7 @@ class CudaOptions(BackendOptions):
     ptxas_verbose: bool = False
     disable_cp_async: bool = False
     disable_wgmma: bool = False
+    disable_tf32: bool = False
     disable_tma_lower: bool = False
     disable_warp_specialized: bool = False
     enable_pingpong: bool = False
@@ -74,7 +78,7 @@ class CudaOptions(BackendOptions):
         for name in ("fast_math", "lineinfo", "ptxas_verbose", "disable_cp_async", "disable_wgmma",
                      "disable_tma_lower", "disable_warp_specialized", "enable_pingpong",
                      "enable_persistent", "disable_rasterization",
-                     "enable_fp8_wgmma"):
+                     "enable_fp8_wgmma", "disable_tf32"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"cuda option {name}={getattr(self, name)!r} must be True or False")
         if isinstance(self.opt_level, bool) or self.opt_level not in (0, 1, 2, 3):

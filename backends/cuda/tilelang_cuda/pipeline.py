@@ -38,41 +38,42 @@ from tilelang_core.simt.pipeline import lower_simt
 from . import codegen, compiler
 from .hopper.planner import HopperPlanner
 from .hopper.wgmma import operand_plan, wgmma_accumulator_layout
+from .intrinsics import with_mma_helpers
 from .layouts import mma_accumulator_layout
-from .lower_gemm import gemm_shape, gemm_warps, uses_mma
+from .lower_gemm import gemm_shape, gemm_warps
 from .lowering import CUDA
+from .mma import select_mma
 from .options import CudaOptions
 from .runtime import load_module
-from .target import ARCHS, CAPABILITIES, DEFAULT_ARCH
+from .target import ARCHS, DEFAULT_ARCH, capability
 
 
-def capability(arch: str, key: str):
-    return CAPABILITIES.get(arch, {}).get(key, CAPABILITIES["*"].get(key))
-
-
-def accumulator_layout(op, num_threads: int, planner: HopperPlanner | None = None):
+def accumulator_layout(op, num_threads: int, planner: HopperPlanner):
     """wgmma's accumulator layout where the gemm runs on wgmma (sm_90a), else mma.sync's on the
-    tensor-core path, else a spread layout for the FMA path."""
-    plan = planner.plan(op, num_threads) if planner is not None else None
+    tensor-core path (one layout for every mma.sync instruction, mma.py), else a spread layout
+    for the FMA path. ``planner`` knows the compile's arch and options."""
+    plan = planner.plan(op, num_threads)
     if plan is not None:
         m, n, _ = gemm_shape(op)
         return wgmma_accumulator_layout(m, n, plan, name=str(op.C.source.name))
-    if not uses_mma(op):
+    if select_mma(op, planner.arch, planner.options) is None:
         return fma_accumulator_layout(op, num_threads)
     m, n, _ = gemm_shape(op)
     m_warp, n_warp = gemm_warps(op, num_threads)
     return mma_accumulator_layout(m, n, m_warp, n_warp, name=str(op.C.source.name))
 
 
-def operand_layout(op, name: str, num_threads: int, planner: HopperPlanner | None = None):
+def operand_layout(op, name: str, num_threads: int, planner: HopperPlanner):
     """Registers holding gemm operand A: the mma.sync A fragments of each warp's rows, which is
     exactly an accumulator layout with one warp column (FlashAttention's P @ V without a trip
     through shared memory: the fp16 copy of one gemm's accumulator feeds the next gemm). On
-    wgmma, likewise an accumulator layout with one warpgroup column."""
+    wgmma, likewise an accumulator layout with one warpgroup column. Only m16n8k16 has that
+    match: the tf32 and int8 A fragments hold other columns than the accumulator's."""
     m, n, k = gemm_shape(op)
-    if name == "A" and planner is not None and planner.plan(op, num_threads) is not None:
+    if name == "A" and planner.plan(op, num_threads) is not None:
         return wgmma_accumulator_layout(m, k, operand_plan(m, k, num_threads), name=str(op.A.source.name))
-    if not uses_mma(op):
+    instr = select_mma(op, planner.arch, planner.options)
+    if instr is None or instr.bits != 16:
         raise LayoutError(f"gemm {op!r} takes {name} from registers, which needs the tensor-core "
                           f"path (fp16/bf16 operands, fp32 accumulator); copy it to shared memory")
     if name != "A" or op.transpose_A:
@@ -150,7 +151,7 @@ class CudaBackend(Backend):
     def codegen(self, mod, options: CudaOptions | None = None) -> str:
         start = time.perf_counter()
         lib = codegen.build_tvm_module(mod, self.arch)
-        source = schedule_comment(mod) + codegen.export_source(lib)
+        source = schedule_comment(mod) + with_mma_helpers(codegen.export_source(lib))
         self.timings["codegen"] = time.perf_counter() - start
         return source
 

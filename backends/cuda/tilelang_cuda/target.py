@@ -18,7 +18,9 @@ _COMMON = {
     "registers_per_thread": 255,
     "dtypes": ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32",
                "int64", "uint32", "bool"),
-    "mma": ("float16", "bfloat16", "tensorfloat32", "int8"),  # mma.sync m16n8k* operand types
+    # operand types mma.sync takes (float32 operands run as tensorfloat32); lower_gemm/mma.py
+    # picks the instruction through this entry, so an arch without a type gets the FMA path
+    "mma": ("float16", "bfloat16", "tensorfloat32", "int8", "uint8"),
     "async_copy": True,  # cp.async (LDGSTS)
     "tensor_core": "mma.sync",
 }
@@ -51,6 +53,11 @@ _MODEL_ARCH = [
     (r"\b(A10G?|A16|A2|A40|A4000|A4500|A5000|A5500|A6000)\b|RTX 30\d0|RTX A\d+", "sm_86"),
     (r"\b(L4|L40S?|L20)\b|RTX 40\d0|RTX \d+ Ada", "sm_89"),
 ]
+
+
+def capability(arch: str, key: str):
+    """``key`` of ``arch``'s row of CAPABILITIES, else the common value."""
+    return CAPABILITIES.get(arch, {}).get(key, CAPABILITIES["*"].get(key))
 
 
 def arch_of_model(model: str) -> str | None:

@@ -140,14 +140,58 @@ def test_flash_attention_matches_sdpa(tmp_path, B, H, S, D, bm, bn, threads):
     torch.testing.assert_close(o.double(), ref, rtol=1e-2, atol=2e-3)
 
 
-def test_fp32_gemm_fma_fallback(tmp_path):
+def test_fp32_gemm_with_disable_tf32_is_exact_fp32(tmp_path):
     kernel = build(kernels.make_gemm(300, 200, 100, bm=64, bn=64, bk=16, dtype=T.float32,
-                                     out_dtype=T.float32), tmp_path)
+                                     out_dtype=T.float32), tmp_path, disable_tf32=True)
     a = torch.randn(300, 100, device="cuda")
     b = torch.randn(100, 200, device="cuda")
     c = torch.empty(300, 200, device="cuda")
     kernel["gemm"](a, b, c)
     torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-4, atol=1e-4)
+
+
+def round_tf32(x):
+    """cvt.rna.tf32.f32 on the host: to nearest, ties away from zero, 13 low mantissa bits zero."""
+    bits = x.contiguous().view(torch.int32).long() & 0xFFFFFFFF
+    rounded = ((bits + 0x1000) & 0xFFFFE000)
+    rounded = torch.where(rounded >= 2 ** 31, rounded - 2 ** 32, rounded).to(torch.int32)
+    return torch.where(torch.isfinite(x), rounded.view(torch.float32), x)
+
+
+@pytest.mark.parametrize("shape,trans_b", [((1000, 520, 264), False), ((1000, 520, 264), True),
+                                           ((256, 256, 1024), True)])
+def test_fp32_gemm_runs_on_tf32_tensor_cores(tmp_path, shape, trans_b):
+    """float32 T.gemm is tf32 by default (like TileLang): within tf32 precision of float64, and
+    the float64 product of the rna-rounded operands up to fp32 accumulation."""
+    M, N, K = shape
+    kernel = build(kernels.make_gemm(M, N, K, bm=128, bn=128, bk=32, dtype=T.float32, out_dtype=T.float32,
+                                     trans_b=trans_b), tmp_path)
+    a = torch.randn(M, K, device="cuda")
+    b = torch.randn(N, K, device="cuda") if trans_b else torch.randn(K, N, device="cuda")
+    c = torch.full((M, N), float("nan"), device="cuda")
+    kernel["gemm"](a, b, c)
+    b_kn = b.T if trans_b else b
+    torch.testing.assert_close(c.double(), a.double() @ b_kn.double(), rtol=1e-3, atol=2e-3 * K ** 0.5)
+    rounded = round_tf32(a).double() @ round_tf32(b_kn.contiguous()).double()
+    torch.testing.assert_close(c.double(), rounded, rtol=1e-5, atol=1e-5 * K ** 0.5)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("shape,trans_b", [((1000, 520, 264), False), ((1000, 520, 264), True),
+                                           ((512, 512, 2048), True)])
+def test_int8_gemm_on_tensor_cores_is_exact(tmp_path, dtype, shape, trans_b):
+    M, N, K = shape
+    kernel = build(kernels.make_gemm(M, N, K, bm=128, bn=128, bk=64, dtype=dtype, out_dtype=T.int32,
+                                     accum_dtype=T.int32, trans_b=trans_b), tmp_path)
+    lo, hi = (-128, 128) if dtype == "int8" else (0, 256)
+    tdt = getattr(torch, dtype)
+    a = torch.randint(lo, hi, (M, K), device="cuda", dtype=tdt)
+    b = torch.randint(lo, hi, (N, K) if trans_b else (K, N), device="cuda", dtype=tdt)
+    c = torch.zeros(M, N, device="cuda", dtype=torch.int32)
+    kernel["gemm"](a, b, c)
+    # float64 products and sums of these integers are exact (|sum| < 2^31); torch has no int64 matmul on cuda
+    ref = (a.double() @ (b.double().T if trans_b else b.double())).long()
+    torch.testing.assert_close(c.long(), ref, rtol=0, atol=0)
 
 
 def test_rms_norm_and_fused_epilogue(tmp_path):
