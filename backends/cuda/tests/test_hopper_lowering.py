@@ -225,3 +225,33 @@ def test_fp8_wgmma_compiles_to_qgmma(tmp_path):
     sass = compiler.sass(tmp_path / "kernel.cubin")
     assert re.search(r"\bQGMMA\b", sass) and re.search(r"\bUTMALDG\b", sass)
     assert not re.search(r"\b(LDL|STL)\b", sass)
+
+
+def make_scaled_operand_gemm():
+    """A TMA-loaded tile the consumers rescale in place before the gemm reads it."""
+
+    @T.prim_func
+    def scaled(A: T.Tensor((512, 256), T.float16), B: T.Tensor((256, 256), T.float16),
+               C: T.Tensor((512, 256), T.float32)):
+        with T.Kernel(1, 4, threads=256) as (bx, by):
+            A_s = T.alloc_shared((128, 64), T.float16)
+            B_s = T.alloc_shared((64, 256), T.float16)
+            C_f = T.alloc_fragment((128, 256), T.float32)
+            T.clear(C_f)
+            for k in T.Pipelined(4, num_stages=2):
+                T.copy(A[by * 128, k * 64], A_s)
+                T.copy(B[k * 64, 0], B_s)
+                for i, j in T.Parallel(128, 64):
+                    A_s[i, j] = A_s[i, j] * T.float16(0.5)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C[by * 128, 0])
+
+    return scaled
+
+
+def test_tile_rewritten_by_consumers_keeps_the_proxy_fence():
+    """TMA writes through the async proxy, the consumers' in-place rescale through the generic one:
+    wgmma must see the rescaled values, so the fence stays (and a barrier orders the threads)."""
+    _, kernel = cuda_source(make_scaled_operand_gemm())
+    assert "tl_tma_load" in kernel and "tl_wgmma_ss" in kernel
+    assert "tl_fence_proxy_async" in kernel and "tl_named_barrier_sync(1, 256)" in kernel

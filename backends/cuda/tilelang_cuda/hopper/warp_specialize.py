@@ -200,10 +200,13 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     after = [s for s in stmts[at + 1:] if not isinstance(s, (tirx.AllocBuffer, tirx.Bind))]
 
     staged = {buf: (_staged_buffer(buf, stages), stages) for buf in written}
+    rewritten = set()  # tiles the consumers also write in place: wgmma then needs a proxy fence
+    for stmt in body_stmts:
+        rewritten |= accesses(stmt)[1]
     for buf in written:
         hopper_layouts[str(buf.name)] = wgmma_shared_layout(int(buf.ty.shape[0]), int(buf.ty.shape[1]),
                                                             element_bits(str(buf.ty.dtype)))
-        if tma_loaded is not None:
+        if tma_loaded is not None and buf not in rewritten:
             tma_loaded.add(str(buf.name))
     bars = tirx.decl_buffer((2 * stages,), "uint64", name="tl_mbar", scope="shared")
 
