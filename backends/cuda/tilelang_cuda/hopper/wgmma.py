@@ -152,6 +152,10 @@ def explain_wgmma(op: Gemm, arch: str, num_threads: int, disabled: bool = False,
     a_regs = scope(op.A) == FRAGMENT
     if a_regs and op.transpose_A:
         return None, "a transposed A in registers"
+    if op.transpose_A:
+        # The MN-major A descriptor mirrors B's (checked on the H200) but has not run there yet:
+        # mma.sync until it has (tests/gpu/test_gpu_hopper.py has the case to run)
+        return None, "A stored K x M (transpose_A) is not yet validated on wgmma"
     policy = "full_row" if a_regs else op.policy.value
     plan = _partition(m, n, num_threads // WARPGROUP, policy, mn_major_b=not op.transpose_B)
     if plan is None:
