@@ -43,6 +43,8 @@ class HipInterpreter(Interpreter):
             size, k = int(found.group(1)), int(found.group(2))
             c, a, b = (self.pointer(x) for x in args)
             return self._mfma(size, k, c, src_a=b, src_b=a, mask=mask)
+        if name == "tl_opaque":  # an optimization barrier: the value itself
+            return np.broadcast_to(self.expr(args[0]), (self.lanes,))
         found = _WMMA.match(name)
         if found:
             c, a, b = (self.pointer(x) for x in args)

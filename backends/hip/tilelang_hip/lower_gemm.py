@@ -16,6 +16,7 @@ Which instruction: the wave size of the dialect says which family (64: MFMA, 32:
 from __future__ import annotations
 
 from tvm import tirx
+from tvm.ir import Range
 
 from tilelang_core.errors import LayoutError
 from tilelang_core.ir import Gemm, TileOp
@@ -109,21 +110,30 @@ def _lower(op: Gemm, st, core: MatrixCore):
     b_regs = st.alloc("B_frag", (ni_count * run,), in_dtype, "local")
     helper = core.helper(in_dtype)
     a_layout = accumulator_layout(core, m, k, m_warp, 1) if a_in_registers else None
+    a_vector = a_in_registers or (not op.transpose_A and _vector_ok(op.A, run, st))
+    b_vector = op.transpose_B and _vector_ok(op.B, run, st)
+    # Element-wise reads (K not contiguous) take the lane's row through tl_opaque, set once per
+    # gemm: the swizzle XOR then stays on it and each read's constant folds into the LDS offset,
+    # instead of one hoisted (and spilled) address register per read.
+    opaque_row = None if a_vector and b_vector else tirx.Var("lane_row", "int32")
+    if opaque_row is not None:
+        st.analyzer.bind(opaque_row, Range.from_min_extent(0, s))  # as row_in_tile, for the swizzle
 
-    def load(region, regs, reg0, row, k0, k_contiguous: bool, tile_k: bool):
+    def load(region, regs, reg0, row, k0, vector: bool, tile_k: bool):
         """``run`` K values of logical row ``row`` (of A, or of B^T) into regs[reg0 ...]."""
-        def index(kk):
+        def index(kk, row=row):
             r, c = (row, kk) if tile_k else (kk, row)  # tile_k: stored [row][k]
             return region_index(region, [st.simplify(r), st.simplify(c)])
 
-        if k_contiguous and _vector_ok(region, run, st):
+        if vector:
             chunk = min(run * 2, COPY_BYTES) // 2
             return loop("v", run // chunk, lambda v: I.call(
                 f"tl_copy_{chunk * 2}", I.address_of(regs, reg0 + v * chunk),
                 tirx.address_of(tirx.BufferLoad(region.source, index(k0 + v * chunk))),
                 tirx.const(True, "bool")), tirx.ForKind.UNROLLED)
+        row = st.simplify(row - row_in_tile) + opaque_row
         return loop("e", run, lambda e: tirx.BufferStore(
-            regs, tirx.BufferLoad(region.source, index(k0 + e)), [reg0 + e]), tirx.ForKind.UNROLLED)
+            regs, tirx.BufferLoad(region.source, index(k0 + e, row)), [reg0 + e]), tirx.ForKind.UNROLLED)
 
     def block(kb):
         body = []
@@ -131,7 +141,7 @@ def _lower(op: Gemm, st, core: MatrixCore):
         if not a_in_registers:
             body.append(loop("mi", mi_count, lambda mi: load(
                 op.A, a_regs, mi * run, wm * (m // m_warp) + mi * s + row_in_tile, k0,
-                not op.transpose_A, not op.transpose_A), tirx.ForKind.UNROLLED))
+                a_vector, not op.transpose_A), tirx.ForKind.UNROLLED))
 
         def a_operand(mi, step):
             if a_in_registers:  # the accumulator layout: K step kb's values of tile row mi
@@ -144,7 +154,7 @@ def _lower(op: Gemm, st, core: MatrixCore):
             """B^T rows of tile ni, then its instructions: a B tile is dead after its column,
             which keeps WMMA's 16-value operands from piling up in registers."""
             b_load = load(op.B, b_regs, ni * run, wn * (n // n_warp) + ni * s + row_in_tile, k0,
-                          op.transpose_B, op.transpose_B)
+                          b_vector, op.transpose_B)
             issue = loop("step", steps, lambda step: loop("mi", mi_count, lambda mi: I.call(
                 name, I.address_of(c_regs, (mi * ni_count + ni) * core.acc_regs), a_operand(mi, step),
                 I.address_of(b_regs, ni * run + step * core.operand_values)), tirx.ForKind.UNROLLED),
@@ -155,6 +165,8 @@ def _lower(op: Gemm, st, core: MatrixCore):
         return seq(body)
 
     stmts = []
+    if opaque_row is not None:
+        stmts.append(tirx.Bind(opaque_row, I.call("tl_opaque", row_in_tile, dtype="int32")))
     if op.clear_accum:
         stmts.append(loop("l", mi_count * ni_count * core.acc_regs, lambda l: tirx.BufferStore(
             c_regs, tirx.const(0, "float32"), [l]), tirx.ForKind.UNROLLED))
