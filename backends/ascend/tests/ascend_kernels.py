@@ -92,13 +92,18 @@ def data_dependent_if(M=8, N=64):
     return main
 
 
-def row_cumsum(M=8, N=64):
+def row_cumsum(M=8, N=64, window=False):
+    """window: scan only columns 8: of each row (not whole UB rows)."""
+
     @T.prim_func
     def main(X: T.Tensor((M, N), "float32"), Y: T.Tensor((M, N), "float32")):
         with T.Kernel(1, threads=32) as bx:
             x = T.alloc_fragment((M, N), "float32")
             T.copy(X, x)
-            T.cumsum(x, dim=1)
+            if window:
+                T.cumsum(x[0:M, 8:N], dim=1)
+            else:
+                T.cumsum(x, dim=1)
             T.copy(x, Y)
 
     return main
@@ -207,3 +212,28 @@ def atomic_combine(kind="max", G=3, M=5, N=40, dtype="float32"):
             combine(Y[0, 0], x)
 
     return main
+
+
+def cumsum(M, N, dim=1, reverse=False, block=32, dtype="float32", acc="float32", in_place=False):
+    """T.cumsum along dim of an M x N tensor; blocks tile the other dim (ragged last block), the
+    scanned dim fits one tile. ``acc``: the dtype of the scanned tile (src is cast into it)."""
+    bm, bn = (block, N) if dim == 1 else (M, block)
+    grid = (M + bm - 1) // bm if dim == 1 else (N + bn - 1) // bn
+    step_m, step_n = (block, 0) if dim == 1 else (0, block)
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), acc)):
+        with T.Kernel(grid, threads=1) as b:
+            x = T.alloc_shared((bm, bn), dtype)
+            y = T.alloc_shared((bm, bn), acc)
+            T.copy(X[b * step_m, b * step_n], x)
+            if in_place:
+                T.cumsum(x, dim=dim, reverse=reverse)
+                T.copy(x, y)
+            else:
+                T.cumsum(x, y, dim=dim, reverse=reverse)
+            T.copy(y, Y[b * step_m, b * step_n])
+
+    return main
+
+

@@ -307,6 +307,24 @@ class _Emitter:
                   f"Reduce{s.op.capitalize()}<{t}, Pattern::Reduce::{pattern}, true>("
                   f"{self.local(s.dst)}, {self.local(s.src)}, tl_tmp, shape, true); }}")
 
+    def i_VScan(self, s):
+        t, n, rows = ctype(s.dst.dtype), s.dst.cols, s.dst.rows
+        if s.axis == 1:
+            self.line(f"{{ CumSumInfo info{{{rows}, {s.dst.buf.row_stride}}}; "
+                      f"CumSum<{t}, TL_CUMSUM_LAST_AXIS>({self.local(s.dst)}, {self.local(s.dst)}, "
+                      f"{self.local(s.src)}, tl_tmp, info); }}")
+            return
+        if s.src is not s.dst:
+            self._rows(s, lambda r: f"Adds({self._at(s.dst, r)}, {self._at(s.src, r)}, ({t})0, {n});")
+        if rows == 1:
+            return
+        # one Add per row: row r += row r-1 (reverse: row r += row r+1), each after the last
+        loop, prev = (f"int32_t r = {rows - 2}; r >= 0; --r", "r + 1") if s.reverse else \
+            (f"int32_t r = 1; r < {rows}; ++r", "r - 1")
+        self.line(f"for ({loop}) {{ PipeBarrier<PIPE_V>(); Add({self._at(s.dst, 'r')}, "
+                  f"{self._at(s.dst, 'r')}, {self._at(s.dst, prev)}, {n}); }}"
+                  f"  // scan down {rows} rows")
+
     def i_VArange(self, s):
         t, n = ctype(s.dst.dtype), s.dst.cols
 
@@ -379,7 +397,7 @@ def _section(em: _Emitter, core: str, stream) -> None:
             em.line(f"LocalTensor<{ctype(buf.dtype)}> {buf.name} = {buf.mem.lower()}[{buf.offset}]"
                     f".ReinterpretCast<{ctype(buf.dtype)}>();  // {buf!r}")
     if core == isa.VEC:
-        em.line("LocalTensor<uint8_t> tl_tmp;  // scratch for ReduceSum/ReduceMax (sized by the API)")
+        em.line("LocalTensor<uint8_t> tl_tmp;  // scratch for ReduceSum/ReduceMax/CumSum (sized by the API)")
     em.stream(stream)
     em.depth -= 1
     em.line("}")
@@ -397,6 +415,9 @@ def emit_ascend_c(prog: isa.Program) -> str:
     em.line("  return lo >= size ? 0 : (lo + n > size ? size - lo : n);")
     em.line("}")
     em.line("")
+    if any(isinstance(i, isa.VScan) and i.axis == 1 for i in isa.instructions(prog.vec)):
+        em.line("constexpr CumSumConfig TL_CUMSUM_LAST_AXIS{true, false, false};  // row scans")
+        em.line("")
     for instr in isa.instructions(prog.vec):
         if isinstance(instr, simt_vf.SimtLoop):
             em.lines.extend(simt_vf.function_c(instr, em.simt[id(instr)]))

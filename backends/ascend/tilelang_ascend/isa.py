@@ -462,6 +462,25 @@ class VReduce(VectorInstr):
 
 
 @dataclass(eq=False, repr=False)
+class VScan(VectorInstr):
+    """Inclusive prefix sum. axis=1: along each row, dst[r, c] = sum(src[r, :c+1]) (the CumSum
+    API on the last axis; forward only: the lowering composes a reversed row scan from a forward
+    one). axis=0: down each column, dst[r, c] = sum(src[:r+1, c]), a chain of row Adds, so
+    ``reverse`` (dst[r, c] = sum(src[r:, c])) is the same chain run upwards."""
+
+    dst: Tile
+    src: Tile
+    axis: int
+    reverse: bool = False
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.axis not in (0, 1) or (self.axis == 1 and self.reverse):
+            raise ValueError(f"VScan axis={self.axis} reverse={self.reverse}: the Vector unit "
+                             f"scans rows forward (axis 1) or columns either way (axis 0)")
+
+
+@dataclass(eq=False, repr=False)
 class VArange(VectorInstr):
     """dst[r, c] = base + r * row_step + c * col_step (CreateVecIndex + Adds/Muls)."""
 

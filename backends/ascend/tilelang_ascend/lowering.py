@@ -14,6 +14,8 @@ orders them afterwards, so a rule only says what moves where.
              core also uses gets its product through a workspace and a Vector add
     T.fill   UB: VDup; L0C: folded into the next Mmad's init flag (zero fills only)
     T.reduce VReduce (+ VUnary abs, + VBinary to fold into dst when clear=False)
+    T.cumsum [VCast/copy into dst +] VScan in place; a reversed row scan is a forward VScan,
+             VReduce, VBroadcast and two VBinary subs
     T.atomic_add/max/min (tile into GM)   Fixpipe / CopyUbToGm in the GM atomic write mode
 """
 
@@ -232,6 +234,42 @@ def lower_reduce(op, ctx: IsaContext) -> None:
         ctx.emit(isa.VBinary({"sum": "add", "max": "max", "min": "min"}[base], dst, dst, part))
         temps.append(part)
     ctx.release(temps)
+
+
+@ascend_rule("cumsum")
+def lower_cumsum(op, ctx: IsaContext) -> None:
+    """dst = inclusive prefix sum of src along dim, accumulated in dst's dtype (as the cpu
+    backend does): src is first cast / copied into dst, then dst is scanned in place."""
+    what = "T.cumsum"
+    src, dst = ub_tile(op.src, ctx, what), ub_tile(op.dst, ctx, what)
+    rank = len(op.src.region)
+    axis = 1 if (rank == 1 or op.dim == rank - 1) else 0
+    if axis == 1 and (dst.col != 0 or dst.cols != dst.buf.cols):
+        raise ctx.error(what, f"{R.fmt_region(op.dst)}: a scan along rows runs over whole UB rows "
+                              f"(CumSum on the last axis); cumsum a buffer of its own and copy")
+    same = src.buf is dst.buf and src.slot is dst.slot and str(src.row) == str(dst.row) \
+        and src.col == dst.col
+    if not same:
+        if src.buf is dst.buf:  # overlapping windows of one buffer: read all of src first
+            stage = ctx.temp(src.rows, src.cols, src.dtype)
+            ctx.emit(isa.VUnary("copy", stage, src))
+            src = stage
+        cast_or_copy(ctx, dst, src)
+    if axis == 0 or not op.reverse:
+        ctx.emit(isa.VScan(dst, dst, axis, op.reverse))
+    else:
+        # A reversed row scan from a forward one: suffix[c] = total - (prefix[c] - x[c]).
+        prefix = ctx.temp(dst.rows, dst.cols, dst.dtype)
+        total = ctx.temp(1, dst.rows, dst.dtype)
+        spread = ctx.temp(dst.rows, dst.cols, dst.dtype)
+        ctx.emit(isa.VScan(prefix, dst, 1))
+        ctx.emit(isa.VBinary("sub", prefix, prefix, dst))
+        ctx.emit(isa.VReduce("sum", total, dst, 1))
+        ctx.emit(isa.VBroadcast(spread, total, 1))
+        ctx.emit(isa.VBinary("sub", dst, spread, prefix))
+        ctx.release([prefix, total, spread])
+    if not same and src.buf.origin == "temp":
+        ctx.release([src])
 
 
 def _k_chunk(ctx, m: int, n: int, k: int, dtype: str) -> int:

@@ -87,6 +87,14 @@ def run_vector(block, instr, env) -> None:
             raise SimulatorError(f"kernel '{block.prog.name}': reduction result {dst!r} must be "
                                  f"one row of {want}")
         out = _REDUCE[instr.op](src, axis=instr.axis)[None, :]
+    elif isinstance(instr, isa.VScan):
+        src = _value(block, instr.src, env, instr.src.dtype, instr, shape)
+        if instr.src.dtype != dst.dtype:
+            raise SimulatorError(f"kernel '{block.prog.name}': a scan needs one dtype, got "
+                                 f"{instr.src.dtype} -> {dst.dtype} (insert a VCast)")
+        # accumulates in the tile's dtype, one Add per step, like the hardware chain
+        flip = (lambda x: np.flip(x, instr.axis)) if instr.reverse else (lambda x: x)
+        out = flip(np.cumsum(flip(src), axis=instr.axis, dtype=src.dtype))
     elif isinstance(instr, isa.VArange):
         base = evaluate(instr.base.expr, env)
         out = (base + np.arange(dst.rows)[:, None] * instr.row_step
