@@ -45,6 +45,8 @@ class HipInterpreter(Interpreter):
             return self._mfma(size, k, c, src_a=b, src_b=a, mask=mask)
         if name == "tl_opaque":  # an optimization barrier: the value itself
             return np.broadcast_to(self.expr(args[0]), (self.lanes,))
+        if name == "tl_sched_barrier":
+            return None
         found = _WMMA.match(name)
         if found:
             c, a, b = (self.pointer(x) for x in args)

@@ -126,6 +126,8 @@ template <int N> TL_D void tl_cp_async_wait() {}
 // through, LLVM folds the swizzle XOR with each read's constant offset into one address register
 // per read and hoists them all out of the loop: FlashAttention's V (dim 128) spilled 197 VGPRs.
 TL_D int tl_opaque(int x) { asm volatile("" : "+v"(x)); return x; }
+// Nothing is scheduled across it (emits no instruction): the gemm's column fence.
+TL_D void tl_sched_barrier() { __builtin_amdgcn_sched_barrier(0); }
 // Butterfly exchange within a wave: lane l gets v of lane l ^ mask (all lanes take part).
 TL_D int tl_lane_id() { return __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u)); }
 TL_D int tl_shfl_xor_b32(int v, int mask) {

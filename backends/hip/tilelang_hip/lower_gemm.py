@@ -8,6 +8,8 @@ MI x NI instructions per K step with A and B swapped (layouts.py). An operand la
 operand is stored K-contiguous (A as M x K, B as N x K) and K allows, else element by element.
 With 16-byte runs on MFMA (8 values, two K steps of 4 per lane), the runs of 8 consecutive rows
 fall in distinct banks under the kit's 16-byte XOR swizzle (tests/test_layouts.py checks it).
+Registers (README, "Register pressure"): element-wise reads go through ``tl_opaque``'s lane row,
+and WMMA's B columns are fenced, the next column's reads ahead of this column's instructions.
 
 Which instruction: the wave size of the dialect says which family (64: MFMA, 32: WMMA); on MFMA,
 ``HipOptions.mfma`` picks 16x16x16 (default) or 32x32x8.
@@ -150,18 +152,26 @@ def _lower(op: Gemm, st, core: MatrixCore):
 
         name = helper + ("_ra" if a_in_registers and not core.is_mfma else "")
 
-        def column(ni):
-            """B^T rows of tile ni, then its instructions: a B tile is dead after its column,
-            which keeps WMMA's 16-value operands from piling up in registers."""
-            b_load = load(op.B, b_regs, ni * run, wn * (n // n_warp) + ni * s + row_in_tile, k0,
-                          b_vector, op.transpose_B)
-            issue = loop("step", steps, lambda step: loop("mi", mi_count, lambda mi: I.call(
+        def b_load(ni):
+            return load(op.B, b_regs, ni * run, wn * (n // n_warp) + ni * s + row_in_tile, k0,
+                        b_vector, op.transpose_B)
+
+        def issue(ni):
+            return loop("step", steps, lambda step: loop("mi", mi_count, lambda mi: I.call(
                 name, I.address_of(c_regs, (mi * ni_count + ni) * core.acc_regs), a_operand(mi, step),
                 I.address_of(b_regs, ni * run + step * core.operand_values)), tirx.ForKind.UNROLLED),
                 tirx.ForKind.UNROLLED)
-            return seq([b_load, issue])
 
-        body.append(loop("ni", ni_count, column, tirx.ForKind.UNROLLED))
+        if core.is_mfma:  # B^T rows of tile ni, then its instructions: a B tile dies with its column
+            body.append(loop("ni", ni_count, lambda ni: seq([b_load(ni), issue(ni)]), tirx.ForKind.UNROLLED))
+        else:
+            # WMMA operands are 16 values per lane: left to itself LLVM's scheduler hoists every
+            # column's reads (FlashAttention at dim 128 spilled). Fenced columns keep two B tiles
+            # live: column ni + 1's reads are issued before column ni's instructions.
+            body.append(b_load(0))
+            for ni in range(ni_count):
+                ahead = [b_load(ni + 1)] if ni + 1 < ni_count else []
+                body += ahead + [issue(ni), I.call("tl_sched_barrier")]
         return seq(body)
 
     stmts = []
