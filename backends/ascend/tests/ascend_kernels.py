@@ -237,3 +237,16 @@ def cumsum(M, N, dim=1, reverse=False, block=32, dtype="float32", acc="float32",
     return main
 
 
+
+def dynamic_rows(N=64, block_M=32, dynamic_grid=True):
+    """Rows of X are T.dynamic: the grid ceildiv(M, block_M) is known only at launch."""
+    M = T.dynamic("M")
+
+    @T.prim_func
+    def scale(X: T.Tensor((M, N), "float32"), Y: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, block_M) if dynamic_grid else 4, threads=1) as b:
+            x = T.alloc_shared((block_M, N), "float32")
+            T.copy(X[b * block_M, 0], x)
+            T.copy(x, Y[b * block_M, 0])
+
+    return scale

@@ -15,12 +15,13 @@ import torch
 
 import tilelang_core as tl
 from tilelang_core import doctor
-from tilelang_core.errors import CompileError, LaunchError
+from tilelang_core.errors import CompileError, LaunchError, LoweringError
 from tilelang_core.jit.compiler import clear_memory_cache
 from tilelang_core.plugin.manager import get_plugin_manager
 from tilelang_core.runtime import entry_function
 from tilelang_core.target import Target
 
+import ascend_kernels as K
 from ascend_harness import example, lower_program, rel_err, simulate
 from tilelang_ascend import compiler
 from tilelang_ascend.codegen import emit_ascend_c
@@ -189,3 +190,10 @@ def test_the_npu_runtime_gives_the_driver_its_entry_function(tmp_path):
         module.get_function("nope")
     with pytest.raises(LaunchError, match="torch_npu|must be an npu tensor"):
         launch(torch.zeros(4), torch.zeros(4))
+
+
+@pytest.mark.parametrize("dynamic_grid", [True, False])
+def test_dynamic_size_is_a_compile_error_naming_the_kernel_the_dimension_and_the_fix(dynamic_grid):
+    with pytest.raises(LoweringError, match=r"kernel 'scale'.*dim 0 of 'X' \[M, 64\] is the dynamic "
+                                            r"size M.*compile it once per size"):
+        tl.compile(K.dynamic_rows(dynamic_grid=dynamic_grid), out_idx=[-1], target="ascend+sim")

@@ -74,8 +74,19 @@ class IsaContext:
         self.counter = 0
         self.scope = None           # "C" / "V" inside an expert-mode T.Scope region
         self.simt_threads = None    # threads of the enclosing T.SimtVF region
+        self._refuse_dynamic_shapes()
 
     # -- messages -------------------------------------------------------------------------------
+    def _refuse_dynamic_shapes(self) -> None:
+        """T.dynamic sizes are not supported yet: say which tensor dimension, before the grid or a
+        stride trips over it somewhere less clear."""
+        for tensor in self.params.values():
+            for dim, size in enumerate(tensor.shape):
+                if not isinstance(size, int):
+                    raise self.error(f"T.Tensor '{tensor.name}'", dynamic_advice(
+                        f"dim {dim} of '{tensor.name}' {list(tensor.shape)} is the dynamic size "
+                        f"{size}"))
+
     def error(self, what: str, message: str) -> LoweringError:
         where = source_location(self.node) if self.node is not None else None
         text = f"cannot lower {what} in kernel '{self.kernel}' for backend 'ascend': {message}"
@@ -206,6 +217,13 @@ def lower_to_isa(func: tirx.PrimFunc, kernel: str, arch: str, options=None) -> i
                        buffers, ctx.out)
 
 
+def dynamic_advice(what: str) -> str:
+    return (f"{what}; the Ascend backend needs constant tensor shapes and a constant grid (blocks "
+            f"map to AI cores; T.dynamic sizes are not supported yet). Build the kernel in a "
+            f"Python function of the size and compile it once per size (the JIT cache keeps one "
+            f"kernel each), or run the dynamic kernel on a backend that takes T.dynamic (cpu)")
+
+
 def _strip_launches(ctx: IsaContext, stmt):
     while isinstance(stmt, tirx.AttrStmt) and stmt.attr_key == "thread_extent":
         iv = stmt.node
@@ -213,8 +231,8 @@ def _strip_launches(ctx: IsaContext, stmt):
         if tag.startswith("blockIdx"):
             extent = stmt.value
             if not isinstance(extent, tirx.IntImm):
-                raise ctx.error("T.Kernel", f"the grid extent {extent} of {tag} must be a "
-                                            f"constant on Ascend (blocks map to AI cores)")
+                raise ctx.error("T.Kernel", dynamic_advice(f"the grid extent {extent} of {tag} "
+                                                           f"is not a constant"))
             ctx.grid.append((iv.var, int(extent.value)))
             ctx.analyzer.bind(iv.var, tvm.ir.Range.from_min_extent(0, extent))
         stmt = stmt.body
