@@ -60,6 +60,19 @@ def test_example_compiles_with_the_instructions_meant(name, arch, tmp_path):
 
 
 @needs_clang
+@pytest.mark.parametrize("arch", ["gfx942", "gfx1100"])
+@pytest.mark.parametrize("name", ["gemm", "flash_attention"])
+def test_operands_stored_k_by_n_are_read_4_bytes_per_lane_pair(name, arch, tmp_path):
+    """B as K x N (gemm's B, attention's V): no 2-byte LDS reads, 4-byte ones (LLVM pairs some
+    into ds_read2 / ds_load_2addr) and one v_perm_b32 per read."""
+    build(name, arch, tmp_path)
+    asm = compiler.disassemble(tmp_path / "kernel.hsaco", arch)
+    reads = Counter(re.findall(r"^\s+(ds_(?:read|load)\w*)", asm, re.M))
+    assert not any("u16" in op for op in reads), dict(reads)
+    assert any("b32" in op for op in reads) and "v_perm_b32" in asm, dict(reads)
+
+
+@needs_clang
 @pytest.mark.parametrize("name", ["gemm", "flash_attention_causal"])
 def test_mfma_32x32x8_on_request(name, tmp_path):
     _, _, counts, _ = build(name, "gfx942", tmp_path, mfma="32x32x8")

@@ -47,11 +47,24 @@ class HipInterpreter(Interpreter):
             return np.broadcast_to(self.expr(args[0]), (self.lanes,))
         if name == "tl_sched_barrier":
             return None
+        if name == "tl_read_column_pair":
+            return self._read_column_pair(*(self.pointer(x) for x in args[:2]), args[2], mask)
         found = _WMMA.match(name)
         if found:
             c, a, b = (self.pointer(x) for x in args)
             return self._wmma(c, src_a=b, src_b=a, a_from_acc=bool(found.group(2)), mask=mask)
         return NOT_HANDLED
+
+    def _read_column_pair(self, dst: Pointer, src: Pointer, odd, mask):
+        """Its contract: the even lane gets (its word's low, lane ^ 1's low), the odd lane
+        (lane ^ 1's high, its word's high); every lane of the wave takes part."""
+        list(self.whole_warps(mask, 2, "tl_read_column_pair"))  # both lanes of each pair
+        odd = np.broadcast_to(self.expr(odd), (self.lanes,)).astype(bool)
+        low, high = src.storage.read(src.index, mask), src.storage.read(src.index + 1, mask)
+        partner = np.arange(self.lanes) ^ 1
+        dst.storage.write(dst.index, np.where(odd, high[partner], low), mask)
+        dst.storage.write(dst.index + 1, np.where(odd, high, low[partner]), mask)
+        return None
 
     def _mfma(self, size: int, k: int, c: Pointer, src_a: Pointer, src_b: Pointer, mask):
         groups = 64 // size

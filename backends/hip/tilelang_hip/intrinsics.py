@@ -140,6 +140,17 @@ TL_D int tl_shfl_xor_b32(int v, int mask) {
     default: return __builtin_amdgcn_ds_bpermute((tl_lane_id() ^ mask) << 2, v);
   }
 }
+// Two K values of an operand stored [k][row] (B as K x N, A as K x M) from one 4-byte LDS read
+// shared with lane ^ 1, which holds the adjacent row: the even lane reads K row k (rows r, r + 1),
+// the odd lane K row k + 1; one exchange gives each lane its row's values at k and k + 1.
+TL_D void tl_read_column_pair(void* dst, const void* src, int odd) {
+  unsigned mine = *reinterpret_cast<const unsigned*>(src);
+  unsigned other = (unsigned)tl_shfl_xor_b32((int)mine, 1);
+  // one v_perm_b32 (bytes 0-3: mine, 4-7: other) with a per-lane selector, not a select of two
+  // results: LLVM would keep both alive across the gemm
+  unsigned bytes = odd ? 0x03020706u : 0x05040100u;  // odd: other's high, mine's high; even: lows
+  *reinterpret_cast<unsigned*>(dst) = __builtin_amdgcn_perm(other, mine, bytes);
+}
 TL_D float tl_shfl_xor(float v, int mask) {
   return __builtin_bit_cast(float, tl_shfl_xor_b32(__builtin_bit_cast(int, v), mask));
 }

@@ -5,7 +5,9 @@ Waves split the C tile (``layouts.wave_partition``, GemmWarpPolicy); each wave w
 loading its A rows (MI tiles) and B^T rows (NI tiles) from LDS into registers, then issuing
 MI x NI instructions per K step with A and B swapped (layouts.py). An operand lane reads row
 ``lane % S`` of its tile and a run of K values: 16 contiguous bytes (one ds_read_b128) when the
-operand is stored K-contiguous (A as M x K, B as N x K) and K allows, else element by element.
+operand is stored K-contiguous (A as M x K, B as N x K) and K allows; stored [k][row] (B as
+K x N, A as K x M), lanes l and l ^ 1 (adjacent rows) share 4-byte reads (``tl_read_column_pair``),
+else element by element.
 With 16-byte runs on MFMA (8 values, two K steps of 4 per lane), the runs of 8 consecutive rows
 fall in distinct banks under the kit's 16-byte XOR swizzle (tests/test_layouts.py checks it).
 Registers (README, "Register pressure"): element-wise reads go through ``tl_opaque``'s lane row,
@@ -72,6 +74,17 @@ def _vector_ok(region, run: int, st) -> bool:
     return vector_contiguous(layout, min(run, COPY_BYTES // 2), st.analyzer)
 
 
+def _pairs_ok(region, st) -> bool:
+    """For an operand stored [k][row]: do rows 2i and 2i + 1 of a K row share one aligned 4-byte
+    word (tl_read_column_pair)? Under the kit's swizzles whenever the region starts on an even
+    row; proved for a T.annotate_layout."""
+    from tilelang_core.simt.transform.apply_layouts import shared_layout, vector_contiguous
+
+    layout, _ = shared_layout(region.source, st.annotated)
+    start = region.region[len(region.region) - 1].min
+    return vector_contiguous(layout, 2, st.analyzer) and st.analyzer.can_prove(tirx.floormod(start, 2) == 0)
+
+
 def check_gemm(op: Gemm, core: MatrixCore, ctx) -> None:
     _, _, k = gemm_shape(op)
     if k % core.k:
@@ -117,9 +130,13 @@ def _lower(op: Gemm, st, core: MatrixCore):
     # Element-wise reads (K not contiguous) take the lane's row through tl_opaque, set once per
     # gemm: the swizzle XOR then stays on it and each read's constant folds into the LDS offset,
     # instead of one hoisted (and spilled) address register per read.
-    opaque_row = None if a_vector and b_vector else tirx.Var("lane_row", "int32")
-    if opaque_row is not None:
-        st.analyzer.bind(opaque_row, Range.from_min_extent(0, s))  # as row_in_tile, for the swizzle
+    # The pair reads' even row and parity are opaque as well (the parity picks the K row).
+    lane_row, pair_row, odd = (tirx.Var(v, "int32") for v in ("lane_row", "lane_pair_row", "lane_odd"))
+    parity = tirx.floormod(row_in_tile, 2)
+    opaque = {} if a_vector and b_vector else {
+        lane_row: (row_in_tile, s), pair_row: (row_in_tile - parity, s), odd: (parity, 2)}
+    for var, (_, extent) in opaque.items():  # the ranges, for the swizzle's simplification
+        st.analyzer.bind(var, Range.from_min_extent(0, extent))
 
     def load(region, regs, reg0, row, k0, vector: bool, tile_k: bool):
         """``run`` K values of logical row ``row`` (of A, or of B^T) into regs[reg0 ...]."""
@@ -133,7 +150,15 @@ def _lower(op: Gemm, st, core: MatrixCore):
                 f"tl_copy_{chunk * 2}", I.address_of(regs, reg0 + v * chunk),
                 tirx.address_of(tirx.BufferLoad(region.source, index(k0 + v * chunk))),
                 tirx.const(True, "bool")), tirx.ForKind.UNROLLED)
-        row = st.simplify(row - row_in_tile) + opaque_row
+        row = st.simplify(row - row_in_tile) + lane_row
+        if not tile_k and _pairs_ok(region, st):
+            # lanes l and l ^ 1 hold adjacent rows: one 4-byte read each (the even lane K row k,
+            # the odd lane k + 1) and one exchange give both lanes two K values
+            even_row = st.simplify(row - lane_row) + pair_row
+            return loop("t", run // 2, lambda t: I.call(
+                "tl_read_column_pair", I.address_of(regs, reg0 + 2 * t),
+                tirx.address_of(tirx.BufferLoad(region.source, index(k0 + 2 * t + odd, even_row))),
+                odd), tirx.ForKind.UNROLLED)
         return loop("e", run, lambda e: tirx.BufferStore(
             regs, tirx.BufferLoad(region.source, index(k0 + e, row)), [reg0 + e]), tirx.ForKind.UNROLLED)
 
@@ -175,8 +200,8 @@ def _lower(op: Gemm, st, core: MatrixCore):
         return seq(body)
 
     stmts = []
-    if opaque_row is not None:
-        stmts.append(tirx.Bind(opaque_row, I.call("tl_opaque", row_in_tile, dtype="int32")))
+    for var, (value, _) in opaque.items():
+        stmts.append(tirx.Bind(var, I.call("tl_opaque", value, dtype="int32")))
     if op.clear_accum:
         stmts.append(loop("l", mi_count * ni_count * core.acc_regs, lambda l: tirx.BufferStore(
             c_regs, tirx.const(0, "float32"), [l]), tirx.ForKind.UNROLLED))
