@@ -41,7 +41,9 @@ import textwrap
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
+from .. import config
 from ..errors import ConfigError
+from ..target import Target
 from .compiler import compile as _compile
 
 if TYPE_CHECKING:  # pragma: no cover - only for annotations; kernel.py imports numpy/torch
@@ -113,9 +115,6 @@ class _JITBase:
         Part of the memo key, so a kernel built for one target is not returned for another."""
         if self.target not in (None, "auto"):
             return None
-        from .. import config
-        from ..target import Target
-
         return Target.current(), config.target_override_text()
 
     def _compile_func(self, func, out_idx) -> JITKernel:
