@@ -41,10 +41,11 @@ class _PersistentTiles:
         count = tirx.floordiv(self.total - self.cta + self.ctas - 1, self.ctas)
         return tirx.For(self.t, tirx.const(0, "int32"), count, tirx.ForKind.SERIAL, substitute(body, vmap))
 
-    def launch(self, chain, inner, thread_var, threads: int):
+    def launch(self, chain, inner, thread_var):
+        """The 1-D launch of the resident CTAs around ``inner`` (the block size unchanged)."""
         threads_attr = next(a for a in chain if a.node.var.same_as(thread_var))
         iv = tirx.IterVar(tvm.ir.Range.from_min_extent(0, self.ctas), self.cta, 1, "blockIdx.x")
-        inner = tirx.AttrStmt(threads_attr.node, threads_attr.attr_key, tirx.const(threads, "int32"), inner)
+        inner = tirx.AttrStmt(threads_attr.node, threads_attr.attr_key, threads_attr.value, inner)
         return tirx.AttrStmt(iv, "thread_extent", self.ctas, inner)
 
 

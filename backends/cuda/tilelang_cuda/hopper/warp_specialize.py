@@ -124,12 +124,9 @@ def _launch_chain(body):
     return chain, node
 
 
-def _rebuild_chain(chain, inner, thread_var, threads: int):
+def _rebuild_chain(chain, inner):
     for attr in reversed(chain):
-        value = attr.value
-        if attr.node.var.same_as(thread_var):
-            value = tirx.const(threads, str(value.ty))
-        inner = tirx.AttrStmt(attr.node, attr.attr_key, value, inner)
+        inner = tirx.AttrStmt(attr.node, attr.attr_key, attr.value, inner)
     return inner
 
 
@@ -302,8 +299,8 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     # The launch keeps C threads until finalize (with_producer_threads): the lowering proves
     # bounds with tx < C, which holds everywhere it looks (the producer branch has no tile ops).
     if tiles:
-        return seq(host + tiles.host + [tiles.launch(chain, new_inner, tx, consumers)])
-    device = _rebuild_chain(chain, new_inner, tx, consumers)
+        return seq(host + tiles.host + [tiles.launch(chain, new_inner, tx)])
+    device = _rebuild_chain(chain, new_inner)
     return seq(host + [device])
 
 
