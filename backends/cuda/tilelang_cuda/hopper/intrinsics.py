@@ -130,26 +130,21 @@ def wgmma_helper(form: str, dtype: str, n: int) -> str:
     name = f"tl_wgmma_{form}_{dtype}_n{n}"
     k = 32 if dtype in ("e4m3", "e5m2") else 16
     ptx = f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{dtype}.{dtype}"
-    if k == 32 and form == "ss":  # 8-bit operands: K-major only, no transpose immediates
-        a, b, p = regs, regs + 1, regs + 2
-        return (f"template <int TA, int TB>\n"
-                f"__device__ __forceinline__ void {name}(float* d, unsigned long long desc_a, "
-                f"unsigned long long desc_b, int accumulate) {{\n"
-                f'  static_assert(TA == 0 && TB == 0, "8-bit wgmma reads K-major operands only");\n'
-                f'  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{p}, 0;\\n"\n'
-                f'               "{ptx} {{{outs}}}, %{a}, %{b}, p, 1, 1;\\n}}\\n"\n'
-                f"               : {acc}\n"
-                f'               : "l"(desc_a), "l"(desc_b), "r"(accumulate));\n'
-                f"}}\n")
     if form == "ss":
         a, b, p = regs, regs + 1, regs + 2
+        if k == 32:  # 8-bit operands: K-major only, the instruction has no transpose immediates
+            check = '  static_assert(TA == 0 && TB == 0, "8-bit wgmma reads K-major operands only");\n'
+            trans, trans_in = "", ""
+        else:
+            check, trans, trans_in = "", f", %{p + 1}, %{p + 2}", ', "n"(TA), "n"(TB)'
         return (f"template <int TA, int TB>\n"
                 f"__device__ __forceinline__ void {name}(float* d, unsigned long long desc_a, "
                 f"unsigned long long desc_b, int accumulate) {{\n"
+                f"{check}"
                 f'  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{p}, 0;\\n"\n'
-                f'               "{ptx} {{{outs}}}, %{a}, %{b}, p, 1, 1, %{p + 1}, %{p + 2};\\n}}\\n"\n'
+                f'               "{ptx} {{{outs}}}, %{a}, %{b}, p, 1, 1{trans};\\n}}\\n"\n'
                 f"               : {acc}\n"
-                f'               : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TA), "n"(TB));\n'
+                f'               : "l"(desc_a), "l"(desc_b), "r"(accumulate){trans_in});\n'
                 f"}}\n")
     a0, b, p = regs, regs + 4, regs + 5
     a_regs = ", ".join(f"%{a0 + i}" for i in range(4))
