@@ -113,16 +113,22 @@ def _num_stages(loop) -> int:
     return int(value.value) if hasattr(value, "value") else int(value)
 
 
-def _pipeline(loop, stages: int, staged: dict):
+def leading_bindings(loop) -> tuple[list, dict, list]:
+    """(the Binds at the top of a loop body, {var: value with earlier bindings inlined}, the
+    statements after them). Names bound there (split-K's ``k0 = (bz * k_tiles + ko) * block_K``)
+    are used by copies that a pipeline runs stages ahead: those get the values inlined, while
+    the consumers keep the bindings themselves."""
     stmts = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else [loop.body]
-    # Names bound at the top of the body (split-K's `k0 = (bz * k_tiles + ko) * block_K`): the
-    # producers run stages ahead of the consumers, so they get the values inlined; the consumers
-    # keep the bindings themselves.
     bindings, values = [], {}
     while stmts and isinstance(stmts[0], tirx.Bind):
         bind = stmts.pop(0)
         bindings.append(bind)
         values[bind.var] = substitute(bind.value, values)
+    return bindings, values, stmts
+
+
+def _pipeline(loop, stages: int, staged: dict):
+    bindings, values, stmts = leading_bindings(loop)
     producers = []
     while stmts and _is_producer(stmts[0]):
         producers.append(substitute(stmts.pop(0), values))

@@ -35,7 +35,7 @@ from tilelang_core.simt import intrinsics as I
 from tilelang_core.simt.transform.insert_barriers import accesses, insert_barriers
 from tilelang_core.simt.transform.software_pipeline import (
     _check_no_stale_uses, _is_producer, _num_stages, _restage_accesses, _restage_allocs, _restage_op,
-    _staged_buffer)
+    _staged_buffer, leading_bindings)
 from tilelang_core.simt.transform.state import PIPELINE_REGION, if_then, seq, substitute
 
 from .persistent import persistent_tiles
@@ -158,12 +158,7 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     if _contains_pipelined(loop.body):
         raise NotSpecialized("nested T.Pipelined loops")
     stages = max(1, _num_stages(loop))
-    body_stmts = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else [loop.body]
-    binds, values = [], {}
-    while body_stmts and isinstance(body_stmts[0], tirx.Bind):
-        bind = body_stmts.pop(0)
-        binds.append(bind)
-        values[bind.var] = substitute(bind.value, values)
+    binds, values, body_stmts = leading_bindings(loop)
     # Every TMA-loadable global -> shared copy of the body moves to the producer (FlashAttention's
     # V copy sits mid-body), unless the body touches its tile before it.
     producers, boxes, rest, touched = [], [], [], set()
