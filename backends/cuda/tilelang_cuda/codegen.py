@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from tilelang_core.errors import CompileError
 from tilelang_core.simt import c_source
 
+from .hopper.intrinsics import NUM_SMS_HOST
+
 # The wrapper's first include marks where host code starts in the exported .cu.
 _HOST_MARKER = c_source.HOST_MARKER
 
@@ -148,16 +150,7 @@ static CUresult tl_cuGetErrorString(CUresult error, const char** text) {
   if (fn == nullptr) return CUDA_ERROR_NOT_FOUND;
   return fn(error, text);
 }
-// Persistent kernels launch one CTA per SM of the current device (cached per device).
-extern "C" int32_t tl_num_sms() {
-  static int counts[64];
-  int device = 0;
-  cudaGetDevice(&device);
-  int* slot = &counts[device & 63];
-  if (*slot == 0) cudaDeviceGetAttribute(slot, cudaDevAttrMultiProcessorCount, device);
-  return *slot;
-}
-#define cuTensorMapEncodeTiled tl_cuTensorMapEncodeTiled
+""" + NUM_SMS_HOST + r"""#define cuTensorMapEncodeTiled tl_cuTensorMapEncodeTiled
 #define cuGetErrorString tl_cuGetErrorString
 // TVM's checks of the tensor-map operands: `TVM_FFI_CHECK(cond, Kind) << "message";`
 struct tl_check_stream {

@@ -25,6 +25,19 @@ from __future__ import annotations
 
 import re
 
+#: Host side of persistent kernels: resident CTAs = SMs of the current device, cached per
+#: device. Needed in both host translation units (codegen.TENSOR_MAP_PRELUDE, and here for nvcc's
+#: single-file build), so written once.
+NUM_SMS_HOST = r"""extern "C" int32_t tl_num_sms() {
+  static int counts[64];
+  int device = 0;
+  cudaGetDevice(&device);
+  int* slot = &counts[device & 63];
+  if (*slot == 0) cudaDeviceGetAttribute(slot, cudaDevAttrMultiProcessorCount, device);
+  return *slot;
+}
+"""
+
 HOPPER_HEADER = r"""
 // ---- tilelang-cuda sm_90a helpers ---------------------------------------------------------------
 #ifdef __CUDACC_RTC__
@@ -98,17 +111,9 @@ __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.i
 template <int N>
 __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(N)); }
 #ifndef __CUDACC_RTC__
-// Host side of persistent kernels (nvcc's single-file build; the split build's host prelude
-// has its own): resident CTAs = SMs of the current device, cached per device.
-extern "C" int32_t tl_num_sms() {
-  static int counts[64];
-  int device = 0;
-  cudaGetDevice(&device);
-  int* slot = &counts[device & 63];
-  if (*slot == 0) cudaDeviceGetAttribute(slot, cudaDevAttrMultiProcessorCount, device);
-  return *slot;
-}
-#endif
+// Host side of persistent kernels in nvcc's single-file build (the split build's host prelude
+// carries the same definition).
+""" + NUM_SMS_HOST + r"""#endif
 // Barrier among a subset of the block's warps (the consumer warpgroups of a specialized kernel).
 __device__ __forceinline__ void tl_named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
