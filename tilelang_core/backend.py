@@ -59,6 +59,33 @@ class BackendOptions:
         return cls(**kwargs)
 
 
+def lower_each(kind: str, func, lower_one):
+    """Every PrimFunc of ``func`` (a PrimFunc or an IRModule) through ``lower_one(prim_func)``,
+    as a new IRModule; anything else in the module is refused, naming it."""
+    import tvm
+    from tvm import tirx
+
+    from .errors import LoweringError
+
+    out = {}
+    for gvar, f in as_ir_module(func).functions.items():
+        if not isinstance(f, tirx.PrimFunc):
+            raise LoweringError(f"the {kind} backend lowers PrimFuncs only, got {type(f).__name__} "
+                                f"'{gvar.name_hint}'")
+        out[gvar] = lower_one(f)
+    return tvm.IRModule(out)
+
+
+def checked_arch(target, kind: str, archs, default: str) -> str:
+    """The target's arch (``default`` when it names none), refused clearly when unsupported."""
+    from .errors import CompileError
+
+    arch = getattr(target, "arch", None) or default
+    if arch not in archs:
+        raise CompileError(f"{kind} arch {arch!r} is not supported; use one of {', '.join(archs)}")
+    return arch
+
+
 def as_ir_module(func):
     """A PrimFunc (or an IRModule, returned as is) as a one-function IRModule, named by its
     ``global_symbol`` (``main`` when it has none), which is what TVM's builds take."""

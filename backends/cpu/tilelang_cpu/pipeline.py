@@ -29,8 +29,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tilelang_core.backend import Backend, as_ir_module
-from tilelang_core.errors import LoweringError
+from tilelang_core.backend import Backend, lower_each
 from tilelang_core.transform import lower_tile_ops, verify_no_tile_ops
 from tilelang_core.transform.instrumented import run_pass
 
@@ -99,14 +98,8 @@ class CpuBackend(Backend):
     # -- stages ---------------------------------------------------------------------------------
     def lower(self, func, options: CpuOptions | None = None) -> tvm.IRModule:
         options = options or CpuOptions()
-        mod = as_ir_module(func)
-        out = {}
-        for gvar, f in mod.functions.items():
-            if not isinstance(f, tirx.PrimFunc):
-                raise LoweringError(f"the cpu backend lowers PrimFuncs only, got {type(f).__name__} "
-                                    f"'{gvar.name_hint}'")
-            out[gvar] = lower_func(f, options)
-        return tvm.transform.Sequential([p() for p in CLEANUP_PASSES])(tvm.IRModule(out))
+        mod = lower_each("cpu", func, lambda f: lower_func(f, options))
+        return tvm.transform.Sequential([p() for p in CLEANUP_PASSES])(mod)
 
     def codegen(self, mod, options: CpuOptions | None = None) -> str:
         """LLVM IR of the lowered module (the lowered TIR is the driver's "lowered" stage)."""

@@ -29,8 +29,8 @@ from pathlib import Path
 import tvm
 from tvm import tirx
 
-from tilelang_core.backend import Backend, as_ir_module
-from tilelang_core.errors import CompileError, LayoutError, LoweringError
+from tilelang_core.backend import Backend, checked_arch, lower_each
+from tilelang_core.errors import LayoutError
 from tilelang_core.simt.lower_gemm_fma import fma_accumulator_layout, gemm_shape
 from tilelang_core.simt.checks import check_dtypes, check_shared_memory
 from tilelang_core.simt.pipeline import lower_simt
@@ -104,21 +104,15 @@ class HipBackend(Backend):
 
     @property
     def arch(self) -> str:
-        arch = getattr(self.target, "arch", None) or DEFAULT_ARCH
-        if arch not in ARCHS:
-            raise CompileError(f"hip arch {arch!r} is not supported; use one of {', '.join(ARCHS)}")
-        return arch
+        return checked_arch(self.target, "hip", ARCHS, DEFAULT_ARCH)
 
     def lower(self, func, options: HipOptions | None = None) -> tvm.IRModule:
         options = options or HipOptions()
         start = time.perf_counter()
-        out = {}
-        for gvar, f in as_ir_module(func).functions.items():
-            if not isinstance(f, tirx.PrimFunc):
-                raise LoweringError(f"the hip backend lowers PrimFuncs only, got {type(f).__name__}")
-            out[gvar] = lower_function(f, self.arch, options)
+        arch = self.arch
+        mod = lower_each("hip", func, lambda f: lower_function(f, arch, options))
         self.timings["lower"] = time.perf_counter() - start
-        return tvm.IRModule(out)
+        return mod
 
     def codegen(self, mod, options: HipOptions | None = None) -> str:
         start = time.perf_counter()

@@ -31,8 +31,8 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tilelang_core.backend import Backend, as_ir_module
-from tilelang_core.errors import CompileError, LoweringError
+from tilelang_core.backend import Backend, checked_arch, lower_each
+from tilelang_core.errors import LoweringError
 from tilelang_core.simt.checks import check_shared_memory
 from tilelang_core.simt.pipeline import lower_simt
 from tilelang_core.simt.transform.state import thread_binding
@@ -95,22 +95,15 @@ class MetalBackend(Backend):
 
     @property
     def arch(self) -> str:
-        arch = getattr(self.target, "arch", None) or DEFAULT_ARCH
-        if arch not in ARCHS:
-            raise CompileError(f"metal arch {arch!r} is not supported; use one of {', '.join(ARCHS)}")
-        return arch
+        return checked_arch(self.target, "metal", ARCHS, DEFAULT_ARCH)
 
     def lower(self, func, options: MetalOptions | None = None) -> tvm.IRModule:
         options = options or MetalOptions()
         start = time.perf_counter()
-        mod = as_ir_module(func)
-        out = {}
-        for gvar, f in mod.functions.items():
-            if not isinstance(f, tirx.PrimFunc):
-                raise LoweringError(f"the metal backend lowers PrimFuncs only, got {type(f).__name__}")
-            out[gvar] = lower_function(f, self.arch, options)
+        arch = self.arch
+        mod = lower_each("metal", func, lambda f: lower_function(f, arch, options))
         self.timings["lower"] = time.perf_counter() - start
-        return tvm.IRModule(out)
+        return mod
 
     def codegen(self, mod, options: MetalOptions | None = None) -> str:
         start = time.perf_counter()
