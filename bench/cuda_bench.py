@@ -1,7 +1,7 @@
 """The CUDA benchmark table of issues 4 and 5, side by side in one run (H200).
 
     python bench/cuda_bench.py                 # everything (about 3 minutes)
-    python bench/cuda_bench.py --only gemm     # gemm | attention | rowwise | overhead
+    python bench/cuda_bench.py --only gemm     # gemm | fp8 | attention | rowwise | overhead
     python bench/cuda_bench.py --pass-config tl.disable_warp_specialized=1   # compare schedules
 
 Kernels are the ones in examples/, compiled through tilelang_core.compile with target
@@ -124,6 +124,30 @@ def gemm_rows(pass_configs):
     return ["case", "rel err", "ours TFLOP/s", "cuBLAS", "Triton", "vs cuBLAS", "compile s"], rows
 
 
+def fp8_rows(pass_configs):
+    """e4m3 operands (B stored N x K, the layout torch._scaled_mm wants), fp32 accumulate, fp16 out."""
+    ex = example("gemm/gemm.py")
+    rows = []
+    for size in (4096, 8192):
+        kernel, secs = compile_timed(ex.gemm, size, size, size, False, True, dtype="float8_e4m3fn",
+                                     out_dtype="float16", block_M=128, block_N=256, block_K=128, num_stages=4,
+                                     threads=256, pass_configs=pass_configs)
+        a = (torch.randn(size, size, device="cuda") / 2).to(torch.float8_e4m3fn)
+        b = (torch.randn(size, size, device="cuda") / 2).to(torch.float8_e4m3fn)
+        one = torch.ones((), device="cuda")
+        c = kernel(a, b)
+        ref = a.double() @ b.double().T
+        err = ((c.double() - ref).norm() / ref.norm()).item()
+        flops = 2 * size ** 3
+        ours = flops / bench(lambda: kernel(a, b)) / 1e9
+        scaled = flops / bench(lambda: torch._scaled_mm(a, b.T, scale_a=one, scale_b=one,
+                                                        out_dtype=torch.float16)) / 1e9
+        rows.append([f"gemm e4m3 {size}^3", f"{err:.1e}", f"{ours:.0f}", f"{scaled:.0f}", f"{ours / scaled:.2f}x",
+                     f"{secs:.2f}"])
+        print(" | ".join(rows[-1]), flush=True)
+    return ["case", "rel err", "ours TFLOP/s", "torch._scaled_mm", "ratio", "compile s"], rows
+
+
 def attention_rows(pass_configs):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -218,7 +242,7 @@ def overhead_rows(pass_configs):
     return ["launch from Python", "us per call"], rows
 
 
-SECTIONS = {"gemm": gemm_rows, "attention": attention_rows, "rowwise": rowwise_rows, "overhead": overhead_rows}
+SECTIONS = {"gemm": gemm_rows, "fp8": fp8_rows, "attention": attention_rows, "rowwise": rowwise_rows, "overhead": overhead_rows}
 
 
 def main():

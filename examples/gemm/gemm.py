@@ -14,14 +14,15 @@ from tilelang_core.testing.examples import example_main
 
 @tilelang.jit(out_idx=[-1])
 def gemm(M, N, K, trans_A=False, trans_B=False, block_M=64, block_N=64, block_K=32, num_stages=2,
-         threads=128, dtype="float16", accum_dtype="float32", panel_size=0):
+         threads=128, dtype="float16", accum_dtype="float32", panel_size=0, out_dtype=None):
+    out_dtype = out_dtype or dtype  # e.g. float8_e4m3fn operands, float16 out
     A_shape = (K, M) if trans_A else (M, K)
     B_shape = (N, K) if trans_B else (K, N)
     A_tile = (block_K, block_M) if trans_A else (block_M, block_K)
     B_tile = (block_N, block_K) if trans_B else (block_K, block_N)
 
     @T.prim_func
-    def main(A: T.Tensor(A_shape, dtype), B: T.Tensor(B_shape, dtype), C: T.Tensor((M, N), dtype)):
+    def main(A: T.Tensor(A_shape, dtype), B: T.Tensor(B_shape, dtype), C: T.Tensor((M, N), out_dtype)):
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
             # blocks walk the grid in panels of panel_size block rows: neighbours share A and B in L2
             T.use_swizzle(panel_size=max(panel_size, 1), enable=panel_size > 0)

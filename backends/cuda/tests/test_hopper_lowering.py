@@ -88,6 +88,15 @@ def test_pipelined_gemm_gets_a_tma_producer_warpgroup():
     assert "__syncthreads" in kernel and "tl_named_barrier_sync(1, 256)" not in kernel
 
 
+@pytest.mark.parametrize("trans_b", [False, True])
+def test_a_stored_k_by_m_reads_mn_major_on_wgmma(trans_b):
+    """Checked on the H200 (tests/gpu/test_gpu_hopper.py): the transpose bit of A, with A's
+    descriptor starting at (k0, row0) of the K x M tile."""
+    _, kernel = cuda_source(kernels.make_gemm(1000, 520, 264, trans_a=True, trans_b=trans_b, **HOPPER_TILES))
+    assert f"tl_wgmma_ss_f16_n256<1, {int(not trans_b)}>" in kernel
+    assert "tl_mma_m16n8k16" not in kernel
+
+
 @pytest.mark.parametrize("options,wgmma,tma", [({}, True, True), ({"disable_warp_specialized": True}, True, False),
                                                ({"disable_tma_lower": True}, True, False),
                                                ({"disable_wgmma": True}, False, True)])
@@ -195,17 +204,17 @@ def test_2d_gemm_grids_are_rasterized_unless_the_kernel_says_otherwise(swizzle, 
 FP8_TILES = dict(bm=128, bn=256, bk=128, threads=256, stages=3, dtype=T.float8_e4m3fn, out_dtype=T.float16)
 
 
-def test_fp8_gemm_runs_on_wgmma_k32_when_enabled():
+def test_fp8_gemm_runs_on_wgmma_k32():
     """e4m3 operands, K-major (B stored N x K): wgmma m64n256k32 fed by TMA (uint8 tensor maps)."""
-    source, kernel = cuda_source(kernels.make_gemm(1000, 520, 512, trans_b=True, **FP8_TILES), enable_fp8_wgmma=True)
+    source, kernel = cuda_source(kernels.make_gemm(1000, 520, 512, trans_b=True, **FP8_TILES))
     assert "tl_wgmma_ss_e4m3_n256<0, 0>" in kernel and "wgmma m64n256k32" in source[:source.find("#ifdef")]
     assert "CU_TENSOR_MAP_DATA_TYPE_UINT8" in source
-    _, default = cuda_source(kernels.make_gemm(1000, 520, 512, trans_b=True, **FP8_TILES))
-    assert "tl_wgmma_ss_e4m3" not in default
+    _, off = cuda_source(kernels.make_gemm(1000, 520, 512, trans_b=True, **FP8_TILES), disable_wgmma=True)
+    assert "tl_wgmma_ss_e4m3" not in off
 
 
 def test_fp8_wgmma_needs_k_major_operands():
-    source, kernel = cuda_source(kernels.make_gemm(512, 512, 512, **FP8_TILES), enable_fp8_wgmma=True)
+    source, kernel = cuda_source(kernels.make_gemm(512, 512, 512, **FP8_TILES))
     assert "tl_wgmma_ss_e4m3" not in kernel
     assert "store A as M x K and B as N x K (transpose_B=True)" in source[:source.find("#ifdef")]
 
@@ -219,7 +228,7 @@ def test_fp8_wgmma_compiles_to_qgmma(tmp_path):
 
     if compiler.find_cuobjdump() is None:
         pytest.skip("cuobjdump missing: pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm")
-    backend, options = CudaBackend(Target("sm_90a")), CudaOptions(enable_fp8_wgmma=True)
+    backend, options = CudaBackend(Target("sm_90a")), CudaOptions()
     mod = backend.lower(kernels.make_gemm(1000, 520, 512, trans_b=True, **FP8_TILES), options)
     backend.build(mod, backend.codegen(mod, options), options, tmp_path)
     sass = compiler.sass(tmp_path / "kernel.cubin")

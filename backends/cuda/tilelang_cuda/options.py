@@ -43,8 +43,6 @@ class CudaOptions(BackendOptions):
         H200 (bench/NOTES.md).
     disable_rasterization: on sm_90a, keep the launch order of a 2-D gemm grid where the kernel
         has no T.use_swizzle (by default the planner walks it in panels of block rows).
-    enable_fp8_wgmma: on sm_90a, fp8 (e4m3/e5m2) gemms with K-major operands run on wgmma k32
-        (QGMMA). Opt-in: compiled and SASS-checked, not yet run on a GPU.
     extra_nvcc_flags: appended to every nvcc call, verbatim.
 
     Example::
@@ -66,7 +64,6 @@ class CudaOptions(BackendOptions):
     enable_pingpong: bool = False
     enable_persistent: bool = False
     disable_rasterization: bool = False
-    enable_fp8_wgmma: bool = False
     extra_nvcc_flags: tuple = ()
 
     def __post_init__(self):
@@ -78,7 +75,7 @@ class CudaOptions(BackendOptions):
         for name in ("fast_math", "lineinfo", "ptxas_verbose", "disable_cp_async", "disable_wgmma",
                      "disable_tma_lower", "disable_warp_specialized", "enable_pingpong",
                      "enable_persistent", "disable_rasterization",
-                     "enable_fp8_wgmma", "disable_tf32"):
+                     "disable_tf32"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"cuda option {name}={getattr(self, name)!r} must be True or False")
         if isinstance(self.opt_level, bool) or self.opt_level not in (0, 1, 2, 3):

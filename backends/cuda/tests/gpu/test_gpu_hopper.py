@@ -112,12 +112,12 @@ def test_gemm_chain_with_a_from_registers(tmp_path):
 
 
 def test_fp8_gemm_on_wgmma_matches_torch(tmp_path):
-    """tl.enable_fp8_wgmma: e4m3 operands (B stored N x K), fp32 accumulate, fp16 out; against
-    float64 on the fp8 values themselves. Written before it could run on a GPU (see NOTES)."""
+    """e4m3 operands (B stored N x K) on wgmma k32, fp32 accumulate, fp16 out; against float64 on
+    the fp8 values themselves."""
     M, N, K = 1000, 520, 512
     func = kernels.make_gemm(M, N, K, bm=128, bn=256, bk=128, threads=256, stages=3, dtype=T.float8_e4m3fn,
                              out_dtype=T.float16, trans_b=True)
-    kernel, source = build(func, tmp_path, enable_fp8_wgmma=True)
+    kernel, source = build(func, tmp_path)
     assert "tl_wgmma_ss_e4m3" in source
     a = (torch.randn(M, K, device="cuda") / 2).to(torch.float8_e4m3fn)
     b = (torch.randn(N, K, device="cuda") / 2).to(torch.float8_e4m3fn)
@@ -129,8 +129,7 @@ def test_fp8_gemm_on_wgmma_matches_torch(tmp_path):
 
 
 def test_transposed_a_gemm_matches_torch(tmp_path):
-    """A stored K x M with Hopper tiles: today mma.sync on TMA-loaded tiles (wgmma's MN-major A
-    is not enabled until this passes with it; see hopper/wgmma.py)."""
+    """The example's transposed-A GEMM through tl.compile: wgmma reads A (stored K x M) MN-major."""
     import tilelang_core as tl
 
     ex = example("gemm/gemm.py")
@@ -141,5 +140,24 @@ def test_transposed_a_gemm_matches_torch(tmp_path):
     b = torch.randn(K, N, device="cuda", dtype=torch.float16)
     c = kernel(a, b)
     ref = a.double().T @ b.double()
+    err = ((c.double() - ref).norm() / ref.norm()).item()
+    assert err < 5e-3, f"relative error {err}"
+
+
+@pytest.mark.parametrize("schedule", ["ws_tma_wgmma", "cp_async_wgmma"])
+@pytest.mark.parametrize("trans_b", [False, True])
+def test_transposed_a_gemm_on_wgmma_matches_torch(tmp_path, schedule, trans_b):
+    """A stored K x M read by wgmma through the MN-major descriptor (ragged M, N and K)."""
+    M, N, K = 1000, 520, 264
+    func = kernels.make_gemm(M, N, K, bm=128, bn=128, bk=64, threads=256, stages=3, trans_a=True,
+                             trans_b=trans_b)
+    kernel, source = build(func, tmp_path, **SCHEDULES[schedule])
+    assert "_f16_n128<1, " in source, "the gemm did not take wgmma's MN-major A form"
+    a = torch.randn(K, M, device="cuda", dtype=torch.float16)
+    b = torch.randn(N, K, device="cuda", dtype=torch.float16) if trans_b else torch.randn(K, N, device="cuda",
+                                                                                           dtype=torch.float16)
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+    kernel["gemm"](a, b, c)
+    ref = a.double().T @ (b.double().T if trans_b else b.double())
     err = ((c.double() - ref).norm() / ref.norm()).item()
     assert err < 5e-3, f"relative error {err}"

@@ -55,7 +55,7 @@ class HopperPlanner:
         if not self.enabled:
             return None
         return plan_wgmma(op, self.arch, num_threads, disabled=self.options.disable_wgmma,
-                          annotated=self.annotated, fp8=self.options.enable_fp8_wgmma)
+                          annotated=self.annotated)
 
     def specialize(self, body, st):
         """Shared operands of wgmma gemms take the 128-byte-swizzle layout; then, unless turned
@@ -69,8 +69,7 @@ class HopperPlanner:
             op = TileOp.from_stmt(call)
             if not isinstance(op, Gemm):
                 return
-            plan, why = explain_wgmma(op, self.arch, st.num_threads, self.options.disable_wgmma, self.annotated,
-                                      self.options.enable_fp8_wgmma)
+            plan, why = explain_wgmma(op, self.arch, st.num_threads, self.options.disable_wgmma, self.annotated)
             names = f"gemm({op.A.source.name}, {op.B.source.name} -> {op.C.source.name})"
             if plan is None:
                 self.notes.append(f"{names}: not wgmma ({why})")

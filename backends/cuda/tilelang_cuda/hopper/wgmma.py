@@ -41,8 +41,8 @@ WARPGROUP = 128
 WGMMA_M, MAX_N = 64, 256
 ATOM_BYTES = 128  # one swizzle row: 8 chunks of 16 bytes
 DTYPES = {"float16": "f16", "bfloat16": "bf16"}
-#: 8-bit operands (opt-in, tl.enable_fp8_wgmma: compiled and SASS-checked, not yet run on the
-#: H200): K-major only, k32 per instruction
+#: 8-bit operands: K-major only, k32 per instruction (QGMMA; e4m3 at 8192^3 on the H200: 1.00x
+#: torch._scaled_mm, bench/NOTES.md)
 FP8_DTYPES = {"float8_e4m3": "e4m3", "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
 
 
@@ -111,14 +111,14 @@ def _partition(m: int, n: int, num_wg: int, policy: str, mn_major_b: bool):
 
 
 def plan_wgmma(op: Gemm, arch: str, num_threads: int, disabled: bool = False,
-               annotated: dict | None = None, fp8: bool = False) -> WgmmaPlan | None:
+               annotated: dict | None = None) -> WgmmaPlan | None:
     """How this gemm runs on wgmma, or None when it takes the mma.sync path (``explain_wgmma``
     says why)."""
-    return explain_wgmma(op, arch, num_threads, disabled, annotated, fp8)[0]
+    return explain_wgmma(op, arch, num_threads, disabled, annotated)[0]
 
 
 def explain_wgmma(op: Gemm, arch: str, num_threads: int, disabled: bool = False,
-                  annotated: dict | None = None, fp8: bool = False) -> tuple[WgmmaPlan | None, str]:
+                  annotated: dict | None = None) -> tuple[WgmmaPlan | None, str]:
     """(plan, "") or (None, the first reason wgmma cannot run this gemm)."""
     if arch != "sm_90a":
         return None, f"{arch} has no wgmma"
@@ -128,8 +128,6 @@ def explain_wgmma(op: Gemm, arch: str, num_threads: int, disabled: bool = False,
         return None, f"{num_threads} threads are not whole warpgroups of {WARPGROUP}"
     a, b, c = dtype(op.A), dtype(op.B), dtype(op.C)
     if a in FP8_DTYPES and a == b and c == "float32":
-        if not fp8:
-            return None, "fp8 wgmma is opt-in (tl.enable_fp8_wgmma) until it has run on the H200"
         if op.transpose_A or not op.transpose_B or scope(op.A) not in SHARED:
             return None, ("fp8 wgmma reads K-major operands from shared memory only: store A as "
                           "M x K and B as N x K (transpose_B=True)")
@@ -152,10 +150,6 @@ def explain_wgmma(op: Gemm, arch: str, num_threads: int, disabled: bool = False,
     a_regs = scope(op.A) == FRAGMENT
     if a_regs and op.transpose_A:
         return None, "a transposed A in registers"
-    if op.transpose_A:
-        # The MN-major A descriptor mirrors B's (checked on the H200) but has not run there yet:
-        # mma.sync until it has (tests/gpu/test_gpu_hopper.py has the case to run)
-        return None, "A stored K x M (transpose_A) is not yet validated on wgmma"
     policy = "full_row" if a_regs else op.policy.value
     plan = _partition(m, n, num_threads // WARPGROUP, policy, mn_major_b=not op.transpose_B)
     if plan is None:
