@@ -122,13 +122,78 @@ def test_attention_moves_the_mid_body_copy_to_the_producer():
     assert "tl_wgmma_ss_f16_n128" in kernel and "tl_wgmma_rs_f16_n128" in kernel
     assert "tl_fence_proxy_async" in kernel
     assert "tl_named_barrier_sync(1, 256)" in kernel
-    assert "tl_named_barrier_arrive" not in kernel  # ping-pong is opt-in
+    assert "tl_named_barrier_arrive(2, 256)" in kernel  # the ping-pong turns (below)
 
 
-def test_pingpong_takes_turns_around_the_gemms():
-    _, kernel = cuda_source(kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256), enable_pingpong=True)
-    assert kernel.count("tl_named_barrier_arrive") == 2  # after the first gemm, after the loop
-    assert "tl_named_barrier_sync(3, 256)" in kernel and "tl_named_barrier_sync(2, 256)" in kernel
+def loop_body(kernel: str, header: str) -> str:
+    """The text of the loop that starts with ``header`` (braces matched)."""
+    start = kernel.index(header)
+    depth, i = 0, kernel.index("{", start)
+    for i in range(i, len(kernel)):
+        depth += {"{": 1, "}": -1}.get(kernel[i], 0)
+        if depth == 0:
+            break
+    return kernel[start:i]
+
+
+def test_attention_waits_for_k_and_v_separately():
+    """K and V have their own full/empty mbarriers per slot: the consumers wait for V only before
+    the second gemm and give K's slot back once the first gemm is done."""
+    _, kernel = cuda_source(kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256),
+                            disable_wgmma_overlap=True)
+    assert kernel.count("tl_mbar_init") == 8  # 2 slots x (K, V) x (full, empty)
+    body = loop_body(kernel, "for (int k = 0;")
+    waits = [i for i in range(len(body)) if body.startswith("tl_mbar_wait", i)]
+    arrives = [i for i in range(len(body)) if body.startswith("tl_mbar_arrive", i)]
+    first, second = body.index("tl_wgmma_ss_f16"), body.index("tl_wgmma_rs_f16")
+    assert len(waits) == 2 and waits[0] < first < arrives[0] < waits[1] < second < arrives[1]
+    assert "exp2f" in body[arrives[0]:waits[1]]  # the softmax runs while V may still be landing
+
+
+def test_attention_softmax_overlaps_the_previous_pv_gemm():
+    """Intra-warpgroup overlap: iteration k issues S = Q K^T, then P V of iteration k-1, waits
+    for S alone (wait_group 1), runs the softmax, and waits for P V (wait_group 0) only before P
+    is rewritten; iteration 0 and the last P V are peeled."""
+    source, kernel = cuda_source(kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256))
+    assert "the softmax-like work of iteration j overlaps the last gemm of j-1" in source[:source.find("#ifdef")]
+    body = loop_body(kernel, "for (int k = 1; k < 8; ++k)")
+    at = 0
+    for step in ("tl_wgmma_ss_f16", "tl_wgmma_rs_f16", "tl_wgmma_wait<1>", "exp2f", "tl_wgmma_wait<0>",
+                 "((half)acc_s"):
+        at = body.index(step, at)  # each after the one before
+    assert "((half)acc_s" not in body[:body.index("tl_wgmma_wait<0>")]
+    assert body.count("tl_wgmma_wait<") == 2
+    # the P V gemm of iteration k-1 reads the V slot of k-1; its empty barrier is arrived on after it
+    assert "tl_mbar_arrive((&(smem_uint64_ptr[(((k + 1) & 1) + 6)])))" in body
+    _, off = cuda_source(kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256), disable_wgmma_overlap=True)
+    assert "tl_wgmma_wait<1>" not in off
+
+
+def test_gemm_loops_keep_one_barrier_pair_per_slot():
+    _, kernel = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES))
+    assert kernel.count("tl_mbar_init") == 2 * HOPPER_TILES["stages"]
+    assert "tl_wgmma_wait<1>" not in kernel
+
+
+def test_pingpong_with_overlap_takes_a_turn_per_iteration():
+    """With the overlap a turn is what one iteration issues (S of k, P V of k-1): taken before the
+    first issue, handed over after the second, before either is awaited."""
+    _, kernel = cuda_source(kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256))
+    body = loop_body(kernel, "for (int k = 1; k < 8; ++k)")
+    at = 0
+    for step in ("tl_named_barrier_sync(((((int)threadIdx.x) >> 7) + 2), 256)", "tl_wgmma_ss_f16",
+                 "tl_wgmma_rs_f16", "tl_named_barrier_arrive((3 - (((int)threadIdx.x) >> 7)), 256)",
+                 "tl_wgmma_wait<1>"):
+        at = body.index(step, at)
+    # warpgroup 1 gives the first turn, warpgroup 0 takes the last hand-over; prologue + loop +
+    # epilogue hand over once each
+    assert kernel.count("tl_named_barrier_arrive(2, 256)") == 1 and kernel.count("tl_named_barrier_sync(2, 256)") == 1
+    assert kernel.count("tl_named_barrier_arrive((3 - ") == 3
+    for off in ({"disable_pingpong": True}, {"disable_wgmma_overlap": True}):  # turns need the overlap
+        _, plain = cuda_source(kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256), **off)
+        assert "tl_named_barrier_arrive" not in plain
+    _, one_wg = cuda_source(kernels.make_flash_attention(2, 4, 1000, 64, 64, 64, 128))
+    assert "tl_wgmma_wait<1>" in one_wg and "tl_named_barrier_arrive" not in one_wg
 
 
 def test_copy_tma_cannot_carry_keeps_the_cp_async_pipeline():

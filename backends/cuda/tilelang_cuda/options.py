@@ -34,13 +34,15 @@ class CudaOptions(BackendOptions):
         TileLang, which has no such switch). For results that must match an fp32 reference.
     disable_tma_lower: on sm_90a, load T.Pipelined tiles with cp.async instead of TMA.
     disable_warp_specialized: on sm_90a, no producer warpgroup (implies no TMA pipeline).
-    enable_pingpong: on sm_90a, the two consumer warpgroups of an attention-like loop take turns
-        at the tensor cores (hopper/warp_specialize.py). Off by default: measured slower on the
-        H200 with this compiler's gemm (which waits for its wgmma right away), see bench/NOTES.md.
+    disable_pingpong: on sm_90a, the two consumer warpgroups of an overlapped attention loop
+        issue their gemms without taking turns at the tensor cores (hopper/pingpong.py).
     enable_persistent: on sm_90a, a warp-specialized kernel whose tiles all run the same loop gets
         one resident CTA per SM walking the tiles (the producer loads the next tile during the
         epilogue). Off by default: measured neutral for GEMM and 2-4% slower for attention on the
         H200 (bench/NOTES.md).
+    disable_wgmma_overlap: on sm_90a, a warp-specialized loop with two wgmma gemms (attention)
+        waits for each gemm right after issuing it, instead of running the work between them
+        under the previous iteration's last gemm (hopper/consumer_schedule.py).
     disable_rasterization: on sm_90a, keep the launch order of a 2-D gemm grid where the kernel
         has no T.use_swizzle (by default the planner walks it in panels of block rows).
     extra_nvcc_flags: appended to every nvcc call, verbatim.
@@ -61,9 +63,10 @@ class CudaOptions(BackendOptions):
     disable_tf32: bool = False
     disable_tma_lower: bool = False
     disable_warp_specialized: bool = False
-    enable_pingpong: bool = False
+    disable_pingpong: bool = False
     enable_persistent: bool = False
     disable_rasterization: bool = False
+    disable_wgmma_overlap: bool = False
     extra_nvcc_flags: tuple = ()
 
     def __post_init__(self):
@@ -73,8 +76,8 @@ class CudaOptions(BackendOptions):
             raise ConfigError(f"cuda option device_compiler={self.device_compiler!r} must be one of "
                               f"{DEVICE_COMPILERS}")
         for name in ("fast_math", "lineinfo", "ptxas_verbose", "disable_cp_async", "disable_wgmma",
-                     "disable_tma_lower", "disable_warp_specialized", "enable_pingpong",
-                     "enable_persistent", "disable_rasterization",
+                     "disable_tma_lower", "disable_warp_specialized", "disable_pingpong",
+                     "enable_persistent", "disable_rasterization", "disable_wgmma_overlap",
                      "disable_tf32"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"cuda option {name}={getattr(self, name)!r} must be True or False")

@@ -17,6 +17,7 @@ EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
 
 #: default = wgmma + TMA producer warpgroup; then wgmma with the cp.async pipeline; then mma.sync
 SCHEDULES = {"ws_tma_wgmma": {}, "ws_persistent": {"enable_persistent": True},
+             "ws_no_overlap": {"disable_wgmma_overlap": True}, "ws_no_pingpong": {"disable_pingpong": True},
              "cp_async_wgmma": {"disable_warp_specialized": True},
              "ws_tma_mma_sync": {"disable_wgmma": True},
              "mma_sync": {"disable_wgmma": True, "disable_warp_specialized": True}}
@@ -84,6 +85,8 @@ def test_gemm_schedules_match_torch(tmp_path, schedule, shape, tiles, trans_b, d
     (1000, 64, True, dict(block_M=128, block_N=128, threads=256)),
     (300, 64, False, {}),  # the example's default tiles: one warpgroup
     (64, 64, True, dict(block_M=64, block_N=64, threads=128)),  # a single-iteration pipeline
+    (130, 64, False, dict(block_M=64, block_N=64, threads=128)),  # 3 iterations, the last ragged
+    (520, 128, True, dict(block_M=128, block_N=64, threads=256, num_stages=3)),  # 1..9 iterations
 ])
 def test_flash_attention_schedules_match_torch(tmp_path, schedule, seq_len, dim, causal, tiles):
     import tilelang_core as tl

@@ -11,6 +11,7 @@ Names the lowering emits (``<ta, tb>`` are the transpose immediates, 0 = K-major
     tl_wgmma_rs_<f16|bf16>_n<N><tb>(float* d, const void* a_regs, u64 desc_b, int accumulate)
     tl_wgmma_desc(const void* smem, unsigned lbo_bytes, unsigned sbo_bytes)  -> u64, 128B swizzle
     tl_wgmma_fence() / tl_wgmma_commit() / tl_wgmma_wait<n>() / tl_wgmma_fence_operand<n>(float*)
+    tl_wgmma_fence_regs<n>(void*)   (A operand registers, 32-bit words)
     tl_mbar_init(void* bar, count) / tl_mbar_expect_tx(bar, bytes) / tl_mbar_arrive(bar)
     tl_mbar_wait(bar, parity) / tl_fence_barrier_init() / tl_fence_proxy_async()
     tl_tma_load<rank>(void* smem, u64 tensor_map_address, void* bar, c0, ..., c<rank-1>)
@@ -63,6 +64,13 @@ template <int N>
 __device__ __forceinline__ void tl_wgmma_fence_operand(float* d) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
+}
+// The same for 32-bit registers (an A operand wgmma reads from registers, packed 16-bit pairs).
+template <int N>
+__device__ __forceinline__ void tl_wgmma_fence_regs(void* a) {
+  uint32_t* r = reinterpret_cast<uint32_t*>(a);
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i]) :: "memory");
 }
 // Writes of the generic proxy (st.shared, cp.async) become visible to wgmma/TMA (async proxy).
 __device__ __forceinline__ void tl_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }

@@ -1,9 +1,10 @@
-"""Ping-pong (tl.enable_pingpong): the two consumer warpgroups of an attention-like loop take
-turns at the tensor cores, a turn being one warpgroup's second gemm of iteration i and first gemm
-of iteration i+1 (wgmma.py's gemm takes the turn before issuing and hands it over right after).
-
-Measured slower on the H200 with today's gemm, which waits for its wgmma right after issuing
-(bench/NOTES.md), hence opt-in.
+"""Ping-pong: the two consumer warpgroups of an overlapped attention loop (consumer_schedule.py)
+take turns at the tensor cores. A turn is what one iteration issues, S = Q K^T of iteration j and
+P V of j-1 (wgmma.py's gemm takes the turn before the first issue and hands it over after the
+second, before either is awaited), so each warpgroup's softmax runs under the other's two gemms:
+FlashAttention-3's schedule. On the H200: 599 TFLOP/s vs 568 without turns (bench/NOTES.md);
+``tl.disable_pingpong`` turns it off. An earlier version without the overlap (turns around gemms
+that wait for themselves) was slower than no turns at all, so turns need the overlap.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from tilelang_core.ir import Gemm, TileOp, is_tile_op
 from tilelang_core.simt import intrinsics as I
 from tilelang_core.simt.transform.state import if_then, seq
 
-from .wgmma import PINGPONG_BARRIER, PINGPONG_THREADS, WARPGROUP
+from .wgmma import PINGPONG, PINGPONG_BARRIER, PINGPONG_THREADS, WARPGROUP
 
 #: AttrStmt around a ping-pong loop (named_barriers checks it for block barriers)
 PINGPONG_LOOP = "tl.ws_pingpong"
@@ -24,36 +25,39 @@ PINGPONG_LOOP = "tl.ws_pingpong"
 
 def wants_pingpong(body_stmts, consumers: int) -> bool:
     """Two consumer warpgroups and a body of two gemms with work between them (attention's
-    softmax): the warpgroups take turns at the tensor cores, a turn being one warpgroup's second
-    gemm of iteration i and first gemm of iteration i+1, so each one's softmax runs under the
-    other's two gemms (FlashAttention-3's ping-pong schedule)."""
+    softmax): worth taking turns (module docstring)."""
     if consumers != PINGPONG_THREADS:
         return False
     gemms = [i for i, s in enumerate(body_stmts) if is_tile_op(s) and isinstance(TileOp.from_stmt(s), Gemm)]
     return len(gemms) == 2 and gemms[1] - gemms[0] > 1
 
 
-def pingpong_loop(body, loop_var, tx, pingpong: bool):
-    """The consumer loop (found by ``loop_var``, after barrier insertion so that a block barrier
-    in front of it comes before the turn protocol) with the protocol's ends: warpgroup 0 starts
-    holding the turn, warpgroup 1 waits for it; after the loop both hand over once more and
-    warpgroup 0 takes the last hand-over, so every arrive on a turn barrier has its sync. The
-    loop is marked PINGPONG_LOOP for named_barriers' deadlock check."""
-    if not pingpong:
-        return body
-    wg = tirx.floordiv(tx, WARPGROUP)
-    first = if_then(tx >= WARPGROUP, I.call("tl_named_barrier_sync", PINGPONG_BARRIER + 1, PINGPONG_THREADS))
-    release = I.call("tl_named_barrier_arrive", PINGPONG_BARRIER + 1 - wg, PINGPONG_THREADS)
-    last = if_then(tx < WARPGROUP, I.call("tl_named_barrier_sync", PINGPONG_BARRIER, PINGPONG_THREADS))
+def turn_options(events) -> dict:
+    """event position -> gemm options: in one overlapped iteration the first issue takes the turn,
+    the last hands it over (one issue alone does both)."""
+    issues = [i for i, e in enumerate(events) if e.kind == "issue"]
+    if not issues:
+        return {}
+    if len(issues) == 1:
+        return {issues[0]: {PINGPONG: "turn"}}
+    return {issues[0]: {PINGPONG: "acquire"}, issues[-1]: {PINGPONG: "release"}}
 
-    def on_for(loop):
-        if not loop.loop_var.same_as(loop_var):
-            return loop
-        marked = tirx.AttrStmt(tirx.const(0, "int32"), PINGPONG_LOOP, tirx.const(1, "int32"),
-                               seq([first, loop, release, last]))
-        return marked
 
-    return tvm_ffi.structural_map(body, [(tirx.For, on_for)])
+def pingpong_overlap(body, tx, region_key: str):
+    """The overlapped consumer loop (the AttrStmt ``region_key``, value 1 for turns) with the
+    protocol's ends: warpgroup 1 hands warpgroup 0 the first turn, and warpgroup 0 takes the last
+    hand-over, so every arrive has its sync; marked PINGPONG_LOOP for named_barriers' deadlock check."""
+    def on_attr(attr):
+        if attr.attr_key != region_key:
+            return attr
+        if not int(attr.value):
+            return attr.body
+        first = if_then(tx >= WARPGROUP, I.call("tl_named_barrier_arrive", PINGPONG_BARRIER, PINGPONG_THREADS))
+        last = if_then(tx < WARPGROUP, I.call("tl_named_barrier_sync", PINGPONG_BARRIER, PINGPONG_THREADS))
+        return tirx.AttrStmt(tirx.const(0, "int32"), PINGPONG_LOOP, tirx.const(1, "int32"),
+                             seq([first, attr.body, last]))
+
+    return tvm_ffi.structural_map(body, [(tirx.AttrStmt, on_attr)])
 
 
 def strip_turns(stmt):

@@ -88,15 +88,19 @@ class HopperPlanner:
             self.notes.append("T.Pipelined: cp.async pipeline (tl.disable_tma_lower / tl.disable_warp_specialized)")
             return body
         try:
+            notes = []
             new = warp_specialize(body, st, st.annotated, self.tma_loaded,
-                                  pingpong=self.options.enable_pingpong,
-                                  persistent=self.options.enable_persistent)
+                                  pingpong=not self.options.disable_pingpong,
+                                  persistent=self.options.enable_persistent,
+                                  overlap=not self.options.disable_wgmma_overlap,
+                                  is_wgmma=lambda op: self.plan(op, st.num_threads) is not None, notes=notes)
         except NotSpecialized as why:
             self.notes.append(f"T.Pipelined: cp.async pipeline, no TMA producer warpgroup ({why})")
             return body
         self.specialized = True
         self.notes.append(f"T.Pipelined: TMA producer warpgroup + {st.num_threads} consumer threads, "
                           f"tiles {', '.join(sorted(self.tma_loaded))}")
+        self.notes += notes
         return new
 
     def _rasterize(self, body):

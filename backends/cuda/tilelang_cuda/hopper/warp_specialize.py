@@ -38,11 +38,14 @@ from tilelang_core.simt.transform.software_pipeline import (
     _staged_buffer, leading_bindings)
 from tilelang_core.simt.transform.state import PIPELINE_REGION, if_then, seq, substitute
 
+from .consumer_schedule import EPILOGUE, PLAIN, PROLOGUE, STEADY, plan_overlap, schedule, tile_groups
 from .persistent import persistent_tiles
-from .pingpong import PINGPONG_LOOP, pingpong_loop, strip_turns, wants_pingpong
-from .wgmma import PINGPONG, WARPGROUP, atom_cols, element_bits, wgmma_shared_layout
+from .pingpong import PINGPONG_LOOP, pingpong_overlap, strip_turns, turn_options, wants_pingpong
+from .wgmma import WARPGROUP, WGMMA_BUSY, WGMMA_PENDING, WGMMA_PHASE, atom_cols, element_bits, wgmma_shared_layout
 
 CONSUMER_REGION = "tl.ws_consumer"
+#: AttrStmt around an overlapped consumer loop (value 1: with ping-pong turns)
+OVERLAP_REGION = "tl.ws_overlap"
 #: element type -> the tensor map's (TMA moves bytes: fp8 travels as uint8)
 TMA_DTYPES = {"float16": "float16", "bfloat16": "bfloat16", "float8_e4m3": "uint8", "float8_e4m3fn": "uint8",
               "float8_e5m2": "uint8"}
@@ -137,7 +140,7 @@ def _contains_pipelined(stmt) -> bool:
 
 
 def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = None, pingpong: bool = False,
-                    persistent: bool = False):
+                    persistent: bool = False, overlap: bool = True, is_wgmma=None, notes: list | None = None):
     """The body rewritten as in the module docstring; NotSpecialized(why) when the kernel does not
     fit (no or several pipelined loops, a copy TMA cannot carry, thread counts that are not
     warpgroups): the caller keeps the cp.async pipeline and can tell the user why."""
@@ -200,10 +203,20 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
                                                             element_bits(str(buf.ty.dtype)))
         if tma_loaded is not None and buf not in rewritten:
             tma_loaded.add(str(buf.name))
-    bars = tirx.decl_buffer((2 * stages,), "uint64", name="tl_mbar", scope="shared")
+    # one full/empty barrier pair per ring slot and tile group (consumer_schedule.py)
+    groups = tile_groups(body_stmts, written)
+    group_of = {tile: g for g, tiles in enumerate(groups) for tile in tiles}
+    ngroups = len(groups)
+    bars = tirx.decl_buffer((2 * stages * ngroups,), "uint64", name="tl_mbar", scope="shared")
 
-    def bar(i):
-        return tirx.address_of(tirx.BufferLoad(bars, [i]))
+    def bar(base: int, slot):
+        return tirx.address_of(tirx.BufferLoad(bars, [slot if base == 0 else base + slot]))
+
+    def full(g, slot):
+        return bar(g * stages, slot)
+
+    def empty(g, slot):
+        return bar((ngroups + g) * stages, slot)
 
     # host: one tensor map per (tensor, box)
     maps, host = {}, []
@@ -225,43 +238,78 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
             descriptor_dtype=TMA_DTYPES[str(box.src.ty.dtype)], rank=box.rank, swizzle=3, l2_promotion=2)))
 
     k, start, n = loop.loop_var, loop.min, loop.extent
-    total_bytes = sum(b.bytes for b in boxes)
 
     def produce(it, ring):
         """Loads of iteration ``it`` into ring slot ``ring % stages`` (``ring`` counts every
-        iteration this CTA ran, across tiles when persistent)."""
+        iteration this CTA ran, across tiles when persistent), group by group."""
         slot, phase = tirx.floormod(ring, stages), tirx.floormod(tirx.floordiv(ring, stages), 2)
-        out = [I.call("tl_mbar_wait", bar(stages + slot), 1 - phase),
-               I.call("tl_mbar_expect_tx", bar(slot), tirx.const(total_bytes, "int32"))]
-        vmap = {k: start + it}
-        for box in boxes:
-            mins = [substitute(substitute(r.min, values), vmap) for r in box.op.src.region]
-            new = staged[box.op.dst.source][0]
-            for j in range(box.cols // box.atom):
-                coords = [mins[d] + (j * box.atom if d == box.rank - 1 else 0) for d in reversed(range(box.rank))]
-                dst = tirx.address_of(tirx.BufferLoad(new, [slot, tirx.const(0, "int32"), tirx.const(j * box.atom, "int32")]))
-                out.append(I.call(f"tl_tma_load<{box.rank}>", dst, tirx.address_of(maps[(box.src, box.box)]),
-                                  bar(slot), *[tirx.Cast("int32", c) if str(c.ty) != "int32" else c for c in coords]))
+        out = []
+        for g in range(ngroups):
+            mine = [b for b in boxes if group_of[b.op.dst.source] == g]
+            out += [I.call("tl_mbar_wait", empty(g, slot), 1 - phase),
+                    I.call("tl_mbar_expect_tx", full(g, slot), tirx.const(sum(b.bytes for b in mine), "int32"))]
+            out += [load for box in mine for load in tma_loads(box, it, slot)]
         return seq(out)
 
-    tx = st.thread_var
-    pingpong = pingpong and wants_pingpong(body_stmts, consumers)
+    def tma_loads(box, it, slot):
+        """The box's TMA loads for iteration ``it``: one per 64-column (128-byte) strip."""
+        out, vmap = [], {k: start + it}
+        mins = [substitute(substitute(r.min, values), vmap) for r in box.op.src.region]
+        new = staged[box.op.dst.source][0]
+        for j in range(box.cols // box.atom):
+            coords = [mins[d] + (j * box.atom if d == box.rank - 1 else 0) for d in reversed(range(box.rank))]
+            dst = tirx.address_of(tirx.BufferLoad(new, [slot, tirx.const(0, "int32"), tirx.const(j * box.atom, "int32")]))
+            out.append(I.call(f"tl_tma_load<{box.rank}>", dst, tirx.address_of(maps[(box.src, box.box)]),
+                              full(group_of[box.op.dst.source], slot),
+                              *[tirx.Cast("int32", c) if str(c.ty) != "int32" else c for c in coords]))
+        return out
 
-    def consume(it, ring):
-        slot, phase = tirx.floormod(ring, stages), tirx.floormod(tirx.floordiv(ring, stages), 2)
-        out = [I.call("tl_mbar_wait", bar(slot), phase)]
-        gemms_seen = []
-        for s in binds + body_stmts:
+    tx = st.thread_var
+    plan, why = plan_overlap(body_stmts, is_wgmma or (lambda op: False)) if overlap else \
+        (None, "tl.disable_wgmma_overlap")
+    # ping-pong turns only on top of the overlap (alone they serialize issue and wait: slower)
+    pingpong = pingpong and plan is not None and wants_pingpong(body_stmts, consumers)
+    if notes is not None and plan is not None:
+        notes.append("consumers: the softmax-like work of iteration j overlaps the last gemm of j-1 "
+                     "(intra-warpgroup wgmma overlap)" + ("; the two warpgroups take turns issuing (ping-pong)"
+                                                          if pingpong else ""))
+
+    def consume(it, ring, kind):
+        """One consumer iteration of ``kind`` (consumer_schedule.py) for loop iteration ``it``;
+        events of the previous iteration (lag 1) use ``it - 1`` and its ring slot."""
+        def slot_phase(lag):
+            r = ring - lag if lag else ring
+            return tirx.floormod(r, stages), tirx.floormod(tirx.floordiv(r, stages), 2)
+
+        def statement(i, lag, options=None):
+            s, slot = body_stmts[i], slot_phase(lag)[0]
+            if lag:  # the leading bindings of that iteration, inlined
+                s = substitute(s, values)
             if is_tile_op(s):
                 op = _restage_op(TileOp.from_stmt(s), staged, slot)
-                if pingpong and isinstance(op, Gemm):  # lower_gemm_wgmma takes the turns
-                    gemms_seen.append(op)
-                    op = op.replace(options={**op.options, PINGPONG: "release" if len(gemms_seen) == 1 else "acquire"})
-                s = op.to_stmt()
+                s = op.replace(options={**op.options, **options}).to_stmt() if options else op.to_stmt()
             else:
                 s = _restage_accesses(s, staged, slot)
-            out.append(substitute(s, {k: start + it}))
-        out.append(I.call("tl_mbar_arrive", bar(stages + slot)))
+            return substitute(s, {k: start + (it - lag if lag else it)})
+
+        out = [substitute(b, {k: start + it}) for b in binds] if kind != EPILOGUE else []
+        events = schedule(body_stmts, groups, kind, plan)
+        turns = turn_options(events) if pingpong else {}
+        for n_event, e in enumerate(events):
+            if e.kind == "run":
+                out.append(statement(e.index, e.lag))
+            elif e.kind == "issue":
+                out.append(statement(e.index, e.lag, {WGMMA_PHASE: "issue", **turns.get(n_event, {})}))
+            elif e.kind == "wait":
+                busy = [TileOp.from_stmt(body_stmts[i]) for i in e.busy]
+                names = sorted({str(r.source.name) for g in busy for r in (g.A, g.C)})
+                out.append(statement(e.index, e.lag, {WGMMA_PHASE: "wait", WGMMA_PENDING: e.pending,
+                                                      WGMMA_BUSY: ",".join(names)}))
+            elif e.kind == "acquire":
+                slot, phase = slot_phase(e.lag)
+                out.append(I.call("tl_mbar_wait", full(e.group, slot), phase))
+            else:
+                out.append(I.call("tl_mbar_arrive", empty(e.group, slot_phase(e.lag)[0])))
         return seq(out)
 
     tiles = persistent_tiles(chain, n, substitute(n, {b.var: b.value for b in top_binds}), persistent)
@@ -269,13 +317,21 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     pit = tirx.Var("k_load", "int32")
     producer_loop = tirx.For(pit, tirx.const(0, "int32"), n, tirx.ForKind.SERIAL, produce(pit, done + pit))
     cit = tirx.Var(str(k.name), "int32")
-    consumer_loop = tirx.For(cit, tirx.const(0, "int32"), n, tirx.ForKind.SERIAL, consume(cit, done + cit))
+    if plan is None:
+        consumer_loop = tirx.For(cit, tirx.const(0, "int32"), n, tirx.ForKind.SERIAL,
+                                 consume(cit, done + cit, PLAIN))
+    else:  # iteration 0 and the tail of iteration n-1 peeled (consumer_schedule.py)
+        zero = tirx.const(0, "int32")
+        consumer_loop = tirx.AttrStmt(zero, OVERLAP_REGION, tirx.const(int(pingpong), "int32"), seq([
+            if_then(n > 0, consume(zero, done, PROLOGUE)),
+            tirx.For(cit, tirx.const(1, "int32"), n - 1, tirx.ForKind.SERIAL, consume(cit, done + cit, STEADY)),
+            if_then(n > 0, consume(n, done + n, EPILOGUE))]))
     rebalance = consumers == 2 * WARPGROUP
     s = tirx.Var("s", "int32")
     init = if_then(tx == 0, seq([
         tirx.For(s, tirx.const(0, "int32"), tirx.const(stages, "int32"), tirx.ForKind.UNROLLED, seq([
-            I.call("tl_mbar_init", bar(s), tirx.const(1, "int32")),
-            I.call("tl_mbar_init", bar(stages + s), tirx.const(consumers, "int32"))])),
+            call for g in range(ngroups) for call in (I.call("tl_mbar_init", full(g, s), tirx.const(1, "int32")),
+                                                      I.call("tl_mbar_init", empty(g, s), tirx.const(consumers, "int32")))])),
         I.call("tl_fence_barrier_init")]))
     per_tile = top_binds if tiles else []  # bindings of block indices move into the tile loop
     consumer_work = insert_barriers(tiles.loop(seq(per_tile + before + [consumer_loop] + after)) if tiles
@@ -284,7 +340,7 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     producer = seq([I.call(f"tl_setmaxnreg_dec<{PRODUCER_REGS}>") if rebalance else None, producer_work])
     consumer = tirx.AttrStmt(tirx.const(0, "int32"), CONSUMER_REGION, tirx.const(consumers, "int32"), seq([
         I.call(f"tl_setmaxnreg_inc<{CONSUMER_REGS}>") if rebalance else None,
-        pingpong_loop(consumer_work, cit, tx, pingpong)]))
+        pingpong_overlap(consumer_work, tx, OVERLAP_REGION)]))
     split = tirx.IfThenElse(tx >= consumers, producer, consumer)
     region = tirx.AttrStmt(tirx.const(0, "int32"), PIPELINE_REGION, tirx.const(stages, "int32"),
                            seq([init, I.syncthreads(), split]))

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import tvm_ffi
 from tvm import tirx
 
 from tilelang_core.ir import Gemm
@@ -178,10 +179,16 @@ def operand_plan(m: int, k: int, num_threads: int) -> WgmmaPlan:
     return WgmmaPlan(wg, 1, m // wg, k, k)
 
 
+#: gemm options set by the consumer schedule (consumer_schedule.py): WGMMA_PHASE "issue" (fence,
+#: wgmma instructions, commit; no wait) or "wait" (wgmma.wait_group WGMMA_PENDING, then the
+#: registers are the program's again)
+WGMMA_PHASE, WGMMA_PENDING = "tl_wgmma_phase", "tl_wgmma_pending"
+#: on a "wait": the fragments gemms still in flight use (comma-separated names): not tied to it
+WGMMA_BUSY = "tl_wgmma_busy"
 #: named barriers: 0 is __syncthreads, 1 the consumers' block barrier, 2 and 3 the ping-pong turns
 PINGPONG_BARRIER, PINGPONG_THREADS = 2, 2 * WARPGROUP
-#: gemm option set on the gemms of a ping-pong loop: "acquire" (take the turn before issuing) or
-#: "release" (hand it over after issuing)
+#: gemm option set on the gemms of a ping-pong loop: "acquire" (take the turn before issuing),
+#: "release" (hand it over after issuing) or "turn" (both)
 PINGPONG = "tl_pingpong"
 
 
@@ -191,6 +198,17 @@ def take_turn(tx):
     wg = tirx.floordiv(tx, WARPGROUP)
     return (I.call("tl_named_barrier_sync", PINGPONG_BARRIER + wg, PINGPONG_THREADS),
             I.call("tl_named_barrier_arrive", PINGPONG_BARRIER + 1 - wg, PINGPONG_THREADS))
+
+
+def register_fence(local):
+    """An empty asm that reads and writes every register of a per-thread buffer (None where its
+    type does not pack into whole 32-bit registers)."""
+    count, bits = int(local.ty.shape[0]), tvm_ffi.dtype(str(local.ty.dtype)).bits
+    if str(local.ty.dtype) == "float32":
+        return I.call(f"tl_wgmma_fence_operand<{count}>", I.address_of(local, 0))
+    if (count * bits) % 32 or bits > 32:
+        return None
+    return I.call(f"tl_wgmma_fence_regs<{count * bits // 32}>", I.address_of(local, 0))
 
 
 def lower_gemm_wgmma(op: Gemm, st, plan: WgmmaPlan, proxy_fence: bool = True):
@@ -234,28 +252,41 @@ def lower_gemm_wgmma(op: Gemm, st, plan: WgmmaPlan, proxy_fence: bool = True):
         return I.call(f"tl_wgmma_ss_{in_dtype}_n{plan.n_inst}<{ta}, {tb}>", acc, desc_a(sl, kk),
                       desc_b(c, kk), accumulate)
 
-    steps = [issue(sl, c, kk) for kk in range(k // kstep) for sl in range(slabs) for c in range(chunks)]
     whole = I.address_of(c_regs, 0)
-    # In a ping-pong loop (warp_specialize.py) the warpgroups take turns issuing; the results are
+    # A's registers are read asynchronously too: tied to the issue and to the wait
+    a_fence = I.call(f"tl_wgmma_fence_regs<{int(st.layouts[op.A.source].local_size) // 2}>",
+                     I.address_of(a_local, 0)) if a_regs else None
+    phase = op.options.get(WGMMA_PHASE)
+    if phase == "wait":
+        # Every other register fragment is tied to the point before the wait, so the work the
+        # program placed between issue and wait (the softmax) is not sunk below it by nvcc.
+        busy = set(str(op.options.get(WGMMA_BUSY, "")).split(","))
+        before = [register_fence(local) for frag, local in st.locals.items()
+                  if str(frag.name) not in busy and not frag.same_as(op.C.source) and not frag.same_as(op.A.source)]
+        return seq(before + [I.call(f"tl_wgmma_wait<{int(op.options[WGMMA_PENDING])}>"),
+                             I.call(f"tl_wgmma_fence_operand<{acc_count}>", whole), a_fence])
+    steps = [issue(sl, c, kk) for kk in range(k // kstep) for sl in range(slabs) for c in range(chunks)]
+    # In a ping-pong loop (pingpong.py) the warpgroups take turns issuing; the results are
     # awaited after the turn is handed over, so the other warpgroup's wgmma queue behind ours.
     my_turn, hand_over = take_turn(st.thread_var) if op.options.get(PINGPONG) else (None, None)
-    if op.options.get(PINGPONG) == "release":  # the turn was taken before (see warp_specialize)
+    if op.options.get(PINGPONG) == "release":  # the turn was taken by the gemm issued before
         my_turn = None
-    elif op.options.get(PINGPONG) == "acquire":  # the turn is kept until the next gemm's release
+    elif op.options.get(PINGPONG) == "acquire":  # the turn is kept until the next issue's release
         hand_over = None
     return seq([
         # operands written through the generic proxy (st.shared, cp.async) -> visible to wgmma
         I.call("tl_fence_proxy_async") if proxy_fence else None,
         I.call(f"tl_wgmma_fence_operand<{acc_count}>", whole),
+        a_fence if phase == "issue" else None,
         my_turn,
         I.call("tl_wgmma_fence"),
         *steps,
         I.call("tl_wgmma_commit"),
         hand_over,
-        I.call("tl_wgmma_wait<0>"),
-        I.call(f"tl_wgmma_fence_operand<{acc_count}>", whole),
+        *([] if phase == "issue" else [I.call("tl_wgmma_wait<0>"),
+                                       I.call(f"tl_wgmma_fence_operand<{acc_count}>", whole)]),
     ])
 
 
-__all__ = ["WgmmaPlan", "lower_gemm_wgmma", "operand_plan", "plan_wgmma", "wgmma_accumulator_layout",
+__all__ = ["WGMMA_BUSY", "WGMMA_PENDING", "WGMMA_PHASE", "WgmmaPlan", "lower_gemm_wgmma", "operand_plan", "plan_wgmma", "wgmma_accumulator_layout",
            "wgmma_shared_layout"]

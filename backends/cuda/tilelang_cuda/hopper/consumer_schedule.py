@@ -1,0 +1,176 @@
+"""The consumers' side of a warp-specialized loop: when each group of TMA tiles is awaited and
+released, and FlashAttention-3's intra-warpgroup overlap for bodies with two wgmma gemms.
+
+Tiles are grouped by the statement that first reads them (attention: K by the first gemm, V by
+the second); each group has its own full/empty mbarrier pair per ring slot, so the consumers wait
+for V only where V is read and hand K's slot back as soon as its gemm is done.
+
+Overlap. A body ``pre, G1, middle, G2`` (G1 and G2 wgmma gemms; attention: mask, S = Q K^T,
+softmax, O += P V) runs the tail D of iteration j-1 (G2 and the statements that can move with it:
+the rescale of O) right after G1 of iteration j has been issued::
+
+    prologue  (j = 0):   pre(0), issue G1(0), middle(0)
+    for j in 1 .. n-1:   pre(j), issue G1(j), D(j-1): ..., issue G2(j-1)
+                         middle(j): waits for G1(j) (wgmma.wait_group 1) before touching S,
+                                    for G2(j-1) (wait_group 0) before touching P or O
+    epilogue (n > 0):    D(n-1), wait_group 0
+
+so the softmax of iteration j runs while the tensor cores compute P V of iteration j-1. A statement
+joins D only when moving it there reorders nothing it depends on (``plan_overlap``).
+
+Everything here is a plan of ``Event`` s over the body's statement indices; warp_specialize.py turns
+them into statements (mbarrier waits and arrives, gemm issues and waits).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tilelang_core.ir import Gemm, TileOp, is_tile_op
+
+PROLOGUE, STEADY, EPILOGUE, PLAIN = "prologue", "steady", "epilogue", "plain"
+
+
+@dataclass(frozen=True)
+class Event:
+    """``kind``: "run" (statement ``index`` as written), "issue" (gemm ``index`` without waiting),
+    "wait" (wgmma.wait_group ``pending`` for gemm ``index``), "acquire"/"release" (tile ``group``:
+    wait for its full barrier / arrive on its empty barrier). ``lag`` 1 = of the previous
+    iteration."""
+
+    kind: str
+    index: int = -1
+    lag: int = 0
+    group: int = -1
+    pending: int = 0
+    #: on a "wait": indices of the gemms still in flight after it
+    busy: tuple = ()
+
+
+def touched(stmt) -> tuple[set, set]:
+    """(buffers read, buffers written) by ``stmt``, every scope (fragments included)."""
+    reads, writes = set(), set()
+
+    def on_call(call):
+        if is_tile_op(call):
+            op = TileOp.from_stmt(call)
+            reads.update(r.source for r in op.reads)
+            writes.update(r.source for r in op.writes)
+
+    tvm_ffi.structural_walk(stmt, [(tirx.TilePrimitiveCall, on_call),
+                                   (tvm.ir.TensorLoad, lambda load: reads.add(load.source)),
+                                   (tirx.BufferStore, lambda store: writes.add(store.buffer))])
+    return reads, writes
+
+
+def _conflict(a, b) -> bool:
+    (ra, wa), (rb, wb) = a, b
+    return bool(ra & wb or wa & rb or wa & wb)
+
+
+def tile_groups(body: list, tiles: list) -> list[list]:
+    """The TMA tiles grouped by the first statement of ``body`` that reads them, in that order."""
+    first = {}
+    for tile in tiles:
+        readers = [i for i, s in enumerate(body) if tile in touched(s)[0]]
+        first.setdefault(readers[0] if readers else len(body), []).append(tile)
+    return [first[i] for i in sorted(first)]
+
+
+def plan_overlap(body: list, is_wgmma) -> tuple[tuple[int, tuple[int, ...]] | None, str]:
+    """((index of G1, indices of D), "") or (None, why not). ``is_wgmma(op)``: the gemm runs on
+    wgmma (only those can be issued and awaited apart)."""
+    gemms = [i for i, s in enumerate(body) if is_tile_op(s) and isinstance(TileOp.from_stmt(s), Gemm)]
+    if len(gemms) < 2:
+        return None, "fewer than two gemms in the loop"
+    g1, g2 = gemms[0], gemms[-1]
+    if g2 != len(body) - 1:
+        return None, "statements after the last gemm"
+    if g2 - g1 < 2:
+        return None, "no work between the first and the last gemm"
+    if not all(is_wgmma(TileOp.from_stmt(body[i])) for i in (g1, g2)):
+        return None, "a gemm not on wgmma"
+    access = [touched(s) for s in body]
+    pre = [access[i] for i in range(g1 + 1)]
+    deferred = [g2]
+    # Walking back from G2: D(j-1) will run after pre(j) and G1(j) (still in flight), and after
+    # the statements of iteration j-1 that follow it in the body and stay behind.
+    for i in range(g2 - 1, g1, -1):
+        later = [access[j] for j in range(i + 1, g2) if j not in deferred]
+        if any(_conflict(access[i], a) for a in pre + later):
+            continue
+        deferred.append(i)
+    return (g1, tuple(sorted(deferred))), ""
+
+
+class _Pending:
+    def __init__(self, index, lag, access):
+        self.index, self.lag, self.access = index, lag, access
+
+
+def schedule(body: list, groups: list[list], kind: str, overlap=None) -> list[Event]:
+    """The events of one consumer iteration of ``kind`` (module docstring; PLAIN = no overlap:
+    every statement in order, gemms waiting for themselves)."""
+    access = [touched(s) for s in body]
+    g1, deferred = overlap if overlap else (-1, ())
+    if kind == PLAIN or kind == PROLOGUE:
+        order = [(i, 0) for i in range(len(body)) if i not in deferred]
+    elif kind == STEADY:
+        order = []
+        for i in range(len(body)):
+            if i in deferred:
+                continue
+            order.append((i, 0))
+            if i == g1:
+                order += [(d, 1) for d in deferred]
+    else:
+        order = [(d, 1) for d in deferred]
+    asynchronous = {g1, deferred[-1]} if overlap else set()
+    group_of = [{g for g, tiles in enumerate(groups) if set(tiles) & access[i][0]} for i in range(len(body))]
+    last_reader = {g: max(i for i in range(len(body)) if g in group_of[i]) for g in range(len(groups))
+                   if any(g in r for r in group_of)}
+    events, acquired, pending = [], set(), []
+
+    def complete(upto):
+        """Waits for pending gemm ``upto`` (and, in order, every older one)."""
+        at = pending.index(upto)
+        events.append(Event("wait", upto.index, upto.lag, pending=len(pending) - at - 1,
+                             busy=tuple(p.index for p in pending[at + 1:])))
+        for done in pending[:at + 1]:
+            release_after(done.index, done.lag)
+        del pending[:at + 1]
+
+    def release_after(i, lag):
+        for g in sorted(group_of[i]):
+            if last_reader.get(g) == i:
+                events.append(Event("release", group=g, lag=lag))
+
+    for i, lag in order:
+        for g in sorted(group_of[i]):
+            if (g, lag) not in acquired:
+                acquired.add((g, lag))
+                events.append(Event("acquire", group=g, lag=lag))
+        clashes = [p for p in pending if _conflict(access[i], p.access)]
+        if clashes:
+            complete(clashes[-1])
+        if i in asynchronous:
+            events.append(Event("issue", i, lag))
+            pending.append(_Pending(i, lag, access[i]))
+        else:
+            events.append(Event("run", i, lag))
+            release_after(i, lag)
+    if pending:
+        complete(pending[-1])
+    if kind != EPILOGUE:  # tiles no statement reads: their slots go straight back
+        for g in range(len(groups)):
+            if g not in last_reader:
+                events += [Event("acquire", group=g), Event("release", group=g)]
+    return events
+
+
+__all__ = ["EPILOGUE", "PLAIN", "PROLOGUE", "STEADY", "Event", "plan_overlap", "schedule", "tile_groups",
+           "touched"]
