@@ -52,6 +52,15 @@ of buffer elements, aligned to the access size; ``N`` is 4, 8 or 16 (bytes).
 
 Block barriers are not helpers: the kit emits TVM's ``tvm_storage_sync("shared")``, which each
 codegen prints as its barrier (``__syncthreads()`` on CUDA).
+
+Gemm rules and the pipeline
+---------------------------
+A gemm that is the whole consumer side of a pipelined loop carries the option
+``tl_fragment_prefetch`` (transform/state.py: FRAGMENT_PREFETCH). A rule may ignore it; a rule
+that honours it lowers the gemm as marked k-steps (FRAGMENT_STEPS around FRAGMENT_LOAD(kk) /
+FRAGMENT_COMPUTE(kk) pairs, each step loading into registers of its own), and the kit's
+prefetch_fragments pass then loads the next stage's step 0 before the last step's compute
+(CUDA's mma.sync rule does; HIP and Metal do not yet).
 """
 
 from .dialect import SimtDialect

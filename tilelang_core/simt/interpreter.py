@@ -10,7 +10,10 @@ arithmetic of copies, swizzles, operand lane addresses, matrix fragments and red
 torch without a GPU.
 
 Lockstep execution makes barriers no-ops, so it cannot find missing barriers or pipeline races;
-the vendor's race checkers on the GPU do that.
+the vendor's race checkers on the GPU do that. Async copies land when issued, unless
+``cp_async_lands_at_wait=True``: then each ``tl_cp_async_N`` reads its source when issued but
+writes shared memory only at the ``tl_cp_async_wait<K>`` that covers its group (the latest the
+contract allows), so a pipeline that reads a stage before waiting for it computes wrong numbers.
 
 Example::
 
@@ -92,9 +95,12 @@ NOT_HANDLED = object()
 
 
 class Interpreter:
-    def __init__(self, func: tirx.PrimFunc, args: dict):
+    def __init__(self, func: tirx.PrimFunc, args: dict, *, cp_async_lands_at_wait: bool = False):
         self.func = func
         self.args = args
+        self.defer_async = cp_async_lands_at_wait
+        self.open_group: list = []  # deferred writes of async copies since the last commit
+        self.groups: list = []  # committed groups not yet waited for, oldest first
         self.env: dict = {}
         self.storage: dict = {}
         self.lanes = 1
@@ -249,8 +255,18 @@ class Interpreter:
         if m:
             return self._copy(self.pointer(args[0]), self.pointer(args[1]), int(m.group(2)),
                               np.broadcast_to(self.expr(args[2]), (self.lanes,)).astype(bool),
-                              mask, zero_fill=m.group(1) != "store")
-        if name.startswith("tl_cp_async_commit") or name.startswith("tl_cp_async_wait"):
+                              mask, zero_fill=m.group(1) != "store",
+                              deferred=self.defer_async and m.group(1) == "cp_async")
+        if name == "tl_cp_async_commit":
+            self.groups.append(self.open_group)
+            self.open_group = []
+            return None
+        m = re.match(r"tl_cp_async_wait<(\d+)>$", name)
+        if m:
+            keep = int(m.group(1))
+            while len(self.groups) > keep:
+                for dst, index, value, write in self.groups.pop(0):
+                    dst.write(index, value, write)
             return None
         if name.startswith("tl_atomic_"):
             ptr, value = self.pointer(args[0]), np.broadcast_to(self.expr(args[1]), (self.lanes,))
@@ -283,12 +299,16 @@ class Interpreter:
                 raise RuntimeError(f"{what} needs the whole warp of {width} lanes")
             yield lanes
 
-    def _copy(self, dst: Pointer, src: Pointer, nbytes: int, pred, mask, zero_fill: bool):
+    def _copy(self, dst: Pointer, src: Pointer, nbytes: int, pred, mask, zero_fill: bool,
+              deferred: bool = False):
         n = nbytes // dst.storage.elem_bytes
         for k in range(n):
             value = src.storage.read(src.index + k, mask & pred)
             write = mask if zero_fill else mask & pred
-            dst.storage.write(dst.index + k, value, write)
+            if deferred:
+                self.open_group.append((dst.storage, dst.index + k, value, write))
+            else:
+                dst.storage.write(dst.index + k, value, write)
 
 
 _MATH = {

@@ -33,7 +33,7 @@ from tilelang_core.transform.verify_no_tile_ops import verify_no_tile_ops
 from .dialect import SimtDialect
 from .lower_gemm_fma import fma_accumulator_layout
 from .transform import (KernelState, apply_layouts, block_swizzle, insert_barriers, lower_parallel,
-                        software_pipeline, thread_binding)
+                        prefetch_fragments, software_pipeline, thread_binding)
 from .transform.apply_layouts import annotated_layouts
 
 
@@ -88,6 +88,7 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
     func = run_pass(f"{kind}.LowerTileOps", lower_tile_ops, func, kind, options, context=ctx)
     func = run_pass(f"{kind}.LowerParallel", _on_body(lower_parallel), func, st)
     func = run_pass(f"{kind}.ApplyLayouts", _on_body(apply_layouts), func, st, st.annotated)
+    func = run_pass(f"{kind}.PrefetchFragments", _on_body(prefetch_fragments), func)
     if finalize is not None:
         func = run_pass(f"{kind}.Finalize", _on_body(finalize), func, st)
     return run_pass(f"{kind}.VerifyNoTileOps", verify_no_tile_ops, func, kind)

@@ -133,9 +133,10 @@ class CudaInterpreter(Interpreter):
                     c.storage.array[lane, c.index[lane] + r] = D[_c_m16n8(g, tig, r)]
 
 
-def run_kernel(func: tirx.PrimFunc, args: dict) -> None:
-    """Run a lowered cuda kernel on numpy arrays (by parameter name); outputs are written in place."""
-    CudaInterpreter(func, args).run()
+def run_kernel(func: tirx.PrimFunc, args: dict, **modes) -> None:
+    """Run a lowered cuda kernel on numpy arrays (by parameter name); outputs are written in place.
+    ``modes``: the kit interpreter's switches (``cp_async_lands_at_wait=True``)."""
+    CudaInterpreter(func, args, **modes).run()
 
 
 __all__ = ["CudaInterpreter", "round_tf32", "run_kernel", "tf32_truncate"]

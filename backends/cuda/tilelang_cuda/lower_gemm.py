@@ -36,7 +36,8 @@ from tilelang_core.ir import Gemm, TileOp
 from tilelang_core.simt import intrinsics as I
 from tilelang_core.simt.lower_gemm_fma import check_gemm_operands, gemm_shape, lower_gemm_fma
 from tilelang_core.simt.lowering import FRAGMENT, dtype, region_index, scope, state_of
-from tilelang_core.simt.transform.state import loop, seq
+from tilelang_core.simt.transform.state import (FRAGMENT_COMPUTE, FRAGMENT_LOAD, FRAGMENT_PREFETCH,
+                                                FRAGMENT_STEPS, loop, seq)
 
 from .hopper.wgmma import lower_gemm_wgmma
 from .layouts import MMA_M, MMA_N, WARP, mma_a_layout, mma_b_layout, warp_partition
@@ -84,17 +85,26 @@ def lower_gemm_mma(op: Gemm, instr: MmaInstruction, st):
     mma_k, per_row = instr.k, instr.per_row
     a_size, b_size = per_row, per_row // 2  # elements in 4 (A) and 2 (B) 32-bit registers
     a_in_registers = scope(op.A) == FRAGMENT
+    # ldmatrix.trans transposes 16-bit units: MN-major operands of other widths take plain loads
+    a_ldmatrix = instr.bits == 16 or not op.transpose_A
+    b_ldmatrix = instr.bits == 16 or op.transpose_B
+    k_steps = k // mma_k
+    # In a pipelined loop (software_pipeline's mark), each k-step loads into registers of its own
+    # and the steps are marked, so that the next stage's first loads can move ahead of the last
+    # step's mma (tilelang_core/simt/transform/prefetch_fragments.py).
+    # Not with plain shared loads (int8/tf32 MN-major operands): their many scalar registers per
+    # step, doubled, spill (tf32 128x128 with B stored K x N: 255 registers and a stack frame).
+    prefetch = bool(op.options.get(FRAGMENT_PREFETCH)) and not a_in_registers and k_steps >= 2 \
+        and a_ldmatrix and b_ldmatrix
+    copies = k_steps if prefetch else 1
     # A from a fragment already sits in mma A-operand order (see pipeline.operand_layout; fp16/bf16
     # only): the 16x16 A tile (mi, kk) is the two 16x8 accumulator tiles (mi, 2kk), (mi, 2kk+1),
     # i.e. eight consecutive registers starting at (mi * K/8 + 2kk) * 4.
     a_regs = st.local_buffer(op.A.source) if a_in_registers else \
-        st.alloc("A_frag", (mi_count * a_size,), in_dtype, "local")
+        st.alloc("A_frag", (copies * mi_count * a_size,), in_dtype, "local")
     a_k_tiles = k // MMA_N
-    b_regs = st.alloc("B_frag", (ni_count * b_size,), in_dtype, "local")
+    b_regs = st.alloc("B_frag", (copies * ni_count * b_size,), in_dtype, "local")
     c_regs = st.local_buffer(op.C.source)
-    # ldmatrix.trans transposes 16-bit units: MN-major operands of other widths take plain loads
-    a_ldmatrix = instr.bits == 16 or not op.transpose_A
-    b_ldmatrix = instr.bits == 16 or op.transpose_B
 
     def a_address(kk, mi):
         row0 = wm * wm_size + mi * MMA_M
@@ -115,6 +125,9 @@ def lower_gemm_mma(op: Gemm, instr: MmaInstruction, st):
             c = kk * mma_k + tirx.floormod(tirx.floordiv(lane, 8), 2) * per_row
         return tirx.address_of(tirx.BufferLoad(op.B.source, region_index(op.B, [st.simplify(r), st.simplify(c)])))
 
+    def at(base, offset):  # base + offset, printed as before where base is 0
+        return offset if isinstance(base, int) and base == 0 else base + offset
+
     def plain_loads(region, regs, base, frag, transposed, row0, col0):
         """regs[base + r] = element r of this lane's fragment ``frag`` (rows x cols of the
         instruction operand) at (row0, col0) of the operand, stored transposed or not."""
@@ -126,57 +139,72 @@ def lower_gemm_mma(op: Gemm, instr: MmaInstruction, st):
             stores.append(tirx.BufferStore(regs, value, [base + r]))
         return seq(stores)
 
-    def load_a(kk):
+    def load_a(kk, base):
         if a_ldmatrix:
             a_op = "tl_ldmatrix_x4_trans" if op.transpose_A else "tl_ldmatrix_x4"
             return loop("mi", mi_count, lambda mi: I.call(
-                a_op, I.address_of(a_regs, mi * a_size), a_address(kk, mi)), tirx.ForKind.UNROLLED)
+                a_op, I.address_of(a_regs, at(base, mi * a_size)), a_address(kk, mi)), tirx.ForKind.UNROLLED)
         frag = mma_a_layout(instr.bits)  # 16 x K, stored K x M: (m, k) at [k, m]
         return loop("mi", mi_count, lambda mi: plain_loads(
-            op.A, a_regs, mi * a_size, frag, True, wm * wm_size + mi * MMA_M, kk * mma_k), tirx.ForKind.UNROLLED)
+            op.A, a_regs, at(base, mi * a_size), frag, True, wm * wm_size + mi * MMA_M, kk * mma_k),
+            tirx.ForKind.UNROLLED)
 
-    def load_b(kk):
+    def load_b(kk, base):
         b_trans = "" if op.transpose_B else "_trans"
         if not b_ldmatrix:  # stored K x N: the fragment's (k, n) at [k, n]
             frag = mma_b_layout(instr.bits)
             return loop("ni", ni_count, lambda ni: plain_loads(
-                op.B, b_regs, ni * b_size, frag, False, kk * mma_k, wn * wn_size + ni * MMA_N),
+                op.B, b_regs, at(base, ni * b_size), frag, False, kk * mma_k, wn * wn_size + ni * MMA_N),
                 tirx.ForKind.UNROLLED)
         if ni_count % 2 == 0:
             return loop("nj", ni_count // 2, lambda nj: I.call(
-                "tl_ldmatrix_x4" + b_trans, I.address_of(b_regs, nj * (2 * b_size)),
+                "tl_ldmatrix_x4" + b_trans, I.address_of(b_regs, at(base, nj * (2 * b_size))),
                 b_address(kk, wn * wn_size + nj * 2 * MMA_N, True)), tirx.ForKind.UNROLLED)
         return loop("ni", ni_count, lambda ni: I.call(
-            "tl_ldmatrix_x2" + b_trans, I.address_of(b_regs, ni * b_size),
+            "tl_ldmatrix_x2" + b_trans, I.address_of(b_regs, at(base, ni * b_size)),
             b_address(kk, wn * wn_size + ni * MMA_N, False)), tirx.ForKind.UNROLLED)
 
-    def round_tf32(regs, count):
+    def round_tf32(regs, base, count):
         # mma.sync .tf32 ignores the low 13 mantissa bits (truncation); round to nearest instead
         return loop("e", count, lambda e: tirx.BufferStore(
-            regs, I.call("tl_round_tf32", tirx.BufferLoad(regs, [e]), dtype="float32"), [e]),
+            regs, I.call("tl_round_tf32", tirx.BufferLoad(regs, [at(base, e)]), dtype="float32"), [at(base, e)]),
             tirx.ForKind.UNROLLED)
 
-    def step(kk):
-        body = []
-        if not a_in_registers:
-            body.append(load_a(kk))
+    def a_base(kk):  # kk is a Python int where copies > 1 (the steps are unrolled here)
+        return kk * mi_count * a_size if copies > 1 else 0
 
+    def b_base(kk):
+        return kk * ni_count * b_size if copies > 1 else 0
+
+    def load(kk):
+        body = [] if a_in_registers else [load_a(kk, a_base(kk))]
+        body.append(load_b(kk, b_base(kk)))
+        if instr.round_tf32:
+            body += [round_tf32(a_regs, a_base(kk), mi_count * a_size),
+                     round_tf32(b_regs, b_base(kk), ni_count * b_size)]
+        return seq(body)
+
+    def compute(kk):
         def a_operand(mi):
             if a_in_registers:
                 return I.address_of(a_regs, (mi * a_k_tiles + 2 * kk) * 4)
-            return I.address_of(a_regs, mi * a_size)
+            return I.address_of(a_regs, at(a_base(kk), mi * a_size))
 
-        body.append(load_b(kk))
-        if instr.round_tf32:
-            body += [round_tf32(a_regs, mi_count * a_size), round_tf32(b_regs, ni_count * b_size)]
-        body.append(loop("mi", mi_count, lambda mi: loop("ni", ni_count, lambda ni: I.call(
+        return loop("mi", mi_count, lambda mi: loop("ni", ni_count, lambda ni: I.call(
             instr.helper, I.address_of(c_regs, (mi * ni_count + ni) * 4), a_operand(mi),
-            I.address_of(b_regs, ni * b_size)), tirx.ForKind.UNROLLED), tirx.ForKind.UNROLLED))
-        return seq(body)
+            I.address_of(b_regs, at(b_base(kk), ni * b_size))), tirx.ForKind.UNROLLED), tirx.ForKind.UNROLLED)
 
     stmts = []
     if op.clear_accum:
         stmts.append(loop("l", mi_count * ni_count * 4, lambda l: tirx.BufferStore(
             c_regs, tirx.const(0, dtype(op.C)), [l]), tirx.ForKind.UNROLLED))
-    stmts.append(loop("kk", k // mma_k, step, tirx.ForKind.UNROLLED))
+    if prefetch:
+        def mark(key, value, body):
+            return tirx.AttrStmt(tirx.const(0, "int32"), key, tirx.const(value, "int32"), body)
+
+        steps = [mark(key, kk, part(kk)) for kk in range(k_steps)
+                 for key, part in ((FRAGMENT_LOAD, load), (FRAGMENT_COMPUTE, compute))]
+        stmts.append(mark(FRAGMENT_STEPS, k_steps, tirx.SeqStmt(steps)))
+    else:
+        stmts.append(loop("kk", k_steps, lambda kk: seq([load(kk), compute(kk)]), tirx.ForKind.UNROLLED))
     return seq(stmts)

@@ -6,14 +6,16 @@ insert_barriers    block barriers between conflicting shared-memory accesses
 (LowerTileOps)     tile ops -> per-thread code with the rules of ../lowering.py and ../lower_*.py
 lower_parallel     T.Parallel nests -> loops over each thread's registers
 apply_layouts      fragments -> register arrays, shared tiles -> flat swizzled arrays
+prefetch_fragments a pipelined gemm's next-stage fragments loaded before its last k-step's compute
 """
 
 from .apply_layouts import apply_layouts
 from .block_swizzle import block_swizzle
 from .insert_barriers import insert_barriers
 from .lower_parallel import lower_parallel
+from .prefetch_fragments import prefetch_fragments
 from .software_pipeline import software_pipeline
 from .state import KernelState, thread_binding
 
-__all__ = ["KernelState", "apply_layouts", "block_swizzle", "insert_barriers", "lower_parallel", "software_pipeline",
-           "thread_binding"]
+__all__ = ["KernelState", "apply_layouts", "block_swizzle", "insert_barriers", "lower_parallel", "prefetch_fragments",
+           "software_pipeline", "thread_binding"]

@@ -29,11 +29,11 @@ from __future__ import annotations
 import tvm
 from tvm import tirx
 
-from tilelang_core.ir import Copy, TileOp, is_tile_op
+from tilelang_core.ir import Copy, Gemm, TileOp, is_tile_op
 
 from .. import intrinsics as I
 from .insert_barriers import insert_barriers_in_seq
-from .state import PIPELINE_REGION, if_then, seq, substitute
+from .state import FRAGMENT_PREFETCH, PIPELINE_REGION, if_then, seq, substitute
 
 SHARED = ("shared", "shared.dyn")
 GLOBAL = ("global", "")
@@ -134,8 +134,8 @@ def _pipeline(loop, stages: int, staged: dict):
         producers.append(substitute(stmts.pop(0), values))
     if not producers or not stmts:
         return None
-    stmts = bindings + stmts
     written = [TileOp.from_stmt(p).dst.source for p in producers]
+    stmts = bindings + _mark_fragment_prefetch(stmts, written)
     for buf in written:
         if buf not in staged:
             staged[buf] = (_staged_buffer(buf, stages), stages)
@@ -192,6 +192,19 @@ def _pipeline(loop, stages: int, staged: dict):
     # Marked as one unit for insert_barriers: it places its own barriers, and leaves none pending.
     return tirx.AttrStmt(tirx.const(0, "int32"), PIPELINE_REGION, tirx.const(stages, "int32"),
                          seq([prologue, main, I.call("tl_cp_async_wait<0>"), I.syncthreads()]))
+
+
+def _mark_fragment_prefetch(consumers: list, written: list) -> list:
+    """Mark a gemm that is the whole consumer side, on operands the producers stage: its next
+    stage's first operand fragments can then be loaded before its last k-step's matrix
+    instructions (prefetch_fragments), which hides the barrier and the load latency at each
+    stage boundary. Backends whose gemm rule ignores the mark lower it as before."""
+    if len(consumers) != 1 or not is_tile_op(consumers[0]):
+        return consumers
+    op = TileOp.from_stmt(consumers[0])
+    if not isinstance(op, Gemm) or op.clear_accum or op.A.source not in written or op.B.source not in written:
+        return consumers
+    return [op.replace(options={**op.options, FRAGMENT_PREFETCH: True}).to_stmt()]
 
 
 def _staged_buffer(buf, stages: int):

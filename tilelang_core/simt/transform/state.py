@@ -21,6 +21,17 @@ from ..dialect import SimtDialect
 #: AttrStmt key around the code software_pipeline generates (insert_barriers treats it as a unit)
 PIPELINE_REGION = "tl.pipeline_region"
 
+#: Gemm option software_pipeline sets on the gemm that ends a pipelined loop body: its rule may
+#: lower it as marked k-steps (below) so that prefetch_fragments can load the next stage's first
+#: operand fragments before the last k-step's matrix instructions
+FRAGMENT_PREFETCH = "tl_fragment_prefetch"
+#: AttrStmt keys of such a lowering: FRAGMENT_STEPS (value: the number of k-steps) around a
+#: sequence FRAGMENT_LOAD(0), FRAGMENT_COMPUTE(0), FRAGMENT_LOAD(1), ... (value: the k-step); each
+#: step loads into registers of its own, so a load may move ahead of earlier steps' compute
+FRAGMENT_STEPS = "tl.fragment_steps"
+FRAGMENT_LOAD = "tl.fragment_load"
+FRAGMENT_COMPUTE = "tl.fragment_compute"
+
 
 @dataclass
 class KernelState:
