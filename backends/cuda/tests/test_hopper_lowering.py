@@ -169,10 +169,25 @@ def test_attention_softmax_overlaps_the_previous_pv_gemm():
     assert "tl_wgmma_wait<1>" not in off
 
 
-def test_gemm_loops_keep_one_barrier_pair_per_slot():
-    _, kernel = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES))
+def test_gemm_keeps_one_wgmma_batch_in_flight():
+    """GEMM's main loop: k-tile j is issued before j-1 is awaited (wait_group 1), and j-1's slot
+    goes back to the producer only then; the last batch is awaited after the loop. One
+    full/empty pair per slot (A and B travel together)."""
+    source, kernel = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES))
     assert kernel.count("tl_mbar_init") == 2 * HOPPER_TILES["stages"]
-    assert "tl_wgmma_wait<1>" not in kernel
+    assert "one wgmma batch stays in flight" in source[:source.find("#ifdef")]
+    body = loop_body(kernel, "for (int k = 1; k < 5; ++k)")
+    at = 0
+    for step in ("tl_mbar_wait", "tl_wgmma_ss_f16", "tl_wgmma_commit", "tl_wgmma_wait<1>",
+                 "tl_mbar_arrive((&(smem_uint64_ptr[(((k + 2) % 3) + 3)])))"):
+        at = body.index(step, at)
+    after = kernel[kernel.index(body) + len(body):]
+    assert after.index("tl_wgmma_wait<0>") < after.index("tl_mbar_arrive") < after.index("*(half2*)(C_ptr")
+    for off in ({"disable_wgmma_overlap": True}, {"stages": 1}):  # a one-slot ring: wait right away
+        tiles = {**HOPPER_TILES, **{k: v for k, v in off.items() if k == "stages"}}
+        _, plain = cuda_source(kernels.make_gemm(1000, 520, 264, **tiles),
+                               **{k: v for k, v in off.items() if k != "stages"})
+        assert "tl_wgmma_wait<1>" not in plain and "tl_wgmma_wait<0>" in plain
 
 
 def test_pingpong_with_overlap_takes_a_turn_per_iteration():

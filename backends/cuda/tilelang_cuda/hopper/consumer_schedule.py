@@ -18,6 +18,12 @@ the rescale of O) right after G1 of iteration j has been issued::
 so the softmax of iteration j runs while the tensor cores compute P V of iteration j-1. A statement
 joins D only when moving it there reorders nothing it depends on (``plan_overlap``).
 
+Chain. A body whose only gemm accumulates across iterations (GEMM's main loop) keeps one wgmma
+batch in flight: iteration j issues its gemm, then waits for j-1's (wait_group 1) and only then
+hands j-1's tiles back, so the tensor cores never drain between k-tiles::
+
+    prologue: issue G(0)    for j in 1 .. n-1: issue G(j), wait G(j-1), release    epilogue: wait G(n-1)
+
 Everything here is a plan of ``Event`` s over the body's statement indices; warp_specialize.py turns
 them into statements (mbarrier waits and arrives, gemm issues and waits).
 """
@@ -81,12 +87,15 @@ def tile_groups(body: list, tiles: list) -> list[list]:
     return [first[i] for i in sorted(first)]
 
 
-def plan_overlap(body: list, is_wgmma) -> tuple[tuple[int, tuple[int, ...]] | None, str]:
+def plan_overlap(body: list, is_wgmma, stages: int = 2) -> tuple[tuple[int, tuple[int, ...]] | None, str]:
     """((index of G1, indices of D), "") or (None, why not). ``is_wgmma(op)``: the gemm runs on
-    wgmma (only those can be issued and awaited apart)."""
+    wgmma (only those can be issued and awaited apart). A single gemm accumulating across the
+    loop gives (its index, ()): the chain of module docstring."""
     gemms = [i for i, s in enumerate(body) if is_tile_op(s) and isinstance(TileOp.from_stmt(s), Gemm)]
+    if len(gemms) == 1:
+        return _plan_chain(body, gemms[0], is_wgmma, stages)
     if len(gemms) < 2:
-        return None, "fewer than two gemms in the loop"
+        return None, "no gemm in the loop"
     g1, g2 = gemms[0], gemms[-1]
     if g2 != len(body) - 1:
         return None, "statements after the last gemm"
@@ -107,6 +116,27 @@ def plan_overlap(body: list, is_wgmma) -> tuple[tuple[int, tuple[int, ...]] | No
     return (g1, tuple(sorted(deferred))), ""
 
 
+def _plan_chain(body: list, g: int, is_wgmma, stages: int):
+    op = TileOp.from_stmt(body[g])
+    if stages < 2:
+        return None, "a one-slot ring cannot hold the tiles of the batch in flight"
+    if not is_wgmma(op):
+        return None, "the gemm is not on wgmma"
+    if op.clear_accum:
+        return None, "the gemm clears its accumulator every iteration"
+    reads, writes = touched(body[g])
+    for i, s in enumerate(body):
+        if i != g and _conflict(touched(s), (reads, writes)):
+            return None, "other statements of the loop use the gemm's operands or accumulator"
+    return (g, ()), ""
+
+
+def _same_chain(i: int, pending, body) -> bool:
+    """wgmma instructions accumulating into one register tile run in issue order: a gemm's next
+    iteration need not wait for its last one."""
+    return pending.index == i and not TileOp.from_stmt(body[i]).clear_accum
+
+
 class _Pending:
     def __init__(self, index, lag, access):
         self.index, self.lag, self.access = index, lag, access
@@ -117,7 +147,10 @@ def schedule(body: list, groups: list[list], kind: str, overlap=None) -> list[Ev
     every statement in order, gemms waiting for themselves)."""
     access = [touched(s) for s in body]
     g1, deferred = overlap if overlap else (-1, ())
-    if kind == PLAIN or kind == PROLOGUE:
+    chain = overlap is not None and not deferred
+    if chain and kind == EPILOGUE:
+        order = []
+    elif kind == PLAIN or kind == PROLOGUE:
         order = [(i, 0) for i in range(len(body)) if i not in deferred]
     elif kind == STEADY:
         order = []
@@ -129,11 +162,13 @@ def schedule(body: list, groups: list[list], kind: str, overlap=None) -> list[Ev
                 order += [(d, 1) for d in deferred]
     else:
         order = [(d, 1) for d in deferred]
-    asynchronous = {g1, deferred[-1]} if overlap else set()
+    asynchronous = {g1, deferred[-1]} if deferred else {g1} if chain else set()
     group_of = [{g for g, tiles in enumerate(groups) if set(tiles) & access[i][0]} for i in range(len(body))]
     last_reader = {g: max(i for i in range(len(body)) if g in group_of[i]) for g in range(len(groups))
                    if any(g in r for r in group_of)}
     events, acquired, pending = [], set(), []
+    if chain and kind in (STEADY, EPILOGUE):  # the previous iteration's gemm is still in flight
+        pending.append(_Pending(g1, 1, access[g1]))
 
     def complete(upto):
         """Waits for pending gemm ``upto`` (and, in order, every older one)."""
@@ -154,7 +189,7 @@ def schedule(body: list, groups: list[list], kind: str, overlap=None) -> list[Ev
             if (g, lag) not in acquired:
                 acquired.add((g, lag))
                 events.append(Event("acquire", group=g, lag=lag))
-        clashes = [p for p in pending if _conflict(access[i], p.access)]
+        clashes = [p for p in pending if _conflict(access[i], p.access) and not _same_chain(i, p, body)]
         if clashes:
             complete(clashes[-1])
         if i in asynchronous:
@@ -163,7 +198,9 @@ def schedule(body: list, groups: list[list], kind: str, overlap=None) -> list[Ev
         else:
             events.append(Event("run", i, lag))
             release_after(i, lag)
-    if pending:
+    if chain and kind != EPILOGUE and len(pending) > 1:
+        complete(pending[-2])  # the newest batch stays in flight into the next iteration
+    elif pending and not (chain and kind == PROLOGUE):
         complete(pending[-1])
     if kind != EPILOGUE:  # tiles no statement reads: their slots go straight back
         for g in range(len(groups)):

@@ -265,11 +265,13 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
         return out
 
     tx = st.thread_var
-    plan, why = plan_overlap(body_stmts, is_wgmma or (lambda op: False)) if overlap else \
+    plan, why = plan_overlap(body_stmts, is_wgmma or (lambda op: False), stages) if overlap else \
         (None, "tl.disable_wgmma_overlap")
     # ping-pong turns only on top of the overlap (alone they serialize issue and wait: slower)
     pingpong = pingpong and plan is not None and wants_pingpong(body_stmts, consumers)
-    if notes is not None and plan is not None:
+    if notes is not None and plan is not None and not plan[1]:
+        notes.append("consumers: one wgmma batch stays in flight across iterations (wait_group 1)")
+    elif notes is not None and plan is not None:
         notes.append("consumers: the softmax-like work of iteration j overlaps the last gemm of j-1 "
                      "(intra-warpgroup wgmma overlap)" + ("; the two warpgroups take turns issuing (ping-pong)"
                                                           if pingpong else ""))

@@ -263,8 +263,10 @@ def lower_gemm_wgmma(op: Gemm, st, plan: WgmmaPlan, proxy_fence: bool = True):
         busy = set(str(op.options.get(WGMMA_BUSY, "")).split(","))
         before = [register_fence(local) for frag, local in st.locals.items()
                   if str(frag.name) not in busy and not frag.same_as(op.C.source) and not frag.same_as(op.A.source)]
-        return seq(before + [I.call(f"tl_wgmma_wait<{int(op.options[WGMMA_PENDING])}>"),
-                             I.call(f"tl_wgmma_fence_operand<{acc_count}>", whole), a_fence])
+        # (the accumulator of a batch still in flight, the same gemm's next k-tile, stays untied)
+        mine = [] if str(op.C.source.name) in busy else [I.call(f"tl_wgmma_fence_operand<{acc_count}>", whole),
+                                                        a_fence]
+        return seq(before + [I.call(f"tl_wgmma_wait<{int(op.options[WGMMA_PENDING])}>")] + mine)
     steps = [issue(sl, c, kk) for kk in range(k // kstep) for sl in range(slabs) for c in range(chunks)]
     # In a ping-pong loop (pingpong.py) the warpgroups take turns issuing; the results are
     # awaited after the turn is handed over, so the other warpgroup's wgmma queue behind ours.
