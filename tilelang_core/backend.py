@@ -108,6 +108,11 @@ class Backend:
     #: "cuda" tensors). The JIT refuses tensors on another device before launch. An instance may
     #: set its own from its target's features (the JIT reads it from the instance).
     device_type: ClassVar[str | None] = None
+    #: True when the loaded entry function is TVM's packed-API wrapper (MakePackedAPI), which
+    #: checks ndim, dtype, shape, strides, device type and id itself and raises before running
+    #: anything; the JIT's launcher then skips those checks per call and runs them only to explain
+    #: a refusal (jit/launcher.py). Leave False for an entry function of the backend's own.
+    entry_checks_arguments: ClassVar[bool] = False
     options_class: ClassVar[type[BackendOptions]] = BackendOptions
     #: file suffix of the artifact ``build`` returns
     binary_suffix: ClassVar[str] = ".so"

@@ -5,7 +5,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from jit_test_backend import LlvmTestBackend  # noqa: E402
+from jit_test_backend import LlvmTestBackend, PythonChecksBackend  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -24,3 +24,9 @@ def isolated_cache(tmp_path, monkeypatch):
 @pytest.fixture
 def backend():
     return LlvmTestBackend()
+
+
+@pytest.fixture(params=["entry-checks", "python-checks"])
+def both_launchers(request):
+    """A backend for each launcher flavour: checks left to TVM's wrapper, or all in Python."""
+    return LlvmTestBackend() if request.param == "entry-checks" else PythonChecksBackend()

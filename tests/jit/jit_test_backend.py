@@ -33,6 +33,7 @@ class LlvmTestBackend(Backend):
     kind = "llvm-test"
     options_class = FakeOptions
     device_type = "cpu"
+    entry_checks_arguments = True  # tvm.tirx.build's llvm wrapper; see ChecklessBackend
 
     def __init__(self, target=None, build_log: Path | None = None, toolchain: str = "tvm-llvm"):
         super().__init__(target or FakeTarget())
@@ -75,6 +76,14 @@ class LlvmTestBackend(Backend):
 
     def toolchain_version(self):
         return self.toolchain
+
+
+class PythonChecksBackend(LlvmTestBackend):
+    """Declares an entry function that checks nothing, so the launcher emits every check in Python
+    (the path of a backend whose ``load`` returns a callable of its own); the llvm wrapper below
+    still checks, but only after the Python checks passed."""
+
+    entry_checks_arguments = False
 
 
 class FailingBackend(LlvmTestBackend):

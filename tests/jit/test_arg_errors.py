@@ -1,12 +1,22 @@
-"""Every argument problem is a LaunchError raised before launch, naming kernel and parameter."""
+"""Every argument problem is a LaunchError raised before launch, naming kernel and parameter.
+
+Each test runs with both launcher flavours (conftest ``both_launchers``): checks left to TVM's
+entry wrapper and explained afterwards, and every check in Python. The messages must not differ.
+"""
 
 import numpy as np
 import pytest
 import torch
+import tvm_ffi
 
 import jit_kernels as kernels
 from tilelang_core.errors import LaunchError
 from tilelang_core.jit import compile
+
+
+@pytest.fixture
+def backend(both_launchers):
+    return both_launchers
 
 
 @pytest.fixture
@@ -115,13 +125,52 @@ def test_entry_function_failure_is_wrapped_with_kernel_name(vadd):
 
 
 def test_host_tensors_for_a_device_kernel_are_refused_naming_the_device():
-    from jit_test_backend import LlvmTestBackend
+    from jit_test_backend import PythonChecksBackend
 
-    class PretendCuda(LlvmTestBackend):
-        device_type = "cuda"  # only the argument checks care; nothing is launched
+    class PretendCuda(PythonChecksBackend):
+        # only the Python checks care; nothing is launched. (Its llvm wrapper expects host memory,
+        # so it must not claim to check arguments for a cuda kernel.)
+        device_type = "cuda"
 
     kernel = compile(kernels.vadd, out_idx=[-1], _backend=PretendCuda())
     with pytest.raises(LaunchError, match=r"parameter 'A'.*is on cpu, but the kernel runs on cuda.*\.to\('cuda'\)"):
         kernel(f64(4), f64(4))
     with pytest.raises(LaunchError, match=r"parameter 'A'.*numpy array \(host memory\).*torch tensor on cuda"):
         kernel(np.zeros(4), np.zeros(4))
+
+
+def test_wrong_dtype_of_the_first_tensor_is_named_although_the_output_follows_it(vadd):
+    # the entry-checks launcher allocates C like A (new_empty inherits A's dtype) before the
+    # wrapper refuses A: the refusal must still name A, not C
+    with pytest.raises(LaunchError, match=r"parameter 'A' \(argument 0\) has dtype float32, expected float64"):
+        vadd(torch.rand(8, dtype=torch.float32), f64(8))
+
+
+def test_bool_for_a_float_scalar_is_refused(backend):
+    # TVM's wrapper takes True for a float64 scalar; the launcher must not rely on it for this
+    kernel = compile(kernels.scale_rows, out_idx=[2], _backend=backend)
+    with pytest.raises(LaunchError, match=r"parameter 'alpha' \(argument 2\).*float64 scalar.*bool"):
+        kernel(f64(2, 3), f64(2), True)
+
+
+def test_tvm_ffi_object_for_a_tensor_is_refused_before_the_wrapper_reads_it(vadd):
+    # the wrapper accepts any tvm-ffi object where a tensor goes and reads it as a DLTensor
+    with pytest.raises(LaunchError, match=r"parameter 'B'.*expects a tensor, got Array"):
+        vadd(f64(4), tvm_ffi.convert([1.0, 2.0]))
+
+
+def test_wrapper_refusal_is_explained_without_taking_the_slow_path():
+    from jit_test_backend import LlvmTestBackend
+
+    kernel = compile(kernels.vadd, out_idx=None, _backend=LlvmTestBackend())
+
+    def no_slow_path(args):
+        raise AssertionError("slow path taken")
+
+    kernel._launch.__globals__["_slow"] = no_slow_path
+    with pytest.raises(LaunchError, match=r"parameter 'B' \(argument 1\) has dtype float32") as info:
+        kernel(f64(4), torch.rand(4), f64(4))
+    assert "B.dtype" in str(info.value.__cause__)  # TVM's own refusal, kept as the cause
+    with pytest.raises(LaunchError, match=r"parameter 'C'.*not contiguous") as info:
+        kernel(f64(4), f64(4), f64(8)[::2])
+    assert "C.strides" in str(info.value.__cause__)

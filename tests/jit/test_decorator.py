@@ -150,6 +150,72 @@ def test_eager_respecializes_on_new_shape_and_compile_time_argument():
     assert f.program.specialized == 4 and backend.builds == 3
 
 
+class KeyedFakeEagerProgram(FakeEagerProgram):
+    """Also has EagerProgram's positional_key, and counts the cache_key calls it saves."""
+
+    def __init__(self, fn):
+        super().__init__(fn)
+        self.key_calls = 0
+
+    @staticmethod
+    def _factor(args, kwargs):
+        return args[1] if len(args) > 1 else kwargs.get("factor", 2.0)
+
+    def cache_key(self, args, kwargs):
+        self.key_calls += 1
+        return (tuple(args[0].shape), str(args[0].dtype), self._factor(args, kwargs))
+
+    def specialize(self, args, kwargs):
+        self.specialized += 1
+        n = args[0].shape[0]
+        return Specialization(scale_factory(n, self._factor(args, kwargs)), [1], None, {"n": n})
+
+    def positional_key(self):
+        def key(args):
+            return (len(args), args[0].shape, args[0].dtype, *args[1:])
+
+        return key
+
+
+def test_eager_positional_calls_skip_cache_key_but_not_specialization_or_checks():
+    from tilelang_core.errors import LaunchError
+
+    f = jit(eager_scale, _backend=LlvmTestBackend(), _program_factory=KeyedFakeEagerProgram)
+    a = torch.rand(8, dtype=torch.float64)
+    torch.testing.assert_close(f(a, 3.0), a * 3.0)
+    seen = f.program.key_calls
+    torch.testing.assert_close(f(a, 3.0), a * 3.0)
+    assert f.program.key_calls == seen  # answered by the per-call memo
+    torch.testing.assert_close(f(a, 4.0), a * 4.0)  # another compile-time value: another kernel
+    b = torch.rand(5, dtype=torch.float64)
+    torch.testing.assert_close(f(b, 3.0), b * 3.0)  # another shape: another kernel
+    assert f.program.specialized == 3
+    # a memo hit still launches through the checking launcher
+    with pytest.raises(LaunchError, match=r"parameter 'A'.*not contiguous"):
+        f(torch.rand(16, dtype=torch.float64)[::2], 3.0)
+    seen = f.program.key_calls
+    torch.testing.assert_close(f(a, factor=3.0), a * 3.0)
+    assert f.program.key_calls > seen  # keywords take the cache_key route
+    torch.testing.assert_close(f(a), a * 2.0)  # factor left to its default
+    seen = f.program.key_calls
+    torch.testing.assert_close(f(a), a * 2.0)
+    assert f.program.key_calls == seen
+
+
+def test_eager_per_call_memo_follows_the_active_target(isolated_cache):
+    import tilelang_core as tl
+
+    f = jit(eager_scale, _program_factory=KeyedFakeEagerProgram)  # target="auto"
+    a = torch.rand(16, dtype=torch.float64)
+    with tl.Target("cpu:x86-64"):
+        torch.testing.assert_close(f(a, 3.0), a * 3.0)
+        torch.testing.assert_close(f(a, 3.0), a * 3.0)
+    with tl.Target("cpu:x86-64-v3"):
+        torch.testing.assert_close(f(a, 3.0), a * 3.0)
+    assert f.program.specialized == 2  # the first target's kernel was not reused
+    assert {str(k.target) for k, _ in f._kernels.values()} == {"cpu:x86-64", "cpu:x86-64-v3"}
+
+
 def test_eager_compile_returns_the_kernel_without_running():
     f = make_eager(LlvmTestBackend())
     kernel = f.compile(torch.rand(4, dtype=torch.float64))

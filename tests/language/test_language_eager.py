@@ -93,6 +93,22 @@ def test_cache_key_matches_specialization_and_separates_variants():
     hash(spec.key)
 
 
+def test_positional_key_separates_whatever_cache_key_separates():
+    p = EagerProgram(matmul_relu)
+    key = p.positional_key()
+    a, b = _f16(256, 128), _f16(128, 512)
+    calls = [(a, b, 64, 64, 32), (_f16(256, 128), _f16(128, 512), 64, 64, 32),
+             (a, b, 128, 64, 32), (_f16(512, 128), b, 64, 64, 32), (a.float(), b, 64, 64, 32),
+             (a.numpy(), b.numpy(), 64, 64, 32), (a, b), (a, b, 128)]
+    for x in calls:
+        for y in calls:
+            if key(x) == key(y):
+                assert p.cache_key(x, {}) == p.cache_key(y, {})
+    assert key(calls[0]) == key(calls[1]) and hash(key(calls[0])) == hash(key(calls[1]))
+    assert len({key(c) for c in calls}) == len(calls) - 1
+    assert key((a,)) is None  # B missing: the caller takes the cache_key route, which explains
+
+
 def test_numpy_arrays_are_accepted():
     p = EagerProgram(two_outputs)
     spec = p.specialize((np.zeros(256, dtype=np.float32),), {})

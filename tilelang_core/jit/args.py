@@ -216,8 +216,8 @@ class ArgBinder:
         return env
 
     # -- the generic launch ---------------------------------------------------------------------
-    def launch(self, args: tuple):
-        """Check everything, allocate outputs, launch; raise LaunchError on the first problem."""
+    def check(self, args: tuple):
+        """Check every input; return (values, checks, env, first) or raise the first problem."""
         if len(args) != len(self.inputs):
             raise self._count_error(len(args))
         values, infos, bound, checks = [], [], {}, []
@@ -235,7 +235,11 @@ class ArgBinder:
             checks.append((p, position, info))
             values.append(value)
             infos.append(info)
-        env = self._check_derived(checks, bound)
+        return values, checks, self._check_derived(checks, bound), first
+
+    def launch(self, args: tuple):
+        """Check everything, allocate outputs, launch; raise LaunchError on the first problem."""
+        values, checks, env, first = self.check(args)
         values, write_back = self._align(values, checks)
         call_args, outputs = self._with_outputs(values, env, first)
         self.call(call_args)
@@ -319,5 +323,18 @@ class ArgBinder:
         except Exception as exc:  # the entry function's own checks, or a failing launch
             raise self.launch_failed(exc) from exc
 
-    def launch_failed(self, exc: BaseException) -> LaunchError:
+    def launch_failed(self, exc: BaseException, args: tuple | None = None) -> LaunchError:
+        """The error to raise for a failed entry-function call.
+
+        With ``args`` (the launcher left the checks to the entry function), our own checks run
+        first, without launching: the wrapper refused before running anything, and their message
+        names the parameter and the fix where the wrapper's names only the buffer.
+        """
+        if args is not None:
+            try:
+                self.check(args)
+            except LaunchError as err:
+                return err
+            except Exception:  # noqa: BLE001 - a broken argument: report the launch failure
+                pass
         return LaunchError(f"kernel '{self.kernel}' failed at launch: {type(exc).__name__}: {exc}")

@@ -1,7 +1,7 @@
 """JITKernel: a compiled kernel you call on tensors.
 
 Everything a call needs is prepared in the constructor (parameter specs, the generated launch
-function, dtype objects), so ``kernel(a, b)`` costs a handful of attribute checks plus the tvm-ffi
+function, dtype objects), so ``kernel(a, b)`` costs a few type and alignment tests plus the tvm-ffi
 call. See ``launcher.py`` for the fast path and ``args.py`` for the checks and messages.
 """
 
@@ -38,7 +38,7 @@ class JITKernel:
     def __init__(self, *, name: str, params: Sequence[KernelParam], function, artifact_path: Path,
                  asm: Mapping[str, str], target: Any = None, key: str = "", entry: str | None = None,
                  device_type: str | None = None, from_cache: bool = False, keepalive: Any = None,
-                 timings: Mapping[str, float] | None = None):
+                 timings: Mapping[str, float] | None = None, entry_checks: bool = False):
         self.name = name
         self.params: tuple[KernelParam, ...] = tuple(params)
         self.asm: dict[str, str] = dict(asm)
@@ -55,7 +55,7 @@ class JITKernel:
         self._keepalive = keepalive
         check_outputs_allocatable(self.params, name)
         self._binder = ArgBinder(name, self.params, function, device_type)
-        self._launch = make_launcher(self._binder, device_type)
+        self._launch = make_launcher(self._binder, device_type, entry_checks)
 
     @property
     def out_idx(self) -> list[int]:

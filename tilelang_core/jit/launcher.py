@@ -1,29 +1,41 @@
 """The per-call fast path: a launch function generated for each compiled kernel.
 
-Why generated code: the checks a call needs (dtype, shape, symbolic extents bound consistently,
-device, contiguity, alignment) are known when the kernel is built, so we emit them as straight-line
-Python with every constant bound as a default-free global: no loops over parameters, no dict lookups,
-no per-call objects beyond the outputs. Each test is an exact-type comparison; anything unusual
-(subclasses, mixed frameworks, numpy scalars, a failing check) falls through to
+Why generated code: what a call needs (argument count, exact types, output shapes) is known when
+the kernel is built, so we emit it as straight-line Python with every constant bound as a global:
+no loops over parameters, no dict lookups, no per-call objects beyond the outputs. Anything unusual
+(subclasses, mixed frameworks, numpy scalars, a failing test) falls through to
 ``ArgBinder.launch``, which either explains the problem in a ``LaunchError`` or launches anyway.
 
-For ``add(A: (n,) f32, B: (n,) f32, C: (n,) f32)`` with ``out_idx=[2]`` on cpu the torch branch is::
+Two flavours, chosen by the backend's ``entry_checks_arguments``:
+
+* the entry function is TVM's packed-API wrapper (cpu, cuda, hip), which already checks ndim,
+  dtype, shape (symbolic extents bound consistently), strides, device type and id in C before it
+  runs anything. Repeating that in Python cost ~1 us a call (every torch attribute is ~50 ns), so
+  the launcher tests only what the wrapper cannot: exact types (the wrapper would read any tvm-ffi
+  object as a DLTensor), data alignment (the wrapper assumes it; a misaligned pointer faults),
+  scalar kinds (it takes True for a float). When the wrapper refuses, ``ArgBinder.launch_failed``
+  re-runs the full checks without launching, so the error still names the parameter::
 
     def launch(args):
         if len(args) != 2: return _slow(args)
-        a0, a1 = args
+        a0, a1, = args
         if type(a0) is _Tensor:
-            if (a0.dtype is not _td0 or not a0.is_contiguous() or a0.data_ptr() % 64
-                    or not a0.is_cpu): return _slow(args)
+            if type(a1) is not _Tensor or a0.data_ptr() % 64 or a1.data_ptr() % 64: return _slow(args)
             s = a0.shape
             if len(s) != 1: return _slow(args)
             v0 = s[0]
-            ...
-            o0 = _empty((v0,), dtype=_td2, device=a0.device)
+            try: o2 = a0.new_empty(v0)     # a0's dtype is C's, else the wrapper refuses a0
+            except Exception: o2 = None
+            if o2 is None: return _slow(args)
         ...
-        try: _fn(a0, a1, o0)
-        except Exception as e: raise _failed(e) from e
-        return o0
+        try: _fn(a0, a1, o2)
+        except Exception as e: raise _failed(e, args) from e
+        return o2
+
+* any other entry function (a backend's own callable): every check is emitted in Python, exact
+  comparisons against precomputed dtype objects and shapes, as ``_checked_branch`` shows.
+
+Allocation uses varargs sizes (``new_empty(v0, v1)``): torch parses a tuple of sizes ~0.5 us slower.
 """
 
 from __future__ import annotations
@@ -72,9 +84,10 @@ _FRAMEWORKS = {
 }
 
 
-def _branch(em: _Emitter, framework: str, inputs: Sequence[KernelParam],
-            outputs: Sequence[KernelParam], names: dict, varmap: dict, device_type: str | None):
-    """Checks + output allocation for one framework; ends with every output bound."""
+def _checked_branch(em: _Emitter, framework: str, inputs: Sequence[KernelParam],
+                    outputs: Sequence[KernelParam], names: dict, varmap: dict,
+                    device_type: str | None) -> bool:
+    """Every check in Python, for entry functions that check nothing themselves."""
     first = names[next(p.index for p in inputs if p.is_tensor)]
     derived = []
     for p in inputs:
@@ -122,21 +135,76 @@ def _branch(em: _Emitter, framework: str, inputs: Sequence[KernelParam],
     for local, d in derived:
         if all(v in varmap for v in d.vars):
             em.emit(2, f"if {local} != {_subst(d.py, d.vars, varmap)}: return _slow(args)")
+    return _allocate(em, framework, outputs, names, varmap, first, None)
+
+
+def _trusting_branch(em: _Emitter, framework: str, inputs: Sequence[KernelParam],
+                     outputs: Sequence[KernelParam], names: dict, varmap: dict) -> bool:
+    """Only what the entry function's own checks cannot do (module docstring)."""
+    tensors = [p for p in inputs if p.is_tensor]
+    first = names[tensors[0].index]
+    type_name, to_dtype, tag, _, data_ptr = _FRAMEWORKS[framework]
+    if any(to_dtype(p.dtype) is None for p in tensors):
+        return False
+    conds = [f"type({names[p.index]}) is not {type_name}" for p in tensors[1:]]
+    conds += [f"{data_ptr.format(a=names[p.index])} % {p.alignment}" for p in tensors
+              if p.alignment > 1]
+    if conds:
+        em.emit(2, f"if {' or '.join(conds)}: return _slow(args)")
+    # shapes are read only to size the outputs; the entry function checks them all
+    needed = {v for p in outputs for d in p.dims for v in d.vars}
+    for p in tensors:
+        axes = [(axis, d.var) for axis, d in enumerate(p.dims)
+                if d.var in needed and d.var not in varmap]
+        if not axes:
+            continue
+        em.emit(2, f"s = {names[p.index]}.shape")
+        em.emit(2, f"if len(s) != {len(p.dims)}: return _slow(args)")
+        for axis, var in axes:
+            varmap[var] = f"v{len(varmap)}"
+            em.emit(2, f"{varmap[var]} = s[{axis}]")
+    return _allocate(em, framework, outputs, names, varmap, first, tensors[0].dtype)
+
+
+def _allocate(em: _Emitter, framework: str, outputs: Sequence[KernelParam], names: dict,
+              varmap: dict, first: str, first_dtype: str | None) -> bool:
+    """Emit the output allocations; False when this framework cannot hold an output's dtype.
+
+    ``first_dtype``: the first tensor's dtype is known to be checked by the entry function, so
+    ``new_empty`` may inherit it. Extents computed from unchecked shapes may be invalid (negative):
+    a failing allocation goes to the slow path, which names the argument at fault.
+    """
+    if not outputs:
+        return True
+    lines = []
     for p in outputs:
-        shape = ", ".join(str(d.value) if d.value is not None else varmap[d.var] if d.var
-                          else _subst(d.py, d.vars, varmap) for d in p.dims)
-        shape = f"({shape},)" if len(p.dims) == 1 else f"({shape})"
+        sizes = [str(d.value) if d.value is not None else varmap[d.var] if d.var
+                 else _subst(d.py, d.vars, varmap) for d in p.dims]
         out = names[p.index]
         if framework == "torch":
             dtype = torch_dtype(p.dtype)
             if dtype is None:
                 return False
-            em.emit(2, f"{out} = _empty({shape}, dtype={em.const('td', dtype)}, device={first}.device)")
+            # varargs sizes, and no device argument: both cheaper for torch to parse
+            sizes_text = ", ".join(sizes) if sizes else "()"
+            keyword = "" if p.dtype == first_dtype else f", dtype={em.const('td', dtype)}"
+            lines.append(f"{out} = {first}.new_empty({sizes_text}{keyword})")
         else:
             dtype = numpy_dtype(p.dtype)
             if dtype is None:
                 return False
-            em.emit(2, f"{out} = _aligned_empty({shape}, {em.const('nd', dtype)}, {p.alignment})")
+            shape = f"({sizes[0]},)" if len(sizes) == 1 else f"({', '.join(sizes)})"
+            lines.append(f"{out} = _aligned_empty({shape}, {em.const('nd', dtype)}, {p.alignment})")
+    if first_dtype is None:  # checked branch: extents were validated above
+        for line in lines:
+            em.emit(2, line)
+        return True
+    em.emit(2, "try:")
+    for line in lines:
+        em.emit(3, line)
+    em.emit(2, "except Exception:")
+    em.emit(3, f"{names[outputs[0].index]} = None")
+    em.emit(2, f"if {names[outputs[0].index]} is None: return _slow(args)")
     return True
 
 
@@ -148,8 +216,20 @@ def _subst(py: str, variables: Sequence[str], varmap: dict) -> str:
     return _NAME.sub(lambda m: varmap[m.group(0)] if m.group(0) in variables else m.group(0), py)
 
 
-def make_launcher(binder: ArgBinder, device_type: str | None):
-    """Generate the fast launch function ``launch(args_tuple)`` for ``binder``'s kernel."""
+def _scalar_test(var: str, dtype: str) -> str:
+    """True when ``var`` is not exactly the Python type the slow path would accept unchanged."""
+    if dtype == "bool":
+        return f"type({var}) is not bool"
+    if dtype.startswith(("int", "uint")):
+        return f"type({var}) is not int"
+    return f"type({var}) is not float and type({var}) is not int"
+
+
+def make_launcher(binder: ArgBinder, device_type: str | None, entry_checks: bool = False):
+    """Generate the fast launch function ``launch(args_tuple)`` for ``binder``'s kernel.
+
+    ``entry_checks``: the entry function validates its arguments itself (module docstring).
+    """
     params = binder.params
     inputs, outputs = binder.inputs, binder.outputs
     em = _Emitter()
@@ -161,34 +241,41 @@ def make_launcher(binder: ArgBinder, device_type: str | None):
         em.emit(1, "return _slow(args)")
     else:
         em.emit(1, f"if len(args) != {len(inputs)}: return _slow(args)")
-        if inputs:
-            em.emit(1, f"{', '.join(names[p.index] for p in inputs)}, = args")
+        em.emit(1, f"{', '.join(names[p.index] for p in inputs)}, = args")
         varmap: dict[str, str] = {}
-        for p in inputs:
-            if not p.is_tensor:
-                varmap[p.name] = names[p.index]
-                kinds = "(int,)" if p.dtype.startswith(("int", "uint")) else \
-                    "(bool,)" if p.dtype == "bool" else "(float, int)"
-                em.emit(1, f"if type({names[p.index]}) not in {kinds}: return _slow(args)")
+        scalars = [p for p in inputs if not p.is_tensor]
+        for p in scalars:
+            varmap[p.name] = names[p.index]
+        if scalars:
+            tests = " or ".join(_scalar_test(names[p.index], p.dtype) for p in scalars)
+            em.emit(1, f"if {tests}: return _slow(args)")
         first = names[next(p.index for p in inputs if p.is_tensor)]
         branches = []
         if _args.torch is not None:
             branches.append(("torch", "_Tensor"))
-            em.globals.update(_Tensor=_args.torch.Tensor, _empty=_args.torch.empty)
+            em.globals.update(_Tensor=_args.torch.Tensor)
         if device_type in (None, "cpu"):
             branches.append(("numpy", "_ndarray"))
         keyword = "if"
         for framework, cls in branches:
             mark = len(em.lines)
             em.emit(1, f"{keyword} type({first}) is {cls}:")
-            if _branch(em, framework, inputs, outputs, names, dict(varmap), device_type):
+            if entry_checks:
+                ok = _trusting_branch(em, framework, inputs, outputs, names, dict(varmap))
+            else:
+                ok = _checked_branch(em, framework, inputs, outputs, names, dict(varmap),
+                                     device_type)
+            if ok:
                 keyword = "elif"
             else:  # a dtype this framework lacks: that framework always takes the slow path
                 del em.lines[mark:]
         em.emit(1, "else:" if keyword == "elif" else "if True:")
         em.emit(2, "return _slow(args)")
+        # launch_failed gets the arguments only when the entry function did the checking: it then
+        # re-runs ours (no launch) to turn the wrapper's refusal into a message naming the parameter
+        failed_args = ", args" if entry_checks else ""
         em.emit(1, f"try: _fn({', '.join(names[p.index] for p in params)})")
-        em.emit(1, "except Exception as e: raise _failed(e) from e")
+        em.emit(1, f"except Exception as e: raise _failed(e{failed_args}) from e")
         outs = [names[p.index] for p in outputs]
         em.emit(1, "return None" if not outs else f"return {outs[0]}" if len(outs) == 1
                 else f"return [{', '.join(outs)}]")

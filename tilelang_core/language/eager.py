@@ -251,6 +251,35 @@ class EagerProgram:
                            len(shape), self._dtype(dtype)))
         return (self.fn.__name__, tuple(shapes), scalars)
 
+    def positional_key(self) -> Callable[[tuple], Hashable] | None:
+        """A cheap ``args -> key`` for calls that pass their arguments positionally.
+
+        Equal keys imply equal ``cache_key``s: it keeps the argument count, each tensor's exact
+        shape and dtype object (where ``cache_key`` drops dynamic extents and canonicalizes the
+        dtype, ~2 us a call) and the compile-time values as they are; parameters left out take
+        their defaults, the same each call. So a memo keyed by it may hold several keys for one
+        kernel, never one key for two. None for a count the signature does not take; it raises
+        for a non-tensor where a tensor goes. Either way callers take the ``cache_key`` route,
+        which explains.
+        """
+        params = self.signature.params
+        required = sum(1 for p in params if p not in self.signature.defaults)
+        if not params:
+            return None
+        lines = ["def key(args):", "    n = len(args)"]
+        for count in range(len(params), max(required, 1) - 1, -1):
+            names = [f"a{i}" for i in range(count)]
+            parts = [str(count)]
+            for i, name in enumerate(names):
+                parts += [f"{name}.shape", f"{name}.dtype"] if i in self._tensor_pos else [name]
+            lines += [f"    if n == {count}:", f"        {', '.join(names)}, = args",
+                      f"        return ({', '.join(parts)},)"]
+        lines.append("    return None")
+        namespace: dict = {}
+        exec(compile("\n".join(lines) + "\n", f"<tilelang eager key {self.fn.__name__}>",  # noqa: S102
+                     "exec"), namespace)
+        return namespace["key"]
+
     def specialize(self, args: tuple, kwargs: dict | None = None) -> Specialization:
         """Check ``args`` against the annotations and parse the kernel for them."""
         values = self._bind(args, kwargs or {})

@@ -87,6 +87,7 @@ class CpuBackend(Backend):
 
     kind = "cpu"
     device_type = "cpu"
+    entry_checks_arguments = True  # tvm.tirx.build's llvm host wrapper
     options_class = CpuOptions
     binary_suffix = ".so"
 

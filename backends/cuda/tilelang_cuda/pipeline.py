@@ -120,6 +120,7 @@ class CudaBackend(Backend):
 
     kind = "cuda"
     device_type = "cuda"
+    entry_checks_arguments = True  # TVM's cuda_host wrapper (codegen.py) checks before launching
     on_demand_stages = ("ptx", "sass")
     options_class = CudaOptions
     binary_suffix = ".so"

@@ -93,6 +93,7 @@ class HipBackend(Backend):
 
     kind = "hip"
     device_type = "cuda"  # torch on ROCm names its GPUs "cuda"
+    entry_checks_arguments = True  # TVM's cuda_host wrapper, its device type rewritten to ROCm
     on_demand_stages = ("asm",)
     options_class = HipOptions
     binary_suffix = ".so"
