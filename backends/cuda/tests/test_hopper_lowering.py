@@ -147,7 +147,7 @@ def test_attention_waits_for_k_and_v_separately():
     arrives = [i for i in range(len(body)) if body.startswith("tl_mbar_arrive", i)]
     first, second = body.index("tl_wgmma_ss_f16"), body.index("tl_wgmma_rs_f16")
     assert len(waits) == 2 and waits[0] < first < arrives[0] < waits[1] < second < arrives[1]
-    assert "exp2f" in body[arrives[0]:waits[1]]  # the softmax runs while V may still be landing
+    assert "tl_exp2" in body[arrives[0]:waits[1]]  # the softmax runs while V may still be landing
 
 
 def test_attention_softmax_overlaps_the_previous_pv_gemm():
@@ -158,7 +158,7 @@ def test_attention_softmax_overlaps_the_previous_pv_gemm():
     assert "the softmax-like work of iteration j overlaps the last gemm of j-1" in source[:source.find("#ifdef")]
     body = loop_body(kernel, "for (int k = 1; k < 8; ++k)")
     at = 0
-    for step in ("tl_wgmma_ss_f16", "tl_wgmma_rs_f16", "tl_wgmma_wait<1>", "exp2f", "tl_wgmma_wait<0>",
+    for step in ("tl_wgmma_ss_f16", "tl_wgmma_rs_f16", "tl_wgmma_wait<1>", "tl_exp2", "tl_wgmma_wait<0>",
                  "((half)acc_s"):
         at = body.index(step, at)  # each after the one before
     assert "((half)acc_s" not in body[:body.index("tl_wgmma_wait<0>")]
@@ -183,7 +183,7 @@ def test_gemm_keeps_one_wgmma_batch_in_flight():
         at = body.index(step, at)
     after = kernel[kernel.index(body) + len(body):]
     assert after.index("tl_wgmma_wait<0>") < after.index("tl_mbar_arrive") < after.index("*(half2*)(C_ptr")
-    for off in ({"disable_wgmma_overlap": True}, {"stages": 1}):  # a one-slot ring: wait right away
+    for off in ({"disable_wgmma_overlap": True}, {"stages": 2}):  # two slots: wait right away
         tiles = {**HOPPER_TILES, **{k: v for k, v in off.items() if k == "stages"}}
         _, plain = cuda_source(kernels.make_gemm(1000, 520, 264, **tiles),
                                **{k: v for k, v in off.items() if k != "stages"})
@@ -344,3 +344,14 @@ def test_tile_rewritten_by_consumers_keeps_the_proxy_fence():
     _, kernel = cuda_source(make_scaled_operand_gemm())
     assert "tl_tma_load" in kernel and "tl_wgmma_ss" in kernel
     assert "tl_fence_proxy_async" in kernel and "tl_named_barrier_sync(1, 256)" in kernel
+
+
+def test_exp2_is_one_instruction_unless_precise_exp2():
+    """T.exp2 on float32 -> tl_exp2 (ex2.approx.ftz); tl.precise_exp2 keeps CUDA's exp2f."""
+    source, kernel = cuda_source(kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256))
+    assert "tl_exp2(" in kernel and "exp2f(" not in kernel
+    assert "ex2.approx.ftz.f32" in source
+    precise, kernel = cuda_source(kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256), precise_exp2=True)
+    assert "tl_exp2(" not in precise and "exp2f(" in kernel
+    plain, _ = cuda_source(kernels.make_gemm(256, 256, 256, **HOPPER_TILES))
+    assert "tl_exp2" not in plain  # the helper only where it is called

@@ -8,9 +8,10 @@ implements the kit's helper contract (tilelang_core/simt/__init__.py) plus the t
 helpers (``tl_ldmatrix_*``, ``tl_mma_*``). Owning the helpers keeps each instruction's operand
 convention in one readable place instead of depending on TVM's PTX tables.
 
-``MMA_HELPERS`` (tf32 and int8 mma.sync, tf32 rounding) are added only to kernels that call
-them (``with_mma_helpers``, from the backend's codegen stage), like the sm_90a helpers: the
-source of every other kernel stays as it was, and nvcc parses nothing it does not need.
+``ON_DEMAND_HELPERS`` (tf32 and int8 mma.sync, tf32 rounding, the fast exp2) are added only to
+kernels that call them (``with_on_demand_helpers``, from the backend's codegen stage), like the
+sm_90a helpers: the source of every other kernel stays as it was, and nvcc parses nothing it does
+not need.
 """
 
 from __future__ import annotations
@@ -168,8 +169,8 @@ def _mma_helper(name: str, ptx: str, acc: str, constraint: str) -> str:
             f"}}\n")
 
 
-#: name -> definition; a = 4 x b32, b = 2 x b32, c = 4 accumulators (in/out), as for m16n8k16
-MMA_HELPERS = {
+#: name -> definition; mma: a = 4 x b32, b = 2 x b32, c = 4 accumulators (in/out), as for m16n8k16
+ON_DEMAND_HELPERS = {
     # tf32 operands are fp32 bit patterns whose low 13 mantissa bits the instruction ignores
     "tl_mma_m16n8k8_tf32_f32": _mma_helper("tl_mma_m16n8k8_tf32_f32", "m16n8k8.row.col.f32.tf32.tf32.f32",
                                            "float", "f"),
@@ -182,16 +183,22 @@ MMA_HELPERS = {
                      "  asm(\"cvt.rna.tf32.f32 %0, %1;\\n\" : \"=r\"(r) : \"f\"(x));\n"
                      "  return __uint_as_float(r);\n"
                      "}\n",
+    # T.exp2 on float32 (fast_exp2.py): one MUFU.EX2; exp2f adds a subnormal fix-up around it
+    "tl_exp2": "__device__ __forceinline__ float tl_exp2(float x) {\n"
+               "  float y;\n"
+               "  asm(\"ex2.approx.ftz.f32 %0, %1;\\n\" : \"=f\"(y) : \"f\"(x));\n"
+               "  return y;\n"
+               "}\n",
 }
 
-_HELPER_NAME = re.compile(r"\b(" + "|".join(MMA_HELPERS) + r")\(")
+_HELPER_NAME = re.compile(r"\b(" + "|".join(ON_DEMAND_HELPERS) + r")\(")
 
 
-def with_mma_helpers(source: str) -> str:
-    """``source`` (codegen's .cu, DEVICE_HEADER already in) with the MMA_HELPERS its kernels call
-    appended to DEVICE_HEADER."""
+def with_on_demand_helpers(source: str) -> str:
+    """``source`` (codegen's .cu, DEVICE_HEADER already in) with the ON_DEMAND_HELPERS its kernels
+    call appended to DEVICE_HEADER."""
     used = set(_HELPER_NAME.findall(source))
     if not used:
         return source
-    extra = "".join(MMA_HELPERS[name] for name in MMA_HELPERS if name in used)
+    extra = "".join(ON_DEMAND_HELPERS[name] for name in ON_DEMAND_HELPERS if name in used)
     return source.replace(DEVICE_HEADER, DEVICE_HEADER + extra, 1)

@@ -24,6 +24,8 @@ class CudaOptions(BackendOptions):
         found (toolkit lib64, or `pip install nvidia-cuda-nvrtc`), falling back to nvcc if NVRTC is
         missing or fails; "nvrtc" or "nvcc" force one.
     fast_math: --use_fast_math (approximate exp/div/sqrt).
+    precise_exp2: T.exp2 on float32 as CUDA's exp2f (subnormal results kept) instead of one
+        ex2.approx.ftz instruction (transform/fast_exp2.py).
     opt_level: ptxas/nvcc -O level for device code (0..3).
     lineinfo: -lineinfo, for profilers and compute-sanitizer source lines.
     ptxas_verbose: keep ptxas' register/spill report in the build log (``kernel.asm["ptxas"]``).
@@ -55,6 +57,7 @@ class CudaOptions(BackendOptions):
     host_build: str = "split"
     device_compiler: str = "auto"
     fast_math: bool = False
+    precise_exp2: bool = False
     opt_level: int = 3
     lineinfo: bool = False
     ptxas_verbose: bool = False
@@ -75,7 +78,7 @@ class CudaOptions(BackendOptions):
         if self.device_compiler not in DEVICE_COMPILERS:
             raise ConfigError(f"cuda option device_compiler={self.device_compiler!r} must be one of "
                               f"{DEVICE_COMPILERS}")
-        for name in ("fast_math", "lineinfo", "ptxas_verbose", "disable_cp_async", "disable_wgmma",
+        for name in ("fast_math", "precise_exp2", "lineinfo", "ptxas_verbose", "disable_cp_async", "disable_wgmma",
                      "disable_tma_lower", "disable_warp_specialized", "disable_pingpong",
                      "enable_persistent", "disable_rasterization", "disable_wgmma_overlap",
                      "disable_tf32"):

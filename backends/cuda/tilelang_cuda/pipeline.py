@@ -38,7 +38,8 @@ from tilelang_core.simt.pipeline import lower_simt
 from . import codegen, compiler
 from .hopper.planner import HopperPlanner
 from .hopper.wgmma import operand_plan, wgmma_accumulator_layout
-from .intrinsics import with_mma_helpers
+from .intrinsics import with_on_demand_helpers
+from .transform import fast_exp2
 from .layouts import mma_accumulator_layout
 from .lower_gemm import gemm_shape, gemm_warps
 from .lowering import CUDA
@@ -144,8 +145,9 @@ class CudaBackend(Backend):
 
     def codegen(self, mod, options: CudaOptions | None = None) -> str:
         start = time.perf_counter()
-        lib = codegen.build_tvm_module(mod, self.arch)
-        source = schedule_comment(mod) + with_mma_helpers(codegen.export_source(lib))
+        options = options or CudaOptions()
+        lib = codegen.build_tvm_module(mod if options.precise_exp2 else fast_exp2(mod), self.arch)
+        source = schedule_comment(mod) + with_on_demand_helpers(codegen.export_source(lib))
         self.timings["codegen"] = time.perf_counter() - start
         return source
 

@@ -1,0 +1,8 @@
+"""cuda-only passes over the lowered module (the shared ones live in tilelang_core.simt.transform).
+
+fast_exp2    T.exp2 on float32 -> one ex2.approx.ftz (codegen stage)
+"""
+
+from .fast_exp2 import fast_exp2
+
+__all__ = ["fast_exp2"]
