@@ -54,7 +54,7 @@ def _on_body(transform):
 
 def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
                accumulator_layout=fma_accumulator_layout, operand_layout=None, backend=None,
-               specialize=None, finalize=None) -> tirx.PrimFunc:
+               specialize=None, finalize=None, shared_limit: int | None = None) -> tirx.PrimFunc:
     """Lower one kernel with the kit's passes and the rules registered for ``dialect.kind``.
 
     ``accumulator_layout(gemm_op, num_threads)`` and ``operand_layout(gemm_op, name, num_threads)``
@@ -62,7 +62,9 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
     ``backend`` is stored as ``KernelState.backend`` for the backend's rules. Two optional
     backend passes: ``specialize(body, st) -> body`` runs before the software pipeline (CUDA's
     warp specialization on sm_90a takes over T.Pipelined loops there; the loops it leaves keep the
-    kit's pipeline), ``finalize(body, st) -> body`` after ApplyLayouts.
+    kit's pipeline), ``finalize(body, st) -> body`` after ApplyLayouts. ``shared_limit``: the
+    target's shared memory per block in bytes; the software pipeline gives a copy in the middle of
+    a pipelined body its own slots only where they fit (None: no limit known).
     """
     kind = dialect.kind
     name = kernel_name(func)
@@ -80,7 +82,7 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
     if specialize is not None:
         func = run_pass(f"{kind}.Specialize", _on_body(specialize), func, st)
     func = run_pass(f"{kind}.SoftwarePipeline", _on_body(software_pipeline), func,
-                    use_async=dialect.async_copy)
+                    use_async=dialect.async_copy, shared_limit=shared_limit)
     func = run_pass(f"{kind}.InsertBarriers", _on_body(insert_barriers), func)
     # lower_tile_ops binds the loop ranges and bound values into st.analyzer (via ctx) first
     ctx = SimtLoweringContext(backend_kind=kind, kernel=name, analyzer=st.analyzer,

@@ -92,10 +92,11 @@ def lower_function(func: tirx.PrimFunc, arch: str, options: CudaOptions) -> tirx
     check_dtypes(func, arch, "cuda", ARCHS, capability)
     dialect = replace(CUDA, async_copy=False) if options.disable_cp_async else CUDA
     planner = HopperPlanner(arch, options, func)
+    limit = capability(arch, "max_shared_memory_per_block")
     func = lower_simt(func, dialect, options, accumulator_layout=partial(accumulator_layout, planner=planner),
                       operand_layout=partial(operand_layout, planner=planner), backend=planner,
-                      specialize=planner.specialize, finalize=planner.finalize)
-    check_shared_memory(func, arch, capability(arch, "max_shared_memory_per_block"))
+                      specialize=planner.specialize, finalize=planner.finalize, shared_limit=limit)
+    check_shared_memory(func, arch, limit)
     if planner.notes:
         func = func.with_attr(SCHEDULE_NOTES, "\n".join(planner.notes))
     return func

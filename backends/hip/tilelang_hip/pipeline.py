@@ -82,9 +82,11 @@ def lower_function(func: tirx.PrimFunc, arch: str, options: HipOptions) -> tirx.
     check_dtypes(func, arch, "hip", ARCHS, capability)
     wave = capability(arch, "wave_size")
     layouts = GemmLayouts(matrix_core(wave, options.mfma))
+    limit = capability(arch, "lds_bytes")
     func = lower_simt(func, dialect_for(wave, not options.disable_pipelining), options,
-                      accumulator_layout=layouts.accumulator, operand_layout=layouts.operand)
-    check_shared_memory(func, arch, capability(arch, "lds_bytes"), what="LDS (shared memory)")
+                      accumulator_layout=layouts.accumulator, operand_layout=layouts.operand,
+                      shared_limit=limit)
+    check_shared_memory(func, arch, limit, what="LDS (shared memory)")
     return func
 
 

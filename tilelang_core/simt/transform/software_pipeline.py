@@ -1,8 +1,10 @@
 """SoftwarePipeline: T.Pipelined(n, num_stages=s) -> an s-stage async-copy pipeline.
 
-The loop body's leading copies global -> shared are the producers; the rest consume. Each shared
-buffer a producer writes gets ``s`` slots (a new leading dimension). The loop becomes (helpers of
-the kit's contract; on CUDA they are cp.async, commit_group and wait_group)::
+The loop body's copies global -> shared are the producers: the leading ones always, and a copy
+further down the body (FlashAttention's V, after the softmax) where that is legal (below); the
+rest consume. Each shared buffer a producer writes gets ``s`` slots (a new leading dimension).
+The loop becomes (helpers of the kit's contract; on CUDA they are cp.async, commit_group and
+wait_group)::
 
     for p in range(s - 1):                 # prologue: tiles 0 .. s-2 in flight
         if p < n: producers(k=p, slot=p)
@@ -18,6 +20,18 @@ One barrier per iteration is enough: the slot refilled at iteration k held tile 
 thread finished consuming before reaching that barrier. After the loop, a wait<0> and a barrier
 make the shared buffers safe to reuse.
 
+A copy in the middle of the body joins the producers (same commit group as the leading copies,
+issued s-1 iterations ahead; its statement leaves the consumers) when the move cannot change what
+the body computes or overflow shared memory (``_mid_body_producers``): no earlier statement of
+the body reads or writes its tile and no later one writes it, its source indices are those of
+the loop variable, the leading bindings and names bound outside the loop (nothing read from
+memory), the body does not write its source tensor, the tile is not used outside the loop, and
+the extra slots fit ``shared_limit`` (bytes; None: no limit known). One group per iteration
+keeps the accounting above unchanged: the wait at the top of iteration k covers its V with its
+K, and that barrier orders V's slot refill after iteration k-1's last read (a second group for V
+alone would need a second wait and barrier before its consumer, and gives V less time to land).
+A copy that does not qualify stays a synchronous consumer, as before.
+
 Without async copies (``use_async=False``: SimtDialect.async_copy is False, or CUDA's
 disable_cp_async) the loop is left as written: synchronous copies into one buffer, with the
 barriers insert_barriers places (multi-buffering synchronous copies would only pay off with a
@@ -27,12 +41,15 @@ register prefetch of the next tile, which the kit does not do yet).
 from __future__ import annotations
 
 import tvm
+import tvm_ffi
 from tvm import tirx
 
+from tilelang_core.errors import LoweringError
 from tilelang_core.ir import Copy, Gemm, TileOp, is_tile_op
+from tilelang_core.ir import region as R
 
 from .. import intrinsics as I
-from .insert_barriers import insert_barriers_in_seq
+from .insert_barriers import accesses, insert_barriers_in_seq
 from .state import FRAGMENT_PREFETCH, PIPELINE_REGION, if_then, seq, substitute
 
 SHARED = ("shared", "shared.dyn")
@@ -50,8 +67,9 @@ def _is_producer(stmt) -> bool:
     return isinstance(op, Copy) and _scope(op.src) in GLOBAL and _scope(op.dst) in SHARED
 
 
-def software_pipeline(body, use_async: bool = True):
+def software_pipeline(body, use_async: bool = True, shared_limit: int | None = None):
     staged: dict = {}  # old shared buffer -> (new buffer, stages)
+    kernel = body
 
     def visit(node):
         if isinstance(node, tirx.SeqStmt):
@@ -64,7 +82,7 @@ def software_pipeline(body, use_async: bool = True):
         if isinstance(node, tirx.For):
             stages = _num_stages(node)
             if stages >= 2 and use_async:
-                planned = _pipeline(node, stages, staged)
+                planned = _pipeline(node, stages, staged, kernel, shared_limit)
                 if planned is not None:
                     return planned
             return tirx.For(node.loop_var, node.min, node.extent, node.kind, visit(node.body),
@@ -80,10 +98,6 @@ def software_pipeline(body, use_async: bool = True):
 
 def _check_no_stale_uses(body, staged: dict) -> None:
     """A staged buffer has no single copy after the loop: uses outside it are refused clearly."""
-    import tvm_ffi
-
-    from tilelang_core.errors import LoweringError
-
     stale = set()
 
     def note(buffer):
@@ -127,7 +141,7 @@ def leading_bindings(loop) -> tuple[list, dict, list]:
     return bindings, values, stmts
 
 
-def _pipeline(loop, stages: int, staged: dict):
+def _pipeline(loop, stages: int, staged: dict, kernel=None, shared_limit: int | None = None):
     bindings, values, stmts = leading_bindings(loop)
     producers = []
     while stmts and _is_producer(stmts[0]):
@@ -135,12 +149,16 @@ def _pipeline(loop, stages: int, staged: dict):
     if not producers or not stmts:
         return None
     written = [TileOp.from_stmt(p).dst.source for p in producers]
+    if any(buf in staged and staged[buf][1] != stages for buf in written):
+        return None  # one buffer in two pipelines of different depth: leave it synchronous
+    moved = _mid_body_producers(loop, stmts, values, written, stages, staged, kernel, shared_limit)
+    producers += [substitute(stmts[i], values) for i in moved]
+    written += [TileOp.from_stmt(stmts[i]).dst.source for i in moved]
+    stmts = [s for i, s in enumerate(stmts) if i not in moved]
     stmts = bindings + _mark_fragment_prefetch(stmts, written)
     for buf in written:
         if buf not in staged:
             staged[buf] = (_staged_buffer(buf, stages), stages)
-        elif staged[buf][1] != stages:
-            return None  # one buffer in two pipelines of different depth: leave it synchronous
     k = loop.loop_var
     n = loop.extent
 
@@ -194,6 +212,124 @@ def _pipeline(loop, stages: int, staged: dict):
                          seq([prologue, main, I.call("tl_cp_async_wait<0>"), I.syncthreads()]))
 
 
+def _mid_body_producers(loop, stmts: list, values: dict, written: list, stages: int, staged: dict,
+                        kernel, shared_limit: int | None) -> list:
+    """Indices into ``stmts`` (the body after its leading bindings and copies) of the copies that
+    can be issued with the leading ones (module docstring): a tile untouched before the copy in
+    the body and not written after it, source indices known at the top of the iteration, a
+    source the loop does not write, a tile not used outside the loop, extra slots that fit."""
+    local_names = _names_defined_in(loop.body)
+    outside = _shared_used_outside(kernel, loop) if kernel is not None else set()
+    budget = None
+    if shared_limit is not None and kernel is not None:
+        slots = {**{buf: n for buf, (_, n) in staged.items()}, **{buf: stages for buf in written}}
+        budget = shared_limit - _shared_bytes(kernel, slots)
+    touched = set(written)  # a tile filled twice: the second copy stays where it is
+    moved = []
+    for i, stmt in enumerate(stmts):
+        if _is_producer(stmt):
+            op = TileOp.from_stmt(stmt)
+            tile, source = op.dst.source, op.src.source
+            later_writes = set().union(*(accesses(s)[1] for s in stmts[i + 1:])) if i + 1 < len(stmts) else set()
+            later_copies = {TileOp.from_stmt(s).dst.source for s in stmts[i + 1:] if _is_producer(s)}
+            extra = (stages - 1) * _tile_bytes(tile)
+            if (tile not in touched and tile not in later_writes and tile not in later_copies
+                    and tile not in outside and (tile not in staged or staged[tile][1] == stages)
+                    and _known_at_top(substitute(stmt, values), local_names)
+                    and not _writes_global(loop.body, source)
+                    and (budget is None or tile in staged or extra <= budget)):
+                moved.append(i)
+                touched.add(tile)
+                if budget is not None and tile not in staged:
+                    budget -= extra
+                continue
+        reads, writes = accesses(stmt)
+        touched |= reads | writes
+        if _is_producer(stmt):
+            touched.add(TileOp.from_stmt(stmt).dst.source)
+    return moved
+
+
+def _names_defined_in(body) -> set:
+    """Variables and buffers the loop body itself defines (bindings, inner loops, allocations)."""
+    names = set()
+    tvm_ffi.structural_walk(body, [(tirx.Bind, lambda b: names.add(b.var)),
+                                   (tirx.For, lambda f: names.add(f.loop_var)),
+                                   (tirx.AllocBuffer, lambda a: names.add(a.buffer))])
+    return names
+
+
+def _known_at_top(stmt, local_names: set) -> bool:
+    """Does the copy use only names bound outside the loop body (after the leading bindings are
+    inlined) and read no memory in its indices, so it can run iterations ahead?"""
+    ok = True
+
+    def on_var(v):
+        nonlocal ok
+        if any(v.same_as(name) for name in local_names):
+            ok = False
+
+    def on_load(_):
+        nonlocal ok
+        ok = False
+
+    op = TileOp.from_stmt(stmt)
+    for r in (op.src, op.dst):
+        for rng in r.region:
+            for e in (rng.min, rng.extent):
+                tvm_ffi.structural_walk(e, [(tvm.ir.Var, on_var), (tvm.ir.TensorLoad, on_load)])
+    tvm_ffi.structural_walk(stmt, [(tvm.ir.Var, on_var)])
+    return ok
+
+
+def _writes_global(body, buffer) -> bool:
+    found = False
+
+    def on_store(store):
+        nonlocal found
+        found = found or store.buffer.same_as(buffer)
+
+    def on_call(call):
+        nonlocal found
+        if is_tile_op(call):
+            found = found or any(r.source.same_as(buffer) for r in TileOp.from_stmt(call).writes)
+
+    tvm_ffi.structural_walk(body, [(tirx.BufferStore, on_store), (tirx.TilePrimitiveCall, on_call)])
+    return found
+
+
+def _shared_used_outside(kernel, loop) -> set:
+    """Shared buffers the kernel reads or writes outside ``loop``."""
+    def on_for(node):
+        return tirx.Evaluate(tirx.const(0, "int32")) if node.same_as(loop) else node
+
+    rest = tvm_ffi.structural_map(kernel, [(tirx.For, on_for)])
+    reads, writes = accesses(rest)
+    return reads | writes
+
+
+def _tile_bytes(buf) -> int:
+    size = tvm.runtime.DataType(str(buf.ty.dtype)).bits // 8
+    for extent in buf.ty.shape:
+        size *= int(extent)
+    return (size + 15) // 16 * 16  # apply_layouts pools shared tiles at 16-byte offsets
+
+
+def _shared_bytes(kernel, slots: dict) -> int:
+    """The kernel's shared tiles in bytes, buffer ``b`` with ``slots[b]`` slots (an estimate:
+    scratch the lowering adds later, e.g. for cross-warp reductions, is not counted)."""
+    total = 0
+
+    def on_alloc(alloc):
+        nonlocal total
+        buf = alloc.buffer
+        if str(buf.ty.storage_scope) in SHARED:
+            total += _tile_bytes(buf) * slots.get(buf, 1)
+
+    tvm_ffi.structural_walk(kernel, [(tirx.AllocBuffer, on_alloc)])
+    return total
+
+
 def _mark_fragment_prefetch(consumers: list, written: list) -> list:
     """Mark a gemm that is the whole consumer side, on operands the producers stage: its next
     stage's first operand fragments can then be loaded before its last k-step's matrix
@@ -221,8 +357,6 @@ def _restage_region(region, staged: dict, slot):
 
 
 def _restage_op(op: TileOp, staged: dict, slot) -> TileOp:
-    from tilelang_core.ir import region as R
-
     changes = {}
     for name in ("src", "dst", "A", "B", "C"):
         value = getattr(op, name, None)
@@ -232,8 +366,6 @@ def _restage_op(op: TileOp, staged: dict, slot) -> TileOp:
 
 
 def _restage_accesses(stmt, staged: dict, slot):
-    import tvm_ffi
-
     def on_load(load):
         if load.source in staged:
             return tirx.BufferLoad(staged[load.source][0], [slot] + list(load.indices))
@@ -249,8 +381,6 @@ def _restage_accesses(stmt, staged: dict, slot):
 
 
 def _restage_allocs(body, staged: dict):
-    import tvm_ffi
-
     def on_alloc(alloc):
         if alloc.buffer in staged:
             return tirx.AllocBuffer(staged[alloc.buffer][0])
