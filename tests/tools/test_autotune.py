@@ -53,10 +53,12 @@ def test_a_wrong_result_never_wins():
     assert result.config == {"mode": "good"}
     wrong = next(c for c in result.candidates if c.config == {"mode": "wrong"})
     assert wrong.stage == "check" and "ResultMismatchError" in wrong.error
-    # the gate is what keeps it out: unchecked, the zeroing kernel is the fastest
+    # the gate is what keeps it out: unchecked, the zeroing kernel is timed and eligible like any
+    # other (which one then wins is a matter of timing, so not asserted)
     unchecked = _flaky(["good", "wrong"], compile_workers=2, skip_check=True,
                        cache_results=False).tune(N, N, N)
-    assert unchecked.config == {"mode": "wrong"}
+    wrong = next(c for c in unchecked.candidates if c.config == {"mode": "wrong"})
+    assert not unchecked.failed and wrong.error is None and wrong.latency is not None
 
 
 def test_every_config_failing_is_an_error_listing_them():
