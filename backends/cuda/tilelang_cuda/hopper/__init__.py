@@ -1,11 +1,13 @@
 """The sm_90a path of the cuda backend: wgmma for T.gemm, TMA loads and warp specialization for
 T.Pipelined. Chosen automatically on ``cuda:sm_90a``; pass configs turn each part off
-(``tl.disable_wgmma``, ``tl.disable_tma_lower``, ``tl.disable_warp_specialized``).
+(``tl.disable_wgmma``, ``tl.disable_tma_lower``, ``tl.disable_warp_specialized``,
+``tl.disable_wgmma_overlap``, ``tl.disable_pingpong``).
 
 wgmma.py            plan (warpgroup split, instruction shape), layouts, lowering of T.gemm
 warp_specialize.py  T.Pipelined -> TMA producer warpgroup + mbarrier ring + consumer warpgroups
+consumer_schedule.py the consumers' order: tile-group waits/releases, wgmma issue/wait overlap
 persistent.py       opt-in: one resident CTA per SM walking the tiles
-pingpong.py         opt-in: consumer warpgroups taking turns at the tensor cores
+pingpong.py         attention's two consumer warpgroups taking turns at the tensor cores
 planner.py          what is chosen for one kernel, and why (notes at the top of the source)
 intrinsics.py       the device helpers both emit (inline PTX), generated per kernel
 """

@@ -4,17 +4,22 @@ Where every leading copy of the loop body is a global -> shared tile a TMA box c
 kernel gets one more warpgroup (threads C .. C+127 after the author's C) and becomes::
 
     host:  one tensor map per (global tensor, box), encoded before the launch (128-byte swizzle)
-    if tx == 0: init full[s] (1 arrival) and empty[s] (C arrivals) for every slot s
+    if tx == 0: init full[g][s] (1 arrival) and empty[g][s] (C arrivals) for every tile group g
+                and slot s (a group: the tiles one statement reads first; GEMM has one, attention
+                two, K and V)
     barrier
     if tx >= C:                                  # producer warpgroup, few registers
         if tx == C:
             for k in range(n):                   # runs up to `stages` tiles ahead
-                wait empty[k % stages] (phase of round k / stages, flipped)
-                expect_tx full[k % stages] (the slot's bytes); TMA loads into slot k % stages
+                for each group g: wait empty[g][k % stages] (phase of round k / stages, flipped);
+                    expect_tx full[g][k % stages] (its bytes); its TMA loads into slot k % stages
     else:                                        # consumer warpgroups: the author's code
         ... statements before the loop ...
         for k in range(n):
-            wait full[k % stages]; the loop body on slot k % stages; arrive empty[k % stages]
+            the loop body on slot k % stages: wait full[g] before the first statement reading
+            group g, arrive empty[g] once its last reader is done (consumer_schedule.py, which
+            also overlaps wgmma gemms across iterations: GEMM's chain, attention's softmax
+            under the previous P V; the loop then has a peeled first and last iteration)
         ... statements after the loop ...
 
 The author's threads keep their indices 0 .. C-1, so every layout and lowering rule stays as it
