@@ -355,3 +355,28 @@ def test_exp2_is_one_instruction_unless_precise_exp2():
     assert "tl_exp2(" not in precise and "exp2f(" in kernel
     plain, _ = cuda_source(kernels.make_gemm(256, 256, 256, **HOPPER_TILES))
     assert "tl_exp2" not in plain  # the helper only where it is called
+
+
+def _flash_example():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "examples" / "attention" / "flash_attention.py"
+    spec = importlib.util.spec_from_file_location("fa_zero_fill", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.flash_attention
+
+
+@pytest.mark.parametrize("seq_len,causal,folded", [(1024, False, True), (1000, False, False), (1024, True, False)])
+def test_a_provably_zero_mask_becomes_the_gemms_zero_init(seq_len, causal, folded):
+    """The example's mask fill is all zeros when no key can be past the end (1024 = 8 x 128, not
+    causal): S = Q K^T then starts from wgmma's zero-init (accumulate 0 on its first k-step) and the
+    fill is gone; a ragged length or a causal mask keeps the fill and accumulates."""
+    func = _flash_example().get_tir(1, 2, seq_len, 128, causal, block_M=128, block_N=128, threads=256)
+    _, kernel = cuda_source(func)
+    body = loop_body(kernel, "for (int k = 1;")
+    first = body[body.index("tl_wgmma_ss_f16"):]
+    first = first[:first.index(";")]
+    assert first.endswith(", 0)") == folded, first
+    assert ("acc_s_ptr[vi" in body[:body.index("tl_wgmma_ss_f16")]) == (not folded)

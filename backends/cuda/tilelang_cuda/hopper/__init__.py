@@ -6,6 +6,7 @@ T.Pipelined. Chosen automatically on ``cuda:sm_90a``; pass configs turn each par
 wgmma.py            plan (warpgroup split, instruction shape), layouts, lowering of T.gemm
 warp_specialize.py  T.Pipelined -> TMA producer warpgroup + mbarrier ring + consumer warpgroups
 consumer_schedule.py the consumers' order: tile-group waits/releases, wgmma issue/wait overlap
+zero_fill.py        a provably-zero fill of a gemm's accumulator folded into the gemm (clear_accum)
 persistent.py       opt-in: one resident CTA per SM walking the tiles
 pingpong.py         attention's two consumer warpgroups taking turns at the tensor cores
 planner.py          what is chosen for one kernel, and why (notes at the top of the source)

@@ -47,6 +47,7 @@ from .consumer_schedule import EPILOGUE, PLAIN, PROLOGUE, STEADY, plan_overlap, 
 from .persistent import persistent_tiles
 from .pingpong import PINGPONG_LOOP, pingpong_overlap, strip_turns, turn_options, wants_pingpong
 from .wgmma import WARPGROUP, WGMMA_BUSY, WGMMA_PENDING, WGMMA_PHASE, atom_cols, element_bits, wgmma_shared_layout
+from .zero_fill import fold_zero_fill
 
 CONSUMER_REGION = "tl.ws_consumer"
 #: AttrStmt around an overlapped consumer loop (value 1: with ping-pong turns)
@@ -181,7 +182,7 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
         rest.append(stmt)
         reads, writes = accesses(stmt)
         touched |= reads | writes
-    body_stmts = rest
+    body_stmts = fold_zero_fill(rest, loop)
     if not producers or not body_stmts:
         raise NotSpecialized("the loop has no global -> shared copies, or nothing else")
     written = [b.op.dst.source for b in boxes]
