@@ -50,6 +50,8 @@ class HopperPlanner:
         self.notes: list[str] = []
         #: shared buffers only TMA writes (wgmma reading them needs no proxy fence)
         self.tma_loaded: set = set()
+        #: shared buffers the consumers write only before the pipelined loop, fenced once there
+        self.fenced_once: set = set()
 
     def plan(self, op: Gemm, num_threads: int):
         if not self.enabled:
@@ -93,7 +95,8 @@ class HopperPlanner:
                                   pingpong=not self.options.disable_pingpong,
                                   persistent=self.options.enable_persistent,
                                   overlap=not self.options.disable_wgmma_overlap,
-                                  is_wgmma=lambda op: self.plan(op, st.num_threads) is not None, notes=notes)
+                                  is_wgmma=lambda op: self.plan(op, st.num_threads) is not None, notes=notes,
+                                  fenced_once=self.fenced_once)
         except NotSpecialized as why:
             self.notes.append(f"T.Pipelined: cp.async pipeline, no TMA producer warpgroup ({why})")
             return body
@@ -124,7 +127,8 @@ class HopperPlanner:
 
     def needs_proxy_fence(self, op: Gemm) -> bool:
         """Whether a wgmma gemm may read shared memory written through the generic proxy."""
-        return any(scope(x) in SHARED and str(x.source.name) not in self.tma_loaded for x in (op.A, op.B))
+        return any(scope(x) in SHARED and str(x.source.name) not in self.tma_loaded | self.fenced_once
+                   for x in (op.A, op.B))
 
     def finalize(self, body, st):
         if not self.specialized:

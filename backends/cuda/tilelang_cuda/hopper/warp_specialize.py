@@ -146,7 +146,8 @@ def _contains_pipelined(stmt) -> bool:
 
 
 def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = None, pingpong: bool = False,
-                    persistent: bool = False, overlap: bool = True, is_wgmma=None, notes: list | None = None):
+                    persistent: bool = False, overlap: bool = True, is_wgmma=None, notes: list | None = None,
+                    fenced_once: set | None = None):
     """The body rewritten as in the module docstring; NotSpecialized(why) when the kernel does not
     fit (no or several pipelined loops, a copy TMA cannot carry, thread counts that are not
     warpgroups): the caller keeps the cp.async pipeline and can tell the user why."""
@@ -209,6 +210,15 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
                                                             element_bits(str(buf.ty.dtype)))
         if tma_loaded is not None and buf not in rewritten:
             tma_loaded.add(str(buf.name))
+    # Shared operands the consumers write before the loop and never in it (attention's Q): one
+    # proxy fence after those writes serves every wgmma of the loop (``fenced_once``)
+    before_writes = set().union(*(accesses(s)[1] for s in before)) if before else set()
+    once = {str(x.source.name) for s in body_stmts if is_tile_op(s) and isinstance(TileOp.from_stmt(s), Gemm)
+            for x in (TileOp.from_stmt(s).A, TileOp.from_stmt(s).B)
+            if x.source in before_writes and x.source not in rewritten and x.source not in written}
+    if once and fenced_once is not None:
+        fenced_once |= once
+        before = before + [I.call("tl_fence_proxy_async")]
     # one full/empty barrier pair per ring slot and tile group (consumer_schedule.py)
     groups = tile_groups(body_stmts, written)
     group_of = {tile: g for g, tiles in enumerate(groups) for tile in tiles}
