@@ -46,83 +46,14 @@ from tilelang_core.simt.transform.state import PIPELINE_REGION, if_then, seq, su
 from .consumer_schedule import EPILOGUE, PLAIN, PROLOGUE, STEADY, plan_overlap, schedule, tile_groups
 from .persistent import persistent_tiles
 from .pingpong import PINGPONG_LOOP, pingpong_overlap, strip_turns, turn_options, wants_pingpong
-from .wgmma import WARPGROUP, WGMMA_BUSY, WGMMA_PENDING, WGMMA_PHASE, atom_cols, element_bits, wgmma_shared_layout
+from .tma import NotSpecialized, load_box, tensor_maps
+from .wgmma import WARPGROUP, WGMMA_BUSY, WGMMA_PENDING, WGMMA_PHASE, element_bits, wgmma_shared_layout
 from .zero_fill import fold_zero_fill
 
 CONSUMER_REGION = "tl.ws_consumer"
 #: AttrStmt around an overlapped consumer loop (value 1: with ping-pong turns)
 OVERLAP_REGION = "tl.ws_overlap"
-#: element type -> the tensor map's (TMA moves bytes: fp8 travels as uint8)
-TMA_DTYPES = {"float16": "float16", "bfloat16": "bfloat16", "float8_e4m3": "uint8", "float8_e4m3fn": "uint8",
-              "float8_e5m2": "uint8"}
-MAX_BOX = 256
 PRODUCER_REGS, CONSUMER_REGS = 40, 232
-
-
-class NotSpecialized(Exception):
-    """Why a kernel keeps the cp.async pipeline (shown in the schedule notes of the source)."""
-
-
-class _Box:
-    """One TMA-loadable producer copy: the global tensor, its tile dims and the box."""
-
-    def __init__(self, op, rows_dim: int):
-        self.op = op
-        self.src = op.src.source
-        self.rank = len(self.src.ty.shape)
-        self.rows_dim = rows_dim
-        rows, cols = (int(s) for s in op.dst.source.ty.shape)
-        self.rows, self.cols = rows, cols
-        self.elem_bytes = element_bits(str(self.src.ty.dtype)) // 8
-        self.atom = atom_cols(8 * self.elem_bytes)
-        # box dims innermost first: atom columns, then the rows dim, 1 for every other dim
-        box = []
-        for d in reversed(range(self.rank)):
-            box.append(self.atom if d == self.rank - 1 else rows if d == rows_dim else 1)
-        self.box = tuple(box)
-        self.bytes = rows * cols * self.elem_bytes
-
-
-def _tma_box(stmt):
-    """The _Box of a TMA-loadable copy; NotSpecialized(why) otherwise."""
-    op = TileOp.from_stmt(stmt)
-    src, dst = op.src.source, op.dst.source
-    if str(src.ty.dtype) not in TMA_DTYPES or str(src.ty.dtype) != str(dst.ty.dtype):
-        raise NotSpecialized(f"copy into {dst.name}: {src.ty.dtype} -> {dst.ty.dtype} (TMA here: fp16/bf16, no conversion)")
-    dst_shape = [s for s in dst.ty.shape]
-    if len(dst_shape) != 2 or not all(isinstance(s, tirx.IntImm) for s in dst_shape):
-        raise NotSpecialized(f"copy into {dst.name}: not a 2-D tile of static shape")
-    rows, cols = int(dst_shape[0]), int(dst_shape[1])
-    bits = element_bits(str(src.ty.dtype))
-    if cols % atom_cols(bits) or rows % 8 or rows > MAX_BOX:
-        raise NotSpecialized(f"copy into {dst.name} ({rows}x{cols}): the 128-byte swizzle needs columns in "
-                             f"multiples of {atom_cols(bits)}, rows in multiples of 8, at most {MAX_BOX}")
-    if any(int(r.extent) != int(s) for r, s in zip(op.dst.region, dst_shape) if isinstance(r.extent, tirx.IntImm)):
-        raise NotSpecialized(f"copy into part of {dst.name}")
-    rank = len(src.ty.shape)
-    if rank > 5 or src.ty.strides:
-        raise NotSpecialized(f"copy from {src.name}: rank {rank} or strided (TMA: rank <= 5, compact)")
-    tile = [d for d, r in enumerate(op.src.region) if not (isinstance(r.extent, tirx.IntImm) and int(r.extent) == 1)]
-    if len(tile) != 2 or tile[1] != rank - 1:
-        raise NotSpecialized(f"copy from {src.name}: the tile must span the innermost dimension and one other")
-    # The producer thread computes the box coordinates: they may read global memory (indices
-    # of a block-sparse layout) but not registers or shared memory the consumers own.
-    loads = []
-    for r in op.src.region:
-        tvm_ffi.structural_walk(r.min, [(tvm.ir.TensorLoad, loads.append)])
-    if any(str(load.source.ty.storage_scope) not in ("global", "") for load in loads):
-        raise NotSpecialized(f"copy from {src.name}: its coordinates read shared memory or registers")
-    ext = [op.src.region[d].extent for d in tile]
-    if not all(isinstance(e, tirx.IntImm) for e in ext) or (int(ext[0]), int(ext[1])) != (rows, cols):
-        raise NotSpecialized(f"copy from {src.name}: a region of another shape than {dst.name}")
-    # TMA needs 16-byte global strides: static shapes are checked here, dynamic ones by the driver
-    stride = 1
-    for d in reversed(range(1, rank)):
-        stride = stride * src.ty.shape[d]
-        if isinstance(stride, tirx.IntImm) and (int(stride) * bits // 8) % 16:
-            raise NotSpecialized(f"copy from {src.name}: a row stride of {int(stride) * bits // 8} bytes "
-                                 f"(TMA: multiples of 16)")
-    return _Box(op, tile[0])
 
 
 def _launch_chain(body):
@@ -174,7 +105,7 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     producers, boxes, rest, touched = [], [], [], set()
     for stmt in body_stmts:
         if _is_producer(stmt):
-            box = _tma_box(stmt)  # a copy TMA cannot carry: the cp.async pipeline takes the loop
+            box = load_box(stmt)  # a copy TMA cannot carry: the cp.async pipeline takes the loop
             if box.op.dst.source in touched:
                 raise NotSpecialized(f"{box.op.dst.source.name} is used in the loop before its copy")
             producers.append(stmt)
@@ -234,24 +165,7 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     def empty(g, slot):
         return bar((ngroups + g) * stages, slot)
 
-    # host: one tensor map per (tensor, box)
-    maps, host = {}, []
-    for box in boxes:
-        key = (box.src, box.box)
-        if key in maps:
-            continue
-        tm = _tensormap_var(f"{box.src.name}_tmap{len(maps)}")
-        maps[key] = tm
-        shape = list(box.src.ty.shape)
-        dims = [shape[d] for d in reversed(range(box.rank))]
-        strides, acc = [], tirx.const(box.elem_bytes, "int64")
-        for d in reversed(range(1, box.rank)):
-            acc = acc * tirx.Cast("int64", shape[d]) if not isinstance(shape[d], int) else acc * shape[d]
-            strides.append(acc)
-        host.append(tirx.Bind(tm, _script().tvm_stack_alloca("tensormap", 1)))
-        host.append(tirx.Evaluate(tirx.tensormap_encode_tiled(
-            tm, box.src.data, *dims, *strides, *box.box, *([1] * box.rank),
-            descriptor_dtype=TMA_DTYPES[str(box.src.ty.dtype)], rank=box.rank, swizzle=3, l2_promotion=2)))
+    maps, host = tensor_maps(boxes)
 
     k, start, n = loop.loop_var, loop.min, loop.extent
 
@@ -273,11 +187,10 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
         mins = [substitute(substitute(r.min, values), vmap) for r in box.op.src.region]
         new = staged[box.op.dst.source][0]
         for j in range(box.cols // box.atom):
-            coords = [mins[d] + (j * box.atom if d == box.rank - 1 else 0) for d in reversed(range(box.rank))]
             dst = tirx.address_of(tirx.BufferLoad(new, [slot, tirx.const(0, "int32"), tirx.const(j * box.atom, "int32")]))
-            out.append(I.call(f"tl_tma_load<{box.rank}>", dst, tirx.address_of(maps[(box.src, box.box)]),
+            out.append(I.call(f"tl_tma_load<{box.rank}>", dst, tirx.address_of(maps[(box.tensor, box.box)]),
                               full(group_of[box.op.dst.source], slot),
-                              *[tirx.Cast("int32", c) if str(c.ty) != "int32" else c for c in coords]))
+                              *box.strip_coords(mins, j)))
         return out
 
     tx = st.thread_var
@@ -381,16 +294,6 @@ def with_producer_threads(body, thread_var, threads: int):
         return attr
 
     return tvm_ffi.structural_map(body, [(tirx.AttrStmt, on_attr)])
-
-
-def _script():
-    from tvm.script import tirx as T  # its builders give tensormap values their own type
-
-    return T
-
-
-def _tensormap_var(name: str):
-    return _script().Var(name, ty=_script().handle("tensormap").ty)
 
 
 def named_barriers(body):

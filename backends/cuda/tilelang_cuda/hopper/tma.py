@@ -1,0 +1,147 @@
+"""TMA boxes and tensor maps: which tile copies the tensor memory accelerator can carry, and the
+host-side encoding of their tensor maps (used by TMA loads, warp_specialize.py, and TMA stores,
+tma_store.py).
+
+A box is one global tensor's tile: two of its dimensions (the innermost and one other) span the
+tile, every other one is a single index. It moves in strips of 128 bytes (``atom`` columns) with
+the 128-byte swizzle, so the shared side is ``wgmma_shared_layout`` of the tile.
+"""
+
+from __future__ import annotations
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tilelang_core.ir import TileOp
+
+from .wgmma import atom_cols, element_bits
+
+#: element type -> the tensor map's (TMA moves bytes: fp8 travels as uint8)
+TMA_DTYPES = {"float16": "float16", "bfloat16": "bfloat16", "float8_e4m3": "uint8", "float8_e4m3fn": "uint8",
+              "float8_e5m2": "uint8"}
+MAX_BOX = 256
+
+
+class NotSpecialized(Exception):
+    """Why a kernel keeps the cp.async pipeline (shown in the schedule notes of the source)."""
+
+
+class TmaBox:
+    """A tile of ``region`` (a global TensorRegion) of ``rows x cols``, rows along ``rows_dim``.
+    ``op``: the tile op it was found in."""
+
+    def __init__(self, region, rows: int, cols: int, rows_dim: int, op=None):
+        self.op = op
+        self.region = region
+        self.tensor = region.source
+        self.rank = len(self.tensor.ty.shape)
+        self.rows_dim = rows_dim
+        self.rows, self.cols = rows, cols
+        self.elem_bytes = element_bits(str(self.tensor.ty.dtype)) // 8
+        self.atom = atom_cols(8 * self.elem_bytes)
+        # box dims innermost first: atom columns, then the rows dim, 1 for every other dim
+        box = []
+        for d in reversed(range(self.rank)):
+            box.append(self.atom if d == self.rank - 1 else rows if d == rows_dim else 1)
+        self.box = tuple(box)
+        self.bytes = rows * cols * self.elem_bytes
+
+    def strip_coords(self, mins, strip: int) -> list:
+        """The box coordinates (innermost first, int32) of 128-byte strip ``strip`` of the tile
+        whose region starts at ``mins``."""
+        coords = [mins[d] + (strip * self.atom if d == self.rank - 1 else 0) for d in reversed(range(self.rank))]
+        return [tirx.Cast("int32", c) if str(c.ty) != "int32" else c for c in coords]
+
+
+def check_tile(name: str, shape, dtype: str, verb: str) -> tuple[int, int]:
+    """(rows, cols) of a shared/register tile a box can carry; NotSpecialized(why) otherwise."""
+    if len(shape) != 2 or not all(isinstance(s, tirx.IntImm) for s in shape):
+        raise NotSpecialized(f"copy {verb} {name}: not a 2-D tile of static shape")
+    rows, cols = int(shape[0]), int(shape[1])
+    bits = element_bits(dtype)
+    if cols % atom_cols(bits) or rows % 8 or rows > MAX_BOX:
+        raise NotSpecialized(f"copy {verb} {name} ({rows}x{cols}): the 128-byte swizzle needs columns in "
+                             f"multiples of {atom_cols(bits)}, rows in multiples of 8, at most {MAX_BOX}")
+    return rows, cols
+
+
+def global_box(region, rows: int, cols: int, tile_name: str, verb: str, op=None) -> TmaBox:
+    """The TmaBox of ``region`` (global) for a ``rows x cols`` tile; NotSpecialized(why) when TMA
+    cannot address it (``verb``: "from"/"to", for the message)."""
+    tensor = region.source
+    rank = len(tensor.ty.shape)
+    if rank > 5 or tensor.ty.strides:
+        raise NotSpecialized(f"copy {verb} {tensor.name}: rank {rank} or strided (TMA: rank <= 5, compact)")
+    tile = [d for d, r in enumerate(region.region) if not (isinstance(r.extent, tirx.IntImm) and int(r.extent) == 1)]
+    if len(tile) != 2 or tile[1] != rank - 1:
+        raise NotSpecialized(f"copy {verb} {tensor.name}: the tile must span the innermost dimension and one other")
+    # One thread computes the box coordinates: they may read global memory (indices of a
+    # block-sparse layout) but not registers or shared memory other threads own.
+    loads = []
+    for r in region.region:
+        tvm_ffi.structural_walk(r.min, [(tvm.ir.TensorLoad, loads.append)])
+    if any(str(load.source.ty.storage_scope) not in ("global", "") for load in loads):
+        raise NotSpecialized(f"copy {verb} {tensor.name}: its coordinates read shared memory or registers")
+    ext = [region.region[d].extent for d in tile]
+    if not all(isinstance(e, tirx.IntImm) for e in ext) or (int(ext[0]), int(ext[1])) != (rows, cols):
+        raise NotSpecialized(f"copy {verb} {tensor.name}: a region of another shape than {tile_name}")
+    # TMA needs 16-byte global strides: static shapes are checked here, dynamic ones by the driver
+    bits = element_bits(str(tensor.ty.dtype))
+    stride = 1
+    for d in reversed(range(1, rank)):
+        stride = stride * tensor.ty.shape[d]
+        if isinstance(stride, tirx.IntImm) and (int(stride) * bits // 8) % 16:
+            raise NotSpecialized(f"copy {verb} {tensor.name}: a row stride of {int(stride) * bits // 8} bytes "
+                                 f"(TMA: multiples of 16)")
+    return TmaBox(region, rows, cols, tile[0], op)
+
+
+def load_box(stmt) -> TmaBox:
+    """The TmaBox of a TMA-loadable copy global -> shared; NotSpecialized(why) otherwise."""
+    op = TileOp.from_stmt(stmt)
+    src, dst = op.src.source, op.dst.source
+    if str(src.ty.dtype) not in TMA_DTYPES or str(src.ty.dtype) != str(dst.ty.dtype):
+        raise NotSpecialized(f"copy into {dst.name}: {src.ty.dtype} -> {dst.ty.dtype} (TMA here: fp16/bf16, no conversion)")
+    dst_shape = list(dst.ty.shape)
+    rows, cols = check_tile(str(dst.name), dst_shape, str(src.ty.dtype), "into")
+    if any(int(r.extent) != int(s) for r, s in zip(op.dst.region, dst_shape) if isinstance(r.extent, tirx.IntImm)):
+        raise NotSpecialized(f"copy into part of {dst.name}")
+    return global_box(op.src, rows, cols, str(dst.name), "from", op)
+
+
+def tensor_maps(boxes) -> tuple[dict, list]:
+    """({(tensor, box): tensor map variable}, host statements encoding them before the launch):
+    one map per distinct (global tensor, box), 128-byte swizzle."""
+    maps, host = {}, []
+    for box in boxes:
+        key = (box.tensor, box.box)
+        if key in maps:
+            continue
+        tm = _tensormap_var(f"{box.tensor.name}_tmap{len(maps)}")
+        maps[key] = tm
+        shape = list(box.tensor.ty.shape)
+        dims = [shape[d] for d in reversed(range(box.rank))]
+        strides, acc = [], tirx.const(box.elem_bytes, "int64")
+        for d in reversed(range(1, box.rank)):
+            acc = acc * tirx.Cast("int64", shape[d]) if not isinstance(shape[d], int) else acc * shape[d]
+            strides.append(acc)
+        host.append(tirx.Bind(tm, _script().tvm_stack_alloca("tensormap", 1)))
+        host.append(tirx.Evaluate(tirx.tensormap_encode_tiled(
+            tm, box.tensor.data, *dims, *strides, *box.box, *([1] * box.rank),
+            descriptor_dtype=TMA_DTYPES[str(box.tensor.ty.dtype)], rank=box.rank, swizzle=3, l2_promotion=2)))
+    return maps, host
+
+
+def _script():
+    from tvm.script import tirx as T  # its builders give tensormap values their own type
+
+    return T
+
+
+def _tensormap_var(name: str):
+    return _script().Var(name, ty=_script().handle("tensormap").ty)
+
+
+__all__ = ["MAX_BOX", "TMA_DTYPES", "NotSpecialized", "TmaBox", "check_tile", "global_box", "load_box",
+           "tensor_maps"]
