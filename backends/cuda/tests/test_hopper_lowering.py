@@ -382,3 +382,29 @@ def test_a_provably_zero_mask_becomes_the_gemms_zero_init(seq_len, causal, folde
     first = first[:first.index(";")]
     assert first.endswith(", 0)") == folded, first
     assert ("acc_s_ptr[vi" in body[:body.index("tl_wgmma_ss_f16")]) == (not folded)
+
+
+def test_tma_store_epilogue_is_opt_in_and_stores_in_swizzled_strips(tmp_path):
+    """tl.enable_tma_store: the accumulator goes to a 128-row x 64-column strip buffer (128-byte
+    swizzle), fenced for the async proxy, then one TMA store per strip (ragged edges clipped by
+    the TMA unit); UTMASTG in the SASS. Off by default (not yet run on a GPU)."""
+    from tilelang_cuda import compiler
+    from tilelang_cuda.options import CudaOptions
+    from tilelang_cuda.pipeline import CudaBackend
+
+    func = kernels.make_gemm(1000, 520, 264, **{**HOPPER_TILES, "stages": 4})
+    source, kernel = cuda_source(func, enable_tma_store=True)
+    assert kernel.count("tl_tma_store<2>") == 4 and kernel.count("tl_bulk_wait_read<0>") == 4
+    assert "C_f -> C by TMA stores (4 strips)" in source[:source.find("#ifdef")]
+    first = kernel.index("tl_tma_store<2>")
+    assert kernel.rindex("tl_fence_proxy_async", 0, first) > kernel.rindex("C_f_ptr[", 0, first)
+    assert "*(half2*)(C_ptr" not in kernel  # no per-thread global stores left
+    _, default = cuda_source(func)
+    assert "tl_tma_store" not in default and "tl_bulk" not in default
+    if compiler.find_cuobjdump() is None:
+        pytest.skip("cuobjdump missing")
+    backend, options = CudaBackend(Target("sm_90a")), CudaOptions(enable_tma_store=True)
+    mod = backend.lower(func, options)
+    backend.build(mod, backend.codegen(mod, options), options, tmp_path)
+    sass = compiler.sass(tmp_path / "kernel.cubin")
+    assert "UTMASTG" in sass and "UTMALDG" in sass

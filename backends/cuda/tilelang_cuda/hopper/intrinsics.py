@@ -15,6 +15,8 @@ Names the lowering emits (``<ta, tb>`` are the transpose immediates, 0 = K-major
     tl_mbar_init(void* bar, count) / tl_mbar_expect_tx(bar, bytes) / tl_mbar_arrive(bar)
     tl_mbar_wait(bar, parity) / tl_fence_barrier_init() / tl_fence_proxy_async()
     tl_tma_load<rank>(void* smem, u64 tensor_map_address, void* bar, c0, ..., c<rank-1>)
+    tl_tma_store<rank>(void* smem, u64 tensor_map_address, c0, ...) / tl_bulk_commit() /
+    tl_bulk_wait_read<n>()      (only in kernels that store by TMA)
     tl_setmaxnreg_inc<n>() / tl_setmaxnreg_dec<n>() / tl_named_barrier_sync|arrive(id, threads)
 
 The register and descriptor conventions follow the PTX ISA sections on wgmma (matrix
@@ -98,22 +100,7 @@ __device__ __forceinline__ void tl_tma_load(void* smem, unsigned long long map, 
                                             int c0, int c1 = 0, int c2 = 0, int c3 = 0, int c4 = 0) {
   unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   unsigned mbar = static_cast<unsigned>(__cvta_generic_to_shared(bar));
-  if (RANK == 1)
-    asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3}], [%2];\n"
-                 :: "r"(dst), "l"(map), "r"(mbar), "r"(c0) : "memory");
-  else if (RANK == 2)
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n"
-                 :: "r"(dst), "l"(map), "r"(mbar), "r"(c0), "r"(c1) : "memory");
-  else if (RANK == 3)
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];\n"
-                 :: "r"(dst), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2) : "memory");
-  else if (RANK == 4)
-    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2];\n"
-                 :: "r"(dst), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
-  else
-    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], [%2];\n"
-                 :: "r"(dst), "l"(map), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
-}
+@TMA_LOAD_BY_RANK@}
 template <int N>
 __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(N)); }
 template <int N>
@@ -130,6 +117,24 @@ __device__ __forceinline__ void tl_named_barrier_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
 }
 """
+
+
+def _by_rank(ptx: str, operands: str, first: int) -> str:
+    """The ``if (RANK == r) asm volatile(...)`` chain of a TMA helper for ranks 1..5:
+    ``ptx.format(d=rank, coords="%i, %j, ...")`` with the coordinates from operand ``first`` on."""
+    lines = []
+    for rank in range(1, 6):
+        coords = ", ".join(f"%{first + i}" for i in range(rank))
+        regs = ", ".join(f'"r"(c{i})' for i in range(rank))
+        head = "  if (RANK == 1)" if rank == 1 else "  else" if rank == 5 else f"  else if (RANK == {rank})"
+        lines += [head, f'    asm volatile("{ptx.format(d=rank, coords=coords)};\\n"',
+                  f'                 :: {operands}, {regs} : "memory");']
+    return "\n".join(lines) + "\n"
+
+
+HOPPER_HEADER = HOPPER_HEADER.replace("@TMA_LOAD_BY_RANK@", _by_rank(
+    "cp.async.bulk.tensor.{d}d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {{{coords}}}], [%2]",
+    '"r"(dst), "l"(map), "r"(mbar)', 3))
 
 _WGMMA_NAME = re.compile(r"\btl_wgmma_(ss|rs)_(f16|bf16|e4m3|e5m2)_n(\d+)\b")
 
@@ -173,9 +178,27 @@ def wgmma_helper(form: str, dtype: str, n: int) -> str:
             f"}}\n")
 
 
+#: TMA stores (tma_store.py): a box from shared memory to the tensor, in this thread's bulk group
+TMA_STORE_HELPERS = r"""template <int RANK>
+__device__ __forceinline__ void tl_tma_store(void* smem, unsigned long long map,
+                                             int c0, int c1 = 0, int c2 = 0, int c3 = 0, int c4 = 0) {
+  unsigned src = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+@TMA_STORE_BY_RANK@}
+__device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// until at most N groups of this thread still read shared memory
+template <int N>
+__device__ __forceinline__ void tl_bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" :: "n"(N) : "memory");
+}
+"""
+TMA_STORE_HELPERS = TMA_STORE_HELPERS.replace("@TMA_STORE_BY_RANK@", _by_rank(
+    "cp.async.bulk.tensor.{d}d.global.shared::cta.bulk_group [%0, {{{coords}}}], [%1]", '"l"(map), "r"(src)', 2))
+
+
 def hopper_header(device_source: str) -> str:
     """The helpers a kernel's device source needs: none when it uses no sm_90a helper."""
     if "tl_wgmma" not in device_source and "tl_mbar" not in device_source and "tl_tma" not in device_source:
         return ""
     shapes = sorted(set(_WGMMA_NAME.findall(device_source)))
-    return HOPPER_HEADER + "".join(wgmma_helper(f, d, int(n)) for f, d, n in shapes)
+    stores = TMA_STORE_HELPERS if "tl_tma_store" in device_source else ""
+    return HOPPER_HEADER + stores + "".join(wgmma_helper(f, d, int(n)) for f, d, n in shapes)

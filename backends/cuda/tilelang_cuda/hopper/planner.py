@@ -96,7 +96,7 @@ class HopperPlanner:
                                   persistent=self.options.enable_persistent,
                                   overlap=not self.options.disable_wgmma_overlap,
                                   is_wgmma=lambda op: self.plan(op, st.num_threads) is not None, notes=notes,
-                                  fenced_once=self.fenced_once)
+                                  fenced_once=self.fenced_once, tma_store=self.options.enable_tma_store)
         except NotSpecialized as why:
             self.notes.append(f"T.Pipelined: cp.async pipeline, no TMA producer warpgroup ({why})")
             return body

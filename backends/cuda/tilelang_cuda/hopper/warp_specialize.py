@@ -47,6 +47,7 @@ from .consumer_schedule import EPILOGUE, PLAIN, PROLOGUE, STEADY, plan_overlap, 
 from .persistent import persistent_tiles
 from .pingpong import PINGPONG_LOOP, pingpong_overlap, strip_turns, turn_options, wants_pingpong
 from .tma import NotSpecialized, load_box, tensor_maps
+from .tma_store import lower_stores, plan_stores
 from .wgmma import WARPGROUP, WGMMA_BUSY, WGMMA_PENDING, WGMMA_PHASE, element_bits, wgmma_shared_layout
 from .zero_fill import fold_zero_fill
 
@@ -78,7 +79,7 @@ def _contains_pipelined(stmt) -> bool:
 
 def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = None, pingpong: bool = False,
                     persistent: bool = False, overlap: bool = True, is_wgmma=None, notes: list | None = None,
-                    fenced_once: set | None = None):
+                    fenced_once: set | None = None, tma_store: bool = False):
     """The body rewritten as in the module docstring; NotSpecialized(why) when the kernel does not
     fit (no or several pipelined loops, a copy TMA cannot carry, thread counts that are not
     warpgroups): the caller keeps the cp.async pipeline and can tell the user why."""
@@ -165,7 +166,14 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     def empty(g, slot):
         return bar((ngroups + g) * stages, slot)
 
-    maps, host = tensor_maps(boxes)
+    # the epilogue's fragment -> global copies through shared memory and TMA (tma_store.py)
+    stores, store_allocs = plan_stores(after, hopper_layouts) if tma_store else ([], [])
+    allocs += store_allocs
+    maps, host = tensor_maps(boxes + [store.box for store in stores])
+    after = lower_stores(after, stores, maps, st.thread_var)
+    if notes is not None and stores:
+        notes.append("epilogue: " + ", ".join(f"{store.op.src.source.name} -> {store.box.tensor.name} by TMA stores "
+                                              f"({store.box.cols // store.box.atom} strips)" for store in stores))
 
     k, start, n = loop.loop_var, loop.min, loop.extent
 
