@@ -408,3 +408,14 @@ def test_tma_store_epilogue_is_opt_in_and_stores_in_swizzled_strips(tmp_path):
     backend.build(mod, backend.codegen(mod, options), options, tmp_path)
     sass = compiler.sass(tmp_path / "kernel.cubin")
     assert "UTMASTG" in sass and "UTMALDG" in sass
+
+
+def test_tma_store_is_skipped_where_its_strip_buffer_does_not_fit():
+    """FlashAttention D128 with a 3-slot K/V ring (224 KB): no room for a 16 KB strip buffer, so
+    the epilogue keeps per-thread stores and the note says why (instead of a shared-memory error)."""
+    func = _flash_example().get_tir(1, 2, 1024, 128, False, block_M=128, block_N=128, num_stages=3, threads=256)
+    source, kernel = cuda_source(func, enable_tma_store=True)
+    assert "tl_tma_store" not in kernel
+    assert "does not fit next to the pipeline" in source[:source.find("#ifdef")]
+    fits = _flash_example().get_tir(1, 2, 1024, 128, False, block_M=128, block_N=128, num_stages=2, threads=256)
+    assert "tl_tma_store<4>" in cuda_source(fits, enable_tma_store=True)[1]

@@ -223,7 +223,7 @@ def _mid_body_producers(loop, stmts: list, values: dict, written: list, stages: 
     budget = None
     if shared_limit is not None and kernel is not None:
         slots = {**{buf: n for buf, (_, n) in staged.items()}, **{buf: stages for buf in written}}
-        budget = shared_limit - _shared_bytes(kernel, slots)
+        budget = shared_limit - shared_bytes(kernel, slots)
     touched = set(written)  # a tile filled twice: the second copy stays where it is
     moved = []
     for i, stmt in enumerate(stmts):
@@ -315,7 +315,7 @@ def _tile_bytes(buf) -> int:
     return (size + 15) // 16 * 16  # apply_layouts pools shared tiles at 16-byte offsets
 
 
-def _shared_bytes(kernel, slots: dict) -> int:
+def shared_bytes(kernel, slots: dict) -> int:
     """The kernel's shared tiles in bytes, buffer ``b`` with ``slots[b]`` slots (an estimate:
     scratch the lowering adds later, e.g. for cross-warp reductions, is not counted)."""
     total = 0

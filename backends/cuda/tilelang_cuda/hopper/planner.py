@@ -15,6 +15,7 @@ from tilelang_core.ir import Gemm, TileOp, is_tile_op
 from tilelang_core.simt.lowering import SHARED, scope
 from tilelang_core.simt.transform.block_swizzle import SWIZZLE_KEY, rasterize
 
+from ..target import capability
 from .warp_specialize import NotSpecialized, named_barriers, warp_specialize, with_producer_threads
 from .wgmma import (WARPGROUP, element_bits, explain_wgmma, plan_wgmma, shared_tile, wgmma_k,
                     wgmma_shared_layout)
@@ -96,7 +97,8 @@ class HopperPlanner:
                                   persistent=self.options.enable_persistent,
                                   overlap=not self.options.disable_wgmma_overlap,
                                   is_wgmma=lambda op: self.plan(op, st.num_threads) is not None, notes=notes,
-                                  fenced_once=self.fenced_once, tma_store=self.options.enable_tma_store)
+                                  fenced_once=self.fenced_once, tma_store=self.options.enable_tma_store,
+                                  shared_limit=capability(self.arch, "max_shared_memory_per_block"))
         except NotSpecialized as why:
             self.notes.append(f"T.Pipelined: cp.async pipeline, no TMA producer warpgroup ({why})")
             return body

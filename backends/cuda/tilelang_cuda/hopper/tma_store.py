@@ -29,7 +29,7 @@ from tilelang_core.simt import intrinsics as I
 from tilelang_core.simt.transform.state import if_then, seq
 
 from .tma import TMA_DTYPES, NotSpecialized, TmaBox, check_tile, global_box
-from .wgmma import element_bits, wgmma_shared_layout
+from .wgmma import ATOM_BYTES, element_bits, wgmma_shared_layout
 
 FRAGMENT = "local.fragment"
 
@@ -42,9 +42,12 @@ class PlannedStore:
     stage: object  # the strip buffer
 
 
-def plan_stores(stmts: list, hopper_layouts: dict) -> tuple[list[PlannedStore], list]:
+def plan_stores(stmts: list, hopper_layouts: dict, budget: int | None = None,
+                notes: list | None = None) -> tuple[list[PlannedStore], list]:
     """The epilogue copies TMA can store, each with its strip buffer (laid out in
-    ``hopper_layouts``), and the allocations to add; others are left as they are."""
+    ``hopper_layouts``), and the allocations to add; others are left as they are. ``budget``:
+    shared memory bytes still free (None: unknown); a strip buffer that does not fit is skipped,
+    and ``notes`` says so."""
     planned, allocs = [], []
     for i, stmt in enumerate(stmts):
         if not is_tile_op(stmt):
@@ -63,6 +66,13 @@ def plan_stores(stmts: list, hopper_layouts: dict) -> tuple[list[PlannedStore], 
             box = global_box(op.dst, rows, cols, str(frag.name), "to", op)
         except NotSpecialized:
             continue
+        need = rows * ATOM_BYTES + ATOM_BYTES * 8  # the strip, and its 1024-byte alignment at most
+        if budget is not None and need > budget:
+            if notes is not None:
+                notes.append(f"epilogue: {frag.name} -> {op.dst.source.name} by thread stores (a {rows * ATOM_BYTES} "
+                             f"byte TMA strip buffer does not fit next to the pipeline: {budget} bytes free)")
+            continue
+        budget = None if budget is None else budget - need
         stage = tirx.decl_buffer((rows, box.atom), dtype, name=f"{frag.name}_stage", scope="shared.dyn")
         hopper_layouts[str(stage.name)] = wgmma_shared_layout(rows, box.atom, element_bits(dtype))
         planned.append(PlannedStore(i, op, box, stage))

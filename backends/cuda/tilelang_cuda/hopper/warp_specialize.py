@@ -40,7 +40,7 @@ from tilelang_core.simt import intrinsics as I
 from tilelang_core.simt.transform.insert_barriers import accesses, insert_barriers
 from tilelang_core.simt.transform.software_pipeline import (
     _check_no_stale_uses, _is_producer, _num_stages, _restage_accesses, _restage_allocs, _restage_op,
-    _staged_buffer, leading_bindings)
+    _staged_buffer, leading_bindings, shared_bytes)
 from tilelang_core.simt.transform.state import PIPELINE_REGION, if_then, seq, substitute
 
 from .consumer_schedule import EPILOGUE, PLAIN, PROLOGUE, STEADY, plan_overlap, schedule, tile_groups
@@ -79,7 +79,7 @@ def _contains_pipelined(stmt) -> bool:
 
 def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = None, pingpong: bool = False,
                     persistent: bool = False, overlap: bool = True, is_wgmma=None, notes: list | None = None,
-                    fenced_once: set | None = None, tma_store: bool = False):
+                    fenced_once: set | None = None, tma_store: bool = False, shared_limit: int | None = None):
     """The body rewritten as in the module docstring; NotSpecialized(why) when the kernel does not
     fit (no or several pipelined loops, a copy TMA cannot carry, thread counts that are not
     warpgroups): the caller keeps the cp.async pipeline and can tell the user why."""
@@ -167,7 +167,9 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
         return bar((ngroups + g) * stages, slot)
 
     # the epilogue's fragment -> global copies through shared memory and TMA (tma_store.py)
-    stores, store_allocs = plan_stores(after, hopper_layouts) if tma_store else ([], [])
+    budget = None if shared_limit is None else \
+        shared_limit - shared_bytes(body, {buf: stages for buf in written}) - 8 * 2 * stages * len(written)
+    stores, store_allocs = plan_stores(after, hopper_layouts, budget, notes) if tma_store else ([], [])
     allocs += store_allocs
     maps, host = tensor_maps(boxes + [store.box for store in stores])
     after = lower_stores(after, stores, maps, st.thread_var)
