@@ -2,7 +2,7 @@
 # Everything the CUDA backend should show on the lent H200, in one call (after unpack-tvm.sh a/b):
 # packages installed as a user would, doctor, the main job and every example on target="auto",
 # the launch-overhead benchmark and the compute-sanitizer checks. Logs go to $OUT.
-#   bash .device/b/unpack-tvm.sh b && bash bench/h200_session.sh
+#   bash .device/b/unpack-tvm.sh b && bash bench/h200_session.sh      (SKIP_BENCH=1: no table; SWEEP=1: + variants)
 set -uo pipefail
 export PYTHONPATH=/opt/tvmsite PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -29,6 +29,7 @@ for tool in memcheck racecheck synccheck; do
   step "sanitize_$tool" 240 compute-sanitizer --tool "$tool" --error-exitcode 9 python3 bench/cuda_sanitize_cases.py
 done
 [[ ${SKIP_BENCH:-0} == 1 ]] || step cuda_bench 400 python3 bench/cuda_bench.py
+[[ ${SWEEP:-0} == 1 ]] && step hopper_sweep 400 python3 bench/hopper_sweep.py
 echo "== doctor (auto)"; grep -E "cuda |evidence|resolves to" "$OUT/doctor.txt" | head -6
 echo "== examples"; grep -h -E "relative error" "$OUT"/*.txt | sed 's/^/  /'
 echo "== quickstart"; grep -E "first call|OK|FAILED" "$OUT/quickstart.txt" | head -3
@@ -37,4 +38,5 @@ echo "== launch overhead"; tail -8 "$OUT/call_overhead.txt"
 echo "== autotune (16 configs, cuda)"; grep -E "search|compile" "$OUT/autotune_cuda.txt" | head -5
 for tool in memcheck racecheck synccheck; do echo "== $tool"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Error" "$OUT/sanitize_$tool.txt" | tail -2; done
 [[ -f "$OUT/cuda_bench.txt" ]] && { echo "== benchmark table"; sed -n '/^NVIDIA/,$p' "$OUT/cuda_bench.txt"; }
+[[ -f "$OUT/hopper_sweep.txt" ]] && { echo "== sweep"; grep -E "TFLOP|ERROR" "$OUT/hopper_sweep.txt"; }
 echo "== steps"; printf '  %s\n' "${status[@]}"
