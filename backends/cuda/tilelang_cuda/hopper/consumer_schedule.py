@@ -18,9 +18,10 @@ the rescale of O) right after G1 of iteration j has been issued::
 so the softmax of iteration j runs while the tensor cores compute P V of iteration j-1. A statement
 joins D only when moving it there reorders nothing it depends on (``plan_overlap``).
 
-Chain. A body whose only gemm accumulates across iterations (GEMM's main loop) keeps one wgmma
-batch in flight: iteration j issues its gemm, then waits for j-1's (wait_group 1) and only then
-hands j-1's tiles back, so the tensor cores never drain between k-tiles::
+Chain. A body whose only gemm accumulates across iterations (GEMM's main loop, a ring of at least
+three slots) keeps one wgmma batch in flight: iteration j issues its gemm, then waits for j-1's
+(wait_group 1) and only then hands j-1's tiles back, so the tensor cores never drain between
+k-tiles::
 
     prologue: issue G(0)    for j in 1 .. n-1: issue G(j), wait G(j-1), release    epilogue: wait G(n-1)
 
