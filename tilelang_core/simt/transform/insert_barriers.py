@@ -28,30 +28,31 @@ def _is_shared(buffer) -> bool:
     return tirx.is_buffer_var(buffer) and str(buffer.ty.storage_scope) in SHARED
 
 
-def accesses(stmt) -> tuple[set, set]:
-    """(shared buffers read, shared buffers written) anywhere in ``stmt``."""
+def touched(stmt) -> tuple[set, set]:
+    """(buffers read, buffers written) anywhere in ``stmt``, every scope: tile ops declare theirs,
+    loads and stores are scanned."""
     reads, writes = set(), set()
 
     def on_call(call):
         if is_tile_op(call):
             op = TileOp.from_stmt(call)
-            reads.update(r.source for r in op.reads if _is_shared(r.source))
-            writes.update(r.source for r in op.writes if _is_shared(r.source))
+            reads.update(r.source for r in op.reads)
+            writes.update(r.source for r in op.writes)
 
-    def on_load(load):
-        if _is_shared(load.source):
-            reads.add(load.source)
-
-    def on_store(store):
-        if _is_shared(store.buffer):
-            writes.add(store.buffer)
-
-    tvm_ffi.structural_walk(stmt, [(tirx.TilePrimitiveCall, on_call), (tvm.ir.TensorLoad, on_load),
-                                   (tirx.BufferStore, on_store)])
+    tvm_ffi.structural_walk(stmt, [(tirx.TilePrimitiveCall, on_call),
+                                   (tvm.ir.TensorLoad, lambda load: reads.add(load.source)),
+                                   (tirx.BufferStore, lambda store: writes.add(store.buffer))])
     return reads, writes
 
 
-def _conflict(reads, writes, pending_reads, pending_writes) -> bool:
+def accesses(stmt) -> tuple[set, set]:
+    """(shared buffers read, shared buffers written) anywhere in ``stmt``."""
+    reads, writes = touched(stmt)
+    return {b for b in reads if _is_shared(b)}, {b for b in writes if _is_shared(b)}
+
+
+def conflict(reads, writes, pending_reads, pending_writes) -> bool:
+    """Does an access (reads, writes) race with earlier ones (RAW, WAR or WAW)?"""
     return bool(reads & pending_writes or writes & pending_reads or writes & pending_writes)
 
 
@@ -105,7 +106,7 @@ def _visit_seq(stmts, ignore=frozenset()):
     for s in stmts:
         r, w = accesses(s)
         r, w = {b for b in r if b not in ignore}, {b for b in w if b not in ignore}
-        if _conflict(r, w, pending_r, pending_w):
+        if conflict(r, w, pending_r, pending_w):
             out.append(I.syncthreads())
             pending_r, pending_w = set(), set()
         out.append(_visit(s))

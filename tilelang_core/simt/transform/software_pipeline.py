@@ -225,15 +225,15 @@ def _mid_body_producers(loop, stmts: list, values: dict, written: list, stages: 
         slots = {**{buf: n for buf, (_, n) in staged.items()}, **{buf: stages for buf in written}}
         budget = shared_limit - shared_bytes(kernel, slots)
     touched = set(written)  # a tile filled twice: the second copy stays where it is
+    access = [accesses(s) for s in stmts]  # (a copy's tile is among its writes)
     moved = []
     for i, stmt in enumerate(stmts):
         if _is_producer(stmt):
             op = TileOp.from_stmt(stmt)
             tile, source = op.dst.source, op.src.source
-            later_writes = set().union(*(accesses(s)[1] for s in stmts[i + 1:])) if i + 1 < len(stmts) else set()
-            later_copies = {TileOp.from_stmt(s).dst.source for s in stmts[i + 1:] if _is_producer(s)}
+            later_writes = set().union(*(w for _, w in access[i + 1:]))
             extra = (stages - 1) * _tile_bytes(tile)
-            if (tile not in touched and tile not in later_writes and tile not in later_copies
+            if (tile not in touched and tile not in later_writes
                     and tile not in outside and (tile not in staged or staged[tile][1] == stages)
                     and _known_at_top(substitute(stmt, values), local_names)
                     and not _writes_global(loop.body, source)
@@ -243,10 +243,7 @@ def _mid_body_producers(loop, stmts: list, values: dict, written: list, stages: 
                 if budget is not None and tile not in staged:
                     budget -= extra
                 continue
-        reads, writes = accesses(stmt)
-        touched |= reads | writes
-        if _is_producer(stmt):
-            touched.add(TileOp.from_stmt(stmt).dst.source)
+        touched |= access[i][0] | access[i][1]
     return moved
 
 

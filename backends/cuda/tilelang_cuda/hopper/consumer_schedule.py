@@ -33,11 +33,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import tvm
-import tvm_ffi
-from tvm import tirx
-
 from tilelang_core.ir import Gemm, TileOp, is_tile_op
+from tilelang_core.simt.transform.insert_barriers import conflict, touched
 
 PROLOGUE, STEADY, EPILOGUE, PLAIN = "prologue", "steady", "epilogue", "plain"
 
@@ -58,33 +55,16 @@ class Event:
     busy: tuple = ()
 
 
-def touched(stmt) -> tuple[set, set]:
-    """(buffers read, buffers written) by ``stmt``, every scope (fragments included)."""
-    reads, writes = set(), set()
-
-    def on_call(call):
-        if is_tile_op(call):
-            op = TileOp.from_stmt(call)
-            reads.update(r.source for r in op.reads)
-            writes.update(r.source for r in op.writes)
-
-    tvm_ffi.structural_walk(stmt, [(tirx.TilePrimitiveCall, on_call),
-                                   (tvm.ir.TensorLoad, lambda load: reads.add(load.source)),
-                                   (tirx.BufferStore, lambda store: writes.add(store.buffer))])
-    return reads, writes
-
-
 def _conflict(a, b) -> bool:
-    (ra, wa), (rb, wb) = a, b
-    return bool(ra & wb or wa & rb or wa & wb)
+    return conflict(*a, *b)
 
 
 def tile_groups(body: list, tiles: list) -> list[list]:
     """The TMA tiles grouped by the first statement of ``body`` that reads them, in that order."""
+    reads = [touched(s)[0] for s in body]
     first = {}
     for tile in tiles:
-        readers = [i for i, s in enumerate(body) if tile in touched(s)[0]]
-        first.setdefault(readers[0] if readers else len(body), []).append(tile)
+        first.setdefault(next((i for i, r in enumerate(reads) if tile in r), len(body)), []).append(tile)
     return [first[i] for i in sorted(first)]
 
 
@@ -212,5 +192,4 @@ def schedule(body: list, groups: list[list], kind: str, overlap=None) -> list[Ev
     return events
 
 
-__all__ = ["EPILOGUE", "PLAIN", "PROLOGUE", "STEADY", "Event", "plan_overlap", "schedule", "tile_groups",
-           "touched"]
+__all__ = ["EPILOGUE", "PLAIN", "PROLOGUE", "STEADY", "Event", "plan_overlap", "schedule", "tile_groups"]

@@ -145,8 +145,8 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     # Shared operands the consumers write before the loop and never in it (attention's Q): one
     # proxy fence after those writes serves every wgmma of the loop (``fenced_once``)
     before_writes = set().union(*(accesses(s)[1] for s in before)) if before else set()
-    once = {str(x.source.name) for s in body_stmts if is_tile_op(s) and isinstance(TileOp.from_stmt(s), Gemm)
-            for x in (TileOp.from_stmt(s).A, TileOp.from_stmt(s).B)
+    gemms = [op for op in (TileOp.from_stmt(s) for s in body_stmts if is_tile_op(s)) if isinstance(op, Gemm)]
+    once = {str(x.source.name) for op in gemms for x in (op.A, op.B)
             if x.source in before_writes and x.source not in rewritten and x.source not in written}
     if once and fenced_once is not None:
         fenced_once |= once

@@ -219,7 +219,6 @@ def lower_gemm_wgmma(op: Gemm, st, plan: WgmmaPlan, proxy_fence: bool = True):
     gm, gn = tirx.floordiv(wg, plan.wg_n), tirx.floormod(wg, plan.wg_n)
     slabs, chunks = plan.m_wg // WGMMA_M, plan.n_wg // plan.n_inst
     c_regs = st.local_buffer(op.C.source)
-    acc_count = int(st.layouts[op.C.source].local_size)
     a_regs = scope(op.A) == FRAGMENT
     a_local = st.local_buffer(op.A.source) if a_regs else None
 
@@ -252,10 +251,9 @@ def lower_gemm_wgmma(op: Gemm, st, plan: WgmmaPlan, proxy_fence: bool = True):
         return I.call(f"tl_wgmma_ss_{in_dtype}_n{plan.n_inst}<{ta}, {tb}>", acc, desc_a(sl, kk),
                       desc_b(c, kk), accumulate)
 
-    whole = I.address_of(c_regs, 0)
+    c_fence = register_fence(c_regs)
     # A's registers are read asynchronously too: tied to the issue and to the wait
-    a_fence = I.call(f"tl_wgmma_fence_regs<{int(st.layouts[op.A.source].local_size) // 2}>",
-                     I.address_of(a_local, 0)) if a_regs else None
+    a_fence = register_fence(a_local) if a_regs else None
     phase = op.options.get(WGMMA_PHASE)
     if phase == "wait":
         # Every other register fragment is tied to the point before the wait, so the work the
@@ -264,8 +262,7 @@ def lower_gemm_wgmma(op: Gemm, st, plan: WgmmaPlan, proxy_fence: bool = True):
         before = [register_fence(local) for frag, local in st.locals.items()
                   if str(frag.name) not in busy and not frag.same_as(op.C.source) and not frag.same_as(op.A.source)]
         # (the accumulator of a batch still in flight, the same gemm's next k-tile, stays untied)
-        mine = [] if str(op.C.source.name) in busy else [I.call(f"tl_wgmma_fence_operand<{acc_count}>", whole),
-                                                        a_fence]
+        mine = [] if str(op.C.source.name) in busy else [c_fence, a_fence]
         return seq(before + [I.call(f"tl_wgmma_wait<{int(op.options[WGMMA_PENDING])}>")] + mine)
     steps = [issue(sl, c, kk) for kk in range(k // kstep) for sl in range(slabs) for c in range(chunks)]
     # In a ping-pong loop (pingpong.py) the warpgroups take turns issuing; the results are
@@ -278,15 +275,14 @@ def lower_gemm_wgmma(op: Gemm, st, plan: WgmmaPlan, proxy_fence: bool = True):
     return seq([
         # operands written through the generic proxy (st.shared, cp.async) -> visible to wgmma
         I.call("tl_fence_proxy_async") if proxy_fence else None,
-        I.call(f"tl_wgmma_fence_operand<{acc_count}>", whole),
+        c_fence,
         a_fence if phase == "issue" else None,
         my_turn,
         I.call("tl_wgmma_fence"),
         *steps,
         I.call("tl_wgmma_commit"),
         hand_over,
-        *([] if phase == "issue" else [I.call("tl_wgmma_wait<0>"),
-                                       I.call(f"tl_wgmma_fence_operand<{acc_count}>", whole)]),
+        *([] if phase == "issue" else [I.call("tl_wgmma_wait<0>"), c_fence]),
     ])
 
 
