@@ -118,7 +118,7 @@ class _JITBase:
         """What target='auto' may resolve differently from call to call: the innermost
         ``with Target(...)`` and TILELANG_TARGET (probed devices do not change in a process).
         Part of the memo key, so a kernel built for one target is not returned for another."""
-        if self.target not in (None, "auto"):
+        if not self._auto:
             return None
         return Target.current(), config.target_override_text()
 
