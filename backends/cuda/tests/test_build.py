@@ -176,6 +176,30 @@ def test_flash_attention_compiles_without_spills(tmp_path, schedule, meant):
     assert not any(counts[op] for op in absent), f"unexpected instructions: {dict(counts)}"
 
 
+@pytest.mark.parametrize("options", [{}, {"disable_tma_store": True}, {"enable_persistent": True}])
+def test_gemm_epilogue_reads_the_accumulator_after_its_last_wgmma_wait(tmp_path, options):
+    """In the SASS, nothing converts the accumulator between the last HGMMA and the wait for it
+    (WARPGROUP.DEPBAR.LE gsb0, 0x0). With the final wait after the k-loop, ptxas 13.0 moved the
+    TMA-store epilogue's F2FP conversions above it: a quarter of the output was wrong on the H200."""
+    from tilelang_cuda import compiler
+
+    compile_kernel(kernels.make_gemm(1024, 1024, 1024, bm=128, bn=256, bk=64, threads=256, stages=3),
+                   "sm_90a", tmp_path, **options)
+    if compiler.find_cuobjdump() is None:
+        pytest.skip("cuobjdump missing: pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm")
+    early = 0
+    for line in compiler.sass(tmp_path / "kernel.cubin").splitlines():
+        if "HGMMA" in line:
+            early = 0
+        elif "F2FP" in line:
+            early += 1
+        elif "WARPGROUP.DEPBAR.LE gsb0, 0x0" in line:
+            break
+    else:
+        pytest.fail("no WARPGROUP.DEPBAR.LE gsb0, 0x0 in the SASS")
+    assert early == 0, f"{early} accumulator conversions before the last wgmma wait"
+
+
 @pytest.mark.parametrize("device_compiler", ["nvcc", "nvrtc"])
 def test_both_device_compilers_give_tensor_core_code(tmp_path, device_compiler):
     from tilelang_cuda import nvrtc

@@ -77,7 +77,8 @@ def test_accumulator_layout_matches_mma_when_warpgroups_stack_along_m():
 
 
 def test_pipelined_gemm_gets_a_tma_producer_warpgroup():
-    source, kernel = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES))
+    # (per-thread epilogue stores: the TMA store's own fence and barriers have their test below)
+    source, kernel = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES), disable_tma_store=True)
     assert "__launch_bounds__(384)" in kernel  # 256 consumers + one producer warpgroup
     assert "const __grid_constant__ CUtensorMap" in kernel
     assert kernel.count("tl_tma_load<2>") == 5  # one box of A, four 64-column boxes of B
@@ -117,7 +118,7 @@ def test_attention_moves_the_mid_body_copy_to_the_producer():
     """FlashAttention's V copy sits between the two gemms; it is TMA-loaded with K, the softmax
     stays with the consumers, Q (written by the consumers) is fenced for the async proxy, and
     their barriers are named barriers the producer never waits on."""
-    _, kernel = cuda_source(kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256))
+    _, kernel = cuda_source(kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256), disable_tma_store=True)
     assert kernel.count("tl_tma_load<4>") == 4  # K and V, two 64-column boxes each
     assert "tl_wgmma_ss_f16_n128" in kernel and "tl_wgmma_rs_f16_n128" in kernel
     # Q, written by the consumers before the loop, is fenced for the async proxy once, there
@@ -173,23 +174,36 @@ def test_attention_softmax_overlaps_the_previous_pv_gemm():
 
 def test_gemm_keeps_one_wgmma_batch_in_flight():
     """GEMM's main loop: k-tile j is issued before j-1 is awaited (wait_group 1), and j-1's slot
-    goes back to the producer only then; the last batch is awaited after the loop. One
-    full/empty pair per slot (A and B travel together)."""
-    source, kernel = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES))
+    goes back to the producer only then. The last k-tile is peeled: its batch is issued and
+    awaited (wait_group 0) in one block, before both slots go back and the epilogue reads the
+    accumulator (a wait after the loop let ptxas move those reads above it). One full/empty pair
+    per slot (A and B travel together)."""
+    source, kernel = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES), disable_tma_store=True)
     assert kernel.count("tl_mbar_init") == 2 * HOPPER_TILES["stages"]
     assert "one wgmma batch stays in flight" in source[:source.find("#ifdef")]
-    body = loop_body(kernel, "for (int k = 1; k < 5; ++k)")
+    body = loop_body(kernel, "for (int k = 1; k < 4; ++k)")
     at = 0
     for step in ("tl_mbar_wait", "tl_wgmma_ss_f16", "tl_wgmma_commit", "tl_wgmma_wait<1>",
-                 "tl_mbar_arrive((&(smem_uint64_ptr[(((k + 2) % 3) + 3)])))"):
+                 "tl_mbar_arrive((&(smem_uint64_ptr[(k + 2)])))"):  # (k - 1) % 3 + 3, for k < 4
         at = body.index(step, at)
-    after = kernel[kernel.index(body) + len(body):]
-    assert after.index("tl_wgmma_wait<0>") < after.index("tl_mbar_arrive") < after.index("*(half2*)(C_ptr")
+    last = kernel[kernel.index(body) + len(body):]
+    at = 0
+    for step in ("tl_mbar_wait", "tl_wgmma_ss_f16", "tl_wgmma_commit", "tl_wgmma_wait<0>", "tl_mbar_arrive",
+                 "tl_mbar_arrive", "*(half2*)(C_ptr"):
+        at = last.index(step, at) + 1
+    assert "tl_wgmma_wait<1>" not in last
     for off in ({"disable_wgmma_overlap": True}, {"stages": 2}):  # two slots: wait right away
         tiles = {**HOPPER_TILES, **{k: v for k, v in off.items() if k == "stages"}}
         _, plain = cuda_source(kernels.make_gemm(1000, 520, 264, **tiles),
                                **{k: v for k, v in off.items() if k != "stages"})
         assert "tl_wgmma_wait<1>" not in plain and "tl_wgmma_wait<0>" in plain
+
+
+def test_gemm_chain_of_one_k_tile_waits_in_place():
+    """A single k-tile (K <= block_K): no loop, the batch is awaited right after it is issued."""
+    _, kernel = cuda_source(kernels.make_gemm(256, 256, 64, **HOPPER_TILES), disable_tma_store=True)
+    assert "tl_wgmma_wait<1>" not in kernel
+    assert kernel.index("tl_wgmma_commit") < kernel.index("tl_wgmma_wait<0>") < kernel.index("*(half2*)(C_ptr")
 
 
 def test_pingpong_with_overlap_takes_a_turn_per_iteration():
@@ -384,26 +398,26 @@ def test_a_provably_zero_mask_becomes_the_gemms_zero_init(seq_len, causal, folde
     assert ("acc_s_ptr[vi" in body[:body.index("tl_wgmma_ss_f16")]) == (not folded)
 
 
-def test_tma_store_epilogue_is_opt_in_and_stores_in_swizzled_strips(tmp_path):
-    """tl.enable_tma_store: the accumulator goes to a 128-row x 64-column strip buffer (128-byte
-    swizzle), fenced for the async proxy, then one TMA store per strip (ragged edges clipped by
-    the TMA unit); UTMASTG in the SASS. Off by default (not yet run on a GPU)."""
+def test_tma_store_epilogue_stores_in_swizzled_strips(tmp_path):
+    """By default the accumulator goes to a 128-row x 64-column strip buffer (128-byte swizzle),
+    fenced for the async proxy, then one TMA store per strip (ragged edges clipped by the TMA
+    unit); UTMASTG in the SASS. tl.disable_tma_store keeps the per-thread stores."""
     from tilelang_cuda import compiler
     from tilelang_cuda.options import CudaOptions
     from tilelang_cuda.pipeline import CudaBackend
 
     func = kernels.make_gemm(1000, 520, 264, **{**HOPPER_TILES, "stages": 4})
-    source, kernel = cuda_source(func, enable_tma_store=True)
+    source, kernel = cuda_source(func)
     assert kernel.count("tl_tma_store<2>") == 4 and kernel.count("tl_bulk_wait_read<0>") == 4
     assert "C_f -> C by TMA stores (4 strips)" in source[:source.find("#ifdef")]
     first = kernel.index("tl_tma_store<2>")
     assert kernel.rindex("tl_fence_proxy_async", 0, first) > kernel.rindex("C_f_ptr[", 0, first)
     assert "*(half2*)(C_ptr" not in kernel  # no per-thread global stores left
-    _, default = cuda_source(func)
-    assert "tl_tma_store" not in default and "tl_bulk" not in default
+    _, threads = cuda_source(func, disable_tma_store=True)
+    assert "tl_tma_store" not in threads and "tl_bulk" not in threads and "*(half2*)(C_ptr" in threads
     if compiler.find_cuobjdump() is None:
         pytest.skip("cuobjdump missing")
-    backend, options = CudaBackend(Target("sm_90a")), CudaOptions(enable_tma_store=True)
+    backend, options = CudaBackend(Target("sm_90a")), CudaOptions()
     mod = backend.lower(func, options)
     backend.build(mod, backend.codegen(mod, options), options, tmp_path)
     sass = compiler.sass(tmp_path / "kernel.cubin")
@@ -414,8 +428,9 @@ def test_tma_store_is_skipped_where_its_strip_buffer_does_not_fit():
     """FlashAttention D128 with a 3-slot K/V ring (224 KB): no room for a 16 KB strip buffer, so
     the epilogue keeps per-thread stores and the note says why (instead of a shared-memory error)."""
     func = _flash_example().get_tir(1, 2, 1024, 128, False, block_M=128, block_N=128, num_stages=3, threads=256)
-    source, kernel = cuda_source(func, enable_tma_store=True)
+    source, kernel = cuda_source(func)
     assert "tl_tma_store" not in kernel
     assert "does not fit next to the pipeline" in source[:source.find("#ifdef")]
     fits = _flash_example().get_tir(1, 2, 1024, 128, False, block_M=128, block_N=128, num_stages=2, threads=256)
-    assert "tl_tma_store<4>" in cuda_source(fits, enable_tma_store=True)[1]
+    assert "tl_tma_store<4>" in cuda_source(fits)[1]
+

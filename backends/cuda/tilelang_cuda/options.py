@@ -45,9 +45,10 @@ class CudaOptions(BackendOptions):
     disable_wgmma_overlap: on sm_90a, a warp-specialized loop with two wgmma gemms (attention)
         waits for each gemm right after issuing it, instead of running the work between them
         under the previous iteration's last gemm (hopper/consumer_schedule.py).
-    enable_tma_store: on sm_90a, the epilogue copy of a warp-specialized kernel (fragment ->
-        global tile) goes through shared memory in 128-byte strips and TMA stores
-        (hopper/tma_store.py). Opt-in: not yet run on a GPU.
+    disable_tma_store: on sm_90a, the epilogue copy of a warp-specialized kernel (fragment ->
+        global tile) is stored by the threads instead of going through shared memory in 128-byte
+        strips and TMA stores (hopper/tma_store.py; the strips are skipped anyway where their
+        16 KB buffer does not fit next to the pipeline).
     disable_rasterization: on sm_90a, keep the launch order of a 2-D gemm grid where the kernel
         has no T.use_swizzle (by default the planner walks it in panels of block rows).
     extra_nvcc_flags: appended to every nvcc call, verbatim.
@@ -73,7 +74,7 @@ class CudaOptions(BackendOptions):
     enable_persistent: bool = False
     disable_rasterization: bool = False
     disable_wgmma_overlap: bool = False
-    enable_tma_store: bool = False
+    disable_tma_store: bool = False
     extra_nvcc_flags: tuple = ()
 
     def __post_init__(self):
@@ -84,7 +85,7 @@ class CudaOptions(BackendOptions):
                               f"{DEVICE_COMPILERS}")
         for name in ("fast_math", "precise_exp2", "lineinfo", "ptxas_verbose", "disable_cp_async", "disable_wgmma",
                      "disable_tma_lower", "disable_warp_specialized", "disable_pingpong",
-                     "enable_persistent", "disable_rasterization", "disable_wgmma_overlap", "enable_tma_store",
+                     "enable_persistent", "disable_rasterization", "disable_wgmma_overlap", "disable_tma_store",
                      "disable_tf32"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"cuda option {name}={getattr(self, name)!r} must be True or False")

@@ -18,7 +18,7 @@ EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
 #: default = wgmma + TMA producer warpgroup; then wgmma with the cp.async pipeline; then mma.sync
 SCHEDULES = {"ws_tma_wgmma": {}, "ws_persistent": {"enable_persistent": True},
              "ws_no_overlap": {"disable_wgmma_overlap": True}, "ws_no_pingpong": {"disable_pingpong": True},
-             "ws_tma_store": {"enable_tma_store": True},  # written before it ran on a GPU
+             "ws_thread_store": {"disable_tma_store": True},
              "cp_async_wgmma": {"disable_warp_specialized": True},
              "ws_tma_mma_sync": {"disable_wgmma": True},
              "mma_sync": {"disable_wgmma": True, "disable_warp_specialized": True}}

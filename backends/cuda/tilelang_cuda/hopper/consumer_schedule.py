@@ -23,7 +23,13 @@ three slots) keeps one wgmma batch in flight: iteration j issues its gemm, then 
 (wait_group 1) and only then hands j-1's tiles back, so the tensor cores never drain between
 k-tiles::
 
-    prologue: issue G(0)    for j in 1 .. n-1: issue G(j), wait G(j-1), release    epilogue: wait G(n-1)
+    prologue: issue G(0)    for j in 1 .. n-2: issue G(j), wait G(j-1), release
+    last (j = n-1): issue G(n-1), wait for both, release both          (n = 1: issue G(0), wait)
+
+The last iteration is peeled (LAST) so that the final wait_group 0 sits in the same basic block as
+the batch it waits for: with the wait after the loop instead, ptxas 13.0 moved the epilogue's
+reads of the accumulator above it (H200: a quarter of a GEMM's output wrong, sass showed F2FP
+before WARPGROUP.DEPBAR.LE gsb0, 0x0).
 
 Everything here is a plan of ``Event`` s over the body's statement indices; warp_specialize.py turns
 them into statements (mbarrier waits and arrives, gemm issues and waits).
@@ -36,7 +42,7 @@ from dataclasses import dataclass
 from tilelang_core.ir import Gemm, TileOp, is_tile_op
 from tilelang_core.simt.transform.insert_barriers import conflict, touched
 
-PROLOGUE, STEADY, EPILOGUE, PLAIN = "prologue", "steady", "epilogue", "plain"
+PROLOGUE, STEADY, EPILOGUE, PLAIN, LAST = "prologue", "steady", "epilogue", "plain", "last"
 
 
 @dataclass(frozen=True)
@@ -127,7 +133,7 @@ class _Pending:
 
 def schedule(body: list, groups: list[list], kind: str, overlap=None) -> list[Event]:
     """The events of one consumer iteration of ``kind`` (module docstring; PLAIN = no overlap:
-    every statement in order, gemms waiting for themselves)."""
+    every statement in order, gemms waiting for themselves; LAST = the chain's last iteration)."""
     access = [touched(s) for s in body]
     g1, deferred = overlap if overlap else (-1, ())
     chain = overlap is not None and not deferred
@@ -135,7 +141,7 @@ def schedule(body: list, groups: list[list], kind: str, overlap=None) -> list[Ev
         order = []
     elif kind == PLAIN or kind == PROLOGUE:
         order = [(i, 0) for i in range(len(body)) if i not in deferred]
-    elif kind == STEADY:
+    elif kind in (STEADY, LAST):
         order = []
         for i in range(len(body)):
             if i in deferred:
@@ -150,7 +156,7 @@ def schedule(body: list, groups: list[list], kind: str, overlap=None) -> list[Ev
     last_reader = {g: max(i for i in range(len(body)) if g in group_of[i]) for g in range(len(groups))
                    if any(g in r for r in group_of)}
     events, acquired, pending = [], set(), []
-    if chain and kind in (STEADY, EPILOGUE):  # the previous iteration's gemm is still in flight
+    if chain and kind in (STEADY, LAST, EPILOGUE):  # the previous iteration's gemm is still in flight
         pending.append(_Pending(g1, 1, access[g1]))
 
     def complete(upto):
@@ -181,7 +187,7 @@ def schedule(body: list, groups: list[list], kind: str, overlap=None) -> list[Ev
         else:
             events.append(Event("run", i, lag))
             release_after(i, lag)
-    if chain and kind != EPILOGUE and len(pending) > 1:
+    if chain and kind not in (EPILOGUE, LAST) and len(pending) > 1:
         complete(pending[-2])  # the newest batch stays in flight into the next iteration
     elif pending and not (chain and kind == PROLOGUE):
         complete(pending[-1])
@@ -192,4 +198,4 @@ def schedule(body: list, groups: list[list], kind: str, overlap=None) -> list[Ev
     return events
 
 
-__all__ = ["EPILOGUE", "PLAIN", "PROLOGUE", "STEADY", "Event", "plan_overlap", "schedule", "tile_groups"]
+__all__ = ["EPILOGUE", "LAST", "PLAIN", "PROLOGUE", "STEADY", "Event", "plan_overlap", "schedule", "tile_groups"]

@@ -97,7 +97,7 @@ class HopperPlanner:
                                   persistent=self.options.enable_persistent,
                                   overlap=not self.options.disable_wgmma_overlap,
                                   is_wgmma=lambda op: self.plan(op, st.num_threads) is not None, notes=notes,
-                                  fenced_once=self.fenced_once, tma_store=self.options.enable_tma_store,
+                                  fenced_once=self.fenced_once, tma_store=not self.options.disable_tma_store,
                                   shared_limit=capability(self.arch, "max_shared_memory_per_block"))
         except NotSpecialized as why:
             self.notes.append(f"T.Pipelined: cp.async pipeline, no TMA producer warpgroup ({why})")

@@ -43,7 +43,7 @@ from tilelang_core.simt.transform.software_pipeline import (
     _staged_buffer, leading_bindings, shared_bytes)
 from tilelang_core.simt.transform.state import PIPELINE_REGION, if_then, seq, substitute
 
-from .consumer_schedule import EPILOGUE, PLAIN, PROLOGUE, STEADY, plan_overlap, schedule, tile_groups
+from .consumer_schedule import EPILOGUE, LAST, PLAIN, PROLOGUE, STEADY, plan_overlap, schedule, tile_groups
 from .persistent import persistent_tiles
 from .pingpong import PINGPONG_LOOP, pingpong_overlap, strip_turns, turn_options, wants_pingpong
 from .tma import NotSpecialized, load_box, tensor_maps
@@ -261,6 +261,14 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     if plan is None:
         consumer_loop = tirx.For(cit, tirx.const(0, "int32"), n, tirx.ForKind.SERIAL,
                                  consume(cit, done + cit, PLAIN))
+    elif not plan[1]:  # the chain: iterations 0 and n-1 peeled (consumer_schedule.py)
+        zero, one = tirx.const(0, "int32"), tirx.const(1, "int32")
+        consumer_loop = tirx.AttrStmt(zero, OVERLAP_REGION, tirx.const(int(pingpong), "int32"), seq([
+            if_then(n == 1, consume(zero, done, PLAIN)),
+            if_then(n > 1, seq([
+                consume(zero, done, PROLOGUE),
+                tirx.For(cit, one, n - 2, tirx.ForKind.SERIAL, consume(cit, done + cit, STEADY)),
+                consume(n - 1, done + n - 1, LAST)]))]))
     else:  # iteration 0 and the tail of iteration n-1 peeled (consumer_schedule.py)
         zero = tirx.const(0, "int32")
         consumer_loop = tirx.AttrStmt(zero, OVERLAP_REGION, tirx.const(int(pingpong), "int32"), seq([
