@@ -5,7 +5,7 @@
 #   bash .device/b/unpack-tvm.sh b && bash bench/h200_session.sh      (SKIP_BENCH=1: no table; SWEEP=1: + variants)
 set -uo pipefail
 export PYTHONPATH=/opt/tvmsite PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+RESULTS=${OUT:-/tmp/out}; OUT=$(mktemp -d); mkdir -p "$RESULTS"  # logs here, one tarball to $RESULTS
 python3 -m pip install -q --no-deps --no-build-isolation -e . -e backends/cpu -e backends/cuda >"$OUT/pip.txt" 2>&1 \
   || { echo "pip install failed"; tail -5 "$OUT/pip.txt"; exit 1; }
 status=()
@@ -40,3 +40,7 @@ for tool in memcheck racecheck synccheck; do echo "== $tool"; grep -E "ERROR SUM
 [[ -f "$OUT/cuda_bench.txt" ]] && { echo "== benchmark table"; sed -n '/^NVIDIA/,$p' "$OUT/cuda_bench.txt"; }
 [[ -f "$OUT/hopper_sweep.txt" ]] && { echo "== sweep"; grep -E "TFLOP|ERROR" "$OUT/hopper_sweep.txt"; }
 echo "== steps"; printf '  %s\n' "${status[@]}"
+for s in "${status[@]}"; do  # the tail of every failed step's log, since $OUT brings back only a few files
+  [[ $s == *FAILED* ]] && { echo "== tail of ${s%% *}"; tail -40 "$OUT/${s%% *}.txt"; }
+done
+tar czf "$RESULTS/logs.tgz" -C "$OUT" .  # the device returns only a few files: one archive

@@ -13,18 +13,15 @@ from cuda_bench import bench, compile_timed, example
 
 GEMM_VARIANTS = [  # (block_M, block_N, block_K, stages, threads, panel, pass configs); panel 0 = planner's
     (128, 256, 64, 4, 256, 0, None),
-    (128, 256, 64, 4, 256, 0, {"tl.disable_wgmma_overlap": True}),
+    (128, 256, 64, 4, 256, 0, {"tl.disable_tma_store": True}),
     (128, 256, 64, 4, 256, 0, {"tl.enable_persistent": True}),
-    (128, 256, 64, 4, 256, 0, {"tl.enable_tma_store": True}),
-    (128, 256, 64, 4, 256, 0, {"tl.enable_tma_store": True, "tl.enable_persistent": True}),
-    (128, 256, 128, 2, 256, 8, None),
-    (256, 128, 64, 4, 256, 8, None),
+    (128, 256, 64, 4, 256, 0, {"tl.disable_wgmma_overlap": True}),
+    (128, 256, 64, 4, 256, 16, None),
+    (256, 128, 64, 4, 256, 0, None),
     (128, 256, 64, 4, 256, 8, {"tl.disable_warp_specialized": True}),
-    (128, 256, 64, 4, 256, 8, {"tl.disable_wgmma": True, "tl.disable_warp_specialized": True}),
 ]
 ATTN_VARIANTS = [  # (block_M, block_N, stages, threads, pass configs)
-    (128, 128, 2, 256, None), (128, 128, 2, 256, {"tl.precise_exp2": True}), (128, 160, 2, 256, None),
-    (128, 128, 2, 256, {"tl.enable_tma_store": True}),
+    (128, 128, 2, 256, None), (128, 128, 2, 256, {"tl.disable_tma_store": True}), (128, 160, 2, 256, None),
     (128, 128, 2, 256, {"tl.enable_persistent": True}), (128, 128, 2, 256, {"tl.disable_pingpong": True}),
     (128, 128, 2, 256, {"tl.disable_wgmma_overlap": True}),
 ]
