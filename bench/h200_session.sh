@@ -38,7 +38,7 @@ echo "== launch overhead"; tail -8 "$OUT/call_overhead.txt"
 echo "== autotune (16 configs, cuda)"; grep -E "search|compile" "$OUT/autotune_cuda.txt" | head -5
 for tool in memcheck racecheck synccheck; do echo "== $tool"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Error" "$OUT/sanitize_$tool.txt" | tail -2; done
 [[ -f "$OUT/cuda_bench.txt" ]] && { echo "== benchmark table"; sed -n '/^NVIDIA/,$p' "$OUT/cuda_bench.txt"; }
-[[ -f "$OUT/hopper_sweep.txt" ]] && { echo "== sweep"; grep -E "TFLOP|ERROR" "$OUT/hopper_sweep.txt"; }
+[[ -f "$OUT/hopper_sweep.txt" ]] && { echo "== sweep"; grep -E "TFLOP|ERROR|timed in turns" "$OUT/hopper_sweep.txt"; }
 echo "== steps"; printf '  %s\n' "${status[@]}"
 for s in "${status[@]}"; do  # the tail of every failed step's log, since $OUT brings back only a few files
   [[ $s == *FAILED* ]] && { echo "== tail of ${s%% *}"; tail -40 "$OUT/${s%% *}.txt"; }

@@ -437,3 +437,26 @@ def make_stage_buffer_used_after_loop():
             T.copy(A_s, Out[bx * 32, 0])
 
     return stale
+
+
+def make_gemm_div(M, N, K, bm=128, bn=256, bk=64, stages=3, threads=256):
+    """C = (A @ B) / d[None, :] in the epilogue of a warp-specialized gemm: d may hold zeros, the
+    division then takes its IEEE slow path (a subroutine call in the SASS) in the consumer warps."""
+
+    @T.prim_func
+    def gemm_div(A: T.Tensor((M, K), T.float16), B: T.Tensor((K, N), T.float16), D: T.Tensor((N,), T.float32),
+                 C: T.Tensor((M, N), T.float32)):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((bm, bk), T.float16)
+            B_s = T.alloc_shared((bk, bn), T.float16)
+            C_f = T.alloc_fragment((bm, bn), T.float32)
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
+                T.copy(A[by * bm, k * bk], A_s)
+                T.copy(B[k * bk, bx * bn], B_s)
+                T.gemm(A_s, B_s, C_f)
+            for i, j in T.Parallel(bm, bn):
+                C_f[i, j] = C_f[i, j] / D[bx * bn + j]
+            T.copy(C_f, C[by * bm, bx * bn])
+
+    return gemm_div

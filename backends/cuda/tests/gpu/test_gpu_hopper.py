@@ -166,3 +166,24 @@ def test_transposed_a_gemm_on_wgmma_matches_torch(tmp_path, schedule, trans_b):
     ref = a.double().T @ (b.double().T if trans_b else b.double())
     err = ((c.double() - ref).norm() / ref.norm()).item()
     assert err < 5e-3, f"relative error {err}"
+
+
+def test_division_by_zero_in_a_warp_specialized_epilogue(tmp_path):
+    """x / 0 in the consumers' epilogue gives inf / nan like torch, not a fault. (A reverted
+    experiment faulted at the division's slow-path subroutine call in such an epilogue; a fully
+    masked attention row, whose sum is 0, takes that path.)"""
+    M, N, K = 256, 512, 256
+    kernel, source = build(kernels.make_gemm_div(M, N, K), tmp_path)
+    assert "tl_tma_load" in source and "tl_setmaxnreg_inc" in source
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    d = torch.rand(N, device="cuda") + 0.5
+    d[::7] = 0.0
+    c = torch.empty(M, N, device="cuda")
+    kernel["gemm_div"](a, b, d, c)
+    torch.cuda.synchronize()
+    ref = (a.double() @ b.double()) / d.double()
+    finite = torch.isfinite(ref)
+    assert torch.equal(torch.isinf(c), torch.isinf(ref)) and torch.equal(torch.isnan(c), torch.isnan(ref))
+    err = ((c.double() - ref)[finite].norm() / ref[finite].norm()).item()
+    assert err < 5e-3, f"relative error {err}"
