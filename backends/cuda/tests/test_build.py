@@ -200,6 +200,31 @@ def test_gemm_epilogue_reads_the_accumulator_after_its_last_wgmma_wait(tmp_path,
     assert early == 0, f"{early} accumulator conversions before the last wgmma wait"
 
 
+def test_overlap_block_puts_the_softmax_exps_before_the_wait_for_pv(tmp_path):
+    """tl.enable_overlap_block: in FlashAttention's steady loop every exp of the softmax (64 per
+    thread for a 128x128 tile) sits between wgmma.wait_group 1 (for Q K^T) and wait_group 0 (for
+    the previous P V) in the SASS, so they run under P V; no spills, no wgmma serialization."""
+    from tilelang_cuda import compiler
+
+    func = kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256)
+    backend, source = compile_kernel(func, "sm_90a", tmp_path, ptxas_verbose=True, enable_overlap_block=True)
+    assert "if (tl_opaque_true())" in source
+    log = backend.last_build.log
+    assert "0 bytes spill stores" in log and "serialized" not in log, log
+    if compiler.find_cuobjdump() is None:
+        pytest.skip("cuobjdump missing: pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm")
+    under, exps = [], None
+    for line in compiler.sass(tmp_path / "kernel.cubin").splitlines():
+        if "WARPGROUP.DEPBAR.LE gsb0, 0x1" in line:
+            exps = 0
+        elif "WARPGROUP.DEPBAR.LE gsb0, 0x0" in line and exps is not None:
+            under.append(exps)
+            exps = None
+        elif "MUFU.EX2" in line and exps is not None:
+            exps += 1
+    assert under == [64], f"exps between the two waits: {under}"
+
+
 @pytest.mark.parametrize("device_compiler", ["nvcc", "nvrtc"])
 def test_both_device_compilers_give_tensor_core_code(tmp_path, device_compiler):
     from tilelang_cuda import nvrtc

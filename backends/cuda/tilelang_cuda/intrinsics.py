@@ -183,6 +183,9 @@ ON_DEMAND_HELPERS = {
                      "  asm(\"cvt.rna.tf32.f32 %0, %1;\\n\" : \"=r\"(r) : \"f\"(x));\n"
                      "  return __uint_as_float(r);\n"
                      "}\n",
+    # true at run time, unknown to nvcc and ptxas: a branch on it is a basic block they keep
+    # (hopper/warp_specialize.py, tl.enable_overlap_block)
+    "tl_opaque_true": "__device__ __forceinline__ bool tl_opaque_true() { return blockDim.x != 0u; }\n",
     # T.exp2 on float32 (fast_exp2.py): one MUFU.EX2; exp2f adds a subnormal fix-up around it
     "tl_exp2": "__device__ __forceinline__ float tl_exp2(float x) {\n"
                "  float y;\n"

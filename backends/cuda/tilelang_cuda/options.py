@@ -49,6 +49,11 @@ class CudaOptions(BackendOptions):
         global tile) is stored by the threads instead of going through shared memory in 128-byte
         strips and TMA stores (hopper/tma_store.py; the strips are skipped anyway where their
         16 KB buffer does not fit next to the pipeline).
+    enable_overlap_block: on sm_90a, in an attention-like overlapped loop, the work between the
+        wait for the first gemm and the wait for the previous iteration's last gemm (the softmax)
+        becomes a basic block of its own, so that ptxas cannot hoist that second wgmma wait above
+        it (it does within one block: only the row max ran under P V). SASS-checked, not yet
+        timed on a GPU: opt-in until it is.
     disable_rasterization: on sm_90a, keep the launch order of a 2-D gemm grid where the kernel
         has no T.use_swizzle (by default the planner walks it in panels of block rows).
     extra_nvcc_flags: appended to every nvcc call, verbatim.
@@ -75,6 +80,7 @@ class CudaOptions(BackendOptions):
     disable_rasterization: bool = False
     disable_wgmma_overlap: bool = False
     disable_tma_store: bool = False
+    enable_overlap_block: bool = False
     extra_nvcc_flags: tuple = ()
 
     def __post_init__(self):
@@ -85,7 +91,7 @@ class CudaOptions(BackendOptions):
                               f"{DEVICE_COMPILERS}")
         for name in ("fast_math", "precise_exp2", "lineinfo", "ptxas_verbose", "disable_cp_async", "disable_wgmma",
                      "disable_tma_lower", "disable_warp_specialized", "disable_pingpong",
-                     "enable_persistent", "disable_rasterization", "disable_wgmma_overlap", "disable_tma_store",
+                     "enable_persistent", "disable_rasterization", "disable_wgmma_overlap", "disable_tma_store", "enable_overlap_block",
                      "disable_tf32"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"cuda option {name}={getattr(self, name)!r} must be True or False")

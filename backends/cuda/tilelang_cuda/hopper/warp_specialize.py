@@ -79,7 +79,8 @@ def _contains_pipelined(stmt) -> bool:
 
 def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = None, pingpong: bool = False,
                     persistent: bool = False, overlap: bool = True, is_wgmma=None, notes: list | None = None,
-                    fenced_once: set | None = None, tma_store: bool = False, shared_limit: int | None = None):
+                    fenced_once: set | None = None, tma_store: bool = False, shared_limit: int | None = None,
+                    overlap_block: bool = False):
     """The body rewritten as in the module docstring; NotSpecialized(why) when the kernel does not
     fit (no or several pipelined loops, a copy TMA cannot carry, thread counts that are not
     warpgroups): the caller keeps the cp.async pipeline and can tell the user why."""
@@ -236,7 +237,11 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
         out = [substitute(b, {k: start + it}) for b in binds] if kind != EPILOGUE else []
         events = schedule(body_stmts, groups, kind, plan)
         turns = turn_options(events) if pingpong else {}
+        top, block = out, None  # block: the statements after a wait that leaves a gemm in flight
         for n_event, e in enumerate(events):
+            if e.kind == "wait" and block is not None:
+                top.append(tirx.IfThenElse(I.call("tl_opaque_true", dtype="bool"), seq(block), None))
+                out, block = top, None
             if e.kind == "run":
                 out.append(statement(e.index, e.lag))
             elif e.kind == "issue":
@@ -246,12 +251,19 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
                 names = sorted({str(r.source.name) for g in busy for r in (g.A, g.C)})
                 out.append(statement(e.index, e.lag, {WGMMA_PHASE: "wait", WGMMA_PENDING: e.pending,
                                                       WGMMA_BUSY: ",".join(names)}))
+                if overlap_block and e.pending and plan[1]:
+                    # The softmax that follows runs under the gemm still in flight; as one basic
+                    # block of its own, ptxas cannot hoist the next wait_group (which has no
+                    # operands) above it, as it does within a block.
+                    out = block = []
             elif e.kind == "acquire":
                 slot, phase = slot_phase(e.lag)
                 out.append(I.call("tl_mbar_wait", full(e.group, slot), phase))
             else:
                 out.append(I.call("tl_mbar_arrive", empty(e.group, slot_phase(e.lag)[0])))
-        return seq(out)
+        if block is not None:
+            top.append(tirx.IfThenElse(I.call("tl_opaque_true", dtype="bool"), seq(block), None))
+        return seq(top)
 
     tiles = persistent_tiles(chain, n, substitute(n, {b.var: b.value for b in top_binds}), persistent)
     done = tiles.done if tiles else tirx.const(0, "int32")  # ring iterations of earlier tiles
