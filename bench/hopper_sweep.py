@@ -22,6 +22,8 @@ GEMM_VARIANTS = [  # (block_M, block_N, block_K, stages, threads, panel, pass co
 ]
 ATTN_VARIANTS = [  # (block_M, block_N, stages, threads, pass configs)
     (128, 128, 2, 256, None), (128, 128, 2, 256, {"tl.enable_overlap_block": True}),
+    (128, 128, 2, 256, {"tl.enable_conditional_mask": True}),
+    (128, 128, 2, 256, {"tl.enable_overlap_block": True, "tl.enable_conditional_mask": True}),
     (128, 128, 2, 256, {"tl.disable_tma_store": True}), (128, 160, 2, 256, None),
     (128, 128, 2, 256, {"tl.enable_persistent": True}), (128, 128, 2, 256, {"tl.disable_pingpong": True}),
     (128, 128, 2, 256, {"tl.disable_wgmma_overlap": True}),

@@ -398,6 +398,57 @@ def test_a_provably_zero_mask_becomes_the_gemms_zero_init(seq_len, causal, folde
     assert ("acc_s_ptr[vi" in body[:body.index("tl_wgmma_ss_f16")]) == (not folded)
 
 
+@pytest.mark.parametrize("bm,bn,seq_len", [(128, 128, 1000), (128, 64, 520), (64, 128, 1024), (64, 64, 130)])
+def test_causal_mask_zero_condition_is_exact(bm, bn, seq_len):
+    """zero_when on the example's causal mask: for every (row block, key block) the derived
+    condition holds exactly when the mask is 0 at every (i, j) of the tile (checked by brute
+    force): the fill may be skipped only where that is so, and is skipped wherever it is."""
+    from tvm import tirx
+    from tvm.sym import Analyzer
+
+    from tilelang_core.simt.transform.state import substitute
+    from tilelang_cuda.hopper.zero_fill import zero_when
+
+    bx, k, i, j = (tirx.Var(n, "int32") for n in ("bx", "k", "i", "j"))
+    cond = tirx.bitwise_and(bx * bm + i >= k * bn + j, k * bn + j < seq_len)  # the example's `&`
+    value = tirx.if_then_else(cond, tirx.const(0.0, "float32"), tirx.const(float("-inf"), "float32"))
+    loops = [tirx.For(v, tirx.const(0, "int32"), tirx.const(n, "int32"), tirx.ForKind.SERIAL, tirx.Evaluate(0))
+             for v, n in ((i, bm), (j, bn))]
+    when = zero_when(value, loops)
+    assert when is not None
+    analyzer = Analyzer()
+    rows, keys = -(-seq_len // bm), -(-seq_len // bn)
+    for x in range(rows):
+        for kk in range(keys):
+            derived = analyzer.simplify(substitute(when, {bx: tirx.const(x, "int32"), k: tirx.const(kk, "int32")}))
+            truth = all(x * bm + ii >= kk * bn + jj and kk * bn + jj < seq_len
+                        for ii in range(bm) for jj in range(bn))
+            assert bool(derived) == truth, (x, kk, derived)
+
+
+def test_conditional_mask_skips_the_fill_left_of_the_diagonal(tmp_path):
+    """tl.enable_conditional_mask on causal attention: the mask fill runs only where the derived
+    condition fails, and Q K^T's first k-step starts from zero (accumulate 0) where it holds; the
+    kernel compiles without spills. Off by default."""
+    from tilelang_cuda import compiler
+    from tilelang_cuda.options import CudaOptions
+    from tilelang_cuda.pipeline import CudaBackend
+
+    func = _flash_example().get_tir(1, 2, 1000, 128, True, block_M=128, block_N=128, threads=256)
+    _, kernel = cuda_source(func, enable_conditional_mask=True)
+    body = loop_body(kernel, "for (int k = 1;")
+    fill = body.index("if (((((int)blockIdx.x) - k) <= 0) || (k == 7))")  # bx <= k or the ragged last block
+    assert fill < body.index("acc_s_ptr[vi") < body.index("tl_wgmma_ss_f16")
+    first = body[body.index("tl_wgmma_ss_f16"):]
+    assert first[:first.index(";")].endswith("(((0 < (((int)blockIdx.x) - k)) && (k < 7)) ? 0 : 1))")
+    _, default = cuda_source(func)
+    assert "? 0 : 1)" not in default
+    backend, options = CudaBackend(Target("sm_90a")), CudaOptions(enable_conditional_mask=True, ptxas_verbose=True)
+    mod = backend.lower(func, options)
+    backend.build(mod, backend.codegen(mod, options), options, tmp_path)
+    assert "0 bytes spill stores" in backend.last_build.log
+
+
 def test_tma_store_epilogue_stores_in_swizzled_strips(tmp_path):
     """By default the accumulator goes to a 128-row x 64-column strip buffer (128-byte swizzle),
     fenced for the async proxy, then one TMA store per strip (ragged edges clipped by the TMA

@@ -54,6 +54,10 @@ class CudaOptions(BackendOptions):
         becomes a basic block of its own, so that ptxas cannot hoist that second wgmma wait above
         it (it does within one block: only the row max ran under P V). SASS-checked, not yet
         timed on a GPU: opt-in until it is.
+    enable_conditional_mask: on sm_90a, a mask fill in front of a wgmma gemm that is all zeros
+        only in some iterations of a warp-specialized loop (causal attention left of the
+        diagonal) runs only where it is not, and the gemm starts from zero where it is
+        (hopper/zero_fill.py). Compiled and SASS-checked, not yet run on a GPU: opt-in.
     disable_rasterization: on sm_90a, keep the launch order of a 2-D gemm grid where the kernel
         has no T.use_swizzle (by default the planner walks it in panels of block rows).
     extra_nvcc_flags: appended to every nvcc call, verbatim.
@@ -81,6 +85,7 @@ class CudaOptions(BackendOptions):
     disable_wgmma_overlap: bool = False
     disable_tma_store: bool = False
     enable_overlap_block: bool = False
+    enable_conditional_mask: bool = False
     extra_nvcc_flags: tuple = ()
 
     def __post_init__(self):
@@ -92,6 +97,7 @@ class CudaOptions(BackendOptions):
         for name in ("fast_math", "precise_exp2", "lineinfo", "ptxas_verbose", "disable_cp_async", "disable_wgmma",
                      "disable_tma_lower", "disable_warp_specialized", "disable_pingpong",
                      "enable_persistent", "disable_rasterization", "disable_wgmma_overlap", "disable_tma_store", "enable_overlap_block",
+                     "enable_conditional_mask",
                      "disable_tf32"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"cuda option {name}={getattr(self, name)!r} must be True or False")

@@ -99,7 +99,8 @@ class HopperPlanner:
                                   is_wgmma=lambda op: self.plan(op, st.num_threads) is not None, notes=notes,
                                   fenced_once=self.fenced_once, tma_store=not self.options.disable_tma_store,
                                   shared_limit=capability(self.arch, "max_shared_memory_per_block"),
-                                  overlap_block=self.options.enable_overlap_block)
+                                  overlap_block=self.options.enable_overlap_block,
+                                  conditional_mask=self.options.enable_conditional_mask)
         except NotSpecialized as why:
             self.notes.append(f"T.Pipelined: cp.async pipeline, no TMA producer warpgroup ({why})")
             return body

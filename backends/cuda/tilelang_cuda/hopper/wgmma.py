@@ -185,6 +185,9 @@ def operand_plan(m: int, k: int, num_threads: int) -> WgmmaPlan:
 WGMMA_PHASE, WGMMA_PENDING = "tl_wgmma_phase", "tl_wgmma_pending"
 #: on a "wait": the fragments gemms still in flight use (comma-separated names): not tied to it
 WGMMA_BUSY = "tl_wgmma_busy"
+#: gemm option set by zero_fill.py (tl.enable_conditional_mask): a condition under which this
+#: iteration's gemm starts from zero (scale-d 0 on its first k-step) instead of accumulating
+WGMMA_CLEAR_IF = "tl_wgmma_clear_if"
 #: named barriers: 0 is __syncthreads, 1 the consumers' block barrier, 2 and 3 the ping-pong turns
 PINGPONG_BARRIER, PINGPONG_THREADS = 2, 2 * WARPGROUP
 #: gemm option set on the gemms of a ping-pong loop: "acquire" (take the turn before issuing),
@@ -245,6 +248,8 @@ def lower_gemm_wgmma(op: Gemm, st, plan: WgmmaPlan, proxy_fence: bool = True):
     def issue(sl, c, kk):
         acc = I.address_of(c_regs, (sl * chunks + c) * (plan.n_inst // 2))
         accumulate = tirx.const(0 if (op.clear_accum and kk == 0) else 1, "int32")
+        if kk == 0 and op.options.get(WGMMA_CLEAR_IF) is not None:
+            accumulate = tirx.Select(op.options[WGMMA_CLEAR_IF], accumulate * 0, accumulate)
         if a_regs:
             a_op = I.address_of(a_local, sl * (k // 2) + kk * 8)
             return I.call(f"tl_wgmma_rs_{in_dtype}_n{plan.n_inst}<{tb}>", acc, a_op, desc_b(c, kk), accumulate)

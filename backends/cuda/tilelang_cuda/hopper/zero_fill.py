@@ -6,14 +6,26 @@ every iteration (no key past the sequence end: ``k * block_N + j < seq_len`` for
 the fill is 64 register writes per thread per iteration that the instruction's zero-init does for
 free, and one less dependency in front of the first wgmma. Proved with the analyzer over the
 loop's and the fill's ranges; anything else is left as written.
+
+Conditional (opt-in, ``tl.enable_conditional_mask``): where the mask is all zeros only in some
+iterations (causal attention: every key block left of the diagonal, ``k * block_N + block_N - 1
+<= bx * block_M``), the analyzer derives that condition from the mask's comparisons (each holds
+for every i, j when it holds at the worst corner of the tile: ``tvm.sym.Analyzer.int_set``), the
+fill runs only where the condition fails, and the gemm starts from zero where it holds::
+
+    if not zero_when(k): S[i, j] = mask(i, j, k)         (T.Parallel)
+    S = (0 if zero_when(k) else S) + Q K^T               (wgmma scale-d = !zero_when(k))
 """
 
 from __future__ import annotations
 
 import tvm
+import tvm_ffi
 from tvm import tirx
 
 from tilelang_core.ir import Gemm, TileOp, is_tile_op
+
+from .wgmma import WGMMA_CLEAR_IF
 
 
 def _fill_nest(stmt):
@@ -39,9 +51,10 @@ def _covers(region, loops) -> bool:
         and int(r.extent) == n for r, n in zip(region.region, shape))
 
 
-def fold_zero_fill(body: list, loop) -> list:
+def fold_zero_fill(body: list, loop, conditional: bool = False) -> list:
     """``body`` (a pipelined loop's statements) with each provable zero fill folded into the
-    gemm that follows it."""
+    gemm that follows it (and, with ``conditional``, each fill that is zero in some iterations
+    skipped there)."""
     out, skip = [], False
     for i, stmt in enumerate(body):
         if skip:
@@ -57,8 +70,72 @@ def fold_zero_fill(body: list, loop) -> list:
                 out.append(op.replace(clear_accum=True).to_stmt())
                 skip = True
                 continue
+            when = zero_when(value, loops) if conditional and isinstance(op, Gemm) and not op.clear_accum \
+                and op.C.source.same_as(buf) and _covers(op.C, loops) else None
+            if when is not None:
+                out.append(tirx.IfThenElse(tirx.Not(when), stmt, None))
+                out.append(op.replace(options={**op.options, WGMMA_CLEAR_IF: when}).to_stmt())
+                skip = True
+                continue
         out.append(stmt)
     return out
+
+
+def zero_when(value, loops):
+    """A condition (free of the fill's loop variables) under which ``value`` is 0 at every point
+    of the fill's loops, for ``if_then_else(c, 0, x)`` / ``if_then_else(c, x, 0)`` with ``c`` a
+    conjunction of integer comparisons; None otherwise."""
+    if not (isinstance(value, tvm.ir.Call) and str(getattr(value.op, "name", "")).endswith("if_then_else")):
+        return None
+    cond, then, other = value.args
+    if _is_const_zero(then):
+        wanted = True
+    elif _is_const_zero(other):
+        wanted = False
+    else:
+        return None
+    dom = {f.loop_var: tvm.sym.IntervalSet(f.min, f.min + f.extent - 1) for f in loops}
+    analyzer = tvm.sym.Analyzer()
+    parts = _conjuncts(cond) if wanted else None
+    if not parts:
+        return None
+    holds = []
+    for part in parts:
+        kind = type(part).__name__
+        if kind not in ("GE", "GT", "LE", "LT") or "int" not in str(part.a.ty):
+            return None
+        span = analyzer.int_set(part.a - part.b, dom)
+        bound = span.min_value if kind in ("GE", "GT") else span.max_value
+        if _unbounded(bound) or any(_uses(bound, f.loop_var) for f in loops):
+            return None
+        holds.append({"GE": bound >= 0, "GT": bound > 0, "LE": bound <= 0, "LT": bound < 0}[kind])
+    when = holds[0]
+    for h in holds[1:]:
+        when = tirx.And(when, h)
+    return analyzer.simplify(when)
+
+
+def _conjuncts(cond) -> list:
+    if type(cond).__name__ in ("And", "BitwiseAnd"):
+        return _conjuncts(cond.a) + _conjuncts(cond.b)
+    return [cond]
+
+
+def _is_const_zero(x) -> bool:
+    return isinstance(x, (tirx.FloatImm, tirx.IntImm)) and float(x.value) == 0.0
+
+
+def _unbounded(expr) -> bool:
+    found = []
+    tvm_ffi.structural_walk(expr, [(tvm.ir.Var, lambda v: found.append(1) if str(v.name) in ("pos_inf", "neg_inf")
+                                    else None)])
+    return bool(found)
+
+
+def _uses(expr, var) -> bool:
+    found = []
+    tvm_ffi.structural_walk(expr, [(tvm.ir.Var, lambda v: found.append(1) if v.same_as(var) else None)])
+    return bool(found)
 
 
 def _is_zero(value, loop, loops) -> bool:
