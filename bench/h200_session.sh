@@ -2,7 +2,7 @@
 # Everything the CUDA backend should show on the lent H200, in one call (after unpack-tvm.sh a/b):
 # packages installed as a user would, doctor, the main job and every example on target="auto",
 # the launch-overhead benchmark and the compute-sanitizer checks. Logs go to $OUT.
-#   bash .device/b/unpack-tvm.sh b && bash bench/h200_session.sh      (SKIP_BENCH=1: no table; SWEEP=1: + variants)
+#   bash .device/b/unpack-tvm.sh b && bash bench/h200_session.sh      (SKIP_BENCH=1: no table; SWEEP=1: + variants; AMPERE=1: + mma.sync path)
 set -uo pipefail
 export PYTHONPATH=/opt/tvmsite PYTHONUNBUFFERED=1
 RESULTS=${OUT:-/tmp/out}; OUT=$(mktemp -d); mkdir -p "$RESULTS"  # logs here, one tarball to $RESULTS
@@ -30,6 +30,7 @@ for tool in memcheck racecheck synccheck; do
 done
 [[ ${SKIP_BENCH:-0} == 1 ]] || step cuda_bench 400 python3 bench/cuda_bench.py
 [[ ${SWEEP:-0} == 1 ]] && step hopper_sweep 400 python3 bench/hopper_sweep.py
+[[ ${AMPERE:-0} == 1 ]] && { step ampere_gemm 300 python3 bench/ampere_gemm.py; step ampere_attention 300 python3 bench/ampere_attention.py; }
 echo "== doctor (auto)"; grep -E "cuda |evidence|resolves to" "$OUT/doctor.txt" | head -6
 echo "== examples"; grep -h -E "relative error" "$OUT"/*.txt | sed 's/^/  /'
 echo "== quickstart"; grep -E "first call|OK|FAILED" "$OUT/quickstart.txt" | head -3
@@ -39,6 +40,7 @@ echo "== autotune (16 configs, cuda)"; grep -E "search|compile" "$OUT/autotune_c
 for tool in memcheck racecheck synccheck; do echo "== $tool"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Error" "$OUT/sanitize_$tool.txt" | tail -2; done
 [[ -f "$OUT/cuda_bench.txt" ]] && { echo "== benchmark table"; sed -n '/^NVIDIA/,$p' "$OUT/cuda_bench.txt"; }
 [[ -f "$OUT/hopper_sweep.txt" ]] && { echo "== sweep"; grep -E "TFLOP|ERROR|timed in turns" "$OUT/hopper_sweep.txt"; }
+for f in ampere_gemm ampere_attention; do [[ -f "$OUT/$f.txt" ]] && { echo "== $f"; tail -14 "$OUT/$f.txt"; }; done
 echo "== steps"; printf '  %s\n' "${status[@]}"
 for s in "${status[@]}"; do  # the tail of every failed step's log, since $OUT brings back only a few files
   [[ $s == *FAILED* ]] && { echo "== tail of ${s%% *}"; tail -40 "$OUT/${s%% *}.txt"; }
