@@ -20,8 +20,8 @@ fill runs only where the condition fails, and the gemm starts from zero where it
 from __future__ import annotations
 
 import tvm
-import tvm_ffi
 from tvm import tirx
+from tvm.tirx.analysis import undefined_vars
 
 from tilelang_core.ir import Gemm, TileOp, is_tile_op
 
@@ -126,16 +126,12 @@ def _is_const_zero(x) -> bool:
 
 
 def _unbounded(expr) -> bool:
-    found = []
-    tvm_ffi.structural_walk(expr, [(tvm.ir.Var, lambda v: found.append(1) if str(v.name) in ("pos_inf", "neg_inf")
-                                    else None)])
-    return bool(found)
+    """An int_set bound that is an infinity (the analyzer writes them as pos_inf / neg_inf)."""
+    return any(str(v.name) in ("pos_inf", "neg_inf") for v in undefined_vars(expr))
 
 
 def _uses(expr, var) -> bool:
-    found = []
-    tvm_ffi.structural_walk(expr, [(tvm.ir.Var, lambda v: found.append(1) if v.same_as(var) else None)])
-    return bool(found)
+    return any(v.same_as(var) for v in undefined_vars(expr))
 
 
 def _is_zero(value, loop, loops) -> bool:
@@ -143,5 +139,4 @@ def _is_zero(value, loop, loops) -> bool:
     analyzer.bind(loop.loop_var, tvm.ir.Range.from_min_extent(loop.min, loop.extent))
     for f in loops:
         analyzer.bind(f.loop_var, tvm.ir.Range.from_min_extent(f.min, f.extent))
-    simple = analyzer.simplify(value)
-    return isinstance(simple, (tirx.FloatImm, tirx.IntImm)) and float(simple.value) == 0.0
+    return _is_const_zero(analyzer.simplify(value))
