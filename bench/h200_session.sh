@@ -13,6 +13,7 @@ step() {  # step NAME TIMEOUT COMMAND...: run, keep the log, remember pass/fail
   local name=$1 limit=$2; shift 2
   timeout "$limit" "$@" >"$OUT/$name.txt" 2>&1; local rc=$?
   status+=("$(printf '%-28s %s' "$name" "$([ $rc -eq 0 ] && echo ok || echo "FAILED rc=$rc")")")
+  tar czf "$RESULTS/logs.tgz" -C "$OUT" .  # after every step: a run cut off at the device's limit still returns its logs
 }
 step doctor 60 python3 -m tilelang_core doctor --no-toolchains
 step gpu_tests 300 python3 -m pytest -q -p no:cacheprovider backends/cuda/tests/gpu
@@ -45,4 +46,4 @@ echo "== steps"; printf '  %s\n' "${status[@]}"
 for s in "${status[@]}"; do  # the tail of every failed step's log, since $OUT brings back only a few files
   [[ $s == *FAILED* ]] && { echo "== tail of ${s%% *}"; tail -40 "$OUT/${s%% *}.txt"; }
 done
-tar czf "$RESULTS/logs.tgz" -C "$OUT" .  # the device returns only a few files: one archive
+tar czf "$RESULTS/logs.tgz" -C "$OUT" .  # the device returns only a few files: one archive, all logs
