@@ -485,3 +485,19 @@ def test_tma_store_is_skipped_where_its_strip_buffer_does_not_fit():
     fits = _flash_example().get_tir(1, 2, 1024, 128, False, block_M=128, block_N=128, num_stages=2, threads=256)
     assert "tl_tma_store<4>" in cuda_source(fits)[1]
 
+
+
+def test_tma_store_is_skipped_for_an_output_row_stride_tma_cannot_address():
+    """C with 1001 fp16 columns (2002-byte rows; TMA wants multiples of 16): the loads still go
+    through TMA (B stored N x K has 528-byte rows), the epilogue keeps per-thread stores."""
+    _, kernel = cuda_source(kernels.make_gemm(1000, 1001, 264, trans_b=True, **HOPPER_TILES))
+    assert "tl_tma_load<2>" in kernel and "tl_tma_store" not in kernel
+    assert "C_ptr[" in kernel
+
+
+def test_conditional_mask_needs_wgmma():
+    """mma.sync has no run-time zero-init: with tl.disable_wgmma the mask fill stays as written."""
+    func = _flash_example().get_tir(1, 2, 1000, 128, True, block_M=128, block_N=128, threads=256)
+    _, on = cuda_source(func, enable_conditional_mask=True, disable_wgmma=True)
+    _, off = cuda_source(func, disable_wgmma=True)
+    assert "tl_mma_m16n8k16" in on and on == off

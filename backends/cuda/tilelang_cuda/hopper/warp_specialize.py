@@ -116,7 +116,8 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
         rest.append(stmt)
         reads, writes = accesses(stmt)
         touched |= reads | writes
-    body_stmts = fold_zero_fill(rest, loop, conditional=conditional_mask)
+    body_stmts = fold_zero_fill(rest, loop, conditional=(is_wgmma or (lambda op: False)) if conditional_mask
+                                else None)
     if not producers or not body_stmts:
         raise NotSpecialized("the loop has no global -> shared copies, or nothing else")
     written = [b.op.dst.source for b in boxes]

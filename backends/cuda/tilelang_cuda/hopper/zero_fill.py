@@ -51,10 +51,10 @@ def _covers(region, loops) -> bool:
         and int(r.extent) == n for r, n in zip(region.region, shape))
 
 
-def fold_zero_fill(body: list, loop, conditional: bool = False) -> list:
+def fold_zero_fill(body: list, loop, conditional=None) -> list:
     """``body`` (a pipelined loop's statements) with each provable zero fill folded into the
-    gemm that follows it (and, with ``conditional``, each fill that is zero in some iterations
-    skipped there)."""
+    gemm that follows it; with ``conditional(gemm)`` (true where the gemm's lowering honours
+    WGMMA_CLEAR_IF: wgmma), each fill that is zero only in some iterations is skipped there."""
     out, skip = [], False
     for i, stmt in enumerate(body):
         if skip:
@@ -70,8 +70,9 @@ def fold_zero_fill(body: list, loop, conditional: bool = False) -> list:
                 out.append(op.replace(clear_accum=True).to_stmt())
                 skip = True
                 continue
-            when = zero_when(value, loops) if conditional and isinstance(op, Gemm) and not op.clear_accum \
-                and op.C.source.same_as(buf) and _covers(op.C, loops) else None
+            when = zero_when(value, loops) if conditional is not None and isinstance(op, Gemm) \
+                and not op.clear_accum and op.C.source.same_as(buf) and _covers(op.C, loops) \
+                and conditional(op) else None
             if when is not None:
                 out.append(tirx.IfThenElse(tirx.Not(when), stmt, None))
                 out.append(op.replace(options={**op.options, WGMMA_CLEAR_IF: when}).to_stmt())
