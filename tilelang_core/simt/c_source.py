@@ -30,7 +30,8 @@ KERNEL_MARKER = 'extern "C" __global__'
 
 
 _KERNEL_DECL = re.compile(
-    r'extern "C" __global__ void (?:__launch_bounds__\(\d+(?:,\s*\d+)?\)\s*)?(\w+)\((.*?)\);', re.S)
+    r'extern "C" __global__ void (?:__launch_bounds__\(\d+(?:,\s*\d+)?\)\s*)?'
+    r'(?:__cluster_dims__\(\d+,\s*\d+,\s*\d+\)\s*)?(\w+)\((.*?)\);', re.S)
 
 
 @dataclass(frozen=True)

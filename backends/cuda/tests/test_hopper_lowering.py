@@ -501,3 +501,52 @@ def test_conditional_mask_needs_wgmma():
     _, on = cuda_source(func, enable_conditional_mask=True, disable_wgmma=True)
     _, off = cuda_source(func, disable_wgmma=True)
     assert "tl_mma_m16n8k16" in on and on == off
+
+
+def test_cluster_multicast_shares_b_between_two_blocks_of_a_column(tmp_path):
+    """tl.enable_cluster_multicast on a GEMM: blocks (x, 2i) and (x, 2i + 1) form a cluster; each
+    loads two of B's four strips by TMA multicast into both; the empty barriers also count one
+    arrive per warp of the peer; the cluster syncs after barrier init and before exit; SASS has
+    UTMALDG.2D.MULTICAST and the cluster barrier, no spills."""
+    import re
+
+    from tilelang_cuda import compiler
+    from tilelang_cuda.options import CudaOptions
+    from tilelang_cuda.pipeline import CudaBackend
+
+    func = kernels.make_gemm(1024, 1024, 1024, **{**HOPPER_TILES, "stages": 4})
+    source, kernel = cuda_source(func, enable_cluster_multicast=True)
+    assert "cluster of 2 along blockIdx.y: B_s loaded half by each CTA" in source[:source.find("#ifdef")]
+    assert kernel.count("__cluster_dims__(1, 2, 1) gemm_kernel(") == 2
+    assert kernel.count("tl_tma_load_multicast<2>") == 4 and kernel.count("tl_tma_load<2>") == 1  # B halves, A
+    assert [int(n) for n in re.findall(r"tl_mbar_init\(\(&\(smem_uint64_ptr\[[4-7]\]\)\), (\d+)\)", kernel)] == [264] * 4
+    assert "tl_mbar_arrive_cluster" in kernel and kernel.count("tl_cluster_sync();") == 2
+    backend, options = CudaBackend(Target("sm_90a")), CudaOptions(enable_cluster_multicast=True, ptxas_verbose=True)
+    mod = backend.lower(func, options)
+    backend.build(mod, backend.codegen(mod, options), options, tmp_path)
+    assert "0 bytes spill stores" in backend.last_build.log
+    if compiler.find_cuobjdump() is None:
+        pytest.skip("cuobjdump missing")
+    sass = compiler.sass(tmp_path / "kernel.cubin")
+    assert "UTMALDG.2D.MULTICAST" in sass and "UCGABAR_ARV" in sass and "UCGABAR_WAIT" in sass
+
+
+@pytest.mark.parametrize("make,options,why", [
+    (lambda: kernels.make_gemm(384, 512, 256, **HOPPER_TILES), {}, "no block dimension of even size"),
+    (lambda: kernels.make_gemm(1024, 1024, 1024, **HOPPER_TILES), {"enable_persistent": True}, "tl.enable_persistent"),
+    (lambda: _flash_example().get_tir(1, 2, 1024, 128, True, block_M=128, block_N=128, threads=256), {},
+     "the loop's trip count depends on blockIdx.x"),
+])
+def test_cluster_multicast_says_why_it_does_not_apply(make, options, why):
+    source, kernel = cuda_source(make(), enable_cluster_multicast=True, **options)
+    assert f"no cluster ({why}" in source[:source.find("#ifdef")]
+    assert "__cluster_dims__" not in kernel and "tl_tma_load_multicast" not in kernel
+
+
+def test_non_causal_attention_clusters_along_the_query_blocks():
+    """K and V do not depend on blockIdx.x (the query block) and every block runs the same loop:
+    the pair along x shares both."""
+    func = _flash_example().get_tir(1, 2, 1024, 128, False, block_M=128, block_N=128, threads=256)
+    source, kernel = cuda_source(func, enable_cluster_multicast=True)
+    assert "cluster of 2 along blockIdx.x: K_shared, V_shared" in source[:source.find("#ifdef")]
+    assert kernel.count("__cluster_dims__(2, 1, 1)") == 2

@@ -58,6 +58,11 @@ class CudaOptions(BackendOptions):
         only in some iterations of a warp-specialized loop (causal attention left of the
         diagonal) runs only where it is not, and the gemm starts from zero where it is
         (hopper/zero_fill.py). Compiled and SASS-checked, not yet run on a GPU: opt-in.
+    enable_cluster_multicast: on sm_90a, two neighbouring CTAs that load the same tile (GEMM's B
+        for blocks of one column) form a cluster: each loads half of it by TMA multicast into
+        both, and the slots go back only once both have used them (hopper/warp_specialize.py).
+        Not with tl.enable_persistent; the planner's rasterization is off with it. Compiled and
+        SASS-checked, not yet run on a GPU: opt-in.
     disable_rasterization: on sm_90a, keep the launch order of a 2-D gemm grid where the kernel
         has no T.use_swizzle (by default the planner walks it in panels of block rows).
     extra_nvcc_flags: appended to every nvcc call, verbatim.
@@ -86,6 +91,7 @@ class CudaOptions(BackendOptions):
     disable_tma_store: bool = False
     enable_overlap_block: bool = False
     enable_conditional_mask: bool = False
+    enable_cluster_multicast: bool = False
     extra_nvcc_flags: tuple = ()
 
     def __post_init__(self):
@@ -97,7 +103,7 @@ class CudaOptions(BackendOptions):
         for name in ("fast_math", "precise_exp2", "lineinfo", "ptxas_verbose", "disable_cp_async", "disable_wgmma",
                      "disable_tma_lower", "disable_warp_specialized", "disable_pingpong",
                      "enable_persistent", "disable_rasterization", "disable_wgmma_overlap", "disable_tma_store", "enable_overlap_block",
-                     "enable_conditional_mask",
+                     "enable_conditional_mask", "enable_cluster_multicast",
                      "disable_tf32"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"cuda option {name}={getattr(self, name)!r} must be True or False")

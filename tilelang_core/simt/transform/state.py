@@ -107,6 +107,13 @@ def substitute(node, vmap: dict):
     return tvm_ffi.structural_map(node, [(tvm.ir.Var, on_var)])
 
 
+def uses_var(node, var) -> bool:
+    """Whether ``var`` occurs free in ``node`` (an expression or a statement)."""
+    from tvm.tirx.analysis import undefined_vars
+
+    return any(v.same_as(var) for v in undefined_vars(node))
+
+
 def seq(stmts) -> tirx.Stmt:
     flat = []
     for s in stmts:

@@ -195,10 +195,63 @@ TMA_STORE_HELPERS = TMA_STORE_HELPERS.replace("@TMA_STORE_BY_RANK@", _by_rank(
     "cp.async.bulk.tensor.{d}d.global.shared::cta.bulk_group [%0, {{{coords}}}], [%1]", '"l"(map), "r"(src)', 2))
 
 
+#: Thread-block clusters (warp_specialize.py, tl.enable_cluster_multicast): this CTA's rank, a
+#: barrier over the cluster, an arrive on the peer CTA's mbarrier, and TMA loads that land in
+#: every CTA of ``mask`` (same shared offset, each CTA's mbarrier at the same offset counts them).
+#: ``tl_cluster_dims(x, y, z)`` marks the kernel: codegen turns it into ``__cluster_dims__``.
+CLUSTER_HELPERS = r"""__device__ __forceinline__ void tl_cluster_dims(int, int, int) {}
+__device__ __forceinline__ unsigned tl_cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void tl_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void tl_mbar_arrive_cluster(void* bar, unsigned cta) {
+  unsigned local = static_cast<unsigned>(__cvta_generic_to_shared(bar)), remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(cta));
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" :: "r"(remote) : "memory");
+}
+template <int RANK>
+__device__ __forceinline__ void tl_tma_load_multicast(void* smem, unsigned long long map, void* bar,
+                                                      unsigned short mask, int c0, int c1 = 0, int c2 = 0,
+                                                      int c3 = 0, int c4 = 0) {
+  unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  unsigned mbar = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+@TMA_MULTICAST_BY_RANK@}
+"""
+CLUSTER_HELPERS = CLUSTER_HELPERS.replace("@TMA_MULTICAST_BY_RANK@", _by_rank(
+    "cp.async.bulk.tensor.{d}d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+    "[%0], [%1, {{{coords}}}], [%2], %3", '"r"(dst), "l"(map), "r"(mbar), "h"(mask)', 4))
+_CLUSTER_MARK = re.compile(r"tl_cluster_dims\((\d+), (\d+), (\d+)\);")
+
+
+def with_cluster_dims(source: str) -> str:
+    """``source`` with ``__cluster_dims__`` on the declarations of each kernel that calls
+    ``tl_cluster_dims`` (the launch then forms the clusters; no host change is needed)."""
+    out, at = source, 0
+    while True:
+        mark = _CLUSTER_MARK.search(out, at)
+        if mark is None:
+            return out
+        decl = out.rfind('extern "C" __global__ void', 0, mark.start())
+        name = re.match(r'extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(', out[decl:])
+        if decl < 0 or name is None:
+            from tilelang_core.errors import CompileError
+
+            raise CompileError("tl_cluster_dims outside a kernel the cuda codegen can name; report this")
+        dims = f"__cluster_dims__({mark.group(1)}, {mark.group(2)}, {mark.group(3)}) "
+        pattern = re.compile(r'(extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?)(' + name.group(1) + r"\()")
+        out = pattern.sub(lambda m: m.group(1) + dims + m.group(2), out)
+        at = mark.end() + len(dims) * 2
+
+
 def hopper_header(device_source: str) -> str:
     """The helpers a kernel's device source needs: none when it uses no sm_90a helper."""
     if "tl_wgmma" not in device_source and "tl_mbar" not in device_source and "tl_tma" not in device_source:
         return ""
     shapes = sorted(set(_WGMMA_NAME.findall(device_source)))
     stores = TMA_STORE_HELPERS if "tl_tma_store" in device_source else ""
-    return HOPPER_HEADER + stores + "".join(wgmma_helper(f, d, int(n)) for f, d, n in shapes)
+    cluster = CLUSTER_HELPERS if "tl_cluster_" in device_source else ""
+    return HOPPER_HEADER + stores + cluster + "".join(wgmma_helper(f, d, int(n)) for f, d, n in shapes)

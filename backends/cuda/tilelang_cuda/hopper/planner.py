@@ -100,7 +100,8 @@ class HopperPlanner:
                                   fenced_once=self.fenced_once, tma_store=not self.options.disable_tma_store,
                                   shared_limit=capability(self.arch, "max_shared_memory_per_block"),
                                   overlap_block=self.options.enable_overlap_block,
-                                  conditional_mask=self.options.enable_conditional_mask)
+                                  conditional_mask=self.options.enable_conditional_mask,
+                                  cluster=self.options.enable_cluster_multicast)
         except NotSpecialized as why:
             self.notes.append(f"T.Pipelined: cp.async pipeline, no TMA producer warpgroup ({why})")
             return body
@@ -116,6 +117,9 @@ class HopperPlanner:
         launch order, 690 with panels of 8, 715 with 16). Kernels with T.use_swizzle keep theirs
         (``panel_size=1`` keeps the launch order); 3-D grids (attention: batch, head, rows) too."""
         if self.user_swizzle or self.options.disable_rasterization or not any("gemm(" in n for n in self.notes):
+            return body
+        if self.options.enable_cluster_multicast:  # panels would split the clusters' block pairs
+            self.notes.append("blocks: launch order (tl.enable_cluster_multicast)")
             return body
         extents = {}
         tvm_ffi.structural_walk(body, [(tirx.AttrStmt, lambda a: extents.__setitem__(

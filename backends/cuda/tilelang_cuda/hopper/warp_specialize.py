@@ -41,7 +41,7 @@ from tilelang_core.simt.transform.insert_barriers import accesses, insert_barrie
 from tilelang_core.simt.transform.software_pipeline import (
     _check_no_stale_uses, _is_producer, _num_stages, _restage_accesses, _restage_allocs, _restage_op,
     _staged_buffer, leading_bindings, shared_bytes)
-from tilelang_core.simt.transform.state import PIPELINE_REGION, if_then, seq, substitute
+from tilelang_core.simt.transform.state import PIPELINE_REGION, if_then, seq, substitute, uses_var
 
 from .consumer_schedule import EPILOGUE, LAST, PLAIN, PROLOGUE, STEADY, plan_overlap, schedule, tile_groups
 from .persistent import persistent_tiles
@@ -55,6 +55,32 @@ CONSUMER_REGION = "tl.ws_consumer"
 #: AttrStmt around an overlapped consumer loop (value 1: with ping-pong turns)
 OVERLAP_REGION = "tl.ws_overlap"
 PRODUCER_REGS, CONSUMER_REGS = 40, 232
+
+
+def cluster_rank():
+    return tirx.Cast("int32", I.call("tl_cluster_rank", dtype="uint32"))
+
+
+def cluster_pair(chain, boxes, values: dict, n, top_binds) -> tuple:
+    """((launch dimension, boxes) for a cluster of two neighbouring blocks along it that load the
+    same tiles: the dimension's extent is static and even, the loop runs as many iterations in
+    both, and the boxes' coordinates do not depend on it (GEMM along blockIdx.y: B), the one with
+    the most bytes shared; "") or (None, why not)."""
+    bound = {b.var: b.value for b in top_binds}
+    n = substitute(n, bound)
+    best, why = None, "no block dimension of even size along which a TMA tile is shared"
+    for attr in chain:
+        tag, extent, var = str(attr.node.thread_tag), attr.value, attr.node.var
+        if not tag.startswith("blockIdx.") or not isinstance(extent, tirx.IntImm) or int(extent) % 2:
+            continue
+        if uses_var(n, var):
+            why = f"the loop's trip count depends on {tag}"
+            continue
+        shared = [b for b in boxes if b.cols // b.atom >= 2 and not any(
+            uses_var(substitute(substitute(r.min, values), bound), var) for r in b.op.src.region)]
+        if shared and (best is None or sum(b.bytes for b in shared) > sum(b.bytes for b in best[1])):
+            best = (tag, shared)
+    return (best, "") if best else (None, why)
 
 
 def _launch_chain(body):
@@ -80,7 +106,7 @@ def _contains_pipelined(stmt) -> bool:
 def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = None, pingpong: bool = False,
                     persistent: bool = False, overlap: bool = True, is_wgmma=None, notes: list | None = None,
                     fenced_once: set | None = None, tma_store: bool = False, shared_limit: int | None = None,
-                    overlap_block: bool = False, conditional_mask: bool = False):
+                    overlap_block: bool = False, conditional_mask: bool = False, cluster: bool = False):
     """The body rewritten as in the module docstring; NotSpecialized(why) when the kernel does not
     fit (no or several pipelined loops, a copy TMA cannot carry, thread counts that are not
     warpgroups): the caller keeps the cp.async pipeline and can tell the user why."""
@@ -194,15 +220,19 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
         return seq(out)
 
     def tma_loads(box, it, slot):
-        """The box's TMA loads for iteration ``it``: one per 64-column (128-byte) strip."""
+        """The box's TMA loads for iteration ``it``: one per 64-column (128-byte) strip; a box the
+        cluster shares (``multicast``) is loaded half by each CTA, into both."""
         out, vmap = [], {k: start + it}
         mins = [substitute(substitute(r.min, values), vmap) for r in box.op.src.region]
         new = staged[box.op.dst.source][0]
         for j in range(box.cols // box.atom):
             dst = tirx.address_of(tirx.BufferLoad(new, [slot, tirx.const(0, "int32"), tirx.const(j * box.atom, "int32")]))
-            out.append(I.call(f"tl_tma_load<{box.rank}>", dst, tirx.address_of(maps[(box.tensor, box.box)]),
-                              full(group_of[box.op.dst.source], slot),
-                              *box.strip_coords(mins, j)))
+            target = (dst, tirx.address_of(maps[(box.tensor, box.box)]), full(group_of[box.op.dst.source], slot))
+            if box in multicast:
+                out.append(if_then(cluster_rank() == j % 2, I.call(
+                    f"tl_tma_load_multicast<{box.rank}>", *target, tirx.const(3, "uint16"), *box.strip_coords(mins, j))))
+            else:
+                out.append(I.call(f"tl_tma_load<{box.rank}>", *target, *box.strip_coords(mins, j)))
         return out
 
     tx = st.thread_var
@@ -262,12 +292,25 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
                 out.append(I.call("tl_mbar_wait", full(e.group, slot), phase))
             else:
                 out.append(I.call("tl_mbar_arrive", empty(e.group, slot_phase(e.lag)[0])))
+                if multicast:  # the peer's producer also loads into this slot: one arrive per warp
+                    # (after the warp's collective wgmma wait every lane is done with the slot)
+                    out.append(if_then(tirx.floormod(tx, 32) == 0, I.call(
+                        "tl_mbar_arrive_cluster", empty(e.group, slot_phase(e.lag)[0]),
+                        tirx.Cast("uint32", 1 - cluster_rank()))))
         if block is not None:
             top.append(tirx.IfThenElse(I.call("tl_opaque_true", dtype="bool"), seq(block), None))
         return seq(top)
 
     tiles = persistent_tiles(chain, n, substitute(n, {b.var: b.value for b in top_binds}), persistent)
     done = tiles.done if tiles else tirx.const(0, "int32")  # ring iterations of earlier tiles
+    pair, why_not = cluster_pair(chain, boxes, values, n, top_binds) if cluster and not tiles else \
+        (None, "tl.enable_persistent" if cluster else "")
+    multicast = set(pair[1]) if pair else set()
+    if notes is not None and pair:
+        notes.append(f"cluster of 2 along {pair[0]}: " + ", ".join(str(b.op.dst.source.name) for b in pair[1])
+                     + " loaded half by each CTA, multicast to both")
+    elif notes is not None and cluster:
+        notes.append(f"no cluster ({why_not})")
     pit = tirx.Var("k_load", "int32")
     producer_loop = tirx.For(pit, tirx.const(0, "int32"), n, tirx.ForKind.SERIAL, produce(pit, done + pit))
     cit = tirx.Var(str(k.name), "int32")
@@ -293,7 +336,9 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     init = if_then(tx == 0, seq([
         tirx.For(s, tirx.const(0, "int32"), tirx.const(stages, "int32"), tirx.ForKind.UNROLLED, seq([
             call for g in range(ngroups) for call in (I.call("tl_mbar_init", full(g, s), tirx.const(1, "int32")),
-                                                      I.call("tl_mbar_init", empty(g, s), tirx.const(consumers, "int32")))])),
+                                                      I.call("tl_mbar_init", empty(g, s),
+                                                             tirx.const(consumers + (consumers // 32 if multicast else 0),
+                                                                        "int32")))])),
         I.call("tl_fence_barrier_init")]))
     per_tile = top_binds if tiles else []  # bindings of block indices move into the tile loop
     consumer_work = insert_barriers(tiles.loop(seq(per_tile + before + [consumer_loop] + after)) if tiles
@@ -304,8 +349,15 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
         I.call(f"tl_setmaxnreg_inc<{CONSUMER_REGS}>") if rebalance else None,
         pingpong_overlap(consumer_work, tx, OVERLAP_REGION)]))
     split = tirx.IfThenElse(tx >= consumers, producer, consumer)
-    region = tirx.AttrStmt(tirx.const(0, "int32"), PIPELINE_REGION, tirx.const(stages, "int32"),
-                           seq([init, I.syncthreads(), split]))
+    if multicast:
+        # the peer multicasts into this CTA's slots and arrives on its barriers: neither CTA may
+        # start before both have initialized them, nor exit while the other may still do so
+        dims = [tirx.const(2 if f"blockIdx.{d}" == pair[0] else 1, "int32") for d in "xyz"]
+        body_of_region = [I.call("tl_cluster_dims", *dims), init, I.call("tl_cluster_sync"), split,
+                          I.call("tl_cluster_sync")]
+    else:
+        body_of_region = [init, I.syncthreads(), split]
+    region = tirx.AttrStmt(tirx.const(0, "int32"), PIPELINE_REGION, tirx.const(stages, "int32"), seq(body_of_region))
     new_inner = seq(allocs + [tirx.AllocBuffer(bars)] + ([] if tiles else top_binds) + [region])
     _check_no_stale_uses(seq(before + after), staged)
     new_inner = _restage_allocs(new_inner, staged)

@@ -24,6 +24,7 @@ from tvm import tirx
 from tvm.tirx.analysis import undefined_vars
 
 from tilelang_core.ir import Gemm, TileOp, is_tile_op
+from tilelang_core.simt.transform.state import uses_var
 
 from .wgmma import WGMMA_CLEAR_IF
 
@@ -107,7 +108,7 @@ def zero_when(value, loops):
             return None
         span = analyzer.int_set(part.a - part.b, dom)
         bound = span.min_value if kind in ("GE", "GT") else span.max_value
-        if _unbounded(bound) or any(_uses(bound, f.loop_var) for f in loops):
+        if _unbounded(bound) or any(uses_var(bound, f.loop_var) for f in loops):
             return None
         holds.append({"GE": bound >= 0, "GT": bound > 0, "LE": bound <= 0, "LT": bound < 0}[kind])
     when = holds[0]
@@ -130,9 +131,6 @@ def _unbounded(expr) -> bool:
     """An int_set bound that is an infinity (the analyzer writes them as pos_inf / neg_inf)."""
     return any(str(v.name) in ("pos_inf", "neg_inf") for v in undefined_vars(expr))
 
-
-def _uses(expr, var) -> bool:
-    return any(v.same_as(var) for v in undefined_vars(expr))
 
 
 def _is_zero(value, loop, loops) -> bool:
