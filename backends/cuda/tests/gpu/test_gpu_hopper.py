@@ -21,7 +21,6 @@ SCHEDULES = {"ws_tma_wgmma": {}, "ws_persistent": {"enable_persistent": True},
              "ws_thread_store": {"disable_tma_store": True},
              "ws_overlap_block": {"enable_overlap_block": True},  # SASS-checked, not yet run on a GPU
              "ws_conditional_mask": {"enable_conditional_mask": True},  # likewise
-             "ws_cluster": {"enable_cluster_multicast": True},  # likewise
              "cp_async_wgmma": {"disable_warp_specialized": True},
              "ws_tma_mma_sync": {"disable_wgmma": True},
              "mma_sync": {"disable_wgmma": True, "disable_warp_specialized": True}}
