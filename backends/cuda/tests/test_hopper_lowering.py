@@ -543,6 +543,14 @@ def test_cluster_multicast_says_why_it_does_not_apply(make, options, why):
     assert "__cluster_dims__" not in kernel and "tl_tma_load_multicast" not in kernel
 
 
+def test_cluster_gemm_walks_panels_of_row_pairs():
+    """With clusters the planner's rasterization walks pairs of block rows, so the two blocks of
+    a cluster keep one column of B (block_swizzle.rasterize(pairs=True))."""
+    source, _ = cuda_source(kernels.make_gemm(4096, 4096, 4096, **HOPPER_TILES), enable_cluster_multicast=True)
+    header = source[:source.find("#ifdef")]
+    assert "walked in panels of 8 pairs of block rows" in header and "cluster of 2 along blockIdx.y" in header
+
+
 def test_non_causal_attention_clusters_along_the_query_blocks():
     """K and V do not depend on blockIdx.x (the query block) and every block runs the same loop:
     the pair along x shares both."""

@@ -61,8 +61,8 @@ class CudaOptions(BackendOptions):
     enable_cluster_multicast: on sm_90a, two neighbouring CTAs that load the same tile (GEMM's B
         for blocks of one column) form a cluster: each loads half of it by TMA multicast into
         both, and the slots go back only once both have used them (hopper/warp_specialize.py).
-        Not with tl.enable_persistent; the planner's rasterization is off with it. Compiled and
-        SASS-checked, not yet run on a GPU: opt-in.
+        Not with tl.enable_persistent; the planner's rasterization then walks pairs of block
+        rows. Compiled and SASS-checked, not yet run on a GPU: opt-in.
     disable_rasterization: on sm_90a, keep the launch order of a 2-D gemm grid where the kernel
         has no T.use_swizzle (by default the planner walks it in panels of block rows).
     extra_nvcc_flags: appended to every nvcc call, verbatim.

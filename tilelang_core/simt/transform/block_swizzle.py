@@ -9,6 +9,10 @@ row, so the A rows and B columns they share stay in L2::
 
 Within a band of ``rows x GX`` blocks, ``off -> (off // rows, off % rows)`` is a bijection, so every
 tile is still computed exactly once. ``order="col"`` swaps the roles of x and y.
+
+``pairs=True`` walks the grid of row pairs ``(bx, by // 2)`` in panels instead and keeps
+``by % 2``: blocks (x, 2i) and (x, 2i + 1), which a backend may launch as one thread-block
+cluster sharing their column's tiles, stay in the same column on consecutive rows.
 """
 
 from __future__ import annotations
@@ -51,9 +55,10 @@ def block_swizzle(body):
     return visit(body)
 
 
-def rasterize(body, panel: int, order: str = "row"):
+def rasterize(body, panel: int, order: str = "row", pairs: bool = False):
     """The body with its 2-D grid walked in panels (what ``T.use_swizzle(panel, order)`` asks
-    for), for a backend that picks a rasterization itself; unchanged for a 1-D grid."""
+    for), for a backend that picks a rasterization itself; unchanged for a 1-D grid. ``pairs``:
+    panels of row pairs (module docstring; blockIdx.y's extent must be even)."""
     bx, by = _launches(body)
     if bx is None or by is None:
         return body
@@ -63,6 +68,10 @@ def rasterize(body, panel: int, order: str = "row"):
             return tirx.AttrStmt(node.node, node.attr_key, node.value, inside_launch(node.body))
         if isinstance(node, tirx.SeqStmt):
             return tirx.SeqStmt([inside_launch(s) for s in node.seq])
+        if pairs:
+            (x, gx), (y, gy) = bx, by
+            new_x, new_half = _panels(x, gx, tirx.floordiv(y, 2), gy // 2, panel)
+            return substitute(node, {x: new_x, y: new_half * 2 + tirx.floormod(y, 2)})
         return _swizzled(node, order, panel, bx, by)
 
     return inside_launch(body)
@@ -70,10 +79,14 @@ def rasterize(body, panel: int, order: str = "row"):
 
 def _swizzled(body, order: str, panel: int, bx, by):
     (x, gx), (y, gy) = (bx, by) if order == "row" else (by, bx)
+    new_x, new_y = _panels(x, gx, y, gy, panel)
+    return substitute(body, {x: new_x, y: new_y})
+
+
+def _panels(x, gx, y, gy, panel: int):
+    """(bx', by') of block (x, y) walking a gx x gy grid in panels of ``panel`` rows."""
     linear = y * gx + x
     band = tirx.floordiv(linear, panel * gx)
     rows = tirx.Min(tirx.const(panel, "int32"), gy - band * panel)
     off = linear - band * panel * gx
-    new_x = tirx.floordiv(off, rows)
-    new_y = band * panel + tirx.floormod(off, rows)
-    return substitute(body, {x: new_x, y: new_y})
+    return tirx.floordiv(off, rows), band * panel + tirx.floormod(off, rows)

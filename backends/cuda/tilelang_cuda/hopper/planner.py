@@ -118,9 +118,6 @@ class HopperPlanner:
         (``panel_size=1`` keeps the launch order); 3-D grids (attention: batch, head, rows) too."""
         if self.user_swizzle or self.options.disable_rasterization or not any("gemm(" in n for n in self.notes):
             return body
-        if self.options.enable_cluster_multicast:  # panels would split the clusters' block pairs
-            self.notes.append("blocks: launch order (tl.enable_cluster_multicast)")
-            return body
         extents = {}
         tvm_ffi.structural_walk(body, [(tirx.AttrStmt, lambda a: extents.__setitem__(
             str(a.node.thread_tag), a.value) if a.attr_key == "thread_extent" else None)])
@@ -130,6 +127,10 @@ class HopperPlanner:
         panel = 16 if int(gy) >= 64 else 8 if int(gy) >= 16 else 0
         if panel == 0 or int(gx) < 2:
             return body
+        if self.options.enable_cluster_multicast and int(gy) % 2 == 0:
+            # a cluster pairs rows 2i and 2i + 1 of a column: panels of row pairs keep them so
+            self.notes.append(f"blocks: walked in panels of {panel} pairs of block rows (L2 reuse; clusters)")
+            return rasterize(body, panel, pairs=True)
         self.notes.append(f"blocks: walked in panels of {panel} block rows (L2 reuse; T.use_swizzle overrides)")
         return rasterize(body, panel)
 

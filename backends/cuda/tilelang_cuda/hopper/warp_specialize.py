@@ -65,7 +65,8 @@ def cluster_pair(chain, boxes, values: dict, n, top_binds) -> tuple:
     """((launch dimension, boxes) for a cluster of two neighbouring blocks along it that load the
     same tiles: the dimension's extent is static and even, the loop runs as many iterations in
     both, and the boxes' coordinates do not depend on it (GEMM along blockIdx.y: B), the one with
-    the most bytes shared; "") or (None, why not)."""
+    the most bytes shared; "") or (None, why not). "Do not depend": equal for both blocks of a pair,
+    which panels of row pairs keep (block_swizzle.rasterize(pairs=True))."""
     bound = {b.var: b.value for b in top_binds}
     n = substitute(n, bound)
     best, why = None, "no block dimension of even size along which a TMA tile is shared"
@@ -73,14 +74,25 @@ def cluster_pair(chain, boxes, values: dict, n, top_binds) -> tuple:
         tag, extent, var = str(attr.node.thread_tag), attr.value, attr.node.var
         if not tag.startswith("blockIdx.") or not isinstance(extent, tirx.IntImm) or int(extent) % 2:
             continue
-        if uses_var(n, var):
+        if not _same_for_the_pair(n, var):
             why = f"the loop's trip count depends on {tag}"
             continue
-        shared = [b for b in boxes if b.cols // b.atom >= 2 and not any(
-            uses_var(substitute(substitute(r.min, values), bound), var) for r in b.op.src.region)]
+        shared = [b for b in boxes if b.cols // b.atom >= 2 and all(
+            _same_for_the_pair(substitute(substitute(r.min, values), bound), var) for r in b.op.src.region)]
         if shared and (best is None or sum(b.bytes for b in shared) > sum(b.bytes for b in best[1])):
             best = (tag, shared)
     return (best, "") if best else (None, why)
+
+
+def _same_for_the_pair(expr, var) -> bool:
+    """Whether ``expr`` is the same for ``var`` = 2t and 2t + 1 (rasterized coordinates use the
+    pair index ``var // 2``)."""
+    if not uses_var(expr, var):
+        return True
+    t = tirx.Var("pair", "int32")
+    analyzer = tvm.sym.Analyzer()
+    analyzer.bind(t, tvm.ir.Range.from_min_extent(0, 1 << 20))
+    return analyzer.can_prove_equal(substitute(expr, {var: t * 2}), substitute(expr, {var: t * 2 + 1}))
 
 
 def _launch_chain(body):
