@@ -22,6 +22,10 @@ kernel gets one more warpgroup (threads C .. C+127 after the author's C) and bec
             under the previous P V; the loop then has a peeled first and last iteration)
         ... statements after the loop ...
 
+With tl.enable_cluster_multicast, two neighbouring CTAs that load the same tiles share them by
+TMA multicast (cluster.py): each loads half the strips into both, every empty barrier also counts
+the peer's warps, and the cluster synchronizes after the barrier init and before exit.
+
 The author's threads keep their indices 0 .. C-1, so every layout and lowering rule stays as it
 is; their barriers become named barriers over C threads (``named_barriers``), because the
 producer never reaches them. Shared tiles loaded by TMA take ``wgmma_shared_layout`` (what a
@@ -41,8 +45,9 @@ from tilelang_core.simt.transform.insert_barriers import accesses, insert_barrie
 from tilelang_core.simt.transform.software_pipeline import (
     _check_no_stale_uses, _is_producer, _num_stages, _restage_accesses, _restage_allocs, _restage_op,
     _staged_buffer, leading_bindings, shared_bytes)
-from tilelang_core.simt.transform.state import PIPELINE_REGION, if_then, seq, substitute, uses_var
+from tilelang_core.simt.transform.state import PIPELINE_REGION, if_then, seq, substitute
 
+from .cluster import cluster_pair, cluster_rank
 from .consumer_schedule import EPILOGUE, LAST, PLAIN, PROLOGUE, STEADY, plan_overlap, schedule, tile_groups
 from .persistent import persistent_tiles
 from .pingpong import PINGPONG_LOOP, pingpong_overlap, strip_turns, turn_options, wants_pingpong
@@ -55,44 +60,6 @@ CONSUMER_REGION = "tl.ws_consumer"
 #: AttrStmt around an overlapped consumer loop (value 1: with ping-pong turns)
 OVERLAP_REGION = "tl.ws_overlap"
 PRODUCER_REGS, CONSUMER_REGS = 40, 232
-
-
-def cluster_rank():
-    return tirx.Cast("int32", I.call("tl_cluster_rank", dtype="uint32"))
-
-
-def cluster_pair(chain, boxes, values: dict, n, top_binds) -> tuple:
-    """((launch dimension, boxes) for a cluster of two neighbouring blocks along it that load the
-    same tiles: the dimension's extent is static and even, the loop runs as many iterations in
-    both, and the boxes' coordinates do not depend on it (GEMM along blockIdx.y: B), the one with
-    the most bytes shared; "") or (None, why not). "Do not depend": equal for both blocks of a pair,
-    which panels of row pairs keep (block_swizzle.rasterize(pairs=True))."""
-    bound = {b.var: b.value for b in top_binds}
-    n = substitute(n, bound)
-    best, why = None, "no block dimension of even size along which a TMA tile is shared"
-    for attr in chain:
-        tag, extent, var = str(attr.node.thread_tag), attr.value, attr.node.var
-        if not tag.startswith("blockIdx.") or not isinstance(extent, tirx.IntImm) or int(extent) % 2:
-            continue
-        if not _same_for_the_pair(n, var):
-            why = f"the loop's trip count depends on {tag}"
-            continue
-        shared = [b for b in boxes if b.cols // b.atom >= 2 and all(
-            _same_for_the_pair(substitute(substitute(r.min, values), bound), var) for r in b.op.src.region)]
-        if shared and (best is None or sum(b.bytes for b in shared) > sum(b.bytes for b in best[1])):
-            best = (tag, shared)
-    return (best, "") if best else (None, why)
-
-
-def _same_for_the_pair(expr, var) -> bool:
-    """Whether ``expr`` is the same for ``var`` = 2t and 2t + 1 (rasterized coordinates use the
-    pair index ``var // 2``)."""
-    if not uses_var(expr, var):
-        return True
-    t = tirx.Var("pair", "int32")
-    analyzer = tvm.sym.Analyzer()
-    analyzer.bind(t, tvm.ir.Range.from_min_extent(0, 1 << 20))
-    return analyzer.can_prove_equal(substitute(expr, {var: t * 2}), substitute(expr, {var: t * 2 + 1}))
 
 
 def _launch_chain(body):
