@@ -213,16 +213,22 @@ def test_overlap_block_puts_the_softmax_exps_before_the_wait_for_pv(tmp_path):
     assert "0 bytes spill stores" in log and "serialized" not in log, log
     if compiler.find_cuobjdump() is None:
         pytest.skip("cuobjdump missing: pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm")
-    under, exps = [], None
+    under, casts, exps = [], [], None
     for line in compiler.sass(tmp_path / "kernel.cubin").splitlines():
         if "WARPGROUP.DEPBAR.LE gsb0, 0x1" in line:
-            exps = 0
+            exps, cast = 0, 0
         elif "WARPGROUP.DEPBAR.LE gsb0, 0x0" in line and exps is not None:
             under.append(exps)
+            casts.append(cast)
             exps = None
         elif "MUFU.EX2" in line and exps is not None:
             exps += 1
+        elif "F2FP" in line and exps is not None:
+            cast += 1
     assert under == [64], f"exps between the two waits: {under}"
+    # P (the registers P V reads) is rewritten only after that wait: the block boundary the
+    # option adds must not let ptxas move the cast above it (as it moved GEMM's epilogue reads)
+    assert casts == [0], f"F2FP before the wait for P V: {casts}"
 
 
 @pytest.mark.parametrize("device_compiler", ["nvcc", "nvrtc"])
