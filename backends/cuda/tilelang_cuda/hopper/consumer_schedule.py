@@ -137,9 +137,7 @@ def schedule(body: list, groups: list[list], kind: str, overlap=None) -> list[Ev
     access = [touched(s) for s in body]
     g1, deferred = overlap if overlap else (-1, ())
     chain = overlap is not None and not deferred
-    if chain and kind == EPILOGUE:
-        order = []
-    elif kind == PLAIN or kind == PROLOGUE:
+    if kind == PLAIN or kind == PROLOGUE:
         order = [(i, 0) for i in range(len(body)) if i not in deferred]
     elif kind in (STEADY, LAST):
         order = []

@@ -1,4 +1,4 @@
-"""TmaStore (opt-in, ``tl.enable_tma_store``; not yet run on a GPU): the epilogue
+"""TmaStore (on by default; ``tl.disable_tma_store`` keeps per-thread stores): the epilogue
 ``T.copy(fragment, global_tile)`` of a warp-specialized kernel goes through shared memory and
 TMA stores instead of per-thread global stores.
 
@@ -14,7 +14,7 @@ box reads)::
 
 The TMA unit clips the box at the tensor's edges, so ragged tiles need no predicate. Why the
 strips: the whole tile (64 KB for 128x256 fp16) does not fit next to a 4-stage ring; one strip is
-16 KB. Why opt-in: it has not run on the H200 yet (tests/gpu has the case to run).
+16 KB. On the H200, GEMM 4096^3 fp16: 681-694 TFLOP/s against 632 with per-thread stores.
 """
 
 from __future__ import annotations

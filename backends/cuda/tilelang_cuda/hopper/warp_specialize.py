@@ -248,9 +248,13 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
         events = schedule(body_stmts, groups, kind, plan)
         turns = turn_options(events) if pingpong else {}
         top, block = out, None  # block: the statements after a wait that leaves a gemm in flight
+
+        def close_block():
+            top.append(tirx.IfThenElse(I.call("tl_opaque_true", dtype="bool"), seq(block), None))
+
         for n_event, e in enumerate(events):
             if e.kind == "wait" and block is not None:
-                top.append(tirx.IfThenElse(I.call("tl_opaque_true", dtype="bool"), seq(block), None))
+                close_block()
                 out, block = top, None
             if e.kind == "run":
                 out.append(statement(e.index, e.lag))
@@ -270,14 +274,14 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
                 slot, phase = slot_phase(e.lag)
                 out.append(I.call("tl_mbar_wait", full(e.group, slot), phase))
             else:
-                out.append(I.call("tl_mbar_arrive", empty(e.group, slot_phase(e.lag)[0])))
+                bar = empty(e.group, slot_phase(e.lag)[0])
+                out.append(I.call("tl_mbar_arrive", bar))
                 if multicast:  # the peer's producer also loads into this slot: one arrive per warp
                     # (after the warp's collective wgmma wait every lane is done with the slot)
                     out.append(if_then(tirx.floormod(tx, 32) == 0, I.call(
-                        "tl_mbar_arrive_cluster", empty(e.group, slot_phase(e.lag)[0]),
-                        tirx.Cast("uint32", 1 - cluster_rank()))))
+                        "tl_mbar_arrive_cluster", bar, tirx.Cast("uint32", 1 - cluster_rank()))))
         if block is not None:
-            top.append(tirx.IfThenElse(I.call("tl_opaque_true", dtype="bool"), seq(block), None))
+            close_block()
         return seq(top)
 
     tiles = persistent_tiles(chain, n, substitute(n, {b.var: b.value for b in top_binds}), persistent)
