@@ -1,7 +1,8 @@
 """Tile and schedule variants of the GEMM and FlashAttention examples on the H200, side by side
 with cuBLAS / cuDNN in the same run (the "best hand-annotated variant" of issue 5).
 
-    python bench/hopper_sweep.py [--only gemm|attention]
+    python bench/hopper_sweep.py [--only gemm|attention] [--cluster]
+    python bench/hopper_sweep.py --only gemm --pick 0,3,7 --together --size 8192   # head to head
 """
 
 import argparse
@@ -20,15 +21,18 @@ GEMM_VARIANTS = [  # (block_M, block_N, block_K, stages, threads, panel, pass co
     (256, 128, 64, 4, 256, 0, None),
     (128, 256, 64, 4, 256, 8, {"tl.disable_warp_specialized": True}),
     (128, 256, 64, 4, 256, 0, {"tl.enable_cluster_multicast": True}),
+    (128, 256, 64, 4, 256, 0, {"tl.enable_cluster_multicast": True, "tl.disable_wgmma_overlap": True}),
 ]
 ATTN_VARIANTS = [  # (block_M, block_N, stages, threads, pass configs)
     (128, 128, 2, 256, None), (128, 128, 2, 256, {"tl.enable_overlap_block": True}),
-    (128, 128, 2, 256, {"tl.enable_conditional_mask": True}),
-    (128, 128, 2, 256, {"tl.enable_overlap_block": True, "tl.enable_conditional_mask": True}),
+    (128, 128, 2, 256, {"tl.disable_conditional_mask": True}),
+    (128, 128, 3, 256, None),
     (128, 128, 2, 256, {"tl.disable_tma_store": True}), (128, 160, 2, 256, None),
     (128, 128, 2, 256, {"tl.enable_persistent": True}), (128, 128, 2, 256, {"tl.disable_pingpong": True}),
     (128, 128, 2, 256, {"tl.disable_wgmma_overlap": True}),
     (128, 128, 2, 256, {"tl.enable_cluster_multicast": True}),
+    (128, 128, 2, 256, {"tl.enable_cluster_multicast": True, "tl.enable_overlap_block": True}),
+    (192, 128, 2, 384, None), (128, 256, 2, 256, None),  # three consumer warpgroups; wide key blocks (D64 only)
 ]
 
 
@@ -36,59 +40,85 @@ def _clustered(cfg) -> bool:
     return bool(cfg and cfg.get("tl.enable_cluster_multicast"))
 
 
-def gemm_sweep(cluster=False):
+def _picked(variants, cluster, pick):
+    """The variants of this run: by --cluster (the cluster ones run as a step of their own, since a
+    protocol error hangs) or, with --pick, exactly the listed indices."""
+    if pick is not None:
+        return [variants[i] for i in pick]
+    return [v for v in variants if _clustered(v[-1]) == cluster]
+
+
+def run_case(title, flops, ref_name, ref_fn, candidates, check, together, per_round=3):
+    """Build every candidate (label, build -> callable), check it, and time it against the reference:
+    one at a time in turns with the reference, or, with ``together``, all candidates and the
+    reference in turns in one measurement (their medians are then directly comparable)."""
+    print(f"{title} ({'all variants' if together else 'each variant'} timed in turns with {ref_name})",
+          flush=True)
+    built = []
+    for label, build in candidates:
+        try:
+            fn, secs = build()
+            built.append((label, fn, f"err {check(fn()):.1e} compile {secs:.2f}s"))
+        except Exception as exc:
+            print(f"{label}: ERROR {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+    groups = [built] if together else [[b] for b in built]
+    for group in groups:
+        fns = {label: fn for label, fn, _ in group}
+        ms = side_by_side({**fns, ref_name: ref_fn}, rounds=15 if together else 9, per_round=per_round)
+        ref = flops / ms[ref_name] / 1e9
+        for label, _, note in group:
+            tf = flops / ms[label] / 1e9
+            print(f"{label}: {tf:.0f} TFLOP/s ({tf / ref:.2f}x of {ref_name} {ref:.0f}) {note}", flush=True)
+
+
+def gemm_sweep(cluster=False, pick=None, together=False, sizes=(4096, 8192)):
     ex = example("gemm/gemm.py")
-    for size in (4096, 8192):
+    for size in sizes:
         a = torch.randn(size, size, device="cuda", dtype=torch.float16)
         b = torch.randn(size, size, device="cuda", dtype=torch.float16)
-        flops = 2 * size ** 3
-        print(f"gemm f16 {size}^3 (each variant timed in turns with cuBLAS)", flush=True)
-        ref = None
-        for bm, bn, bk, st, th, panel, cfg in (v for v in GEMM_VARIANTS if _clustered(v[-1]) == cluster):
-            label = f"  {bm}x{bn}x{bk} s{st} t{th} panel{panel} {cfg or ''}"
-            try:
-                kernel, secs = compile_timed(ex.gemm, size, size, size, block_M=bm, block_N=bn, block_K=bk,
-                                             num_stages=st, threads=th, panel_size=panel, pass_configs=cfg)
-                c = kernel(a, b)
-                if ref is None:
-                    ref = a.double() @ b.double()
-                err = ((c.double() - ref).norm() / ref.norm()).item()
-                ms = side_by_side({"ours": lambda: kernel(a, b), "cublas": lambda: torch.matmul(a, b)})
-                tf, cublas = flops / ms["ours"] / 1e9, flops / ms["cublas"] / 1e9
-                print(f"{label}: {tf:.0f} TFLOP/s ({tf / cublas:.2f}x of cuBLAS {cublas:.0f}) err {err:.1e} "
-                      f"compile {secs:.2f}s", flush=True)
-            except Exception as exc:
-                print(f"{label}: ERROR {type(exc).__name__}: {str(exc)[:200]}", flush=True)
-        del ref
+        ref = a.double() @ b.double()
+
+        def check(c):
+            return ((c.double() - ref).norm() / ref.norm()).item()
+
+        def build(bm, bn, bk, st, th, panel, cfg):
+            kernel, secs = compile_timed(ex.gemm, size, size, size, block_M=bm, block_N=bn, block_K=bk,
+                                         num_stages=st, threads=th, panel_size=panel, pass_configs=cfg)
+            return (lambda: kernel(a, b)), secs
+
+        candidates = [(f"  {v[0]}x{v[1]}x{v[2]} s{v[3]} t{v[4]} panel{v[5]} {v[6] or ''}",
+                       lambda v=v: build(*v)) for v in _picked(GEMM_VARIANTS, cluster, pick)]
+        run_case(f"gemm f16 {size}^3", 2 * size ** 3, "cuBLAS", lambda: torch.matmul(a, b), candidates, check,
+                 together)
 
 
-def attention_sweep(cluster=False):
+
+def attention_sweep(cluster=False, pick=None, together=False, cases=None):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     ex = example("attention/flash_attention.py")
-    for B, H, S, D, causal in ((8, 16, 4096, 128, False), (8, 16, 4096, 128, True), (8, 16, 8192, 64, False)):
+    for B, H, S, D, causal in cases or ((8, 16, 4096, 128, False), (8, 16, 4096, 128, True), (8, 16, 8192, 64, False)):
         q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=torch.float16) for _ in range(3))
         qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
-        flops = 4 * B * H * S * S * D / (2 if causal else 1)
+
         def cudnn_call():
             with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+                return torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
 
-        print(f"attn B{B} H{H} S{S} D{D} causal={causal} (each variant timed in turns with cuDNN)", flush=True)
-        ref = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal).transpose(1, 2)
-        for bm, bn, st, th, cfg in (v for v in ATTN_VARIANTS if _clustered(v[-1]) == cluster):
-            label = f"  {bm}x{bn} s{st} t{th} {cfg or ''}"
-            try:
-                kernel, secs = compile_timed(ex.flash_attention, B, H, S, D, causal, block_M=bm, block_N=bn,
-                                             num_stages=st, threads=th, pass_configs=cfg)
-                o = kernel(q, k, v)
-                err = (o.float() - ref.float()).abs().max().item()
-                ms = side_by_side({"ours": lambda: kernel(q, k, v), "cudnn": cudnn_call}, per_round=2)
-                tf, cudnn = flops / ms["ours"] / 1e9, flops / ms["cudnn"] / 1e9
-                print(f"{label}: {tf:.0f} TFLOP/s ({tf / cudnn:.2f}x of cuDNN {cudnn:.0f}) err {err:.1e} "
-                      f"compile {secs:.2f}s", flush=True)
-            except Exception as exc:
-                print(f"{label}: ERROR {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+        ref = cudnn_call().transpose(1, 2).float()
+
+        def check(o):
+            return (o.float() - ref).abs().max().item()
+
+        def build(bm, bn, st, th, cfg):
+            kernel, secs = compile_timed(ex.flash_attention, B, H, S, D, causal, block_M=bm, block_N=bn,
+                                         num_stages=st, threads=th, pass_configs=cfg)
+            return (lambda: kernel(q, k, v)), secs
+
+        candidates = [(f"  {v[0]}x{v[1]} s{v[2]} t{v[3]} {v[4] or ''}", lambda v=v: build(*v))
+                      for v in _picked(ATTN_VARIANTS, cluster, pick)]
+        run_case(f"attn B{B} H{H} S{S} D{D} causal={causal}", 4 * B * H * S * S * D / (2 if causal else 1),
+                 "cuDNN", cudnn_call, candidates, check, together, per_round=2)
 
 
 def main():
@@ -97,11 +127,19 @@ def main():
     parser.add_argument("--cluster", action="store_true",
                         help="only the tl.enable_cluster_multicast variants (a cluster protocol error hangs: "
                              "bench/h200_session.sh runs them as a step of their own)")
+    parser.add_argument("--pick", type=lambda s: [int(i) for i in s.split(",")],
+                        help="comma-separated indices into GEMM_VARIANTS / ATTN_VARIANTS (cluster ones included)")
+    parser.add_argument("--together", action="store_true",
+                        help="time all picked variants and the reference in turns in one measurement")
+    parser.add_argument("--size", type=int, action="append", help="GEMM size (repeatable; default 4096 and 8192)")
+    parser.add_argument("--causal", choices=["yes", "no"], help="only the causal / non-causal attention cases")
     args = parser.parse_args()
     if args.only in (None, "gemm"):
-        gemm_sweep(args.cluster)
+        gemm_sweep(args.cluster, args.pick, args.together, tuple(args.size or (4096, 8192)))
     if args.only in (None, "attention"):
-        attention_sweep(args.cluster)
+        cases = [c for c in ((8, 16, 4096, 128, False), (8, 16, 4096, 128, True), (8, 16, 8192, 64, False))
+                 if args.causal is None or c[-1] == (args.causal == "yes")]
+        attention_sweep(args.cluster, args.pick, args.together, cases)
     return 0
 
 

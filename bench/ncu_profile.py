@@ -1,9 +1,14 @@
-"""One kernel of the benchmark table, launched a few times, for Nsight Compute (H200):
+"""Our GEMM and FlashAttention next to cuBLAS / cuDNN under Nsight Compute: where the time goes.
 
-    ncu --section SpeedOfLight --section WarpStateStats --launch-skip 3 --launch-count 1 \\
-        python bench/ncu_profile.py gemm|attention|attention_d64
+Each kernel runs once inside an NVTX range named ``prof``, after warm-up outside it, so that
+``--nvtx-include prof/`` profiles exactly those launches:
 
-(the first launches warm up; the fourth is profiled). Prints nothing of its own but the case.
+    ncu --clock-control none --nvtx --nvtx-include "prof/" --section SpeedOfLight \\
+        --section ComputeWorkloadAnalysis --section WarpStateStats python3 bench/ncu_profile.py
+
+(``--clock-control none``: the device's notes say to leave the clocks alone; ncu's default locks
+them to base, which is not the speed the benchmarks see.) Without ncu the script only checks
+that every kernel runs.
 """
 
 import sys
@@ -12,18 +17,48 @@ import torch
 
 from cuda_bench import compile_timed, example
 
-case = sys.argv[1] if len(sys.argv) > 1 else "gemm"
-if case == "gemm":
+
+def profiled(name, fn, warmup=3):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_push("prof")
+    torch.cuda.nvtx.range_push(name)
+    fn()
+    torch.cuda.nvtx.range_pop()
+    torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+
+
+def main():
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    gemm = example("gemm/gemm.py")
     size = 8192
-    kernel, _ = compile_timed(example("gemm/gemm.py").gemm, size, size, size, block_M=128, block_N=256, block_K=64,
-                              num_stages=4, threads=256)
-    args = [torch.randn(size, size, device="cuda", dtype=torch.float16) for _ in range(2)]
-else:
-    S, D = (8192, 64) if case == "attention_d64" else (4096, 128)
-    kernel, _ = compile_timed(example("attention/flash_attention.py").flash_attention, 8, 16, S, D, False,
-                              block_M=128, block_N=128, num_stages=2, threads=256)
-    args = [torch.randn(8, S, 16, D, device="cuda", dtype=torch.float16) for _ in range(3)]
-for _ in range(6):
-    kernel(*args)
-torch.cuda.synchronize()
-print(f"profiled: {case}")
+    kernel, _ = compile_timed(gemm.gemm, size, size, size, block_M=128, block_N=256, block_K=64, num_stages=4,
+                              threads=256)
+    a, b = (torch.randn(size, size, device="cuda", dtype=torch.float16) for _ in range(2))
+    profiled("ours_gemm_8192", lambda: kernel(a, b))
+    profiled("cublas_gemm_8192", lambda: torch.matmul(a, b))
+
+    attention = example("attention/flash_attention.py")
+    B, H, S, D = 8, 16, 4096, 128
+    q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=torch.float16) for _ in range(3))
+    qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+    for causal in (False, True):
+        fa, _ = compile_timed(attention.flash_attention, B, H, S, D, causal, block_M=128, block_N=128,
+                              num_stages=2, threads=256)
+
+        def cudnn():
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+
+        tag = "causal" if causal else "full"
+        profiled(f"ours_attn_{tag}", lambda: fa(q, k, v))
+        profiled(f"cudnn_attn_{tag}", cudnn)
+    print("profiled: gemm 8192^3 (ours, cuBLAS), attention B8 H16 S4096 D128 full and causal (ours, cuDNN)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
