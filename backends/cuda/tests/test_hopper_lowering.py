@@ -1,6 +1,8 @@
 """The sm_90a path without a GPU: when wgmma and the TMA producer warpgroup are chosen, what the
 generated CUDA looks like, and the layouts both rely on (numerics run in tests/gpu)."""
 
+import re
+
 import pytest
 
 import kernels
@@ -427,39 +429,44 @@ def test_causal_mask_zero_condition_is_exact(bm, bn, seq_len):
 
 
 def test_conditional_mask_skips_the_fill_left_of_the_diagonal(tmp_path):
-    """tl.enable_conditional_mask on causal attention: the mask fill runs only where the derived
-    condition fails, and Q K^T's first k-step starts from zero (accumulate 0) where it holds; the
-    kernel compiles without spills. Off by default."""
+    """Causal attention: the mask fill runs only where the derived condition fails, and Q K^T's
+    first k-step starts from zero (accumulate 0) where it holds; the kernel compiles without
+    spills. tl.disable_conditional_mask fills in every iteration."""
     from tilelang_cuda import compiler
     from tilelang_cuda.options import CudaOptions
     from tilelang_cuda.pipeline import CudaBackend
 
     func = _flash_example().get_tir(1, 2, 1000, 128, True, block_M=128, block_N=128, threads=256)
-    _, kernel = cuda_source(func, enable_conditional_mask=True)
+    _, kernel = cuda_source(func)
     body = loop_body(kernel, "for (int k = 1;")
     fill = body.index("if (((((int)blockIdx.x) - k) <= 0) || (k == 7))")  # bx <= k or the ragged last block
     assert fill < body.index("acc_s_ptr[vi") < body.index("tl_wgmma_ss_f16")
     first = body[body.index("tl_wgmma_ss_f16"):]
     assert first[:first.index(";")].endswith("(((0 < (((int)blockIdx.x) - k)) && (k < 7)) ? 0 : 1))")
-    _, default = cuda_source(func)
-    assert "? 0 : 1)" not in default
-    backend, options = CudaBackend(Target("sm_90a")), CudaOptions(enable_conditional_mask=True, ptxas_verbose=True)
+    _, every = cuda_source(func, disable_conditional_mask=True)
+    assert "? 0 : 1)" not in every
+    backend, options = CudaBackend(Target("sm_90a")), CudaOptions(ptxas_verbose=True)
     mod = backend.lower(func, options)
     backend.build(mod, backend.codegen(mod, options), options, tmp_path)
     assert "0 bytes spill stores" in backend.last_build.log
 
 
 def test_tma_store_epilogue_stores_in_swizzled_strips(tmp_path):
-    """By default the accumulator goes to a 128-row x 64-column strip buffer (128-byte swizzle),
+    """By default the accumulator goes to 128-row x 64-column strip buffers (128-byte swizzle),
     fenced for the async proxy, then one TMA store per strip (ragged edges clipped by the TMA
-    unit); UTMASTG in the SASS. tl.disable_tma_store keeps the per-thread stores."""
+    unit); two buffers fit next to the 4-stage ring, so the four strips go in two rounds, each
+    waiting once for the TMA unit's reads; UTMASTG in the SASS. tl.disable_tma_store keeps the
+    per-thread stores."""
     from tilelang_cuda import compiler
     from tilelang_cuda.options import CudaOptions
     from tilelang_cuda.pipeline import CudaBackend
 
     func = kernels.make_gemm(1000, 520, 264, **{**HOPPER_TILES, "stages": 4})
     source, kernel = cuda_source(func)
-    assert kernel.count("tl_tma_store<2>") == 4 and kernel.count("tl_bulk_wait_read<0>") == 4
+    assert kernel.count("tl_tma_store<2>") == 4 and kernel.count("tl_bulk_wait_read<0>") == 2
+    first_round = kernel[kernel.index("tl_tma_store<2>"):kernel.index("tl_bulk_wait_read<0>")]
+    buffers = re.findall(r"tl_tma_store<2>\(\(&\(smem_ptr\[(\d+)\]\)\)", first_round)
+    assert len(buffers) == 2 and len(set(buffers)) == 2  # one round: two strips, two buffers
     assert "C_f -> C by TMA stores (4 strips)" in source[:source.find("#ifdef")]
     first = kernel.index("tl_tma_store<2>")
     assert kernel.rindex("tl_fence_proxy_async", 0, first) > kernel.rindex("C_f_ptr[", 0, first)
@@ -498,8 +505,8 @@ def test_tma_store_is_skipped_for_an_output_row_stride_tma_cannot_address():
 def test_conditional_mask_needs_wgmma():
     """mma.sync has no run-time zero-init: with tl.disable_wgmma the mask fill stays as written."""
     func = _flash_example().get_tir(1, 2, 1000, 128, True, block_M=128, block_N=128, threads=256)
-    _, on = cuda_source(func, enable_conditional_mask=True, disable_wgmma=True)
-    _, off = cuda_source(func, disable_wgmma=True)
+    _, on = cuda_source(func, disable_wgmma=True)
+    _, off = cuda_source(func, disable_conditional_mask=True, disable_wgmma=True)
     assert "tl_mma_m16n8k16" in on and on == off
 
 

@@ -52,17 +52,19 @@ class CudaOptions(BackendOptions):
     enable_overlap_block: on sm_90a, in an attention-like overlapped loop, the work between the
         wait for the first gemm and the wait for the previous iteration's last gemm (the softmax)
         becomes a basic block of its own, so that ptxas cannot hoist that second wgmma wait above
-        it (it does within one block: only the row max ran under P V). SASS-checked, not yet
-        timed on a GPU: opt-in until it is.
-    enable_conditional_mask: on sm_90a, a mask fill in front of a wgmma gemm that is all zeros
-        only in some iterations of a warp-specialized loop (causal attention left of the
-        diagonal) runs only where it is not, and the gemm starts from zero where it is
-        (hopper/zero_fill.py). Compiled and SASS-checked, not yet run on a GPU: opt-in.
+        it (it does within one block: only the row max ran under P V). Correct on the H200, but
+        3-5% slower there (bench/NOTES.md): opt-in.
+    disable_conditional_mask: on sm_90a, keep the mask fill in front of a wgmma gemm in every
+        iteration. By default a fill that is all zeros only in some iterations of a
+        warp-specialized loop (causal attention left of the diagonal) runs only where it is not,
+        and the gemm starts from wgmma's zero-init where it is (hopper/zero_fill.py; causal
+        attention +6-7% on the H200).
     enable_cluster_multicast: on sm_90a, two neighbouring CTAs that load the same tile (GEMM's B
         for blocks of one column) form a cluster: each loads half of it by TMA multicast into
         both, and the slots go back only once both have used them (hopper/warp_specialize.py).
         Not with tl.enable_persistent; the planner's rasterization then walks pairs of block
-        rows. Compiled and SASS-checked, not yet run on a GPU: opt-in.
+        rows. Correct on the H200 (tests/gpu/test_gpu_cluster.py) but not faster there (GEMM
+        0.99x, attention 0.92-0.98x of the default; bench/NOTES.md): opt-in.
     disable_rasterization: on sm_90a, keep the launch order of a 2-D gemm grid where the kernel
         has no T.use_swizzle (by default the planner walks it in panels of block rows).
     extra_nvcc_flags: appended to every nvcc call, verbatim.
@@ -90,7 +92,7 @@ class CudaOptions(BackendOptions):
     disable_wgmma_overlap: bool = False
     disable_tma_store: bool = False
     enable_overlap_block: bool = False
-    enable_conditional_mask: bool = False
+    disable_conditional_mask: bool = False
     enable_cluster_multicast: bool = False
     extra_nvcc_flags: tuple = ()
 
@@ -103,7 +105,7 @@ class CudaOptions(BackendOptions):
         for name in ("fast_math", "precise_exp2", "lineinfo", "ptxas_verbose", "disable_cp_async", "disable_wgmma",
                      "disable_tma_lower", "disable_warp_specialized", "disable_pingpong",
                      "enable_persistent", "disable_rasterization", "disable_wgmma_overlap", "disable_tma_store", "enable_overlap_block",
-                     "enable_conditional_mask", "enable_cluster_multicast",
+                     "disable_conditional_mask", "enable_cluster_multicast",
                      "disable_tf32"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"cuda option {name}={getattr(self, name)!r} must be True or False")

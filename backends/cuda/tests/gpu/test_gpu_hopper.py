@@ -19,8 +19,8 @@ EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
 SCHEDULES = {"ws_tma_wgmma": {}, "ws_persistent": {"enable_persistent": True},
              "ws_no_overlap": {"disable_wgmma_overlap": True}, "ws_no_pingpong": {"disable_pingpong": True},
              "ws_thread_store": {"disable_tma_store": True},
-             "ws_overlap_block": {"enable_overlap_block": True},  # SASS-checked, not yet run on a GPU
-             "ws_conditional_mask": {"enable_conditional_mask": True},  # likewise
+             "ws_overlap_block": {"enable_overlap_block": True},  # opt-in: correct, not faster
+             "ws_every_mask": {"disable_conditional_mask": True},
              "cp_async_wgmma": {"disable_warp_specialized": True},
              "ws_tma_mma_sync": {"disable_wgmma": True},
              "mma_sync": {"disable_wgmma": True, "disable_warp_specialized": True}}

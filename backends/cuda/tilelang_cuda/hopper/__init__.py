@@ -1,15 +1,15 @@
 """The sm_90a path of the cuda backend: wgmma for T.gemm, TMA loads and warp specialization for
 T.Pipelined. Chosen automatically on ``cuda:sm_90a``; pass configs turn each part off
 (``tl.disable_wgmma``, ``tl.disable_tma_lower``, ``tl.disable_warp_specialized``,
-``tl.disable_wgmma_overlap``, ``tl.disable_pingpong``, ``tl.disable_tma_store``); opt-ins:
-``tl.enable_persistent``, ``tl.enable_overlap_block``, ``tl.enable_conditional_mask``,
-``tl.enable_cluster_multicast``.
+``tl.disable_wgmma_overlap``, ``tl.disable_pingpong``, ``tl.disable_tma_store``,
+``tl.disable_conditional_mask``); opt-ins, correct but not faster on the H200:
+``tl.enable_persistent``, ``tl.enable_overlap_block``, ``tl.enable_cluster_multicast``.
 
 wgmma.py            plan (warpgroup split, instruction shape), layouts, lowering of T.gemm
 warp_specialize.py  T.Pipelined -> TMA producer warpgroup + mbarrier ring + consumer warpgroups
 consumer_schedule.py the consumers' order: tile-group waits/releases, wgmma issue/wait overlap
 zero_fill.py        a provably-zero fill of a gemm's accumulator folded into the gemm (clear_accum);
-                    opt-in: a fill zero only in some iterations skipped there
+                    and a fill zero only in some iterations skipped there
 tma.py, tma_store.py TMA boxes and tensor maps; the epilogue through TMA stores
 cluster.py          opt-in: two CTAs sharing tiles by TMA multicast
 persistent.py       opt-in: one resident CTA per SM walking the tiles

@@ -100,7 +100,7 @@ class HopperPlanner:
                                   fenced_once=self.fenced_once, tma_store=not self.options.disable_tma_store,
                                   shared_limit=capability(self.arch, "max_shared_memory_per_block"),
                                   overlap_block=self.options.enable_overlap_block,
-                                  conditional_mask=self.options.enable_conditional_mask,
+                                  conditional_mask=not self.options.disable_conditional_mask,
                                   cluster=self.options.enable_cluster_multicast)
         except NotSpecialized as why:
             self.notes.append(f"T.Pipelined: cp.async pipeline, no TMA producer warpgroup ({why})")

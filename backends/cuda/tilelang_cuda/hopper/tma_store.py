@@ -2,19 +2,20 @@
 ``T.copy(fragment, global_tile)`` of a warp-specialized kernel goes through shared memory and
 TMA stores instead of per-thread global stores.
 
-The tile is written in 128-byte strips (``atom`` columns, 64 for fp16), one strip buffer of
-``rows x atom`` in the 128-byte-swizzle layout (conflict-free register writes, what a swizzled TMA
-box reads)::
+The tile is written in 128-byte strips (``atom`` columns, 64 for fp16) through as many strip
+buffers of ``rows x atom`` as fit next to the pipeline (at most one per strip), each in the
+128-byte-swizzle layout (conflict-free register writes, what a swizzled TMA box reads)::
 
-    for each strip j:
-        consumers: strip j of the fragment -> stage (cast to the tensor's type)
+    for each round of as many strips as there are buffers:
+        consumers: strip j of the fragment -> buffer j % buffers (cast to the tensor's type)
         fence.proxy.async; barrier                      # the writes, visible to the TMA unit
-        consumer 0: TMA store stage -> tile strip j; commit; wait until the stage has been read
-        barrier                                         # the stage may be written again
+        consumer 0: one TMA store per buffer -> tile strip j; commit; wait until all were read
+        barrier                                         # the buffers may be written again
 
-The TMA unit clips the box at the tensor's edges, so ragged tiles need no predicate. Why the
-strips: the whole tile (64 KB for 128x256 fp16) does not fit next to a 4-stage ring; one strip is
-16 KB. On the H200, GEMM 4096^3 fp16: 681-694 TFLOP/s against 632 with per-thread stores.
+The TMA unit clips the box at the tensor's edges, so ragged tiles need no predicate. Why strips:
+the whole tile (64 KB for 128x256 fp16) does not fit next to a 4-stage ring; one strip is 16 KB,
+and two fit there, which halves the rounds (each a barrier and a wait for the TMA unit's reads).
+On the H200, GEMM 4096^3 fp16 with one buffer: 681-694 TFLOP/s against 632 with per-thread stores.
 """
 
 from __future__ import annotations
@@ -39,15 +40,16 @@ class PlannedStore:
     index: int  # in the statements after the loop
     op: Copy
     box: TmaBox
-    stage: object  # the strip buffer
+    stages: list  # the strip buffers
 
 
 def plan_stores(stmts: list, hopper_layouts: dict, budget: int | None = None,
                 notes: list | None = None) -> tuple[list[PlannedStore], list]:
-    """The epilogue copies TMA can store, each with its strip buffer (laid out in
+    """The epilogue copies TMA can store, each with its strip buffers (laid out in
     ``hopper_layouts``), and the allocations to add; others are left as they are. ``budget``:
-    shared memory bytes still free (None: unknown); a strip buffer that does not fit is skipped,
-    and ``notes`` says so."""
+    shared memory bytes still free (None: unknown, then one buffer per copy); a copy gets as many
+    buffers as fit, up to one per strip; where not even one fits it is skipped, and ``notes``
+    says so."""
     planned, allocs = [], []
     for i, stmt in enumerate(stmts):
         if not is_tile_op(stmt):
@@ -72,35 +74,40 @@ def plan_stores(stmts: list, hopper_layouts: dict, budget: int | None = None,
                 notes.append(f"epilogue: {frag.name} -> {op.dst.source.name} by thread stores (a {rows * ATOM_BYTES} "
                              f"byte TMA strip buffer does not fit next to the pipeline: {budget} bytes free)")
             continue
-        budget = None if budget is None else budget - need
-        stage = tirx.decl_buffer((rows, box.atom), dtype, name=f"{frag.name}_stage", scope="shared.dyn")
-        hopper_layouts[str(stage.name)] = wgmma_shared_layout(rows, box.atom, element_bits(dtype))
-        planned.append(PlannedStore(i, op, box, stage))
-        allocs.append(tirx.AllocBuffer(stage))
+        count = 1 if budget is None else min(box.cols // box.atom, budget // need)
+        budget = None if budget is None else budget - count * need
+        stages = [tirx.decl_buffer((rows, box.atom), dtype, name=f"{frag.name}_stage{b}", scope="shared.dyn")
+                  for b in range(count)]
+        for stage in stages:
+            hopper_layouts[str(stage.name)] = wgmma_shared_layout(rows, box.atom, element_bits(dtype))
+        planned.append(PlannedStore(i, op, box, stages))
+        allocs += [tirx.AllocBuffer(stage) for stage in stages]
     return planned, allocs
 
 
 def lower_stores(stmts: list, planned: list[PlannedStore], maps: dict, tx) -> list:
-    """``stmts`` with each planned copy replaced by its strips (module docstring)."""
+    """``stmts`` with each planned copy replaced by its rounds of strips (module docstring)."""
     out = list(stmts)
     for store in reversed(planned):
-        box, stage, frag = store.box, store.stage, store.op.src
+        box, stages, frag = store.box, store.stages, store.op.src
         tmap = tirx.address_of(maps[(box.tensor, box.box)])
         mins = [r.min for r in store.op.dst.region]
-        strips = []
-        for j in range(box.cols // box.atom):
-            strips += [
-                _strip_to_stage(frag.source, stage, j * box.atom),
-                # (the block barriers around the store are insert_barriers': it sees the stage
-                # written, then read through the store's address, then written again)
+        strips = list(range(box.cols // box.atom))
+        rounds = []
+        for first in range(0, len(strips), len(stages)):
+            round_strips = list(zip(stages, strips[first:first + len(stages)]))
+            rounds += [_strip_to_stage(frag.source, stage, j * box.atom) for stage, j in round_strips]
+            # (the block barriers around the stores are insert_barriers': it sees the buffers
+            # written, then read through the stores' addresses, then written again)
+            rounds += [
                 I.call("tl_fence_proxy_async"),
                 if_then(tx == 0, seq([
-                    I.call(f"tl_tma_store<{box.rank}>", tirx.address_of(tirx.BufferLoad(stage, [0, 0])), tmap,
-                           *box.strip_coords(mins, j)),
+                    *(I.call(f"tl_tma_store<{box.rank}>", tirx.address_of(tirx.BufferLoad(stage, [0, 0])), tmap,
+                             *box.strip_coords(mins, j)) for stage, j in round_strips),
                     I.call("tl_bulk_commit"),
                     I.call("tl_bulk_wait_read<0>")])),
             ]
-        out[store.index:store.index + 1] = strips
+        out[store.index:store.index + 1] = rounds
     return out
 
 

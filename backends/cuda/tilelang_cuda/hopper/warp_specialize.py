@@ -85,7 +85,7 @@ def _contains_pipelined(stmt) -> bool:
 def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = None, pingpong: bool = False,
                     persistent: bool = False, overlap: bool = True, is_wgmma=None, notes: list | None = None,
                     fenced_once: set | None = None, tma_store: bool = False, shared_limit: int | None = None,
-                    overlap_block: bool = False, conditional_mask: bool = False, cluster: bool = False):
+                    overlap_block: bool = False, conditional_mask: bool = True, cluster: bool = False):
     """The body rewritten as in the module docstring; NotSpecialized(why) when the kernel does not
     fit (no or several pipelined loops, a copy TMA cannot carry, thread counts that are not
     warpgroups): the caller keeps the cp.async pipeline and can tell the user why."""

@@ -185,7 +185,7 @@ def operand_plan(m: int, k: int, num_threads: int) -> WgmmaPlan:
 WGMMA_PHASE, WGMMA_PENDING = "tl_wgmma_phase", "tl_wgmma_pending"
 #: on a "wait": the fragments gemms still in flight use (comma-separated names): not tied to it
 WGMMA_BUSY = "tl_wgmma_busy"
-#: gemm option set by zero_fill.py (tl.enable_conditional_mask): a condition under which this
+#: gemm option set by zero_fill.py (conditional mask fills): a condition under which this
 #: iteration's gemm starts from zero (scale-d 0 on its first k-step) instead of accumulating
 WGMMA_CLEAR_IF = "tl_wgmma_clear_if"
 #: named barriers: 0 is __syncthreads, 1 the consumers' block barrier, 2 and 3 the ping-pong turns

@@ -7,7 +7,7 @@ the fill is 64 register writes per thread per iteration that the instruction's z
 free, and one less dependency in front of the first wgmma. Proved with the analyzer over the
 loop's and the fill's ranges; anything else is left as written.
 
-Conditional (opt-in, ``tl.enable_conditional_mask``): where the mask is all zeros only in some
+Conditional (default; ``tl.disable_conditional_mask`` turns it off): where the mask is all zeros only in some
 iterations (causal attention: every key block left of the diagonal, ``k * block_N + block_N - 1
 <= bx * block_M``), the analyzer derives that condition from the mask's comparisons (each holds
 for every i, j when it holds at the worst corner of the tile: ``tvm.sym.Analyzer.int_set``), the
