@@ -502,6 +502,24 @@ def test_tma_store_is_skipped_for_an_output_row_stride_tma_cannot_address():
     assert "C_ptr[" in kernel
 
 
+def test_three_consumer_warpgroups_share_the_register_file(tmp_path):
+    """FlashAttention D64 with 192-row tiles: three consumer warpgroups and the producer (512
+    threads). setmaxnreg drops the producer to 24 and raises the consumers to 160 (the register
+    file's share: at 40 / 152 ptxas spilled 48 bytes); two consumer warpgroups keep 40 / 232."""
+    from tilelang_cuda.options import CudaOptions
+    from tilelang_cuda.pipeline import CudaBackend
+
+    func = _flash_example().get_tir(1, 2, 1000, 64, True, block_M=192, block_N=128, threads=384)
+    _, kernel = cuda_source(func)
+    assert "tl_setmaxnreg_dec<24>" in kernel and "tl_setmaxnreg_inc<160>" in kernel
+    two = _flash_example().get_tir(1, 2, 1000, 64, True, block_M=128, block_N=128, threads=256)
+    assert "tl_setmaxnreg_dec<40>" in cuda_source(two)[1] and "tl_setmaxnreg_inc<232>" in cuda_source(two)[1]
+    backend, options = CudaBackend(Target("sm_90a")), CudaOptions(ptxas_verbose=True)
+    mod = backend.lower(func, options)
+    backend.build(mod, backend.codegen(mod, options), options, tmp_path)
+    assert "0 bytes spill stores" in backend.last_build.log
+
+
 def test_conditional_mask_needs_wgmma():
     """mma.sync has no run-time zero-init: with tl.disable_wgmma the mask fill stays as written."""
     func = _flash_example().get_tir(1, 2, 1000, 128, True, block_M=128, block_N=128, threads=256)

@@ -91,6 +91,8 @@ def test_gemm_schedules_match_torch(tmp_path, schedule, shape, tiles, trans_b, d
     (64, 64, True, dict(block_M=64, block_N=64, threads=128)),  # a single-iteration pipeline
     (130, 64, False, dict(block_M=64, block_N=64, threads=128)),  # 3 iterations, the last ragged
     (520, 128, True, dict(block_M=128, block_N=64, threads=256, num_stages=3)),  # 1..9 iterations
+    (1000, 64, True, dict(block_M=192, block_N=128, threads=384)),  # three consumer warpgroups (24/160 regs)
+    (1000, 64, False, dict(block_M=192, block_N=128, threads=384)),
 ])
 def test_flash_attention_schedules_match_torch(tmp_path, schedule, seq_len, dim, causal, tiles):
     import tilelang_core as tl

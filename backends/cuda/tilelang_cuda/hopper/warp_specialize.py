@@ -59,7 +59,17 @@ from .zero_fill import fold_zero_fill
 CONSUMER_REGION = "tl.ws_consumer"
 #: AttrStmt around an overlapped consumer loop (value 1: with ping-pong turns)
 OVERLAP_REGION = "tl.ws_overlap"
-PRODUCER_REGS, CONSUMER_REGS = 40, 232
+REGISTER_FILE = 65536  # 32-bit registers per SM, shared by the producer and consumer warpgroups
+
+
+def register_split(consumer_warpgroups: int) -> tuple[int, int]:
+    """setmaxnreg's (producer, consumer) registers per thread: the producer warpgroup drops to
+    what its TMA issue loop needs, the consumers share the rest in steps of 8. Two consumer
+    warpgroups: 40 / 232; three: 24 / 160 (FlashAttention D64 with 192-row tiles spills 48 bytes
+    at 40 / 152, none at 24 / 160)."""
+    producer = 40 if consumer_warpgroups <= 2 else 24
+    share = (REGISTER_FILE // WARPGROUP - producer) // consumer_warpgroups
+    return producer, min(232, share // 8 * 8)
 
 
 def _launch_chain(body):
@@ -314,7 +324,8 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
             if_then(n > 0, consume(zero, done, PROLOGUE)),
             tirx.For(cit, tirx.const(1, "int32"), n - 1, tirx.ForKind.SERIAL, consume(cit, done + cit, STEADY)),
             if_then(n > 0, consume(n, done + n, EPILOGUE))]))
-    rebalance = consumers == 2 * WARPGROUP
+    rebalance = consumers >= 2 * WARPGROUP and consumers % WARPGROUP == 0
+    producer_regs, consumer_regs = register_split(consumers // WARPGROUP)
     s = tirx.Var("s", "int32")
     init = if_then(tx == 0, seq([
         tirx.For(s, tirx.const(0, "int32"), tirx.const(stages, "int32"), tirx.ForKind.UNROLLED, seq([
@@ -327,9 +338,9 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     consumer_work = insert_barriers(tiles.loop(seq(per_tile + before + [consumer_loop] + after)) if tiles
                                     else seq(before + [consumer_loop] + after))
     producer_work = if_then(tx == consumers, tiles.loop(seq(per_tile + [producer_loop])) if tiles else producer_loop)
-    producer = seq([I.call(f"tl_setmaxnreg_dec<{PRODUCER_REGS}>") if rebalance else None, producer_work])
+    producer = seq([I.call(f"tl_setmaxnreg_dec<{producer_regs}>") if rebalance else None, producer_work])
     consumer = tirx.AttrStmt(tirx.const(0, "int32"), CONSUMER_REGION, tirx.const(consumers, "int32"), seq([
-        I.call(f"tl_setmaxnreg_inc<{CONSUMER_REGS}>") if rebalance else None,
+        I.call(f"tl_setmaxnreg_inc<{consumer_regs}>") if rebalance else None,
         pingpong_overlap(consumer_work, tx, OVERLAP_REGION)]))
     split = tirx.IfThenElse(tx >= consumers, producer, consumer)
     if multicast:
