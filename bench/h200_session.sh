@@ -2,7 +2,8 @@
 # Everything the CUDA backend should show on the lent H200, in one call (after unpack-tvm.sh a/b):
 # packages installed as a user would, doctor, the main job and every example on target="auto",
 # the launch-overhead benchmark and the compute-sanitizer checks. Logs go to $OUT.
-#   bash .device/b/unpack-tvm.sh b && bash bench/h200_session.sh      (SKIP_BENCH=1: no table; ONLY_BENCH=1: only the benchmarks; SWEEP=1: + variants; AMPERE=1: + mma.sync path)
+#   bash .device/b/unpack-tvm.sh b && bash bench/h200_session.sh      (SKIP_BENCH=1: no table; ONLY_BENCH=1: only the benchmarks; SWEEP=1: + variants;
+#   FOCUS=1: + chosen variants timed together; AMPERE=1: + mma.sync path; NO_AUTOTUNE=1: without the autotuner timing)
 set -uo pipefail
 export PYTHONPATH=/opt/tvmsite PYTHONUNBUFFERED=1
 RESULTS=${OUT:-/tmp/out}; OUT=$(mktemp -d); mkdir -p "$RESULTS"  # logs here, one tarball to $RESULTS
@@ -27,7 +28,7 @@ if [[ ${ONLY_BENCH:-0} != 1 ]]; then  # ONLY_BENCH=1: the benchmarks alone (a se
   step flash_attention_causal 120 python3 examples/attention/flash_attention.py --is-causal
   step gemm_transposed 120 python3 examples/gemm/gemm.py --trans-a --trans-b
   step call_overhead 180 python3 bench/cuda_call_overhead.py
-  step autotune_cuda 400 python3 bench/autotune_compile.py --target cuda --size 4096 --repeats 1
+  [[ ${NO_AUTOTUNE:-0} == 1 ]] || step autotune_cuda 400 python3 bench/autotune_compile.py --target cuda --size 4096 --repeats 1
   for tool in memcheck racecheck synccheck; do
     step "sanitize_$tool" 240 compute-sanitizer --tool "$tool" --error-exitcode 9 python3 bench/cuda_sanitize_cases.py
   done
@@ -35,6 +36,9 @@ fi
 [[ ${SKIP_BENCH:-0} == 1 ]] || step cuda_bench 400 python3 bench/cuda_bench.py
 [[ ${SWEEP:-0} == 1 ]] && { step hopper_sweep 400 python3 bench/hopper_sweep.py
                           step hopper_sweep_cluster 120 python3 bench/hopper_sweep.py --cluster; }
+[[ ${FOCUS:-0} == 1 ]] && { step focus_gemm 200 python3 bench/hopper_sweep.py --only gemm --pick 0,3,9 --together
+                          step focus_attention 300 python3 bench/hopper_sweep.py --only attention --pick 0,2,3,11,12 --together
+                          step ampere_attention 300 python3 bench/ampere_attention.py; }
 [[ ${AMPERE:-0} == 1 ]] && { step ampere_gemm 300 python3 bench/ampere_gemm.py; step ampere_attention 300 python3 bench/ampere_attention.py; }
 echo "== doctor (auto)"; [[ -f "$OUT/doctor.txt" ]] && grep -E "cuda |evidence|resolves to" "$OUT/doctor.txt" | head -6
 echo "== examples"; grep -h -E "relative error" "$OUT"/*.txt | sed 's/^/  /'
@@ -46,10 +50,10 @@ for tool in memcheck racecheck synccheck; do
   [[ -f "$OUT/sanitize_$tool.txt" ]] && { echo "== $tool"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Error" "$OUT/sanitize_$tool.txt" | tail -2; }
 done
 [[ -f "$OUT/cuda_bench.txt" ]] && { echo "== benchmark table"; sed -n '/^NVIDIA/,$p' "$OUT/cuda_bench.txt"; }
-for f in hopper_sweep hopper_sweep_cluster; do
+for f in hopper_sweep hopper_sweep_cluster focus_gemm focus_attention; do
   [[ -f "$OUT/$f.txt" ]] && { echo "== $f"; grep -E "TFLOP|ERROR|timed in turns" "$OUT/$f.txt"; }
 done
-for f in ampere_gemm ampere_attention; do [[ -f "$OUT/$f.txt" ]] && { echo "== $f"; tail -14 "$OUT/$f.txt"; }; done
+for f in ampere_gemm ampere_attention; do [[ -f "$OUT/$f.txt" ]] && { echo "== $f"; grep -v -i warn "$OUT/$f.txt" | tail -14; }; done
 echo "== steps"; printf '  %s\n' "${status[@]}"
 for s in "${status[@]}"; do  # the tail of every failed step's log, since $OUT brings back only a few files
   [[ $s == *FAILED* ]] && { echo "== tail of ${s%% *}"; tail -40 "$OUT/${s%% *}.txt"; }
