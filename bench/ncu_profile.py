@@ -4,7 +4,7 @@ Each kernel runs once inside an NVTX range named ``prof``, after warm-up outside
 ``--nvtx-include prof/`` profiles exactly those launches:
 
     ncu --clock-control none --nvtx --nvtx-include "prof/" --section SpeedOfLight \\
-        --section ComputeWorkloadAnalysis --section WarpStateStats python3 bench/ncu_profile.py
+        --section ComputeWorkloadAnalysis --section WarpStateStats python3 bench/ncu_profile.py [gemm|attention]
 
 (``--clock-control none``: the device's notes say to leave the clocks alone; ncu's default locks
 them to base, which is not the speed the benchmarks see.) Without ncu the script only checks
@@ -31,15 +31,30 @@ def profiled(name, fn, warmup=3):
 
 
 def main():
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    which = sys.argv[1:] or ["gemm", "attention"]
+    if "gemm" in which:
+        gemm_cases()
+    if "attention" in which:
+        attention_cases()
+    print(f"profiled: {', '.join(which)}")
+    return 0
 
+
+def gemm_cases():
+    """8192^3 fp16: the default schedule, the one that waits for each wgmma batch, and cuBLAS."""
     gemm = example("gemm/gemm.py")
     size = 8192
-    kernel, _ = compile_timed(gemm.gemm, size, size, size, block_M=128, block_N=256, block_K=64, num_stages=4,
-                              threads=256)
     a, b = (torch.randn(size, size, device="cuda", dtype=torch.float16) for _ in range(2))
-    profiled("ours_gemm_8192", lambda: kernel(a, b))
+    for label, configs in (("ours_gemm_8192", None),
+                           ("ours_gemm_8192_no_overlap", {"tl.disable_wgmma_overlap": True})):
+        kernel, _ = compile_timed(gemm.gemm, size, size, size, block_M=128, block_N=256, block_K=64, num_stages=4,
+                                  threads=256, pass_configs=configs)
+        profiled(label, lambda: kernel(a, b))
     profiled("cublas_gemm_8192", lambda: torch.matmul(a, b))
+
+
+def attention_cases():
+    from torch.nn.attention import SDPBackend, sdpa_kernel
 
     attention = example("attention/flash_attention.py")
     B, H, S, D = 8, 16, 4096, 128
@@ -56,8 +71,6 @@ def main():
         tag = "causal" if causal else "full"
         profiled(f"ours_attn_{tag}", lambda: fa(q, k, v))
         profiled(f"cudnn_attn_{tag}", cudnn)
-    print("profiled: gemm 8192^3 (ours, cuBLAS), attention B8 H16 S4096 D128 full and causal (ours, cuDNN)")
-    return 0
 
 
 if __name__ == "__main__":
