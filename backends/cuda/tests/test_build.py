@@ -183,7 +183,8 @@ def test_gemm_epilogue_reads_the_accumulator_after_its_last_wgmma_wait(tmp_path,
     TMA-store epilogue's F2FP conversions above it: a quarter of the output was wrong on the H200."""
     from tilelang_cuda import compiler
 
-    compile_kernel(kernels.make_gemm(1024, 1024, 1024, bm=128, bn=256, bk=64, threads=256, stages=3),
+    # five slots: the chain (one batch in flight, its last k-tile peeled) is what ptxas got wrong
+    compile_kernel(kernels.make_gemm(1024, 1024, 1024, bm=128, bn=128, bk=64, threads=256, stages=5),
                    "sm_90a", tmp_path, **options)
     if compiler.find_cuobjdump() is None:
         pytest.skip("cuobjdump missing: pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm")

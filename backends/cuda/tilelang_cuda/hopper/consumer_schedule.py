@@ -19,9 +19,11 @@ so the softmax of iteration j runs while the tensor cores compute P V of iterati
 joins D only when moving it there reorders nothing it depends on (``plan_overlap``).
 
 Chain. A body whose only gemm accumulates across iterations (GEMM's main loop, a ring of at least
-three slots) keeps one wgmma batch in flight: iteration j issues its gemm, then waits for j-1's
-(wait_group 1) and only then hands j-1's tiles back, so the tensor cores never drain between
-k-tiles::
+CHAIN_MIN_SLOTS slots) keeps one wgmma batch in flight: iteration j issues its gemm, then waits for
+j-1's (wait_group 1) and only then hands j-1's tiles back, so the tensor cores never drain between
+k-tiles. The price is a slot: the batch in flight holds one the producer could refill. With fewer
+slots each batch is awaited right after it is issued (the two consumer warpgroups still keep the
+tensor cores busy between each other's batches)::
 
     prologue: issue G(0)    for j in 1 .. n-2: issue G(j), wait G(j-1), release
     last (j = n-1): issue G(n-1), wait for both, release both          (n = 1: issue G(0), wait)
@@ -103,12 +105,17 @@ def plan_overlap(body: list, is_wgmma, stages: int = 2) -> tuple[tuple[int, tupl
     return (g1, tuple(sorted(deferred))), ""
 
 
+#: ring slots a GEMM main loop needs before it keeps a wgmma batch in flight. H200, 128x256x64
+#: fp16 in 4 slots: 1.3-1.5% slower than awaiting each batch (five interleaved runs at 4096^3 and
+#: 8192^3; ncu 2.31M vs 2.28M cycles at 8192^3); in 2 slots (128x256x128) 519 vs 695 TFLOP/s.
+#: Five or more slots (smaller tiles) are not measured yet.
+CHAIN_MIN_SLOTS = 5
+
+
 def _plan_chain(body: list, g: int, is_wgmma, stages: int):
     op = TileOp.from_stmt(body[g])
-    if stages < 3:
-        # the slot of the batch in flight is not the producer's: with two slots it would load
-        # only one k-tile ahead (H200, 128x256x128 in 2 stages: 519 vs 695 TFLOP/s without)
-        return None, "fewer than three slots (one stays with the wgmma batch in flight)"
+    if stages < CHAIN_MIN_SLOTS:
+        return None, f"{stages} ring slots; a chain, whose batch in flight holds one, needs {CHAIN_MIN_SLOTS}"
     if not is_wgmma(op):
         return None, "the gemm is not on wgmma"
     if op.clear_accum:

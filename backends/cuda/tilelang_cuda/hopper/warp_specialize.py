@@ -235,6 +235,8 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
         notes.append("consumers: the softmax-like work of iteration j overlaps the last gemm of j-1 "
                      "(intra-warpgroup wgmma overlap)" + ("; the two warpgroups take turns issuing (ping-pong)"
                                                           if pingpong else ""))
+    elif notes is not None and why != "no gemm in the loop":
+        notes.append(f"consumers: each wgmma batch awaited right after it is issued ({why})")
 
     def consume(it, ring, kind):
         """One consumer iteration of ``kind`` (consumer_schedule.py) for loop iteration ``it``;
