@@ -94,6 +94,7 @@ def test_gemm_schedules_match_torch(tmp_path, schedule, shape, tiles, trans_b, d
     (520, 128, True, dict(block_M=128, block_N=64, threads=256, num_stages=3)),  # 1..9 iterations
     (1000, 64, True, dict(block_M=192, block_N=128, threads=384)),  # three consumer warpgroups (24/160 regs)
     (1000, 64, False, dict(block_M=192, block_N=128, threads=384)),
+    (1000, 128, True, dict(block_M=128, block_N=64, threads=128)),  # mma.sync's best: 32 rows per warp
 ])
 def test_flash_attention_schedules_match_torch(tmp_path, schedule, seq_len, dim, causal, tiles):
     import tilelang_core as tl
