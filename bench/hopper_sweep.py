@@ -23,6 +23,9 @@ GEMM_VARIANTS = [  # (block_M, block_N, block_K, stages, threads, panel, pass co
     (128, 256, 64, 4, 256, 0, {"tl.enable_cluster_multicast": True}),
     (128, 256, 64, 4, 256, 0, {"tl.enable_cluster_multicast": True, "tl.disable_wgmma_overlap": True}),
     (128, 256, 64, 3, 256, 0, None),  # four strip buffers fit: the epilogue in one round
+    (128, 128, 64, 2, 128, 0, {"tl.enable_two_blocks_per_sm": True}),  # two blocks take turns on an SM
+    (128, 128, 64, 3, 128, 0, {"tl.enable_two_blocks_per_sm": True}),  # (thread stores: no room for a strip)
+    (128, 128, 64, 3, 128, 0, None),
 ]
 ATTN_VARIANTS = [  # (block_M, block_N, stages, threads, pass configs)
     (128, 128, 2, 256, None), (128, 128, 2, 256, {"tl.enable_overlap_block": True}),

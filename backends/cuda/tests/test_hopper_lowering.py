@@ -525,6 +525,33 @@ def test_three_consumer_warpgroups_share_the_register_file(tmp_path):
     assert "0 bytes spill stores" in backend.last_build.log
 
 
+def test_two_blocks_per_sm_split_registers_and_shared_memory(tmp_path):
+    """tl.enable_two_blocks_per_sm on a GEMM with one consumer warpgroup (128x128 tiles, 2 slots):
+    the kernel is declared for two resident blocks, setmaxnreg gives 40 / 216 (half the register
+    file per block), ptxas keeps 128 registers at entry without spills, and the TMA-store strips
+    count against half the SM's shared memory. A 4-slot ring (128 KB) does not fit half an SM:
+    one block per SM, as without the option; two consumer warpgroups are never paired."""
+    from tilelang_cuda.options import CudaOptions
+    from tilelang_cuda.pipeline import CudaBackend
+
+    func = kernels.make_gemm(1000, 520, 264, bm=128, bn=128, bk=64, threads=128, stages=2)
+    source, kernel = cuda_source(func, enable_two_blocks_per_sm=True)
+    assert '__global__ void __launch_bounds__(256, 2) gemm_kernel(' in kernel
+    assert "tl_setmaxnreg_dec<40>" in kernel and "tl_setmaxnreg_inc<216>" in kernel
+    assert "two blocks per SM" in source[:source.find("#ifdef")] and "tl_tma_store<2>" in kernel
+    backend, options = CudaBackend(Target("sm_90a")), CudaOptions(ptxas_verbose=True, enable_two_blocks_per_sm=True)
+    mod = backend.lower(func, options)
+    backend.build(mod, backend.codegen(mod, options), options, tmp_path)
+    assert "Used 128 registers" in backend.last_build.log and "0 bytes spill stores" in backend.last_build.log
+    for declined, why in ((kernels.make_gemm(1000, 520, 264, bm=128, bn=128, bk=64, threads=128, stages=4),
+                           "more than half the SM's"),
+                          (kernels.make_gemm(1000, 520, 264, **HOPPER_TILES), "256 consumer threads")):
+        source, kernel = cuda_source(declined, enable_two_blocks_per_sm=True)
+        assert why in source[:source.find("#ifdef")]
+        assert ", 2)" not in kernel[:kernel.index("(")+40] and "tl_min_blocks_per_sm" not in kernel
+        assert kernel == cuda_source(declined)[1]
+
+
 def test_conditional_mask_needs_wgmma():
     """mma.sync has no run-time zero-init: with tl.disable_wgmma the mask fill stays as written."""
     func = _flash_example().get_tir(1, 2, 1000, 128, True, block_M=128, block_N=128, threads=256)

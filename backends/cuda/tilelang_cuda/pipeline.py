@@ -38,7 +38,7 @@ from tilelang_core.simt.pipeline import lower_simt
 from . import codegen, compiler
 from .hopper.planner import HopperPlanner
 from .hopper.wgmma import operand_plan, wgmma_accumulator_layout
-from .hopper.intrinsics import with_cluster_dims
+from .hopper.intrinsics import with_kernel_attributes
 from .intrinsics import with_on_demand_helpers
 from .transform import fast_exp2
 from .layouts import mma_accumulator_layout
@@ -149,7 +149,7 @@ class CudaBackend(Backend):
         start = time.perf_counter()
         options = options or CudaOptions()
         lib = codegen.build_tvm_module(mod if options.precise_exp2 else fast_exp2(mod), self.arch)
-        source = schedule_comment(mod) + with_cluster_dims(with_on_demand_helpers(codegen.export_source(lib)))
+        source = schedule_comment(mod) + with_kernel_attributes(with_on_demand_helpers(codegen.export_source(lib)))
         self.timings["codegen"] = time.perf_counter() - start
         return source
 

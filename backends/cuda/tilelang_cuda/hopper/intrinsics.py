@@ -225,26 +225,43 @@ CLUSTER_HELPERS = CLUSTER_HELPERS.replace("@TMA_MULTICAST_BY_RANK@", _by_rank(
     "cp.async.bulk.tensor.{d}d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
     "[%0], [%1, {{{coords}}}], [%2], %3", '"r"(dst), "l"(map), "r"(mbar), "h"(mask)', 4))
 _CLUSTER_MARK = re.compile(r"tl_cluster_dims\((\d+), (\d+), (\d+)\);")
+_MIN_BLOCKS_MARK = re.compile(r"tl_min_blocks_per_sm\((\d+)\);")
+_KERNEL_DECL = r'extern "C" __global__ void (?:__launch_bounds__\([\d, ]+\) )?(?:__cluster_dims__\([\d, ]+\) )?'
 
 
-def with_cluster_dims(source: str) -> str:
-    """``source`` with ``__cluster_dims__`` on the declarations of each kernel that calls
-    ``tl_cluster_dims`` (the launch then forms the clusters; no host change is needed)."""
-    out, at = source, 0
-    while True:
-        mark = _CLUSTER_MARK.search(out, at)
-        if mark is None:
-            return out
-        decl = out.rfind('extern "C" __global__ void', 0, mark.start())
-        name = re.match(r'extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(', out[decl:])
-        if decl < 0 or name is None:
-            from tilelang_core.errors import CompileError
+def with_kernel_attributes(source: str) -> str:
+    """``source`` with the launch attributes that marker calls in a kernel's body ask for on its
+    declarations: ``tl_cluster_dims(x, y, z)`` -> ``__cluster_dims__`` (the launch then forms the
+    clusters; no host change is needed), ``tl_min_blocks_per_sm(n)`` -> ``__launch_bounds__(threads,
+    n)`` (ptxas then keeps the registers at entry within the SM's share of n blocks)."""
+    for mark_re, attribute in ((_CLUSTER_MARK, _add_cluster_dims), (_MIN_BLOCKS_MARK, _add_min_blocks)):
+        at = 0
+        while (mark := mark_re.search(source, at)) is not None:
+            decl = source.rfind('extern "C" __global__ void', 0, mark.start())
+            name = re.match(_KERNEL_DECL + r"(\w+)\(", source[decl:]) if decl >= 0 else None
+            if name is None:
+                from tilelang_core.errors import CompileError
 
-            raise CompileError("tl_cluster_dims outside a kernel the cuda codegen can name; report this")
-        dims = f"__cluster_dims__({mark.group(1)}, {mark.group(2)}, {mark.group(3)}) "
-        pattern = re.compile(r'(extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?)(' + name.group(1) + r"\()")
-        out = pattern.sub(lambda m: m.group(1) + dims + m.group(2), out)
-        at = mark.end() + len(dims) * 2
+                raise CompileError(f"{mark.group(0)} outside a kernel the cuda codegen can name; report this")
+            pattern = re.compile(_KERNEL_DECL + name.group(1) + r"\(")
+            before = len(source)
+            source = pattern.sub(lambda m: attribute(m.group(0), mark), source)
+            at = mark.end() + len(source) - before
+    return source
+
+
+def _add_cluster_dims(decl: str, mark) -> str:
+    name_at = decl.rindex(" ") + 1
+    return decl[:name_at] + f"__cluster_dims__({mark.group(1)}, {mark.group(2)}, {mark.group(3)}) " + decl[name_at:]
+
+
+def _add_min_blocks(decl: str, mark) -> str:
+    bounds = re.search(r"__launch_bounds__\((\d+)\)", decl)
+    if bounds is None:
+        from tilelang_core.errors import CompileError
+
+        raise CompileError(f"{mark.group(0)} on a kernel without __launch_bounds__ ({decl}); report this")
+    return decl[:bounds.start()] + f"__launch_bounds__({bounds.group(1)}, {mark.group(1)})" + decl[bounds.end():]
 
 
 def hopper_header(device_source: str) -> str:
@@ -254,4 +271,6 @@ def hopper_header(device_source: str) -> str:
     shapes = sorted(set(_WGMMA_NAME.findall(device_source)))
     stores = TMA_STORE_HELPERS if "tl_tma_store" in device_source else ""
     cluster = CLUSTER_HELPERS if "tl_cluster_" in device_source else ""
+    if "tl_min_blocks_per_sm" in device_source:  # a marker for with_kernel_attributes; does nothing
+        cluster += "__device__ __forceinline__ void tl_min_blocks_per_sm(int) {}\n"
     return HOPPER_HEADER + stores + cluster + "".join(wgmma_helper(f, d, int(n)) for f, d, n in shapes)

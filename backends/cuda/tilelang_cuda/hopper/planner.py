@@ -101,7 +101,9 @@ class HopperPlanner:
                                   shared_limit=capability(self.arch, "max_shared_memory_per_block"),
                                   overlap_block=self.options.enable_overlap_block,
                                   conditional_mask=not self.options.disable_conditional_mask,
-                                  cluster=self.options.enable_cluster_multicast)
+                                  cluster=self.options.enable_cluster_multicast,
+                                  two_blocks=self.options.enable_two_blocks_per_sm,
+                                  shared_per_sm=capability(self.arch, "shared_memory_per_sm"))
         except NotSpecialized as why:
             self.notes.append(f"T.Pipelined: cp.async pipeline, no TMA producer warpgroup ({why})")
             return body

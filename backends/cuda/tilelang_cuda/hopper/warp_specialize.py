@@ -52,6 +52,7 @@ from .consumer_schedule import EPILOGUE, LAST, PLAIN, PROLOGUE, STEADY, plan_ove
 from .persistent import persistent_tiles
 from .pingpong import PINGPONG_LOOP, pingpong_overlap, strip_turns, turn_options, wants_pingpong
 from .tma import NotSpecialized, load_box, tensor_maps
+from .occupancy import register_split, two_blocks_per_sm
 from .tma_store import lower_stores, plan_stores
 from .wgmma import WARPGROUP, WGMMA_BUSY, WGMMA_PENDING, WGMMA_PHASE, element_bits, wgmma_shared_layout
 from .zero_fill import fold_zero_fill
@@ -59,19 +60,6 @@ from .zero_fill import fold_zero_fill
 CONSUMER_REGION = "tl.ws_consumer"
 #: AttrStmt around an overlapped consumer loop (value 1: with ping-pong turns)
 OVERLAP_REGION = "tl.ws_overlap"
-REGISTER_FILE = 65536  # 32-bit registers per SM, shared by the producer and consumer warpgroups
-
-
-def register_split(consumer_warpgroups: int) -> tuple[int, int]:
-    """setmaxnreg's (producer, consumer) registers per thread: the producer warpgroup drops to
-    what its TMA issue loop needs, the consumers share the rest in steps of 8. Two consumer
-    warpgroups: 40 / 232; three: 24 / 160 (FlashAttention D64 with 192-row tiles spills 48 bytes
-    at 40 / 152, none at 24 / 160)."""
-    producer = 40 if consumer_warpgroups <= 2 else 24
-    share = (REGISTER_FILE // WARPGROUP - producer) // consumer_warpgroups
-    return producer, min(232, share // 8 * 8)
-
-
 def _launch_chain(body):
     chain, node = [], body
     while isinstance(node, tirx.AttrStmt) and node.attr_key == "thread_extent":
@@ -95,7 +83,8 @@ def _contains_pipelined(stmt) -> bool:
 def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = None, pingpong: bool = False,
                     persistent: bool = False, overlap: bool = True, is_wgmma=None, notes: list | None = None,
                     fenced_once: set | None = None, tma_store: bool = False, shared_limit: int | None = None,
-                    overlap_block: bool = False, conditional_mask: bool = True, cluster: bool = False):
+                    overlap_block: bool = False, conditional_mask: bool = True, cluster: bool = False,
+                    two_blocks: bool = False, shared_per_sm: int | None = None):
     """The body rewritten as in the module docstring; NotSpecialized(why) when the kernel does not
     fit (no or several pipelined loops, a copy TMA cannot carry, thread counts that are not
     warpgroups): the caller keeps the cp.async pipeline and can tell the user why."""
@@ -183,9 +172,16 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     def empty(g, slot):
         return bar((ngroups + g) * stages, slot)
 
+    ring_bytes = shared_bytes(body, {buf: stages for buf in written}) + 8 * 2 * stages * len(written)
+    # two resident blocks per SM (occupancy.py): each gets half the SM's shared memory
+    half, why_not_two = two_blocks_per_sm(consumers, ring_bytes, shared_per_sm, persistent, cluster) \
+        if two_blocks else (None, "")
+    if notes is not None and two_blocks:
+        notes.append("two blocks per SM: __launch_bounds__(threads, 2), setmaxnreg {}/{}".format(*register_split(1, 2))
+                     if half else f"one block per SM ({why_not_two})")
     # the epilogue's fragment -> global copies through shared memory and TMA (tma_store.py)
-    budget = None if shared_limit is None else \
-        shared_limit - shared_bytes(body, {buf: stages for buf in written}) - 8 * 2 * stages * len(written)
+    limit = half if half else shared_limit
+    budget = None if limit is None else limit - ring_bytes
     stores, store_allocs = plan_stores(after, hopper_layouts, budget, notes) if tma_store else ([], [])
     allocs += store_allocs
     maps, host = tensor_maps(boxes + [store.box for store in stores])
@@ -326,8 +322,8 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
             if_then(n > 0, consume(zero, done, PROLOGUE)),
             tirx.For(cit, tirx.const(1, "int32"), n - 1, tirx.ForKind.SERIAL, consume(cit, done + cit, STEADY)),
             if_then(n > 0, consume(n, done + n, EPILOGUE))]))
-    rebalance = consumers >= 2 * WARPGROUP and consumers % WARPGROUP == 0
-    producer_regs, consumer_regs = register_split(consumers // WARPGROUP)
+    rebalance = (consumers >= 2 * WARPGROUP or half) and consumers % WARPGROUP == 0
+    producer_regs, consumer_regs = register_split(consumers // WARPGROUP, 2 if half else 1)
     s = tirx.Var("s", "int32")
     init = if_then(tx == 0, seq([
         tirx.For(s, tirx.const(0, "int32"), tirx.const(stages, "int32"), tirx.ForKind.UNROLLED, seq([
@@ -353,6 +349,8 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
                           I.call("tl_cluster_sync")]
     else:
         body_of_region = [init, I.syncthreads(), split]
+    if half:
+        body_of_region.insert(0, I.call("tl_min_blocks_per_sm", tirx.const(2, "int32")))
     region = tirx.AttrStmt(tirx.const(0, "int32"), PIPELINE_REGION, tirx.const(stages, "int32"), seq(body_of_region))
     new_inner = seq(allocs + [tirx.AllocBuffer(bars)] + ([] if tiles else top_binds) + [region])
     _check_no_stale_uses(seq(before + after), staged)
