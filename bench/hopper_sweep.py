@@ -26,6 +26,8 @@ GEMM_VARIANTS = [  # (block_M, block_N, block_K, stages, threads, panel, pass co
     (128, 128, 64, 2, 128, 0, {"tl.enable_two_blocks_per_sm": True}),  # two blocks take turns on an SM
     (128, 128, 64, 3, 128, 0, {"tl.enable_two_blocks_per_sm": True}),  # (thread stores: no room for a strip)
     (128, 128, 64, 3, 128, 0, None),
+    (128, 128, 64, 5, 256, 0, None),  # five slots: the chain (one wgmma batch in flight)
+    (128, 128, 64, 5, 256, 0, {"tl.disable_wgmma_overlap": True}),
 ]
 ATTN_VARIANTS = [  # (block_M, block_N, stages, threads, pass configs)
     (128, 128, 2, 256, None), (128, 128, 2, 256, {"tl.enable_overlap_block": True}),
