@@ -1,6 +1,7 @@
 """pass_configs: TileLang's keys port unchanged; a backend's own keys set its options; typos fail."""
 
 from dataclasses import dataclass
+from typing import ClassVar, Mapping
 
 import pytest
 
@@ -10,6 +11,8 @@ from tilelang_core.errors import ConfigError
 
 @dataclass(frozen=True)
 class AcmeOptions(BackendOptions):
+    RETIRED: ClassVar[Mapping[str, str]] = {"enable_fold": "folding is the default; tl.disable_fold turns it off"}
+
     disable_tma_lower: bool = False
     num_threads: int = 0
 
@@ -25,9 +28,15 @@ def test_tilelang_keys_the_backend_does_not_use_are_accepted_without_effect():
     assert AcmeOptions.from_pass_configs(configs) == AcmeOptions()
 
 
-def test_a_misspelled_key_is_an_error_naming_the_valid_ones():
-    with pytest.raises(ConfigError, match="unknown pass config 'tl.disable_tma_lowr'.*disable_tma_lower"):
+def test_a_misspelled_key_is_an_error_naming_the_closest_and_the_valid_ones():
+    with pytest.raises(ConfigError, match=r"unknown pass config 'tl.disable_tma_lowr' for AcmeOptions "
+                                          r"\(did you mean 'tl.disable_tma_lower'\?\).*num_threads"):
         AcmeOptions.from_pass_configs({"tl.disable_tma_lowr": True})
+
+
+def test_a_retired_key_says_what_replaced_it():
+    with pytest.raises(ConfigError, match="'tl.enable_fold' is gone from AcmeOptions: folding is the default"):
+        AcmeOptions.from_pass_configs({"tl.enable_fold": True})
 
 
 def test_options_hash_is_stable_and_sensitive():

@@ -17,6 +17,7 @@ Stage contract (Triton's stages dict, typed):
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import json
 from dataclasses import dataclass
@@ -32,8 +33,11 @@ class BackendOptions:
     """Frozen, validated compile options. Backends subclass and add fields.
 
     ``from_pass_configs`` maps the user's ``pass_configs`` dict onto fields (keys may be given with
-    or without the ``tl.`` prefix); unknown keys are an error naming the valid ones.
+    or without the ``tl.`` prefix); unknown keys are an error naming the valid ones (and the
+    closest, for a typo). ``RETIRED`` maps keys a backend no longer has to what to use instead.
     """
+
+    RETIRED: ClassVar[Mapping[str, str]] = {}
 
     def stable_hash(self) -> str:
         payload = json.dumps(dataclasses.asdict(self), sort_keys=True, default=str)
@@ -52,9 +56,13 @@ class BackendOptions:
             name = name.replace(".", "_")
             if name in names:
                 kwargs[name] = value
+            elif name in cls.RETIRED:
+                raise ConfigError(f"pass config {key!r} is gone from {cls.__name__}: {cls.RETIRED[name]}")
             elif key not in TILELANG_PASS_CONFIGS:
                 valid = ", ".join(sorted(names)) or "(none)"
-                raise ConfigError(f"unknown pass config {key!r} for {cls.__name__}; keys this backend "
+                close = difflib.get_close_matches(name, sorted(names), n=1)
+                hint = f" (did you mean 'tl.{close[0]}'?)" if close else ""
+                raise ConfigError(f"unknown pass config {key!r} for {cls.__name__}{hint}; keys this backend "
                                   f"uses: {valid}; TileLang's other keys are accepted and ignored")
         return cls(**kwargs)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar, Mapping
 
 from tilelang_core.backend import BackendOptions
 from tilelang_core.errors import ConfigError
@@ -78,6 +79,12 @@ class CudaOptions(BackendOptions):
 
         CudaOptions.from_pass_configs({"tl.fast_math": True, "host_build": "nvcc"})
     """
+
+    RETIRED: ClassVar[Mapping[str, str]] = {
+        "enable_tma_store": "TMA-store epilogues are the default; tl.disable_tma_store turns them off",
+        "enable_conditional_mask": "the conditional mask fill is the default; tl.disable_conditional_mask "
+                                   "turns it off",
+    }
 
     host_build: str = "split"
     device_compiler: str = "auto"
