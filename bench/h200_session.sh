@@ -36,7 +36,7 @@ fi
 [[ ${SKIP_BENCH:-0} == 1 ]] || step cuda_bench 400 python3 bench/cuda_bench.py
 [[ ${SWEEP:-0} == 1 ]] && { step hopper_sweep 400 python3 bench/hopper_sweep.py
                           step hopper_sweep_cluster 120 python3 bench/hopper_sweep.py --cluster; }
-[[ ${FOCUS:-0} == 1 ]] && { step focus_gemm 300 python3 bench/hopper_sweep.py --only gemm --pick 0,9,10,11,12,13,14 --together
+[[ ${FOCUS:-0} == 1 ]] && { step focus_gemm 300 python3 bench/hopper_sweep.py --only gemm --pick 0,9,10,11,12,13,14,15,16 --together
                           step focus_attention 300 python3 bench/hopper_sweep.py --only attention --pick 0,2,3,11,12 --together
                           step ampere_attention 300 python3 bench/ampere_attention.py; }
 [[ ${AMPERE:-0} == 1 ]] && { step ampere_gemm 300 python3 bench/ampere_gemm.py; step ampere_attention 300 python3 bench/ampere_attention.py; }

@@ -28,6 +28,8 @@ GEMM_VARIANTS = [  # (block_M, block_N, block_K, stages, threads, panel, pass co
     (128, 128, 64, 3, 128, 0, None),
     (128, 128, 64, 5, 256, 0, None),  # five slots: the chain (one wgmma batch in flight)
     (128, 128, 64, 5, 256, 0, {"tl.disable_wgmma_overlap": True}),
+    (256, 192, 64, 3, 256, 0, None),  # 1.5x the tile: 110 flop per operand byte against 85
+    (192, 256, 64, 3, 384, 0, None),  # three consumer warpgroups, m64n128 (the 512-thread register cap)
 ]
 ATTN_VARIANTS = [  # (block_M, block_N, stages, threads, pass configs)
     (128, 128, 2, 256, None), (128, 128, 2, 256, {"tl.enable_overlap_block": True}),

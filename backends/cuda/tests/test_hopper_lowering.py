@@ -437,7 +437,6 @@ def test_conditional_mask_skips_the_fill_left_of_the_diagonal(tmp_path):
     """Causal attention: the mask fill runs only where the derived condition fails, and Q K^T's
     first k-step starts from zero (accumulate 0) where it holds; the kernel compiles without
     spills. tl.disable_conditional_mask fills in every iteration."""
-    from tilelang_cuda import compiler
     from tilelang_cuda.options import CudaOptions
     from tilelang_cuda.pipeline import CudaBackend
 
@@ -525,6 +524,25 @@ def test_three_consumer_warpgroups_share_the_register_file(tmp_path):
     assert "0 bytes spill stores" in backend.last_build.log
 
 
+def test_wgmma_width_fits_the_register_cap_of_512_threads(tmp_path):
+    """GEMM 192x256 on three consumer warpgroups (512 threads with the producer): ptxas may use at
+    most 128 registers a thread at entry and refused m64n256 there (C7602: it needs 154), so each
+    warpgroup's 64x256 slab runs as two m64n128 instructions; builds without spills. Two
+    consumer warpgroups (384 threads, 168 registers) keep m64n256."""
+    from tilelang_cuda.options import CudaOptions
+    from tilelang_cuda.pipeline import CudaBackend
+
+    func = kernels.make_gemm(1000, 520, 264, bm=192, bn=256, bk=64, threads=384, stages=3)
+    source, kernel = cuda_source(func)
+    assert "wgmma m64n128k16, 3x1 warpgroups" in source[:source.find("#ifdef")]
+    assert "tl_wgmma_ss_f16_n128" in kernel and "_n256" not in kernel
+    assert "wgmma m64n256k16" in cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES))[0]
+    backend, options = CudaBackend(Target("sm_90a")), CudaOptions(ptxas_verbose=True)
+    mod = backend.lower(func, options)
+    backend.build(mod, backend.codegen(mod, options), options, tmp_path)
+    assert "0 bytes spill stores" in backend.last_build.log
+
+
 def test_two_blocks_per_sm_split_registers_and_shared_memory(tmp_path):
     """tl.enable_two_blocks_per_sm on a GEMM with one consumer warpgroup (128x128 tiles, 2 slots):
     the kernel is declared for two resident blocks, setmaxnreg gives 40 / 216 (half the register
@@ -545,7 +563,9 @@ def test_two_blocks_per_sm_split_registers_and_shared_memory(tmp_path):
     assert "Used 128 registers" in backend.last_build.log and "0 bytes spill stores" in backend.last_build.log
     for declined, why in ((kernels.make_gemm(1000, 520, 264, bm=128, bn=128, bk=64, threads=128, stages=4),
                            "more than half the SM's"),
-                          (kernels.make_gemm(1000, 520, 264, **HOPPER_TILES), "256 consumer threads")):
+                          (kernels.make_gemm(1000, 520, 264, **HOPPER_TILES), "256 consumer threads"),
+                          (kernels.make_gemm(1000, 520, 264, bm=64, bn=256, bk=64, threads=128, stages=2),
+                           "m64n256 wgmma needs more than the 128 registers")):
         source, kernel = cuda_source(declined, enable_two_blocks_per_sm=True)
         assert why in source[:source.find("#ifdef")]
         assert ", 2)" not in kernel[:kernel.index("(")+40] and "tl_min_blocks_per_sm" not in kernel

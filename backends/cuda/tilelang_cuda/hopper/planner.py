@@ -65,6 +65,7 @@ class HopperPlanner:
         off, the T.Pipelined loop becomes a TMA producer + consumers (warp_specialize.py)."""
         if not self.enabled:
             return body
+        widest = [0]  # the widest wgmma instruction (N): what two blocks per SM must fit
 
         def on_call(call):
             if not is_tile_op(call):
@@ -77,6 +78,7 @@ class HopperPlanner:
             if plan is None:
                 self.notes.append(f"{names}: not wgmma ({why})")
             else:
+                widest[0] = max(widest[0], plan.n_inst)
                 self.notes.append(f"{names}: wgmma m64n{plan.n_inst}k{wgmma_k(str(op.A.source.ty.dtype))}, "
                                   f"{plan.wg_m}x{plan.wg_n} warpgroups")
                 for operand in (op.A, op.B):
@@ -102,7 +104,7 @@ class HopperPlanner:
                                   overlap_block=self.options.enable_overlap_block,
                                   conditional_mask=not self.options.disable_conditional_mask,
                                   cluster=self.options.enable_cluster_multicast,
-                                  two_blocks=self.options.enable_two_blocks_per_sm,
+                                  two_blocks=self.options.enable_two_blocks_per_sm, widest_n=widest[0],
                                   shared_per_sm=capability(self.arch, "shared_memory_per_sm"))
         except NotSpecialized as why:
             self.notes.append(f"T.Pipelined: cp.async pipeline, no TMA producer warpgroup ({why})")

@@ -37,9 +37,9 @@ from tilelang_core.simt.lowering import FRAGMENT, SHARED, dtype, region_index, s
 from tilelang_core.simt.transform.state import seq
 
 from ..layouts import mma_accumulator_layout
+from .occupancy import WARPGROUP, widest_wgmma_n
 
-WARPGROUP = 128
-WGMMA_M, MAX_N = 64, 256
+WGMMA_M = 64
 ATOM_BYTES = 128  # one swizzle row: 8 chunks of 16 bytes
 DTYPES = {"float16": "f16", "bfloat16": "bf16"}
 #: 8-bit operands: K-major only, k32 per instruction (QGMMA; e4m3 at 8192^3 on the H200: 1.00x
@@ -93,7 +93,7 @@ def _operand_fits(region, bits: int) -> bool:
     return tile is not None and tile[0] % 8 == 0 and tile[1] % atom_cols(bits) == 0
 
 
-def _partition(m: int, n: int, num_wg: int, policy: str, mn_major_b: bool):
+def _partition(m: int, n: int, num_wg: int, policy: str, mn_major_b: bool, max_n: int):
     for wg_m in ([num_wg] if policy == "full_row" else [1] if policy == "full_col"
                  else sorted({d for d in range(1, num_wg + 1) if num_wg % d == 0}, reverse=True)):
         if num_wg % wg_m:
@@ -104,7 +104,7 @@ def _partition(m: int, n: int, num_wg: int, policy: str, mn_major_b: bool):
         n_wg = n // wg_n
         if mn_major_b and wg_n > 1 and n_wg % 64:
             continue
-        chunks = -(-n_wg // MAX_N)
+        chunks = -(-n_wg // max_n)
         if n_wg % chunks or (n_wg // chunks) % 8 or (mn_major_b and chunks > 1 and (n_wg // chunks) % 64):
             continue
         return WgmmaPlan(wg_m, wg_n, m // wg_m, n_wg, n_wg // chunks)
@@ -152,7 +152,9 @@ def explain_wgmma(op: Gemm, arch: str, num_threads: int, disabled: bool = False,
     if a_regs and op.transpose_A:
         return None, "a transposed A in registers"
     policy = "full_row" if a_regs else op.policy.value
-    plan = _partition(m, n, num_threads // WARPGROUP, policy, mn_major_b=not op.transpose_B)
+    # instructions as wide as ptxas can compile with a producer warpgroup beside these threads
+    plan = _partition(m, n, num_threads // WARPGROUP, policy, mn_major_b=not op.transpose_B,
+                      max_n=widest_wgmma_n(num_threads + WARPGROUP))
     if plan is None:
         return None, f"C {m}x{n} does not split into 64-row warpgroup slabs with policy {policy}"
     return plan, ""
