@@ -72,6 +72,7 @@ def check_gemm(kernel, M, N, K, trans_b, tdt):
     ((200, 200, 40), dict(bm=64, bn=128, bk=64, threads=128, stages=2), False, "float16"),  # K < tile
     ((512, 256, 320), dict(bm=128, bn=128, bk=64, threads=256, stages=1), False, "float16"),  # 1-slot ring
     ((1000, 520, 456), dict(bm=128, bn=128, bk=64, threads=256, stages=5), False, "float16"),  # chain (5 slots)
+    ((1000, 520, 264), dict(bm=192, bn=256, bk=64, threads=384, stages=3), False, "float16"),  # 3 WGs, m64n128
 ])
 def test_gemm_schedules_match_torch(tmp_path, schedule, shape, tiles, trans_b, dtype):
     M, N, K = shape
