@@ -20,9 +20,12 @@ from cuda_bench import compile_timed, example, side_by_side
 
 AMPERE = {"tl.disable_wgmma": True, "tl.disable_warp_specialized": True}
 CASES = ((8, 16, 4096, 128, False), (8, 16, 4096, 128, True), (8, 16, 8192, 64, False))
-#: (block_M, block_N, num_stages, threads) per head dim; all compile without spills but a 4-byte one
-CONFIGS = {128: [(128, 128, 2, 256), (128, 64, 2, 128), (128, 64, 3, 128)],
-           64: [(128, 128, 2, 256), (128, 64, 2, 128), (128, 128, 2, 128)]}
+#: (block_M, block_N, num_stages, threads, extra pass configs) per head dim; with EVERY_MASK the
+#: causal fill is evaluated in every iteration (without the kit's split_masked_fills)
+EVERY_MASK = {"tl.disable_conditional_mask": True}
+CONFIGS = {128: [(128, 128, 2, 256, {}), (128, 64, 2, 128, {}), (128, 64, 3, 128, {}),
+                 (128, 64, 2, 128, EVERY_MASK)],
+           64: [(128, 128, 2, 256, {}), (128, 64, 2, 128, {}), (128, 128, 2, 128, {})]}
 
 
 def main():
@@ -38,11 +41,14 @@ def main():
         flops = 4 * B * H * S * S * D / (2 if causal else 1)
         name = f"attn B{B} H{H} S{S} D{D}{' causal' if causal else ''}"
         built = {}
-        for bm, bn, stages, threads in CONFIGS[D]:
+        for bm, bn, stages, threads, extra in CONFIGS[D]:
+            if extra and not causal:
+                continue  # a non-causal fill is the same either way (only the ragged block masks)
             kernel, secs = compile_timed(ex.flash_attention, B, H, S, D, causal, block_M=bm, block_N=bn,
-                                         num_stages=stages, threads=threads, pass_configs=AMPERE)
+                                         num_stages=stages, threads=threads, pass_configs={**AMPERE, **extra})
             err = (kernel(q, k, v).float() - ref).abs().max().item()
-            built[f"{bm}x{bn}/{stages}/{threads}"] = (lambda kernel=kernel: kernel(q, k, v)), err, secs
+            label = f"{bm}x{bn}/{stages}/{threads}" + (" every mask" if extra else "")
+            built[label] = (lambda kernel=kernel: kernel(q, k, v)), err, secs
 
         def flash():
             with sdpa_kernel(SDPBackend.FLASH_ATTENTION):

@@ -2,6 +2,7 @@
 
 1. infer_layouts       fragment layouts (gemm accumulators from the backend's layout function)
    block_swizzle       T.use_swizzle -> panel-ordered block indices
+   split_masked_fills  a loop's mask fill that is all zeros in some iterations writes zeros there
 2. software_pipeline   T.Pipelined -> multi-stage async-copy pipeline (SimtDialect.async_copy)
 3. insert_barriers     block barriers where shared accesses of different threads conflict
 4. LowerTileOps        tile ops -> per-thread code (the rules registered for ``dialect.kind``)
@@ -33,7 +34,7 @@ from tilelang_core.transform.verify_no_tile_ops import verify_no_tile_ops
 from .dialect import SimtDialect
 from .lower_gemm_fma import fma_accumulator_layout
 from .transform import (KernelState, apply_layouts, block_swizzle, insert_barriers, lower_parallel,
-                        prefetch_fragments, software_pipeline, thread_binding)
+                        prefetch_fragments, software_pipeline, split_masked_fills, thread_binding)
 from .transform.apply_layouts import annotated_layouts
 
 
@@ -54,7 +55,8 @@ def _on_body(transform):
 
 def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
                accumulator_layout=fma_accumulator_layout, operand_layout=None, backend=None,
-               specialize=None, finalize=None, shared_limit: int | None = None) -> tirx.PrimFunc:
+               specialize=None, finalize=None, shared_limit: int | None = None,
+               split_fills: bool = True) -> tirx.PrimFunc:
     """Lower one kernel with the kit's passes and the rules registered for ``dialect.kind``.
 
     ``accumulator_layout(gemm_op, num_threads)`` and ``operand_layout(gemm_op, name, num_threads)``
@@ -64,7 +66,8 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
     warp specialization on sm_90a takes over T.Pipelined loops there; the loops it leaves keep the
     kit's pipeline), ``finalize(body, st) -> body`` after ApplyLayouts. ``shared_limit``: the
     target's shared memory per block in bytes; the software pipeline gives a copy in the middle of
-    a pipelined body its own slots only where they fit (None: no limit known).
+    a pipelined body its own slots only where they fit (None: no limit known). ``split_fills``:
+    run split_masked_fills (a backend's switch to keep every mask fill as written).
     """
     kind = dialect.kind
     name = kernel_name(func)
@@ -81,6 +84,8 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
     func = run_pass(f"{kind}.BlockSwizzle", _on_body(block_swizzle), func)
     if specialize is not None:
         func = run_pass(f"{kind}.Specialize", _on_body(specialize), func, st)
+    if split_fills:
+        func = run_pass(f"{kind}.SplitMaskedFills", _on_body(split_masked_fills), func)
     func = run_pass(f"{kind}.SoftwarePipeline", _on_body(software_pipeline), func,
                     use_async=dialect.async_copy, shared_limit=shared_limit)
     func = run_pass(f"{kind}.InsertBarriers", _on_body(insert_barriers), func)

@@ -405,34 +405,6 @@ def test_a_provably_zero_mask_becomes_the_gemms_zero_init(seq_len, causal, folde
     assert ("acc_s_ptr[vi" in body[:body.index("tl_wgmma_ss_f16")]) == (not folded)
 
 
-@pytest.mark.parametrize("bm,bn,seq_len", [(128, 128, 1000), (128, 64, 520), (64, 128, 1024), (64, 64, 130)])
-def test_causal_mask_zero_condition_is_exact(bm, bn, seq_len):
-    """zero_when on the example's causal mask: for every (row block, key block) the derived
-    condition holds exactly when the mask is 0 at every (i, j) of the tile (checked by brute
-    force): the fill may be skipped only where that is so, and is skipped wherever it is."""
-    from tvm import tirx
-    from tvm.sym import Analyzer
-
-    from tilelang_core.simt.transform.state import substitute
-    from tilelang_cuda.hopper.zero_fill import zero_when
-
-    bx, k, i, j = (tirx.Var(n, "int32") for n in ("bx", "k", "i", "j"))
-    cond = tirx.bitwise_and(bx * bm + i >= k * bn + j, k * bn + j < seq_len)  # the example's `&`
-    value = tirx.if_then_else(cond, tirx.const(0.0, "float32"), tirx.const(float("-inf"), "float32"))
-    loops = [tirx.For(v, tirx.const(0, "int32"), tirx.const(n, "int32"), tirx.ForKind.SERIAL, tirx.Evaluate(0))
-             for v, n in ((i, bm), (j, bn))]
-    when = zero_when(value, loops)
-    assert when is not None
-    analyzer = Analyzer()
-    rows, keys = -(-seq_len // bm), -(-seq_len // bn)
-    for x in range(rows):
-        for kk in range(keys):
-            derived = analyzer.simplify(substitute(when, {bx: tirx.const(x, "int32"), k: tirx.const(kk, "int32")}))
-            truth = all(x * bm + ii >= kk * bn + jj and kk * bn + jj < seq_len
-                        for ii in range(bm) for jj in range(bn))
-            assert bool(derived) == truth, (x, kk, derived)
-
-
 def test_conditional_mask_skips_the_fill_left_of_the_diagonal(tmp_path):
     """Causal attention: the mask fill runs only where the derived condition fails, and Q K^T's
     first k-step starts from zero (accumulate 0) where it holds; the kernel compiles without
@@ -572,12 +544,16 @@ def test_two_blocks_per_sm_split_registers_and_shared_memory(tmp_path):
         assert kernel == cuda_source(declined)[1]
 
 
-def test_conditional_mask_needs_wgmma():
-    """mma.sync has no run-time zero-init: with tl.disable_wgmma the mask fill stays as written."""
+def test_conditional_mask_on_mma_sync_writes_zeros():
+    """mma.sync has no run-time zero-init: with tl.disable_wgmma the gemm always accumulates, and
+    left of the diagonal the fill writes plain zeros instead (the kit's split_masked_fills);
+    tl.disable_conditional_mask keeps the mask in every iteration."""
     func = _flash_example().get_tir(1, 2, 1000, 128, True, block_M=128, block_N=128, threads=256)
     _, on = cuda_source(func, disable_wgmma=True)
     _, off = cuda_source(func, disable_conditional_mask=True, disable_wgmma=True)
-    assert "tl_mma_m16n8k16" in on and on == off
+    assert "tl_mma_m16n8k16" in on and "? 0 : 1)" not in on
+    assert "if ((0 < (((int)blockIdx.x) - k)) && (k < 7)) {" in on  # left of the diagonal, not ragged
+    assert "(((int)blockIdx.x) - k)) && (k < 7)) {" not in off
 
 
 def test_cluster_multicast_shares_b_between_two_blocks_of_a_column(tmp_path):

@@ -55,11 +55,12 @@ class CudaOptions(BackendOptions):
         becomes a basic block of its own, so that ptxas cannot hoist that second wgmma wait above
         it (it does within one block: only the row max ran under P V). Correct on the H200, but
         3-5% slower there (bench/NOTES.md): opt-in.
-    disable_conditional_mask: on sm_90a, keep the mask fill in front of a wgmma gemm in every
-        iteration. By default a fill that is all zeros only in some iterations of a
-        warp-specialized loop (causal attention left of the diagonal) runs only where it is not,
-        and the gemm starts from wgmma's zero-init where it is (hopper/zero_fill.py; causal
-        attention +6-7% on the H200).
+    disable_conditional_mask: keep a loop's mask fill as written in every iteration. By default
+        a fill that is all zeros only in some iterations (causal attention left of the diagonal)
+        is skipped there in a warp-specialized sm_90a loop, the wgmma gemm starting from its
+        zero-init instead (hopper/zero_fill.py; causal attention +6-7% on the H200), and writes
+        plain zeros there in other loops (the kit's split_masked_fills: mma.sync and cp.async
+        pipelines, every arch).
     enable_cluster_multicast: on sm_90a, two neighbouring CTAs that load the same tile (GEMM's B
         for blocks of one column) form a cluster: each loads half of it by TMA multicast into
         both, and the slots go back only once both have used them (hopper/warp_specialize.py).

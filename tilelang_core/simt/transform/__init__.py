@@ -1,6 +1,7 @@
 """Passes of the SIMT kit, in the order tilelang_core/simt/pipeline.py runs them:
 
 block_swizzle      T.use_swizzle: blocks walk the grid in panels (L2 reuse)
+split_masked_fills a loop's mask fill that is all zeros in some iterations writes zeros there
 software_pipeline  T.Pipelined loops -> multi-stage async-copy pipelines (stages, waits, barriers)
 insert_barriers    block barriers between conflicting shared-memory accesses
 (LowerTileOps)     tile ops -> per-thread code with the rules of ../lowering.py and ../lower_*.py
@@ -15,7 +16,8 @@ from .insert_barriers import insert_barriers
 from .lower_parallel import lower_parallel
 from .prefetch_fragments import prefetch_fragments
 from .software_pipeline import software_pipeline
+from .split_masked_fills import split_masked_fills
 from .state import KernelState, thread_binding
 
 __all__ = ["KernelState", "apply_layouts", "block_swizzle", "insert_barriers", "lower_parallel", "prefetch_fragments",
-           "software_pipeline", "thread_binding"]
+           "software_pipeline", "split_masked_fills", "thread_binding"]

@@ -21,27 +21,11 @@ from __future__ import annotations
 
 import tvm
 from tvm import tirx
-from tvm.tirx.analysis import undefined_vars
 
 from tilelang_core.ir import Gemm, TileOp, is_tile_op
-from tilelang_core.simt.transform.state import uses_var
+from tilelang_core.simt.transform.split_masked_fills import fill_nest, is_const_zero, zero_when
 
 from .wgmma import WGMMA_CLEAR_IF
-
-
-def _fill_nest(stmt):
-    """(buffer, [loop vars], [extents], value) of ``for i: for j: buf[i, j] = value``, else None."""
-    loops = []
-    while isinstance(stmt, tirx.For):
-        loops.append(stmt)
-        stmt = stmt.body
-    if not loops or not isinstance(stmt, tirx.BufferStore):
-        return None
-    if len(stmt.indices) != len(loops) or any(not idx.same_as(f.loop_var) for idx, f in zip(stmt.indices, loops)):
-        return None
-    if any(not (isinstance(f.min, tirx.IntImm) and int(f.min) == 0) for f in loops):
-        return None
-    return stmt.buffer, loops, stmt.value
 
 
 def _covers(region, loops) -> bool:
@@ -62,7 +46,7 @@ def fold_zero_fill(body: list, loop, conditional=None) -> list:
             skip = False
             continue
         nxt = body[i + 1] if i + 1 < len(body) else None
-        nest = _fill_nest(stmt)
+        nest = fill_nest(stmt)
         if nest is not None and nxt is not None and is_tile_op(nxt):
             op = TileOp.from_stmt(nxt)
             buf, loops, value = nest
@@ -83,59 +67,9 @@ def fold_zero_fill(body: list, loop, conditional=None) -> list:
     return out
 
 
-def zero_when(value, loops):
-    """A condition (free of the fill's loop variables) under which ``value`` is 0 at every point
-    of the fill's loops, for ``if_then_else(c, 0, x)`` / ``if_then_else(c, x, 0)`` with ``c`` a
-    conjunction of integer comparisons; None otherwise."""
-    if not (isinstance(value, tvm.ir.Call) and str(getattr(value.op, "name", "")).endswith("if_then_else")):
-        return None
-    cond, then, other = value.args
-    if _is_const_zero(then):
-        wanted = True
-    elif _is_const_zero(other):
-        wanted = False
-    else:
-        return None
-    dom = {f.loop_var: tvm.sym.IntervalSet(f.min, f.min + f.extent - 1) for f in loops}
-    analyzer = tvm.sym.Analyzer()
-    parts = _conjuncts(cond) if wanted else None
-    if not parts:
-        return None
-    holds = []
-    for part in parts:
-        kind = type(part).__name__
-        if kind not in ("GE", "GT", "LE", "LT") or "int" not in str(part.a.ty):
-            return None
-        span = analyzer.int_set(part.a - part.b, dom)
-        bound = span.min_value if kind in ("GE", "GT") else span.max_value
-        if _unbounded(bound) or any(uses_var(bound, f.loop_var) for f in loops):
-            return None
-        holds.append({"GE": bound >= 0, "GT": bound > 0, "LE": bound <= 0, "LT": bound < 0}[kind])
-    when = holds[0]
-    for h in holds[1:]:
-        when = tirx.And(when, h)
-    return analyzer.simplify(when)
-
-
-def _conjuncts(cond) -> list:
-    if type(cond).__name__ in ("And", "BitwiseAnd"):
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
-    return [cond]
-
-
-def _is_const_zero(x) -> bool:
-    return isinstance(x, (tirx.FloatImm, tirx.IntImm)) and float(x.value) == 0.0
-
-
-def _unbounded(expr) -> bool:
-    """An int_set bound that is an infinity (the analyzer writes them as pos_inf / neg_inf)."""
-    return any(str(v.name) in ("pos_inf", "neg_inf") for v in undefined_vars(expr))
-
-
-
 def _is_zero(value, loop, loops) -> bool:
     analyzer = tvm.sym.Analyzer()
     analyzer.bind(loop.loop_var, tvm.ir.Range.from_min_extent(loop.min, loop.extent))
     for f in loops:
         analyzer.bind(f.loop_var, tvm.ir.Range.from_min_extent(f.min, f.extent))
-    return _is_const_zero(analyzer.simplify(value))
+    return is_const_zero(analyzer.simplify(value))
