@@ -3,7 +3,8 @@
 # packages installed as a user would, doctor, the main job and every example on target="auto",
 # the launch-overhead benchmark and the compute-sanitizer checks. Logs go to $OUT.
 #   bash .device/b/unpack-tvm.sh b && bash bench/h200_session.sh      (SKIP_BENCH=1: no table; ONLY_BENCH=1: only the benchmarks; SWEEP=1: + variants;
-#   FOCUS=1: + chosen variants timed together; AMPERE=1: + mma.sync path; NO_AUTOTUNE=1: without the autotuner timing)
+#   FOCUS=1: + chosen variants timed together; NCU=1: + Nsight Compute of GEMM and attention against cuBLAS/cuDNN;
+#   AMPERE=1: + mma.sync path; NO_AUTOTUNE=1: without the autotuner timing)
 set -uo pipefail
 export PYTHONPATH=/opt/tvmsite PYTHONUNBUFFERED=1
 RESULTS=${OUT:-/tmp/out}; OUT=$(mktemp -d); mkdir -p "$RESULTS"  # logs here, one tarball to $RESULTS
@@ -39,6 +40,9 @@ fi
 [[ ${FOCUS:-0} == 1 ]] && { step focus_gemm 300 python3 bench/hopper_sweep.py --only gemm --pick 0,9,10,11,12,13,14,15,16 --together
                           step focus_attention 300 python3 bench/hopper_sweep.py --only attention --pick 0,2,3,11,12 --together
                           step ampere_attention 300 python3 bench/ampere_attention.py; }
+[[ ${NCU:-0} == 1 ]] && step ncu 300 bash -c 'cd bench && ncu --clock-control none --nvtx --nvtx-include "prof/" \
+    --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
+    python3 ncu_profile.py'
 [[ ${AMPERE:-0} == 1 ]] && { step ampere_gemm 300 python3 bench/ampere_gemm.py; step ampere_attention 300 python3 bench/ampere_attention.py; }
 echo "== doctor (auto)"; [[ -f "$OUT/doctor.txt" ]] && grep -E "cuda |evidence|resolves to" "$OUT/doctor.txt" | head -6
 echo "== examples"; grep -h -E "relative error" "$OUT"/*.txt | sed 's/^/  /'
@@ -50,6 +54,7 @@ for tool in memcheck racecheck synccheck; do
   [[ -f "$OUT/sanitize_$tool.txt" ]] && { echo "== $tool"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Error" "$OUT/sanitize_$tool.txt" | tail -2; }
 done
 [[ -f "$OUT/cuda_bench.txt" ]] && { echo "== benchmark table"; sed -n '/^NVIDIA/,$p' "$OUT/cuda_bench.txt"; }
+[[ -f "$OUT/ncu.txt" ]] && { echo "== ncu"; grep -E "^  [a-z_]+.*\(|Duration|SM Frequency|Compute \(SM\)|Issue Slots Busy|Warp Cycles Per Issued" "$OUT/ncu.txt" | cut -c1-100; }
 for f in hopper_sweep hopper_sweep_cluster focus_gemm focus_attention; do
   [[ -f "$OUT/$f.txt" ]] && { echo "== $f"; grep -E "TFLOP|ERROR|timed in turns" "$OUT/$f.txt"; }
 done
