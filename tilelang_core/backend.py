@@ -121,6 +121,10 @@ class Backend:
     #: anything; the JIT's launcher then skips those checks per call and runs them only to explain
     #: a refusal (jit/launcher.py). Leave False for an entry function of the backend's own.
     entry_checks_arguments: ClassVar[bool] = False
+    #: the entry function also refuses data pointers less aligned than the kernel assumes (the
+    #: launcher then skips its per-call alignment test, ~60 ns a tensor; a refused call retries
+    #: through the slow path, which stages a misaligned tensor in an aligned copy)
+    entry_checks_alignment: ClassVar[bool] = False
     options_class: ClassVar[type[BackendOptions]] = BackendOptions
     #: file suffix of the artifact ``build`` returns
     binary_suffix: ClassVar[str] = ".so"

@@ -5,7 +5,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from jit_test_backend import LlvmTestBackend, PythonChecksBackend  # noqa: E402
+from jit_test_backend import AlignmentCheckingBackend, LlvmTestBackend, PythonChecksBackend  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -26,7 +26,9 @@ def backend():
     return LlvmTestBackend()
 
 
-@pytest.fixture(params=["entry-checks", "python-checks"])
+@pytest.fixture(params=["entry-checks", "python-checks", "entry-aligns"])
 def both_launchers(request):
-    """A backend for each launcher flavour: checks left to TVM's wrapper, or all in Python."""
-    return LlvmTestBackend() if request.param == "entry-checks" else PythonChecksBackend()
+    """A backend for each launcher flavour: checks left to TVM's wrapper, all in Python, or the
+    wrapper's plus alignment (as on cuda)."""
+    return {"entry-checks": LlvmTestBackend, "python-checks": PythonChecksBackend,
+            "entry-aligns": AlignmentCheckingBackend}[request.param]()

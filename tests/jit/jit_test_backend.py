@@ -86,6 +86,29 @@ class PythonChecksBackend(LlvmTestBackend):
     entry_checks_arguments = False
 
 
+class AlignmentCheckingBackend(LlvmTestBackend):
+    """Like the cuda backend: the entry function also refuses a data pointer that is not 64-byte
+    aligned (here a wrapper around the llvm one), so the launcher leaves that test to it."""
+
+    entry_checks_alignment = True
+
+    def lower(self, func, options):
+        self.symbol = str(func.attrs["global_symbol"])
+        return super().lower(func, options)
+
+    def load(self, path):
+        entry = super().load(path).get_function(self.symbol)
+
+        def checked(*args):
+            for arg in args:
+                ptr = arg.data_ptr() if hasattr(arg, "data_ptr") else getattr(getattr(arg, "ctypes", None), "data", 0)
+                if ptr % 64:
+                    raise ValueError("data pointer is not 64-byte aligned")
+            return entry(*args)
+
+        return checked
+
+
 class FailingBackend(LlvmTestBackend):
     def build(self, mod, source, options, workdir):
         raise CompileError("toolchain exploded", log="line 1: error: bad thing\nline 2: note: here",

@@ -323,6 +323,18 @@ class ArgBinder:
         except Exception as exc:  # the entry function's own checks, or a failing launch
             raise self.launch_failed(exc) from exc
 
+    def relaunch(self, exc: BaseException, args: tuple):
+        """After the entry function refused ``args`` (it checks alignment itself): through the slow
+        path when a tensor is less aligned than the kernel assumes (``launch`` stages it in an
+        aligned copy and writes it back), else the refusal explained (``launch_failed``)."""
+        try:
+            _, checks, _, _ = self.check(args)
+        except LaunchError as err:
+            raise err from exc
+        if any(info.ptr % p.alignment for p, _, info in checks):
+            return self.launch(args)
+        raise self.launch_failed(exc) from exc
+
     def launch_failed(self, exc: BaseException, args: tuple | None = None) -> LaunchError:
         """The error to raise for a failed entry-function call.
 

@@ -72,6 +72,7 @@ def compile(func, out_idx: Sequence[int] | int | None = None, target: Any = "aut
     params = read_params(func, out_idx, name)
     device_type = getattr(backend, "device_type", None)
     entry_checks = bool(getattr(backend, "entry_checks_arguments", False))
+    entry_aligns = entry_checks and bool(getattr(backend, "entry_checks_alignment", False))
 
     with _memory_lock:
         hit = _memory.get(key)
@@ -84,7 +85,7 @@ def compile(func, out_idx: Sequence[int] | int | None = None, target: Any = "aut
 
     kernel = JITKernel(name=name, params=params, function=function, artifact_path=path, asm=asm,
                        target=target_obj, key=key, entry=name, device_type=device_type,
-                       entry_checks=entry_checks,
+                       entry_checks=entry_checks, entry_aligns=entry_aligns,
                        from_cache=from_cache, keepalive=keepalive, timings=timings)
     _dump_ir(name, tirx_text, asm)
     return kernel

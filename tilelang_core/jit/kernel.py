@@ -38,7 +38,8 @@ class JITKernel:
     def __init__(self, *, name: str, params: Sequence[KernelParam], function, artifact_path: Path,
                  asm: Mapping[str, str], target: Any = None, key: str = "", entry: str | None = None,
                  device_type: str | None = None, from_cache: bool = False, keepalive: Any = None,
-                 timings: Mapping[str, float] | None = None, entry_checks: bool = False):
+                 timings: Mapping[str, float] | None = None, entry_checks: bool = False,
+                 entry_aligns: bool = False):
         self.name = name
         self.params: tuple[KernelParam, ...] = tuple(params)
         self.asm: dict[str, str] = dict(asm)
@@ -55,7 +56,7 @@ class JITKernel:
         self._keepalive = keepalive
         check_outputs_allocatable(self.params, name)
         self._binder = ArgBinder(name, self.params, function, device_type)
-        self._launch = make_launcher(self._binder, device_type, entry_checks)
+        self._launch = make_launcher(self._binder, device_type, entry_checks, entry_aligns)
 
     @property
     def out_idx(self) -> list[int]:

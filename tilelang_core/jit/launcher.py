@@ -12,8 +12,10 @@ Two flavours, chosen by the backend's ``entry_checks_arguments``:
   dtype, shape (symbolic extents bound consistently), strides, device type and id in C before it
   runs anything. Repeating that in Python cost ~1 us a call (every torch attribute is ~50 ns), so
   the launcher tests only what the wrapper cannot: exact types (the wrapper would read any tvm-ffi
-  object as a DLTensor), data alignment (the wrapper assumes it; a misaligned pointer faults),
-  scalar kinds (it takes True for a float). When the wrapper refuses, ``ArgBinder.launch_failed``
+  object as a DLTensor), data alignment (the wrapper assumes it; a misaligned pointer faults;
+  unless the backend's wrapper tests it too, ``entry_checks_alignment``, as cuda's does: a refused
+  call then goes to ``ArgBinder.relaunch``, which stages misaligned tensors), scalar kinds (it
+  takes True for a float). When the wrapper refuses, ``ArgBinder.launch_failed``
   re-runs the full checks without launching, so the error still names the parameter::
 
     def launch(args):
@@ -139,8 +141,9 @@ def _checked_branch(em: _Emitter, framework: str, inputs: Sequence[KernelParam],
 
 
 def _trusting_branch(em: _Emitter, framework: str, inputs: Sequence[KernelParam],
-                     outputs: Sequence[KernelParam], names: dict, varmap: dict) -> bool:
-    """Only what the entry function's own checks cannot do (module docstring)."""
+                     outputs: Sequence[KernelParam], names: dict, varmap: dict, aligns: bool = False) -> bool:
+    """Only what the entry function's own checks cannot do (module docstring); ``aligns``: the
+    entry function tests alignment too."""
     tensors = [p for p in inputs if p.is_tensor]
     first = names[tensors[0].index]
     type_name, to_dtype, tag, _, data_ptr = _FRAMEWORKS[framework]
@@ -148,7 +151,7 @@ def _trusting_branch(em: _Emitter, framework: str, inputs: Sequence[KernelParam]
         return False
     conds = [f"type({names[p.index]}) is not {type_name}" for p in tensors[1:]]
     conds += [f"{data_ptr.format(a=names[p.index])} % {p.alignment}" for p in tensors
-              if p.alignment > 1]
+              if p.alignment > 1 and not aligns]
     if conds:
         em.emit(2, f"if {' or '.join(conds)}: return _slow(args)")
     # shapes are read only to size the outputs; the entry function checks them all
@@ -225,16 +228,19 @@ def _scalar_test(var: str, dtype: str) -> str:
     return f"type({var}) is not float and type({var}) is not int"
 
 
-def make_launcher(binder: ArgBinder, device_type: str | None, entry_checks: bool = False):
+def make_launcher(binder: ArgBinder, device_type: str | None, entry_checks: bool = False,
+                  entry_aligns: bool = False):
     """Generate the fast launch function ``launch(args_tuple)`` for ``binder``'s kernel.
 
-    ``entry_checks``: the entry function validates its arguments itself (module docstring).
+    ``entry_checks``: the entry function validates its arguments itself (module docstring);
+    ``entry_aligns``: alignment too (a refused call then goes to ``ArgBinder.relaunch``, which
+    stages misaligned tensors through the slow path or explains the refusal).
     """
     params = binder.params
     inputs, outputs = binder.inputs, binder.outputs
     em = _Emitter()
     em.globals.update(_slow=binder.launch, _fn=binder.function, _failed=binder.launch_failed,
-                      _aligned_empty=aligned_empty, _ndarray=np.ndarray)
+                      _relaunch=binder.relaunch, _aligned_empty=aligned_empty, _ndarray=np.ndarray)
     names = {p.index: (f"a{i}" if not p.is_output else f"o{i}") for i, p in enumerate(params)}
     em.emit(0, "def launch(args):")
     if not any(p.is_tensor for p in inputs):
@@ -261,7 +267,7 @@ def make_launcher(binder: ArgBinder, device_type: str | None, entry_checks: bool
             mark = len(em.lines)
             em.emit(1, f"{keyword} type({first}) is {cls}:")
             if entry_checks:
-                ok = _trusting_branch(em, framework, inputs, outputs, names, dict(varmap))
+                ok = _trusting_branch(em, framework, inputs, outputs, names, dict(varmap), entry_aligns)
             else:
                 ok = _checked_branch(em, framework, inputs, outputs, names, dict(varmap),
                                      device_type)
@@ -274,9 +280,12 @@ def make_launcher(binder: ArgBinder, device_type: str | None, entry_checks: bool
         # launch_failed gets the arguments only when the entry function did the checking: it then
         # re-runs ours (no launch) to turn the wrapper's refusal into a message naming the parameter
         failed_args = ", args" if entry_checks else ""
-        em.emit(1, f"try: _fn({', '.join(names[p.index] for p in params)})")
-        em.emit(1, f"except Exception as e: raise _failed(e{failed_args}) from e")
         outs = [names[p.index] for p in outputs]
+        em.emit(1, f"try: _fn({', '.join(names[p.index] for p in params)})")
+        if entry_aligns:  # a misaligned tensor is not an error: the slow path stages it
+            em.emit(1, "except Exception as e: return _relaunch(e, args)")
+        else:
+            em.emit(1, f"except Exception as e: raise _failed(e{failed_args}) from e")
         em.emit(1, "return None" if not outs else f"return {outs[0]}" if len(outs) == 1
                 else f"return [{', '.join(outs)}]")
     source = "\n".join(em.lines) + "\n"

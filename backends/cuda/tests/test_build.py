@@ -148,6 +148,26 @@ def test_jit_compiles_and_loads_through_the_backend(tmp_path, monkeypatch):
     assert "tl_ldmatrix_x4" in kernel.asm["lowered"]
 
 
+def test_wrapper_tests_alignment_so_the_launcher_does_not(tmp_path, monkeypatch):
+    """The tvm-ffi wrapper refuses a data pointer less aligned than the kernel assumes (one test
+    per tensor, after TVM's NULL test, before any launch); the JIT's launcher then does no
+    data_ptr() test of its own per call (a refused call goes through the slow path, which stages
+    a misaligned view: tests/gpu/test_gpu_launch_checks.py)."""
+    import tilelang_core as tl
+    from tilelang_core.target import resolve_target
+    from tilelang_cuda.pipeline import CudaBackend
+
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path / "cache"))
+    target = resolve_target({"kind": "cuda", "arch": "sm_90a"})
+    kernel = tl.compile(kernels.make_gemm(256, 256, 64), target=target, _backend=CudaBackend(target))
+    host = kernel.asm["source"][kernel.asm["source"].find("#include <tvm/ffi/c_api.h>"):]
+    for name in ("A", "B", "C"):
+        test = f"if (((uintptr_t)(((DLTensor*){name}_handle)[0].data)) % 64) {{"
+        assert host.index(f"(((DLTensor*){name}_handle)[0].data)) == NULL") < host.index(test)
+    assert host.rindex("% 64) {") < host.index("tvm_cuda_host_launch(::")  # all before the launch
+    assert "data_ptr()" not in kernel._launch.__source__
+
+
 @pytest.mark.parametrize("make,args", [(kernels.make_softmax, (100, 64)),
                                        (kernels.make_atomic_rowsum, (96, 64)),
                                        (kernels.make_shared_add, (70, 100)),

@@ -108,6 +108,13 @@ def lower_function(func: tirx.PrimFunc, arch: str, options: CudaOptions) -> tirx
 SCHEDULE_NOTES = "tl.schedule_notes"
 
 
+def tensor_alignments(mod) -> dict[str, int]:
+    """{tensor parameter name: the data alignment its code assumes} over the module's kernels
+    (the same ``data_alignment`` the JIT's launcher reads, jit/params.py)."""
+    return {str(p.name): max(int(p.data_alignment), 1) for func in mod.functions.values()
+            for p in func.params if tvm.tirx.is_buffer_var(p)}
+
+
 def schedule_comment(mod) -> str:
     """``// schedule of kernel ...`` lines for every function that carries planner notes."""
     lines = []
@@ -125,6 +132,7 @@ class CudaBackend(Backend):
     kind = "cuda"
     device_type = "cuda"
     entry_checks_arguments = True  # TVM's cuda_host wrapper (codegen.py) checks before launching
+    entry_checks_alignment = True  # ... with our alignment tests added (codegen.with_alignment_checks)
     on_demand_stages = ("ptx", "sass")
     options_class = CudaOptions
     binary_suffix = ".so"
@@ -150,7 +158,8 @@ class CudaBackend(Backend):
         start = time.perf_counter()
         options = options or CudaOptions()
         lib = codegen.build_tvm_module(mod if options.precise_exp2 else fast_exp2(mod), self.arch)
-        source = schedule_comment(mod) + with_kernel_attributes(with_on_demand_helpers(codegen.export_source(lib)))
+        source = schedule_comment(mod) + with_kernel_attributes(with_on_demand_helpers(
+            codegen.export_source(lib, tensor_alignments(mod))))
         self.timings["codegen"] = time.perf_counter() - start
         return source
 
