@@ -49,10 +49,10 @@ from tilelang_core.simt.transform.state import PIPELINE_REGION, if_then, seq, su
 
 from .cluster import cluster_pair, cluster_rank
 from .consumer_schedule import EPILOGUE, LAST, PLAIN, PROLOGUE, STEADY, plan_overlap, schedule, tile_groups
+from .occupancy import register_split, two_blocks_per_sm
 from .persistent import persistent_tiles
 from .pingpong import PINGPONG_LOOP, pingpong_overlap, strip_turns, turn_options, wants_pingpong
 from .tma import NotSpecialized, load_box, tensor_maps
-from .occupancy import register_split, two_blocks_per_sm
 from .tma_store import lower_stores, plan_stores
 from .wgmma import WARPGROUP, WGMMA_BUSY, WGMMA_PENDING, WGMMA_PHASE, element_bits, wgmma_shared_layout
 from .zero_fill import fold_zero_fill
@@ -60,6 +60,8 @@ from .zero_fill import fold_zero_fill
 CONSUMER_REGION = "tl.ws_consumer"
 #: AttrStmt around an overlapped consumer loop (value 1: with ping-pong turns)
 OVERLAP_REGION = "tl.ws_overlap"
+
+
 def _launch_chain(body):
     chain, node = [], body
     while isinstance(node, tirx.AttrStmt) and node.attr_key == "thread_extent":
