@@ -40,13 +40,7 @@ def split_masked_fills(body):
         return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, new_body, loop.thread_binding,
                         loop.annotations)
 
-    return tvm_ffi.structural_map(body, [(tirx.For, on_for)]) if _has_serial_loop(body) else body
-
-
-def _has_serial_loop(body) -> bool:
-    found = []
-    tvm_ffi.structural_walk(body, [(tirx.For, lambda f: found.append(1) if not _is_parallel(f) else None)])
-    return bool(found)
+    return tvm_ffi.structural_map(body, [(tirx.For, on_for)])
 
 
 def _is_parallel(loop) -> bool:

@@ -271,6 +271,7 @@ def hopper_header(device_source: str) -> str:
     shapes = sorted(set(_WGMMA_NAME.findall(device_source)))
     stores = TMA_STORE_HELPERS if "tl_tma_store" in device_source else ""
     cluster = CLUSTER_HELPERS if "tl_cluster_" in device_source else ""
-    if "tl_min_blocks_per_sm" in device_source:  # a marker for with_kernel_attributes; does nothing
-        cluster += "__device__ __forceinline__ void tl_min_blocks_per_sm(int) {}\n"
-    return HOPPER_HEADER + stores + cluster + "".join(wgmma_helper(f, d, int(n)) for f, d, n in shapes)
+    # a marker for with_kernel_attributes; does nothing
+    two_blocks = ("__device__ __forceinline__ void tl_min_blocks_per_sm(int) {}\n"
+                  if "tl_min_blocks_per_sm" in device_source else "")
+    return HOPPER_HEADER + stores + cluster + two_blocks + "".join(wgmma_helper(f, d, int(n)) for f, d, n in shapes)
