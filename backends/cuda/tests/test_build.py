@@ -166,6 +166,10 @@ def test_wrapper_tests_alignment_so_the_launcher_does_not(tmp_path, monkeypatch)
         assert host.index(f"(((DLTensor*){name}_handle)[0].data)) == NULL") < host.index(test)
     assert host.rindex("% 64) {") < host.index("tvm_cuda_host_launch(::")  # all before the launch
     assert "data_ptr()" not in kernel._launch.__source__
+    # dynamic extents: TVM's test reads `m * 128 == 0 || data != NULL`; the alignment test follows it too
+    dynamic = tl.compile(kernels.make_dynamic_gemm(), target=target, _backend=CudaBackend(target)).asm["source"]
+    for name in ("A", "B", "C"):
+        assert f"if (((uintptr_t)(((DLTensor*){name}_handle)[0].data)) % 64) {{" in dynamic
 
 
 @pytest.mark.parametrize("make,args", [(kernels.make_softmax, (100, 64)),

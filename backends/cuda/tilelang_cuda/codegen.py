@@ -193,8 +193,9 @@ def export_source(lib, alignments: dict[str, int] | None = None) -> str:
     return insert_device_header(with_alignment_checks(source, alignments or {}))
 
 
-# TVM's wrapper tests each tensor's data pointer for NULL in a block of this shape
-_NULL_CHECK = re.compile(r"  if \(!\(!\(\(\([^()]+\*\)\(\(\(DLTensor\*\)(\w+)_handle\)\[0\]\.data\)\) == NULL\)\)\) \{\n"
+# TVM's wrapper tests each tensor's data pointer for NULL in a block of this shape (with dynamic
+# extents the test is `size == 0 || data != NULL`)
+_NULL_CHECK = re.compile(r"  if \(.*\(\(\(DLTensor\*\)(\w+)_handle\)\[0\]\.data\)\) == NULL.*\{\n"
                          r"(?:    .*\n)*?    return -1;\n  \}\n")
 
 
@@ -203,8 +204,11 @@ def with_alignment_checks(source: str, alignments: dict[str, int]) -> str:
     alignment the kernel's code assumes (vector loads of a misaligned pointer fault). The JIT's
     launcher then leaves that test to the wrapper (``CudaBackend.entry_checks_alignment``): ~60 ns
     a tensor less per call from Python. A refused call raises ValueError before any launch."""
+    tested = set()
+
     def add(match):
         name = match.group(1)
+        tested.add(name)
         alignment = alignments.get(name, 1)
         if alignment <= 1:
             return match.group(0)
@@ -215,14 +219,11 @@ def with_alignment_checks(source: str, alignments: dict[str, int]) -> str:
                 + "    return -1;\n  }\n")
 
     out = _NULL_CHECK.sub(add, source)
-    missing = {n for n, a in alignments.items() if a > 1} - set(_NULL_CHECK_NAMES.findall(source))
+    missing = {n for n, a in alignments.items() if a > 1} - tested
     if missing:
         raise CompileError(f"TVM's cuda_host wrapper has no data pointer test for {sorted(missing)}: "
                            "tilelang-cuda needs an update for this apache-tvm version")
     return out
-
-
-_NULL_CHECK_NAMES = re.compile(r"\(\(\(DLTensor\*\)(\w+)_handle\)\[0\]\.data\)\) == NULL")
 
 
 def insert_device_header(source: str) -> str:
