@@ -516,32 +516,48 @@ def test_wgmma_width_fits_the_register_cap_of_512_threads(tmp_path):
 
 
 def test_two_blocks_per_sm_split_registers_and_shared_memory(tmp_path):
-    """tl.enable_two_blocks_per_sm on a GEMM with one consumer warpgroup (128x128 tiles, 2 slots):
-    the kernel is declared for two resident blocks, setmaxnreg gives 40 / 216 (half the register
-    file per block), ptxas keeps 128 registers at entry without spills, and the TMA-store strips
-    count against half the SM's shared memory. A 4-slot ring (128 KB) does not fit half an SM:
-    one block per SM, as without the option; two consumer warpgroups are never paired."""
+    """By default a GEMM with one consumer warpgroup (128x128 tiles, 2 slots) is declared for two
+    resident blocks, setmaxnreg gives 40 / 216 (half the register file per block), ptxas keeps 128
+    registers at entry without spills, and the TMA-store strips count against half the SM's shared
+    memory. Declined, with the reason in the schedule notes and the kernel as with
+    tl.disable_two_blocks_per_sm: a 4-slot ring (128 KB, more than half an SM); a 128x192
+    accumulator (192 registers a thread: ptxas spilled 2336 bytes at 216); an m64n256 wgmma
+    (more than the 128 registers at entry); two consumer warpgroups are never paired."""
     from tilelang_cuda.options import CudaOptions
     from tilelang_cuda.pipeline import CudaBackend
 
     func = kernels.make_gemm(1000, 520, 264, bm=128, bn=128, bk=64, threads=128, stages=2)
-    source, kernel = cuda_source(func, enable_two_blocks_per_sm=True)
+    source, kernel = cuda_source(func)
     assert '__global__ void __launch_bounds__(256, 2) gemm_kernel(' in kernel
     assert "tl_setmaxnreg_dec<40>" in kernel and "tl_setmaxnreg_inc<216>" in kernel
     assert "two blocks per SM" in source[:source.find("#ifdef")] and "tl_tma_store<2>" in kernel
-    backend, options = CudaBackend(Target("sm_90a")), CudaOptions(ptxas_verbose=True, enable_two_blocks_per_sm=True)
+    backend, options = CudaBackend(Target("sm_90a")), CudaOptions(ptxas_verbose=True)
     mod = backend.lower(func, options)
     backend.build(mod, backend.codegen(mod, options), options, tmp_path)
     assert "Used 128 registers" in backend.last_build.log and "0 bytes spill stores" in backend.last_build.log
+    one_block = cuda_source(func, disable_two_blocks_per_sm=True)[1]
+    assert "__launch_bounds__(256, 2)" not in one_block and "tl_setmaxnreg" not in one_block  # 255 a thread anyway
     for declined, why in ((kernels.make_gemm(1000, 520, 264, bm=128, bn=128, bk=64, threads=128, stages=4),
                            "more than half the SM's"),
-                          (kernels.make_gemm(1000, 520, 264, **HOPPER_TILES), "256 consumer threads"),
+                          (kernels.make_gemm(1000, 520, 264, bm=128, bn=192, bk=64, threads=128, stages=2),
+                           "its fragments take 192 registers a thread, more than the 160"),
                           (kernels.make_gemm(1000, 520, 264, bm=64, bn=256, bk=64, threads=128, stages=2),
                            "m64n256 wgmma needs more than the 128 registers")):
-        source, kernel = cuda_source(declined, enable_two_blocks_per_sm=True)
-        assert why in source[:source.find("#ifdef")]
+        source, kernel = cuda_source(declined)
+        notes = source[:source.find("#ifdef")]
+        assert "one block per SM (" in notes and why in notes
         assert ", 2)" not in kernel[:kernel.index("(")+40] and "tl_min_blocks_per_sm" not in kernel
-        assert kernel == cuda_source(declined)[1]
+        assert kernel == cuda_source(declined, disable_two_blocks_per_sm=True)[1]
+    paired = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES))
+    assert "blocks per SM" not in paired[0][:paired[0].find("#ifdef")] and ", 2)" not in paired[1][:200]
+
+
+def test_retired_two_blocks_option_names_its_replacement():
+    from tilelang_core.errors import ConfigError
+    from tilelang_cuda.options import CudaOptions
+
+    with pytest.raises(ConfigError, match="tl.disable_two_blocks_per_sm"):
+        CudaOptions.from_pass_configs({"tl.enable_two_blocks_per_sm": True})
 
 
 def test_conditional_mask_on_mma_sync_writes_zeros():

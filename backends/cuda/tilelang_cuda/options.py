@@ -67,11 +67,12 @@ class CudaOptions(BackendOptions):
         Not with tl.enable_persistent; the planner's rasterization then walks pairs of block
         rows. Correct on the H200 (tests/gpu/test_gpu_cluster.py) but not faster there (GEMM
         0.99x, attention 0.92-0.98x of the default; bench/NOTES.md): opt-in.
-    enable_two_blocks_per_sm: on sm_90a, a warp-specialized kernel with one consumer warpgroup
-        whose ring fits in half the SM's shared memory is built for two resident blocks
-        (``__launch_bounds__(threads, 2)``, setmaxnreg 40/216, TMA-store strips within the half),
-        so one block's pipeline fill and epilogue run under the other's wgmmas
-        (hopper/occupancy.py). Compiled and SASS-checked, not yet run on a GPU: opt-in.
+    disable_two_blocks_per_sm: on sm_90a, a warp-specialized kernel with one consumer warpgroup
+        whose ring fits in half the SM's shared memory and whose fragments leave room in half the
+        register file is by default built for two resident blocks (``__launch_bounds__(threads,
+        2)``, setmaxnreg 40/216, TMA-store strips within the half), so one block's pipeline fill
+        and epilogue run under the other's wgmmas (hopper/occupancy.py; GEMM 128x128 tiles on the
+        H200: 661 against 451 TFLOP/s at 8192^3). This keeps one block per SM.
     disable_rasterization: on sm_90a, keep the launch order of a 2-D gemm grid where the kernel
         has no T.use_swizzle (by default the planner walks it in panels of block rows).
     extra_nvcc_flags: appended to every nvcc call, verbatim.
@@ -85,6 +86,8 @@ class CudaOptions(BackendOptions):
         "enable_tma_store": "TMA-store epilogues are the default; tl.disable_tma_store turns them off",
         "enable_conditional_mask": "the conditional mask fill is the default; tl.disable_conditional_mask "
                                    "turns it off",
+        "enable_two_blocks_per_sm": "two blocks per SM are the default where they fit; "
+                                    "tl.disable_two_blocks_per_sm turns them off",
     }
 
     host_build: str = "split"
@@ -107,7 +110,7 @@ class CudaOptions(BackendOptions):
     enable_overlap_block: bool = False
     disable_conditional_mask: bool = False
     enable_cluster_multicast: bool = False
-    enable_two_blocks_per_sm: bool = False
+    disable_two_blocks_per_sm: bool = False
     extra_nvcc_flags: tuple = ()
 
     def __post_init__(self):
@@ -119,7 +122,7 @@ class CudaOptions(BackendOptions):
         for name in ("fast_math", "precise_exp2", "lineinfo", "ptxas_verbose", "disable_cp_async", "disable_wgmma",
                      "disable_tma_lower", "disable_warp_specialized", "disable_pingpong",
                      "enable_persistent", "disable_rasterization", "disable_wgmma_overlap", "disable_tma_store", "enable_overlap_block",
-                     "disable_conditional_mask", "enable_cluster_multicast", "enable_two_blocks_per_sm",
+                     "disable_conditional_mask", "enable_cluster_multicast", "disable_two_blocks_per_sm",
                      "disable_tf32"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"cuda option {name}={getattr(self, name)!r} must be True or False")

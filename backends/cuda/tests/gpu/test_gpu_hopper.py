@@ -21,7 +21,7 @@ SCHEDULES = {"ws_tma_wgmma": {}, "ws_persistent": {"enable_persistent": True},
              "ws_thread_store": {"disable_tma_store": True},
              "ws_overlap_block": {"enable_overlap_block": True},  # opt-in: correct, not faster
              "ws_every_mask": {"disable_conditional_mask": True},
-             "ws_two_blocks": {"enable_two_blocks_per_sm": True},  # opt-in, not yet run on a GPU
+             "ws_one_block": {"disable_two_blocks_per_sm": True},
              "cp_async_wgmma": {"disable_warp_specialized": True},
              "ws_tma_mma_sync": {"disable_wgmma": True},
              "mma_sync": {"disable_wgmma": True, "disable_warp_specialized": True}}

@@ -2,9 +2,9 @@
 T.Pipelined. Chosen automatically on ``cuda:sm_90a``; pass configs turn each part off
 (``tl.disable_wgmma``, ``tl.disable_tma_lower``, ``tl.disable_warp_specialized``,
 ``tl.disable_wgmma_overlap``, ``tl.disable_pingpong``, ``tl.disable_tma_store``,
-``tl.disable_conditional_mask``); opt-ins, correct but not faster on the H200:
-``tl.enable_persistent``, ``tl.enable_overlap_block``, ``tl.enable_cluster_multicast``; not yet
-run on a GPU: ``tl.enable_two_blocks_per_sm``.
+``tl.disable_conditional_mask``, ``tl.disable_two_blocks_per_sm``); opt-ins, correct but not
+faster on the H200: ``tl.enable_persistent``, ``tl.enable_overlap_block``,
+``tl.enable_cluster_multicast``.
 
 wgmma.py            plan (warpgroup split, instruction shape), layouts, lowering of T.gemm
 warp_specialize.py  T.Pipelined -> TMA producer warpgroup + mbarrier ring + consumer warpgroups

@@ -16,6 +16,7 @@ from tilelang_core.simt.lowering import SHARED, scope
 from tilelang_core.simt.transform.block_swizzle import SWIZZLE_KEY, rasterize
 
 from ..target import capability
+from .occupancy import fragment_registers
 from .warp_specialize import NotSpecialized, named_barriers, warp_specialize, with_producer_threads
 from .wgmma import (WARPGROUP, element_bits, explain_wgmma, plan_wgmma, shared_tile, wgmma_k,
                     wgmma_shared_layout)
@@ -104,7 +105,8 @@ class HopperPlanner:
                                   overlap_block=self.options.enable_overlap_block,
                                   conditional_mask=not self.options.disable_conditional_mask,
                                   cluster=self.options.enable_cluster_multicast,
-                                  two_blocks=self.options.enable_two_blocks_per_sm, widest_n=widest[0],
+                                  two_blocks=not self.options.disable_two_blocks_per_sm, widest_n=widest[0],
+                                  fragment_regs=fragment_registers(st.layouts),
                                   shared_per_sm=capability(self.arch, "shared_memory_per_sm"))
         except NotSpecialized as why:
             self.notes.append(f"T.Pipelined: cp.async pipeline, no TMA producer warpgroup ({why})")

@@ -86,7 +86,8 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
                     persistent: bool = False, overlap: bool = True, is_wgmma=None, notes: list | None = None,
                     fenced_once: set | None = None, tma_store: bool = False, shared_limit: int | None = None,
                     overlap_block: bool = False, conditional_mask: bool = True, cluster: bool = False,
-                    two_blocks: bool = False, shared_per_sm: int | None = None, widest_n: int = 0):
+                    two_blocks: bool = False, shared_per_sm: int | None = None, widest_n: int = 0,
+                    fragment_regs: int = 0):
     """The body rewritten as in the module docstring; NotSpecialized(why) when the kernel does not
     fit (no or several pipelined loops, a copy TMA cannot carry, thread counts that are not
     warpgroups): the caller keeps the cp.async pipeline and can tell the user why."""
@@ -176,9 +177,9 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
 
     ring_bytes = shared_bytes(body, {buf: stages for buf in written}) + 8 * 2 * stages * len(written)
     # two resident blocks per SM (occupancy.py): each gets half the SM's shared memory
-    half, why_not_two = two_blocks_per_sm(consumers, ring_bytes, shared_per_sm, persistent, cluster, widest_n) \
-        if two_blocks else (None, "")
-    if notes is not None and two_blocks:
+    half, why_not_two = two_blocks_per_sm(consumers, ring_bytes, shared_per_sm, persistent, cluster, widest_n,
+                                          fragment_regs) if two_blocks else (None, "")
+    if notes is not None and two_blocks and consumers == WARPGROUP:  # wider blocks fill an SM alone
         notes.append("two blocks per SM: __launch_bounds__(threads, 2), setmaxnreg {}/{}".format(*register_split(1, 2))
                      if half else f"one block per SM ({why_not_two})")
     # the epilogue's fragment -> global copies through shared memory and TMA (tma_store.py)
