@@ -13,6 +13,8 @@ from __future__ import annotations
 import statistics
 import time
 
+import torch
+
 import tilelang_core as tilelang
 import tilelang_core.language as T
 
@@ -76,6 +78,9 @@ def paths(x, y, target):
         ("@jit eager call (T.empty output)", lambda: eager(x), "raw tvm-ffi call + x.new_empty(n)"),
         ("@jit lazy: f(n)(x), out_idx", lambda: lazy(n)(x), "raw tvm-ffi call + x.new_empty(n)"),
         ("torch: x + 1 (allocates)", lambda: x + 1, None),
+        # torch's own launch of the same work with the output passed: the host's floor for a
+        # Python-level kernel launch, next to which our rows are read
+        ("torch: torch.add(x, 1, out=y)", lambda: torch.add(x, 1, out=y), None),
     ]
 
 

@@ -128,6 +128,15 @@ def triton_matmul():
     return run
 
 
+#: GEMM tiles per size, timed in turns with cuBLAS on the H200 (bench/NOTES.md, s6). 8192^3: one
+#: consumer warpgroup on 128x128 tiles, which the compiler runs two blocks per SM
+#: (hopper/occupancy.py): 652-661 vs 643-644 TFLOP/s fp16 and 680 vs 676 bf16 for 128x256 on two
+#: warpgroups (cuBLAS 644-693, power-capped). 4096^3: 128x256, which held 0.95-0.98x in every run,
+#: while 128x128 ranged 0.90-0.97x (0.90x in the run where cuBLAS reached 792 at full clocks)
+GEMM_TILES = {4096: dict(block_M=128, block_N=256, block_K=64, num_stages=4, threads=256),
+              8192: dict(block_M=128, block_N=128, block_K=64, num_stages=2, threads=128)}
+
+
 def gemm_rows(pass_configs):
     ex = example("gemm/gemm.py")
     tri = triton_matmul()
@@ -135,8 +144,8 @@ def gemm_rows(pass_configs):
     for dtype in (torch.float16, torch.bfloat16):
         for size in (4096, 8192):
             name = str(dtype).split(".")[-1]
-            kernel, secs = compile_timed(ex.gemm, size, size, size, dtype=name, block_M=128, block_N=256,
-                                         block_K=64, num_stages=4, threads=256, pass_configs=pass_configs)
+            kernel, secs = compile_timed(ex.gemm, size, size, size, dtype=name, **GEMM_TILES[size],
+                                         pass_configs=pass_configs)
             a = torch.randn(size, size, device="cuda", dtype=dtype)
             b = torch.randn(size, size, device="cuda", dtype=dtype)
             c = kernel(a, b)

@@ -51,6 +51,8 @@ def main():
     # sm_90a: wgmma fed by a TMA producer warpgroup (two consumer warpgroups, ragged edges)
     gemm_ws = build(kernels.make_gemm(1000, 520, 264, bm=128, bn=256, bk=64, threads=256, stages=3))
     attn_ws = build(kernels.make_flash_attention(1, 2, 300, 128, 128, 128, 256))
+    # one consumer warpgroup: two resident blocks per SM (hopper/occupancy.py), the bench's GEMM tile
+    gemm_two = build(kernels.make_gemm(1000, 520, 264, bm=128, bn=128, bk=64, threads=128, stages=2))
     failures = []
 
     a = torch.randn(1000, 264, device="cuda", dtype=torch.float16)
@@ -59,6 +61,10 @@ def main():
     gemm_ws["gemm"](a, b, c)
     if not torch.allclose(c.float(), a.float() @ b.float(), rtol=2e-2, atol=0.5):
         failures.append("gemm 1000x520x264 (TMA + wgmma)")
+    c = torch.empty(1000, 520, device="cuda", dtype=torch.float16)
+    gemm_two["gemm"](a, b, c)
+    if not torch.allclose(c.float(), a.float() @ b.float(), rtol=2e-2, atol=0.5):
+        failures.append("gemm 1000x520x264 (two blocks per SM)")
 
     q, k, v = (torch.randn(1, 300, 2, 128, device="cuda", dtype=torch.float16) for _ in range(3))
     o = torch.empty_like(q)

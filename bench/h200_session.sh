@@ -4,7 +4,9 @@
 # the launch-overhead benchmark and the compute-sanitizer checks. Logs go to $OUT.
 #   bash .device/b/unpack-tvm.sh b && bash bench/h200_session.sh      (SKIP_BENCH=1: no table; ONLY_BENCH=1: only the benchmarks; SWEEP=1: + variants;
 #   FOCUS=1: + chosen variants timed together; NCU=1: + Nsight Compute of GEMM and attention against cuBLAS/cuDNN;
-#   AMPERE=1: + mma.sync path; NO_AUTOTUNE=1: without the autotuner timing)
+#   AMPERE=1: + mma.sync path; NO_AUTOTUNE=1: without the autotuner timing;
+#   TESTS="<pytest paths/args>": only these GPU tests (TESTS_ONLY=1: and no examples, overhead, sanitizers); FOCUS_GEMM / FOCUS_ATTN: the variant
+#   indices FOCUS times, FOCUS_NO_AMPERE=1: without ampere_attention)
 set -uo pipefail
 export PYTHONPATH=/opt/tvmsite PYTHONUNBUFFERED=1
 RESULTS=${OUT:-/tmp/out}; OUT=$(mktemp -d); mkdir -p "$RESULTS"  # logs here, one tarball to $RESULTS
@@ -19,8 +21,14 @@ step() {  # step NAME TIMEOUT COMMAND...: run, keep the log, remember pass/fail
 }
 if [[ ${ONLY_BENCH:-0} != 1 ]]; then  # ONLY_BENCH=1: the benchmarks alone (a second call)
   step doctor 60 python3 -m tilelang_core doctor --no-toolchains
-  step gpu_tests 300 python3 -m pytest -q -p no:cacheprovider backends/cuda/tests/gpu --ignore=backends/cuda/tests/gpu/test_gpu_cluster.py
-  step gpu_cluster 90 python3 -m pytest -q -p no:cacheprovider backends/cuda/tests/gpu/test_gpu_cluster.py  # a hang stays here
+  if [[ -n ${TESTS:-} ]]; then  # a chosen subset of the GPU tests
+    step gpu_tests 400 python3 -m pytest -q -p no:cacheprovider $TESTS
+  else
+    step gpu_tests 300 python3 -m pytest -q -p no:cacheprovider backends/cuda/tests/gpu --ignore=backends/cuda/tests/gpu/test_gpu_cluster.py
+    step gpu_cluster 90 python3 -m pytest -q -p no:cacheprovider backends/cuda/tests/gpu/test_gpu_cluster.py  # a hang stays here
+  fi
+fi
+if [[ ${ONLY_BENCH:-0} != 1 && ${TESTS_ONLY:-0} != 1 ]]; then  # TESTS_ONLY=1: no examples, overhead, sanitizers
   step quickstart 120 python3 examples/quickstart.py
   for ex in gemm/gemm.py gemm/gemm_splitk.py softmax/softmax.py norm/rms_norm.py norm/layer_norm.py \
             attention/flash_attention.py elementwise/scale_add.py; do
@@ -37,9 +45,10 @@ fi
 [[ ${SKIP_BENCH:-0} == 1 ]] || step cuda_bench 400 python3 bench/cuda_bench.py
 [[ ${SWEEP:-0} == 1 ]] && { step hopper_sweep 400 python3 bench/hopper_sweep.py
                           step hopper_sweep_cluster 120 python3 bench/hopper_sweep.py --cluster; }
-[[ ${FOCUS:-0} == 1 ]] && { step focus_gemm 300 python3 bench/hopper_sweep.py --only gemm --pick 0,9,10,11,12,13,14,15,16 --together
-                          step focus_attention 300 python3 bench/hopper_sweep.py --only attention --pick 0,2,3,11,12 --together
-                          step ampere_attention 300 python3 bench/ampere_attention.py; }
+[[ ${FOCUS:-0} == 1 ]] && { step focus_gemm 300 python3 bench/hopper_sweep.py --only gemm --pick "${FOCUS_GEMM:-0,9,10,12,17,18}" --together
+                          step focus_gemm_bf16 300 python3 bench/hopper_sweep.py --only gemm --dtype bfloat16 --pick "${FOCUS_GEMM:-0,9,10,12,17,18}" --together
+                          step focus_attention 300 python3 bench/hopper_sweep.py --only attention --pick "${FOCUS_ATTN:-0,11,13,14,15}" --together
+                          [[ ${FOCUS_NO_AMPERE:-0} == 1 ]] || step ampere_attention 300 python3 bench/ampere_attention.py; }
 [[ ${NCU:-0} == 1 ]] && step ncu 300 bash -c 'cd bench && ncu --clock-control none --nvtx --nvtx-include "prof/" \
     --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
     python3 ncu_profile.py'
@@ -47,7 +56,7 @@ fi
 echo "== doctor (auto)"; [[ -f "$OUT/doctor.txt" ]] && grep -E "cuda |evidence|resolves to" "$OUT/doctor.txt" | head -6
 echo "== examples"; grep -h -E "relative error" "$OUT"/*.txt | sed 's/^/  /'
 [[ -f "$OUT/quickstart.txt" ]] && { echo "== quickstart"; grep -E "first call|OK|FAILED" "$OUT/quickstart.txt" | head -3; }
-[[ -f "$OUT/gpu_tests.txt" ]] && { echo "== gpu tests"; tail -1 "$OUT/gpu_tests.txt"; tail -1 "$OUT/gpu_cluster.txt"; }
+[[ -f "$OUT/gpu_tests.txt" ]] && { echo "== gpu tests"; tail -1 "$OUT/gpu_tests.txt"; tail -1 "$OUT/gpu_cluster.txt" 2>/dev/null; }
 [[ -f "$OUT/call_overhead.txt" ]] && { echo "== launch overhead"; tail -8 "$OUT/call_overhead.txt"; }
 [[ -f "$OUT/autotune_cuda.txt" ]] && { echo "== autotune (16 configs, cuda)"; grep -E "search|compile" "$OUT/autotune_cuda.txt" | head -5; }
 for tool in memcheck racecheck synccheck; do
@@ -55,7 +64,7 @@ for tool in memcheck racecheck synccheck; do
 done
 [[ -f "$OUT/cuda_bench.txt" ]] && { echo "== benchmark table"; sed -n '/^NVIDIA/,$p' "$OUT/cuda_bench.txt"; }
 [[ -f "$OUT/ncu.txt" ]] && { echo "== ncu"; grep -E "^  [a-z_]+.*\(|Duration|SM Frequency|Compute \(SM\)|Issue Slots Busy|Warp Cycles Per Issued" "$OUT/ncu.txt" | cut -c1-100; }
-for f in hopper_sweep hopper_sweep_cluster focus_gemm focus_attention; do
+for f in hopper_sweep hopper_sweep_cluster focus_gemm focus_gemm_bf16 focus_attention; do
   [[ -f "$OUT/$f.txt" ]] && { echo "== $f"; grep -E "TFLOP|ERROR|timed in turns" "$OUT/$f.txt"; }
 done
 for f in ampere_gemm ampere_attention; do [[ -f "$OUT/$f.txt" ]] && { echo "== $f"; grep -v -i warn "$OUT/$f.txt" | tail -14; }; done

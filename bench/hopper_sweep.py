@@ -23,13 +23,14 @@ GEMM_VARIANTS = [  # (block_M, block_N, block_K, stages, threads, panel, pass co
     (128, 256, 64, 4, 256, 0, {"tl.enable_cluster_multicast": True}),
     (128, 256, 64, 4, 256, 0, {"tl.enable_cluster_multicast": True, "tl.disable_wgmma_overlap": True}),
     (128, 256, 64, 3, 256, 0, None),  # four strip buffers fit: the epilogue in one round
-    (128, 128, 64, 2, 128, 0, {"tl.enable_two_blocks_per_sm": True}),  # two blocks take turns on an SM
-    (128, 128, 64, 3, 128, 0, {"tl.enable_two_blocks_per_sm": True}),  # (thread stores: no room for a strip)
-    (128, 128, 64, 3, 128, 0, None),
+    (128, 128, 64, 2, 128, 0, None),  # one consumer warpgroup: two blocks take turns on an SM
+    (128, 128, 64, 3, 128, 0, None),  # two blocks, thread stores (no room for a strip)
+    (128, 128, 64, 2, 128, 0, {"tl.disable_two_blocks_per_sm": True}),
     (128, 128, 64, 5, 256, 0, None),  # five slots: the chain (one wgmma batch in flight)
     (128, 128, 64, 5, 256, 0, {"tl.disable_wgmma_overlap": True}),
     (256, 192, 64, 3, 256, 0, None),  # 1.5x the tile: 110 flop per operand byte against 85
     (192, 256, 64, 3, 384, 0, None),  # three consumer warpgroups, m64n128 (the 512-thread register cap)
+    (128, 128, 64, 2, 128, 16, None), (128, 128, 64, 2, 128, 4, None),  # two blocks: panels of 16 / 4 rows
 ]
 ATTN_VARIANTS = [  # (block_M, block_N, stages, threads, pass configs)
     (128, 128, 2, 256, None), (128, 128, 2, 256, {"tl.enable_overlap_block": True}),
@@ -41,6 +42,8 @@ ATTN_VARIANTS = [  # (block_M, block_N, stages, threads, pass configs)
     (128, 128, 2, 256, {"tl.enable_cluster_multicast": True}),
     (128, 128, 2, 256, {"tl.enable_cluster_multicast": True, "tl.enable_overlap_block": True}),
     (192, 128, 2, 384, None), (128, 256, 2, 256, None),  # three consumer warpgroups; wide key blocks (D64 only)
+    (64, 64, 2, 128, None), (64, 128, 2, 128, None),  # one consumer warpgroup: two blocks per SM where they fit
+    (64, 64, 2, 128, {"tl.disable_two_blocks_per_sm": True}),
 ]
 
 
@@ -79,24 +82,24 @@ def run_case(title, flops, ref_name, ref_fn, candidates, check, together, per_ro
             print(f"{label}: {tf:.0f} TFLOP/s ({tf / ref:.2f}x of {ref_name} {ref:.0f}) {note}", flush=True)
 
 
-def gemm_sweep(cluster=False, pick=None, together=False, sizes=(4096, 8192)):
+def gemm_sweep(cluster=False, pick=None, together=False, sizes=(4096, 8192), dtype="float16"):
     ex = example("gemm/gemm.py")
     for size in sizes:
-        a = torch.randn(size, size, device="cuda", dtype=torch.float16)
-        b = torch.randn(size, size, device="cuda", dtype=torch.float16)
+        a = torch.randn(size, size, device="cuda", dtype=getattr(torch, dtype))
+        b = torch.randn(size, size, device="cuda", dtype=getattr(torch, dtype))
         ref = a.double() @ b.double()
 
         def check(c):
             return ((c.double() - ref).norm() / ref.norm()).item()
 
         def build(bm, bn, bk, st, th, panel, cfg):
-            kernel, secs = compile_timed(ex.gemm, size, size, size, block_M=bm, block_N=bn, block_K=bk,
-                                         num_stages=st, threads=th, panel_size=panel, pass_configs=cfg)
+            kernel, secs = compile_timed(ex.gemm, size, size, size, dtype=dtype, block_M=bm, block_N=bn,
+                                         block_K=bk, num_stages=st, threads=th, panel_size=panel, pass_configs=cfg)
             return (lambda: kernel(a, b)), secs
 
         candidates = [(f"  {v[0]}x{v[1]}x{v[2]} s{v[3]} t{v[4]} panel{v[5]} {v[6] or ''}",
                        lambda v=v: build(*v)) for v in _picked(GEMM_VARIANTS, cluster, pick)]
-        run_case(f"gemm f16 {size}^3", 2 * size ** 3, "cuBLAS", lambda: torch.matmul(a, b), candidates, check,
+        run_case(f"gemm {dtype} {size}^3", 2 * size ** 3, "cuBLAS", lambda: torch.matmul(a, b), candidates, check,
                  together)
 
 
@@ -140,10 +143,11 @@ def main():
     parser.add_argument("--together", action="store_true",
                         help="time all picked variants and the reference in turns in one measurement")
     parser.add_argument("--size", type=int, action="append", help="GEMM size (repeatable; default 4096 and 8192)")
+    parser.add_argument("--dtype", choices=["float16", "bfloat16"], default="float16", help="GEMM operand dtype")
     parser.add_argument("--causal", choices=["yes", "no"], help="only the causal / non-causal attention cases")
     args = parser.parse_args()
     if args.only in (None, "gemm"):
-        gemm_sweep(args.cluster, args.pick, args.together, tuple(args.size or (4096, 8192)))
+        gemm_sweep(args.cluster, args.pick, args.together, tuple(args.size or (4096, 8192)), args.dtype)
     if args.only in (None, "attention"):
         cases = [c for c in ((8, 16, 4096, 128, False), (8, 16, 4096, 128, True), (8, 16, 8192, 64, False))
                  if args.causal is None or c[-1] == (args.causal == "yes")]
