@@ -37,6 +37,7 @@ if [[ ${ONLY_BENCH:-0} != 1 && ${TESTS_ONLY:-0} != 1 ]]; then  # TESTS_ONLY=1: n
   step flash_attention_causal 120 python3 examples/attention/flash_attention.py --is-causal
   step gemm_transposed 120 python3 examples/gemm/gemm.py --trans-a --trans-b
   step call_overhead 180 python3 bench/cuda_call_overhead.py
+  step launch_floor 120 python3 bench/cuda_launch_floor.py
   [[ ${NO_AUTOTUNE:-0} == 1 ]] || step autotune_cuda 400 python3 bench/autotune_compile.py --target cuda --size 4096 --repeats 1
   for tool in memcheck racecheck synccheck; do
     step "sanitize_$tool" 240 compute-sanitizer --tool "$tool" --error-exitcode 9 python3 bench/cuda_sanitize_cases.py
@@ -57,7 +58,8 @@ echo "== doctor (auto)"; [[ -f "$OUT/doctor.txt" ]] && grep -E "cuda |evidence|r
 echo "== examples"; grep -h -E "relative error" "$OUT"/*.txt | sed 's/^/  /'
 [[ -f "$OUT/quickstart.txt" ]] && { echo "== quickstart"; grep -E "first call|OK|FAILED" "$OUT/quickstart.txt" | head -3; }
 [[ -f "$OUT/gpu_tests.txt" ]] && { echo "== gpu tests"; tail -1 "$OUT/gpu_tests.txt"; tail -1 "$OUT/gpu_cluster.txt" 2>/dev/null; }
-[[ -f "$OUT/call_overhead.txt" ]] && { echo "== launch overhead"; tail -8 "$OUT/call_overhead.txt"; }
+[[ -f "$OUT/call_overhead.txt" ]] && { echo "== launch overhead"; sed -n '3,12p' "$OUT/call_overhead.txt"; }
+[[ -f "$OUT/launch_floor.txt" ]] && { echo "== launch floor (C++)"; cat "$OUT/launch_floor.txt"; }
 [[ -f "$OUT/autotune_cuda.txt" ]] && { echo "== autotune (16 configs, cuda)"; grep -E "search|compile" "$OUT/autotune_cuda.txt" | head -5; }
 for tool in memcheck racecheck synccheck; do
   [[ -f "$OUT/sanitize_$tool.txt" ]] && { echo "== $tool"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Error" "$OUT/sanitize_$tool.txt" | tail -2; }
