@@ -13,6 +13,8 @@ of K and V through ldmatrix, 512 KB of shared memory per 128 keys, as long as th
 itself at the shared memory's 128 B/clock; with 4 warps each owns 32 rows and every fragment
 feeds two mma.sync, half the traffic per flop (FlashAttention-2's own split).
 """
+import argparse
+
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -23,18 +25,25 @@ CASES = ((8, 16, 4096, 128, False), (8, 16, 4096, 128, True), (8, 16, 8192, 64, 
 #: (block_M, block_N, num_stages, threads, extra pass configs) per head dim; with EVERY_MASK the
 #: causal fill is evaluated in every iteration (without the kit's split_masked_fills)
 EVERY_MASK = {"tl.disable_conditional_mask": True}
+#: with LONGEST the causal row blocks are launched longest first (the kit's longest_first)
+LONGEST = {"tl.enable_longest_first": True}
 CONFIGS = {128: [(128, 128, 2, 256, {}), (128, 64, 2, 128, {}), (128, 64, 3, 128, {}),
-                 (128, 64, 2, 128, EVERY_MASK)],
+                 (128, 64, 2, 128, EVERY_MASK), (128, 64, 2, 128, LONGEST)],
            64: [(128, 128, 2, 256, {}), (128, 64, 2, 128, {}), (128, 128, 2, 128, {})]}
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--causal-only", action="store_true", help="only the causal case")
+    args = parser.parse_args()
     ex = example("attention/flash_attention.py")
     sdpa = torch.nn.functional.scaled_dot_product_attention
     header = ["case", "tile (MxN/stages/threads)", "max err", "ours TFLOP/s", "SDPA flash", "ours/flash",
               "compile s"]
     print(" | ".join(header), flush=True)
     for B, H, S, D, causal in CASES:
+        if args.causal_only and not causal:
+            continue
         q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=torch.float16) for _ in range(3))
         qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
         ref = sdpa(qt.float(), kt.float(), vt.float(), is_causal=causal).transpose(1, 2)
@@ -47,7 +56,9 @@ def main():
             kernel, secs = compile_timed(ex.flash_attention, B, H, S, D, causal, block_M=bm, block_N=bn,
                                          num_stages=stages, threads=threads, pass_configs={**AMPERE, **extra})
             err = (kernel(q, k, v).float() - ref).abs().max().item()
-            label = f"{bm}x{bn}/{stages}/{threads}" + (" every mask" if extra else "")
+            label = f"{bm}x{bn}/{stages}/{threads}" + next((name for cfg, name in ((EVERY_MASK, " every mask"),
+                                                                                 (LONGEST, " longest first"))
+                                                            if extra is cfg), "")
             built[label] = (lambda kernel=kernel: kernel(q, k, v)), err, secs
 
         def flash():

@@ -33,8 +33,8 @@ from tilelang_core.transform.verify_no_tile_ops import verify_no_tile_ops
 
 from .dialect import SimtDialect
 from .lower_gemm_fma import fma_accumulator_layout
-from .transform import (KernelState, apply_layouts, block_swizzle, insert_barriers, lower_parallel,
-                        prefetch_fragments, software_pipeline, split_masked_fills, thread_binding)
+from .transform import (KernelState, apply_layouts, block_swizzle, insert_barriers, longest_first,
+                        lower_parallel, prefetch_fragments, software_pipeline, split_masked_fills, thread_binding)
 from .transform.apply_layouts import annotated_layouts
 
 
@@ -56,7 +56,7 @@ def _on_body(transform):
 def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
                accumulator_layout=fma_accumulator_layout, operand_layout=None, backend=None,
                specialize=None, finalize=None, shared_limit: int | None = None,
-               split_fills: bool = True) -> tirx.PrimFunc:
+               split_fills: bool = True, longest_first_blocks: bool = False) -> tirx.PrimFunc:
     """Lower one kernel with the kit's passes and the rules registered for ``dialect.kind``.
 
     ``accumulator_layout(gemm_op, num_threads)`` and ``operand_layout(gemm_op, name, num_threads)``
@@ -68,6 +68,8 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
     target's shared memory per block in bytes; the software pipeline gives a copy in the middle of
     a pipelined body its own slots only where they fit (None: no limit known). ``split_fills``:
     run split_masked_fills (a backend's switch to keep every mask fill as written).
+    ``longest_first_blocks``: launch blocks whose loops grow along blockIdx.x in reverse x order
+    (transform/longest_first.py; causal attention's longest row blocks first).
     """
     kind = dialect.kind
     name = kernel_name(func)
@@ -81,6 +83,8 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
     body, st.annotated = annotated_layouts(func.body, name, kind)
     func = func.with_body(body)
     # run_pass: plain calls, except under TILELANG_DUMP_IR, where each is dumped and timed
+    if longest_first_blocks:  # before BlockSwizzle, which consumes the T.use_swizzle marker it respects
+        func = run_pass(f"{kind}.LongestFirst", _on_body(longest_first), func)
     func = run_pass(f"{kind}.BlockSwizzle", _on_body(block_swizzle), func)
     if specialize is not None:
         func = run_pass(f"{kind}.Specialize", _on_body(specialize), func, st)

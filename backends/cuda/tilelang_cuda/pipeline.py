@@ -97,7 +97,8 @@ def lower_function(func: tirx.PrimFunc, arch: str, options: CudaOptions) -> tirx
     func = lower_simt(func, dialect, options, accumulator_layout=partial(accumulator_layout, planner=planner),
                       operand_layout=partial(operand_layout, planner=planner), backend=planner,
                       specialize=planner.specialize, finalize=planner.finalize, shared_limit=limit,
-                      split_fills=not options.disable_conditional_mask)
+                      split_fills=not options.disable_conditional_mask,
+                      longest_first_blocks=options.enable_longest_first)
     check_shared_memory(func, arch, limit)
     if planner.notes:
         func = func.with_attr(SCHEDULE_NOTES, "\n".join(planner.notes))

@@ -1,5 +1,6 @@
 """Passes of the SIMT kit, in the order tilelang_core/simt/pipeline.py runs them:
 
+longest_first      (a backend's switch) blocks whose loops grow along x launched longest first
 block_swizzle      T.use_swizzle: blocks walk the grid in panels (L2 reuse)
 split_masked_fills a loop's mask fill that is all zeros in some iterations writes zeros there
 software_pipeline  T.Pipelined loops -> multi-stage async-copy pipelines (stages, waits, barriers)
@@ -13,11 +14,12 @@ prefetch_fragments a pipelined gemm's next-stage fragments loaded before its las
 from .apply_layouts import apply_layouts
 from .block_swizzle import block_swizzle
 from .insert_barriers import insert_barriers
+from .longest_first import longest_first
 from .lower_parallel import lower_parallel
 from .prefetch_fragments import prefetch_fragments
 from .software_pipeline import software_pipeline
 from .split_masked_fills import split_masked_fills
 from .state import KernelState, thread_binding
 
-__all__ = ["KernelState", "apply_layouts", "block_swizzle", "insert_barriers", "lower_parallel", "prefetch_fragments",
+__all__ = ["KernelState", "apply_layouts", "block_swizzle", "insert_barriers", "longest_first", "lower_parallel", "prefetch_fragments",
            "software_pipeline", "split_masked_fills", "thread_binding"]

@@ -63,18 +63,24 @@ def rasterize(body, panel: int, order: str = "row", pairs: bool = False):
     if bx is None or by is None:
         return body
 
-    def inside_launch(node):  # substitute below the launch attributes, not in their IterVars
-        if isinstance(node, tirx.AttrStmt) and node.attr_key == "thread_extent":
-            return tirx.AttrStmt(node.node, node.attr_key, node.value, inside_launch(node.body))
-        if isinstance(node, tirx.SeqStmt):
-            return tirx.SeqStmt([inside_launch(s) for s in node.seq])
+    def reorder(node):
         if pairs:
             (x, gx), (y, gy) = bx, by
             new_x, new_half = _panels(x, gx, tirx.floordiv(y, 2), gy // 2, panel)
             return substitute(node, {x: new_x, y: new_half * 2 + tirx.floormod(y, 2)})
         return _swizzled(node, order, panel, bx, by)
 
-    return inside_launch(body)
+    return below_launch(body, reorder)
+
+
+def below_launch(body, rewrite):
+    """``rewrite`` applied to what the kernel's launch attributes enclose, not to their IterVars
+    (a block index substituted there would no longer be the launch's own variable)."""
+    if isinstance(body, tirx.AttrStmt) and body.attr_key == "thread_extent":
+        return tirx.AttrStmt(body.node, body.attr_key, body.value, below_launch(body.body, rewrite))
+    if isinstance(body, tirx.SeqStmt):
+        return tirx.SeqStmt([below_launch(s, rewrite) for s in body.seq])
+    return rewrite(body)
 
 
 def _swizzled(body, order: str, panel: int, bx, by):
