@@ -295,6 +295,37 @@ def test_persistent_schedule_needs_tiles_of_equal_length():
     assert "tl_tma_load" in kernel and "for (int t" not in kernel
 
 
+def test_persistent_attention_prefetches_q_under_the_previous_epilogue(tmp_path):
+    """Persistent attention: Q is no longer copied by the consumers at each tile's start; the
+    producer loads it by TMA once per tile (its own full/empty barrier pair, before the tile's K
+    and V loads), waiting until the consumers' loop over the previous tile is done, so the load
+    runs under that tile's epilogue. The consumers wait for it after their fills and
+    release it right after their loop. Builds without spills; one CTA per tile is unchanged."""
+    from tilelang_cuda.options import CudaOptions
+    from tilelang_cuda.pipeline import CudaBackend
+
+    func = kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256)
+    source, kernel = cuda_source(func, enable_persistent=True)
+    assert "Q_s loaded by the producer once per tile" in source[:source.find("#ifdef")]
+    producer, consumers = kernel.split("tl_setmaxnreg_inc<232>();")
+    full, empty = "(&(smem_uint64_ptr[8]))", "(&(smem_uint64_ptr[9]))"  # after the 2 x 2 x 2 ring barriers
+    assert f"tl_mbar_init({full}, 1);" in kernel and f"tl_mbar_init({empty}, 256);" in kernel
+    q_loads = producer[producer.index("for (int t"):producer.index("for (int k_load")]
+    assert q_loads.index(f"tl_mbar_wait({empty}, (1 - (t & 1)));") < q_loads.index(f"tl_mbar_expect_tx({full}, 32768);")
+    assert q_loads.count("Q_tmap") == 2 and "K_tmap" not in q_loads  # two 64-column strips, before K
+    assert "Q_ptr" not in consumers and "tl_fence_proxy_async" not in consumers.split("for (int k")[0]
+    wait, loop = consumers.index(f"tl_mbar_wait({full}, (t_1 & 1));"), consumers.index("for (int k")
+    assert consumers.index("acc_o_ptr[63] = 0x0p+0f") < wait < loop
+    release, epilogue = consumers.index(f"tl_mbar_arrive({empty});"), consumers.index("tl_tma_store")
+    assert loop < release < epilogue
+    _, plain = cuda_source(func)
+    assert "Q_ptr" in plain and full not in plain and "smem_uint64_ptr[10]" in kernel
+    backend, options = CudaBackend(Target("sm_90a")), CudaOptions(ptxas_verbose=True, enable_persistent=True)
+    mod = backend.lower(func, options)
+    backend.build(mod, backend.codegen(mod, options), options, tmp_path)
+    assert "0 bytes spill stores" in backend.last_build.log
+
+
 @pytest.mark.parametrize("swizzle,options,rasterized", [(0, {}, True), (0, {"disable_rasterization": True}, False),
                                                         (4, {}, False)])
 def test_2d_gemm_grids_are_rasterized_unless_the_kernel_says_otherwise(swizzle, options, rasterized):

@@ -42,7 +42,8 @@ class CudaOptions(BackendOptions):
     enable_persistent: on sm_90a, a warp-specialized kernel whose tiles all run the same loop gets
         one resident CTA per SM walking the tiles (the producer loads the next tile during the
         epilogue). Off by default: measured neutral for GEMM and 2-4% slower for attention on the
-        H200 (bench/NOTES.md).
+        H200 (bench/NOTES.md), before the producer also took over attention's Q (loaded once per
+        tile under the previous tile's epilogue; built in session 6, not yet run on a GPU).
     disable_wgmma_overlap: on sm_90a, a warp-specialized loop with two wgmma gemms (attention)
         waits for each gemm right after issuing it, instead of running the work between them
         under the previous iteration's last gemm (hopper/consumer_schedule.py).

@@ -2,8 +2,14 @@
 resident CTAs walk the grid, the mbarrier ring continuing across a CTA's tiles, so the producer
 warpgroup loads the next tile while the consumers run the last one's epilogue.
 
+Tiles the consumers copied in before the loop (attention's Q) become the producer's too: one TMA
+load per tile behind a full/empty barrier pair, issued once the consumers' loop over the previous
+tile is done, so it runs under that tile's epilogue (``tile_operands`` in warp_specialize.py).
+
 Measured on the H200 (bench/NOTES.md): neutral for GEMM, slightly slower for attention, hence
-opt-in. warp_specialize.py builds the loops through ``persistent_tiles(...).loop`` and ``.launch``.
+opt-in; the Q prefetch, built afterwards against the ~2K cycles per tile that ncu put between our
+attention and cuDNN's persistent kernel, has not run on a GPU yet. warp_specialize.py builds the
+loops through ``persistent_tiles(...).loop`` and ``.launch``.
 """
 
 from __future__ import annotations

@@ -82,6 +82,28 @@ def _contains_pipelined(stmt) -> bool:
     return bool(found)
 
 
+def tile_operands(before, body_stmts, after, written) -> tuple[list, list]:
+    """(``before`` without them, their TMA boxes): the global -> shared copies before the loop
+    whose tile TMA can carry and which no other statement writes, and nothing before or after
+    the loop reads: attention's Q, read only by the loop's gemms. A persistent schedule has the
+    producer load them once per tile (warp_specialize)."""
+    keep, boxes = [], []
+    for stmt in before:
+        others = [s for s in before if s is not stmt]
+        try:
+            box = load_box(stmt) if _is_producer(stmt) else None
+        except NotSpecialized:
+            box = None
+        dst = box.op.dst.source if box else None
+        if box is None or dst in written or \
+                any(dst in accesses(s)[1] for s in others + body_stmts + after) or \
+                any(dst in accesses(s)[0] for s in others + after):
+            keep.append(stmt)
+        else:
+            boxes.append(box)
+    return keep, boxes
+
+
 def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = None, pingpong: bool = False,
                     persistent: bool = False, overlap: bool = True, is_wgmma=None, notes: list | None = None,
                     fenced_once: set | None = None, tma_store: bool = False, shared_limit: int | None = None,
@@ -141,16 +163,24 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
             raise NotSpecialized(f"'{b.var.name}' is bound to a value read from memory")
     before = [s for s in stmts[:at] if not isinstance(s, (tirx.AllocBuffer, tirx.Bind))]
     after = [s for s in stmts[at + 1:] if not isinstance(s, (tirx.AllocBuffer, tirx.Bind))]
+    n = loop.extent
+    tiles = persistent_tiles(chain, n, substitute(n, {b.var: b.value for b in top_binds}), persistent)
+    # persistent: tiles the consumers copied in before the loop (attention's Q) come from the
+    # producer, one load per tile issued under the previous tile's epilogue (tile_operands)
+    before, tile_boxes = tile_operands(before, body_stmts, after, written) if tiles else (before, [])
 
     staged = {buf: (_staged_buffer(buf, stages), stages) for buf in written}
     rewritten = set()  # tiles the consumers also write in place: wgmma then needs a proxy fence
     for stmt in body_stmts:
         rewritten |= accesses(stmt)[1]
-    for buf in written:
+    for buf in written + [b.op.dst.source for b in tile_boxes]:
         hopper_layouts[str(buf.name)] = wgmma_shared_layout(int(buf.ty.shape[0]), int(buf.ty.shape[1]),
                                                             element_bits(str(buf.ty.dtype)))
         if tma_loaded is not None and buf not in rewritten:
             tma_loaded.add(str(buf.name))
+    if notes is not None and tile_boxes:
+        notes.append("persistent: " + ", ".join(str(b.op.dst.source.name) for b in tile_boxes)
+                     + " loaded by the producer once per tile, under the previous tile's epilogue")
     # Shared operands the consumers write before the loop and never in it (attention's Q): one
     # proxy fence after those writes serves every wgmma of the loop (``fenced_once``)
     before_writes = set().union(*(accesses(s)[1] for s in before)) if before else set()
@@ -164,7 +194,9 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     groups = tile_groups(body_stmts, written)
     group_of = {tile: g for g, tiles in enumerate(groups) for tile in tiles}
     ngroups = len(groups)
-    bars = tirx.decl_buffer((2 * stages * ngroups,), "uint64", name="tl_mbar", scope="shared")
+    # + one full/empty pair for the per-tile loads (tile_boxes), after the ring's
+    bars = tirx.decl_buffer((2 * stages * ngroups + (2 if tile_boxes else 0),), "uint64", name="tl_mbar",
+                            scope="shared")
 
     def bar(base: int, slot):
         return tirx.address_of(tirx.BufferLoad(bars, [slot if base == 0 else base + slot]))
@@ -174,6 +206,8 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
 
     def empty(g, slot):
         return bar((ngroups + g) * stages, slot)
+
+    tile_full, tile_empty = bar(2 * stages * ngroups, 0), bar(2 * stages * ngroups + 1, 0)
 
     ring_bytes = shared_bytes(body, {buf: stages for buf in written}) + 8 * 2 * stages * len(written)
     # two resident blocks per SM (occupancy.py): each gets half the SM's shared memory
@@ -187,13 +221,13 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     budget = None if limit is None else limit - ring_bytes
     stores, store_allocs = plan_stores(after, hopper_layouts, budget, notes) if tma_store else ([], [])
     allocs += store_allocs
-    maps, host = tensor_maps(boxes + [store.box for store in stores])
+    maps, host = tensor_maps(boxes + tile_boxes + [store.box for store in stores])
     after = lower_stores(after, stores, maps, st.thread_var)
     if notes is not None and stores:
         notes.append("epilogue: " + ", ".join(f"{store.op.src.source.name} -> {store.box.tensor.name} by TMA stores "
                                               f"({store.box.cols // store.box.atom} strips)" for store in stores))
 
-    k, start, n = loop.loop_var, loop.min, loop.extent
+    k, start = loop.loop_var, loop.min
 
     def produce(it, ring):
         """Loads of iteration ``it`` into ring slot ``ring % stages`` (``ring`` counts every
@@ -205,6 +239,22 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
             out += [I.call("tl_mbar_wait", empty(g, slot), 1 - phase),
                     I.call("tl_mbar_expect_tx", full(g, slot), tirx.const(sum(b.bytes for b in mine), "int32"))]
             out += [load for box in mine for load in tma_loads(box, it, slot)]
+        return seq(out)
+
+    def load_tile_operands(t):
+        """The producer's loads of its ``t``-th tile's operands, once the consumers are done with
+        the previous tile's (they arrive on tile_empty after their loop); before the tile's ring
+        loads, so that a tile whose loop runs no iteration still gets them."""
+        parity = tirx.floormod(t, 2)
+        out = [if_then(t > 0, I.call("tl_mbar_wait", tile_empty, 1 - parity)),
+               I.call("tl_mbar_expect_tx", tile_full, tirx.const(sum(b.bytes for b in tile_boxes), "int32"))]
+        for box in tile_boxes:
+            mins = [r.min for r in box.op.src.region]
+            buf = box.op.dst.source
+            for j in range(box.cols // box.atom):
+                dst = tirx.address_of(tirx.BufferLoad(buf, [tirx.const(0, "int32"), tirx.const(j * box.atom, "int32")]))
+                out.append(I.call(f"tl_tma_load<{box.rank}>", dst, tirx.address_of(maps[(box.tensor, box.box)]),
+                                  tile_full, *box.strip_coords(mins, j)))
         return seq(out)
 
     def tma_loads(box, it, slot):
@@ -295,7 +345,6 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
             close_block()
         return seq(top)
 
-    tiles = persistent_tiles(chain, n, substitute(n, {b.var: b.value for b in top_binds}), persistent)
     done = tiles.done if tiles else tirx.const(0, "int32")  # ring iterations of earlier tiles
     pair, why_not = cluster_pair(chain, boxes, values, n, top_binds) if cluster and not tiles else \
         (None, "tl.enable_persistent" if cluster else "")
@@ -307,6 +356,8 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
         notes.append(f"no cluster ({why_not})")
     pit = tirx.Var("k_load", "int32")
     producer_loop = tirx.For(pit, tirx.const(0, "int32"), n, tirx.ForKind.SERIAL, produce(pit, done + pit))
+    if tile_boxes:  # issued with the tile's first ring loads, under the last tile's epilogue
+        producer_loop = seq([load_tile_operands(tiles.t), producer_loop])
     cit = tirx.Var(str(k.name), "int32")
     if plan is None:
         consumer_loop = tirx.For(cit, tirx.const(0, "int32"), n, tirx.ForKind.SERIAL,
@@ -334,8 +385,14 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
                                                       I.call("tl_mbar_init", empty(g, s),
                                                              tirx.const(consumers + (consumers // 32 if multicast else 0),
                                                                         "int32")))])),
+        *([I.call("tl_mbar_init", tile_full, tirx.const(1, "int32")),
+           I.call("tl_mbar_init", tile_empty, tirx.const(consumers, "int32"))] if tile_boxes else []),
         I.call("tl_fence_barrier_init")]))
     per_tile = top_binds if tiles else []  # bindings of block indices move into the tile loop
+    if tile_boxes:  # wait for this tile's operands last (the fills run under the load); release
+        # them once the loop is done, so the producer loads the next tile's under this epilogue
+        before = before + [I.call("tl_mbar_wait", tile_full, tirx.floormod(tiles.t, 2))]
+        consumer_loop = seq([consumer_loop, I.call("tl_mbar_arrive", tile_empty)])
     consumer_work = insert_barriers(tiles.loop(seq(per_tile + before + [consumer_loop] + after)) if tiles
                                     else seq(before + [consumer_loop] + after))
     producer_work = if_then(tx == consumers, tiles.loop(seq(per_tile + [producer_loop])) if tiles else producer_loop)
