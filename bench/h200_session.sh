@@ -24,7 +24,11 @@ if [[ ${ONLY_BENCH:-0} != 1 ]]; then  # ONLY_BENCH=1: the benchmarks alone (a se
   if [[ -n ${TESTS:-} ]]; then  # a chosen subset of the GPU tests
     step gpu_tests 400 python3 -m pytest -q -p no:cacheprovider $TESTS
   else
-    step gpu_tests 300 python3 -m pytest -q -p no:cacheprovider backends/cuda/tests/gpu --ignore=backends/cuda/tests/gpu/test_gpu_cluster.py
+    # persistent attention's Q prefetch (s6) has not run yet: a barrier protocol error hangs, so alone first
+    step gpu_persistent_attention 120 python3 -m pytest -q -p no:cacheprovider backends/cuda/tests/gpu/test_gpu_hopper.py \
+      -k "flash_attention and ws_persistent"
+    step gpu_tests 300 python3 -m pytest -q -p no:cacheprovider backends/cuda/tests/gpu --ignore=backends/cuda/tests/gpu/test_gpu_cluster.py \
+      -k "not (flash_attention and ws_persistent)"
     step gpu_cluster 90 python3 -m pytest -q -p no:cacheprovider backends/cuda/tests/gpu/test_gpu_cluster.py  # a hang stays here
   fi
 fi
@@ -57,7 +61,8 @@ fi
 echo "== doctor (auto)"; [[ -f "$OUT/doctor.txt" ]] && grep -E "cuda |evidence|resolves to" "$OUT/doctor.txt" | head -6
 echo "== examples"; grep -h -E "relative error" "$OUT"/*.txt | sed 's/^/  /'
 [[ -f "$OUT/quickstart.txt" ]] && { echo "== quickstart"; grep -E "first call|OK|FAILED" "$OUT/quickstart.txt" | head -3; }
-[[ -f "$OUT/gpu_tests.txt" ]] && { echo "== gpu tests"; tail -1 "$OUT/gpu_tests.txt"; tail -1 "$OUT/gpu_cluster.txt" 2>/dev/null; }
+[[ -f "$OUT/gpu_tests.txt" ]] && { echo "== gpu tests"; tail -1 "$OUT/gpu_tests.txt"; tail -1 "$OUT/gpu_cluster.txt" 2>/dev/null
+                                  tail -1 "$OUT/gpu_persistent_attention.txt" 2>/dev/null; }
 [[ -f "$OUT/call_overhead.txt" ]] && { echo "== launch overhead"; sed -n '3,12p' "$OUT/call_overhead.txt"; }
 [[ -f "$OUT/launch_floor.txt" ]] && { echo "== launch floor (C++)"; cat "$OUT/launch_floor.txt"; }
 [[ -f "$OUT/autotune_cuda.txt" ]] && { echo "== autotune (16 configs, cuda)"; grep -E "search|compile" "$OUT/autotune_cuda.txt" | head -5; }
