@@ -56,7 +56,8 @@ def widest_wgmma_n(threads_per_block: int, blocks_per_sm: int = 1) -> int:
 
 def fragment_registers(layouts: dict) -> int:
     """32-bit registers each thread needs for the kernel's fragments (``{buffer: Fragment}``)."""
-    return sum(-(-layout.local_size * DataType(str(buffer.ty.dtype)).bits // 32) for buffer, layout in layouts.items())
+    return sum(-(-layout.local_size * DataType(str(buffer.ty.dtype)).bits // 32)
+               for buffer, layout in layouts.items())
 
 
 def two_blocks_per_sm(consumers: int, ring_bytes: int, shared_per_sm: int | None, persistent: bool,
@@ -83,4 +84,5 @@ def two_blocks_per_sm(consumers: int, ring_bytes: int, shared_per_sm: int | None
     return half, ""
 
 
-__all__ = ["FRAGMENT_HEADROOM", "REGISTER_FILE", "WARPGROUP", "fragment_registers", "register_cap", "register_split", "two_blocks_per_sm", "widest_wgmma_n"]
+__all__ = ["FRAGMENT_HEADROOM", "REGISTER_FILE", "WARPGROUP", "fragment_registers", "register_cap", "register_split",
+           "two_blocks_per_sm", "widest_wgmma_n"]
