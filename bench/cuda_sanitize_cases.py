@@ -5,6 +5,9 @@
     compute-sanitizer --tool synccheck python bench/cuda_sanitize_cases.py
 
 Builds first (no GPU work), then launches each kernel once on ragged shapes, checks the result.
+``--persistent`` adds persistent attention (tl.enable_persistent: Q loaded by the producer per
+tile), which bench/h200_session.sh passes only once its GPU tests have passed (a barrier protocol
+error would hang every sanitizer run).
 """
 
 import sys
@@ -25,9 +28,9 @@ class Target:
     arch = "sm_90a"
 
 
-def build(func):
+def build(func, **options):
     backend = CudaBackend(Target())
-    options = CudaOptions(lineinfo=True)
+    options = CudaOptions(lineinfo=True, **options)
     workdir = Path(tempfile.mkdtemp(prefix="tl_sanitize_"))
     mod = backend.lower(func, options)
     backend.build(mod, backend.codegen(mod, options), options, workdir)
@@ -53,6 +56,10 @@ def main():
     attn_ws = build(kernels.make_flash_attention(1, 2, 300, 128, 128, 128, 256))
     # one consumer warpgroup: two resident blocks per SM (hopper/occupancy.py), the bench's GEMM tile
     gemm_two = build(kernels.make_gemm(1000, 520, 264, bm=128, bn=128, bk=64, threads=128, stages=2))
+    # persistent: 48 heads x 3 row blocks = 144 tiles on at most 132 CTAs, so some CTAs walk two and
+    # load the second tile's Q under the first one's epilogue
+    attn_persistent = build(kernels.make_flash_attention(1, 48, 300, 128, 128, 128, 256), enable_persistent=True) \
+        if "--persistent" in sys.argv else None
     failures = []
 
     a = torch.randn(1000, 264, device="cuda", dtype=torch.float16)
@@ -106,6 +113,14 @@ def main():
     ref = attention_reference(q, k, v)
     if not torch.allclose(o.float(), ref, rtol=1e-2, atol=2e-3):
         failures.append("flash attention 1x2x200x64")
+
+    if attn_persistent is not None:  # several tiles per CTA: the producer's Q of the next tile under the epilogue
+        q, k, v = (torch.randn(1, 300, 48, 128, device="cuda", dtype=torch.float16) for _ in range(3))
+        o = torch.empty_like(q)
+        attn_persistent["flash_attn"](q, k, v, o)
+        ref = attention_reference(q, k, v)
+        if not torch.allclose(o.float(), ref, rtol=1e-2, atol=2e-3):
+            failures.append("persistent flash attention 1x48x300x128")
 
     torch.cuda.synchronize()
     print("FAILED: " + ", ".join(failures) if failures else "all results correct")

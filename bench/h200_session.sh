@@ -43,8 +43,11 @@ if [[ ${ONLY_BENCH:-0} != 1 && ${TESTS_ONLY:-0} != 1 ]]; then  # TESTS_ONLY=1: n
   step call_overhead 180 python3 bench/cuda_call_overhead.py
   step launch_floor 120 python3 bench/cuda_launch_floor.py
   [[ ${NO_AUTOTUNE:-0} == 1 ]] || step autotune_cuda 400 python3 bench/autotune_compile.py --target cuda --size 4096 --repeats 1
+  # persistent attention joins the sanitizer cases only once its GPU tests passed (a hang would stall all three)
+  persistent=$(tail -1 "$OUT/gpu_persistent_attention.txt" 2>/dev/null | grep -q "passed" && \
+               ! tail -1 "$OUT/gpu_persistent_attention.txt" | grep -q "failed" && echo --persistent)
   for tool in memcheck racecheck synccheck; do
-    step "sanitize_$tool" 240 compute-sanitizer --tool "$tool" --error-exitcode 9 python3 bench/cuda_sanitize_cases.py
+    step "sanitize_$tool" 240 compute-sanitizer --tool "$tool" --error-exitcode 9 python3 bench/cuda_sanitize_cases.py $persistent
   done
 fi
 [[ ${SKIP_BENCH:-0} == 1 ]] || step cuda_bench 400 python3 bench/cuda_bench.py
