@@ -579,8 +579,39 @@ def test_two_blocks_per_sm_split_registers_and_shared_memory(tmp_path):
         assert "one block per SM (" in notes and why in notes
         assert ", 2)" not in kernel[:kernel.index("(")+40] and "tl_min_blocks_per_sm" not in kernel
         assert kernel == cuda_source(declined, disable_two_blocks_per_sm=True)[1]
+    scratch = _gemm_with_scratch(64)  # 128 fragment registers + 64 of T.alloc_local: 192 > 160
+    source = cuda_source(scratch)[0]
+    assert "its fragments take 192 registers a thread" in source[:source.find("#ifdef")]
+    assert "two blocks per SM" in cuda_source(_gemm_with_scratch(16))[0][:2000]  # 144: still two
     paired = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES))
     assert "blocks per SM" not in paired[0][:paired[0].find("#ifdef")] and ", 2)" not in paired[1][:200]
+
+
+def _gemm_with_scratch(scratch: int):
+    """GEMM 128x128x64 in 2 slots on one consumer warpgroup whose epilogue also uses a per-thread
+    float32 array of ``scratch`` values (T.alloc_local), which counts against the two-block budget."""
+    M, N, K = 512, 512, 256
+
+    @T.prim_func
+    def gemm_scratch(A: T.Tensor((M, K), T.float16), B: T.Tensor((K, N), T.float16),
+                     C: T.Tensor((M, N), T.float16)):
+        with T.Kernel(N // 128, M // 128, threads=128) as (bx, by):
+            A_s = T.alloc_shared((128, 64), T.float16)
+            B_s = T.alloc_shared((64, 128), T.float16)
+            C_f = T.alloc_fragment((128, 128), T.float32)
+            tmp = T.alloc_local((scratch,), T.float32)
+            T.clear(C_f)
+            for ko in T.Pipelined(K // 64, num_stages=2):
+                T.copy(A[by * 128, ko * 64], A_s)
+                T.copy(B[ko * 64, bx * 128], B_s)
+                T.gemm(A_s, B_s, C_f)
+            for i in T.serial(scratch):
+                tmp[i] = T.float32(i)
+            for i, j in T.Parallel(128, 128):
+                C_f[i, j] = C_f[i, j] + tmp[j % scratch]
+            T.copy(C_f, C[by * 128, bx * 128])
+
+    return gemm_scratch
 
 
 def test_retired_two_blocks_option_names_its_replacement():

@@ -54,10 +54,22 @@ def widest_wgmma_n(threads_per_block: int, blocks_per_sm: int = 1) -> int:
     return min(256, (register_cap(threads_per_block, blocks_per_sm) - WGMMA_EXTRA_REGS) * 2 // 8 * 8)
 
 
-def fragment_registers(layouts: dict) -> int:
-    """32-bit registers each thread needs for the kernel's fragments (``{buffer: Fragment}``)."""
-    return sum(-(-layout.local_size * DataType(str(buffer.ty.dtype)).bits // 32)
-               for buffer, layout in layouts.items())
+def fragment_registers(layouts: dict, locals_=()) -> int:
+    """32-bit registers each thread needs for the kernel's fragments (``{buffer: Fragment}``) and
+    its per-thread arrays (``T.alloc_local`` buffers, every thread holding the whole shape)."""
+    def registers(count: int, buffer) -> int:
+        return -(-count * DataType(str(buffer.ty.dtype)).bits // 32)
+
+    local_elements = [(1 if not buf.ty.shape else _product(buf.ty.shape), buf) for buf in locals_]
+    return sum(registers(layout.local_size, buffer) for buffer, layout in layouts.items()) + \
+        sum(registers(count, buffer) for count, buffer in local_elements)
+
+
+def _product(shape) -> int:
+    total = 1
+    for extent in shape:
+        total *= int(extent)
+    return total
 
 
 def two_blocks_per_sm(consumers: int, ring_bytes: int, shared_per_sm: int | None, persistent: bool,

@@ -28,6 +28,14 @@ def _has_attr(body, key: str) -> bool:
     return bool(found)
 
 
+def per_thread_arrays(body) -> list:
+    """The kernel's T.alloc_local / T.alloc_var buffers: registers every thread holds whole."""
+    found = []
+    tvm_ffi.structural_walk(body, [(tirx.AllocBuffer, lambda a: found.append(a.buffer) if str(
+        a.buffer.ty.storage_scope) in ("local", "local.var") else None)])
+    return found
+
+
 def user_annotated(body) -> set:
     """Names of shared buffers the author laid out with T.annotate_layout."""
     names = set()
@@ -106,7 +114,7 @@ class HopperPlanner:
                                   conditional_mask=not self.options.disable_conditional_mask,
                                   cluster=self.options.enable_cluster_multicast,
                                   two_blocks=not self.options.disable_two_blocks_per_sm, widest_n=widest[0],
-                                  fragment_regs=fragment_registers(st.layouts),
+                                  fragment_regs=fragment_registers(st.layouts, per_thread_arrays(body)),
                                   shared_per_sm=capability(self.arch, "shared_memory_per_sm"))
         except NotSpecialized as why:
             self.notes.append(f"T.Pipelined: cp.async pipeline, no TMA producer warpgroup ({why})")
