@@ -571,7 +571,7 @@ def test_two_blocks_per_sm_split_registers_and_shared_memory(tmp_path):
     for declined, why in ((kernels.make_gemm(1000, 520, 264, bm=128, bn=128, bk=64, threads=128, stages=4),
                            "more than half the SM's"),
                           (kernels.make_gemm(1000, 520, 264, bm=128, bn=192, bk=64, threads=128, stages=2),
-                           "its fragments take 192 registers a thread, more than the 160"),
+                           "take 192 registers a thread, more than the 160"),
                           (kernels.make_gemm(1000, 520, 264, bm=64, bn=256, bk=64, threads=128, stages=2),
                            "m64n256 wgmma needs more than the 128 registers")):
         source, kernel = cuda_source(declined)
@@ -581,7 +581,7 @@ def test_two_blocks_per_sm_split_registers_and_shared_memory(tmp_path):
         assert kernel == cuda_source(declined, disable_two_blocks_per_sm=True)[1]
     scratch = _gemm_with_scratch(64)  # 128 fragment registers + 64 of T.alloc_local: 192 > 160
     source = cuda_source(scratch)[0]
-    assert "its fragments take 192 registers a thread" in source[:source.find("#ifdef")]
+    assert "arrays take 192 registers a thread" in source[:source.find("#ifdef")]
     assert "two blocks per SM" in cuda_source(_gemm_with_scratch(16))[0][:2000]  # 144: still two
     paired = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES))
     assert "blocks per SM" not in paired[0][:paired[0].find("#ifdef")] and ", 2)" not in paired[1][:200]

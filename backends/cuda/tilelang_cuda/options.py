@@ -69,8 +69,8 @@ class CudaOptions(BackendOptions):
         rows. Correct on the H200 (tests/gpu/test_gpu_cluster.py) but not faster there (GEMM
         0.99x, attention 0.92-0.98x of the default; bench/NOTES.md): opt-in.
     disable_two_blocks_per_sm: on sm_90a, a warp-specialized kernel with one consumer warpgroup
-        whose ring fits in half the SM's shared memory and whose fragments leave room in half the
-        register file is by default built for two resident blocks (``__launch_bounds__(threads,
+        whose ring fits in half the SM's shared memory and whose fragments and per-thread arrays leave
+        room in half the register file is by default built for two resident blocks (``__launch_bounds__(threads,
         2)``, setmaxnreg 40/216, TMA-store strips within the half), so one block's pipeline fill
         and epilogue run under the other's wgmmas (hopper/occupancy.py; GEMM 128x128 tiles on the
         H200: 661 against 451 TFLOP/s at 8192^3). This keeps one block per SM.

@@ -4,8 +4,8 @@ setmaxnreg moves registers from the producer warpgroup (which only issues TMA lo
 consumer warpgroups; the split must keep every resident block within the register file.
 
 Two blocks per SM (the default; ``tl.disable_two_blocks_per_sm`` turns it off): a kernel with one
-consumer warpgroup whose ring fits in half the SM's shared memory and whose fragments fit half the
-register file is compiled for two resident blocks (``__launch_bounds__(threads, 2)``, setmaxnreg
+consumer warpgroup whose ring fits in half the SM's shared memory and whose fragments and per-thread
+arrays fit half the register file is compiled for two resident blocks (``__launch_bounds__(threads, 2)``, setmaxnreg
 40 / 216), so that one block's pipeline fill and epilogue run while the other's wgmmas keep the
 tensor cores busy: the hardware takes turns between them. The price is the tile: two 128x128
 blocks read 36% more operand bytes per flop than one 128x256 block. Measured on the H200 (GEMM
@@ -76,13 +76,14 @@ def two_blocks_per_sm(consumers: int, ring_bytes: int, shared_per_sm: int | None
                       cluster: bool, widest_n: int = 0, fragment_regs: int = 0) -> tuple[int | None, str]:
     """(shared memory bytes each block may use, "") when two blocks of this kernel can share an
     SM, else (None, why not). ``widest_n``: the kernel's widest wgmma instruction;
-    ``fragment_regs``: what its fragments take of each consumer thread's registers."""
+    ``fragment_regs``: what its fragments and per-thread arrays take of each consumer
+    thread's registers."""
     if consumers != WARPGROUP:
         return None, f"{consumers} consumer threads (one warpgroup of {WARPGROUP} needed)"
     allowed = register_split(1, 2)[1] - FRAGMENT_HEADROOM
     if fragment_regs > allowed:
-        return None, (f"its fragments take {fragment_regs} registers a thread, more than the {allowed} "
-                      f"that leave room for the rest at two blocks")
+        return None, (f"its fragments and per-thread arrays take {fragment_regs} registers a thread, "
+                      f"more than the {allowed} that leave room for the rest at two blocks")
     if widest_n > widest_wgmma_n(consumers + WARPGROUP, 2):
         return None, (f"its m64n{widest_n} wgmma needs more than the {register_cap(consumers + WARPGROUP, 2)} "
                       f"registers a thread may use at entry with two blocks")
