@@ -45,6 +45,16 @@ def attention_reference(q, k, v):
     return (torch.softmax(scores, dim=-1) @ v).transpose(1, 2)
 
 
+def check_attention(kernel, shape, label, failures):
+    """Run a (B, S, H, D) attention kernel once on random inputs; its label joins ``failures``
+    when the output is off the reference."""
+    q, k, v = (torch.randn(*shape, device="cuda", dtype=torch.float16) for _ in range(3))
+    o = torch.empty_like(q)
+    kernel["flash_attn"](q, k, v, o)
+    if not torch.allclose(o.float(), attention_reference(q, k, v), rtol=1e-2, atol=2e-3):
+        failures.append(label)
+
+
 def main():
     gemm = build(kernels.make_gemm(1000, 1000, 1000))
     gemm_nt = build(kernels.make_gemm(520, 264, 200, bm=64, bn=64, bk=32, stages=4, trans_b=True))
@@ -64,21 +74,13 @@ def main():
 
     a = torch.randn(1000, 264, device="cuda", dtype=torch.float16)
     b = torch.randn(264, 520, device="cuda", dtype=torch.float16)
-    c = torch.empty(1000, 520, device="cuda", dtype=torch.float16)
-    gemm_ws["gemm"](a, b, c)
-    if not torch.allclose(c.float(), a.float() @ b.float(), rtol=2e-2, atol=0.5):
-        failures.append("gemm 1000x520x264 (TMA + wgmma)")
-    c = torch.empty(1000, 520, device="cuda", dtype=torch.float16)
-    gemm_two["gemm"](a, b, c)
-    if not torch.allclose(c.float(), a.float() @ b.float(), rtol=2e-2, atol=0.5):
-        failures.append("gemm 1000x520x264 (two blocks per SM)")
+    for kernel, label in ((gemm_ws, "TMA + wgmma"), (gemm_two, "two blocks per SM")):
+        c = torch.empty(1000, 520, device="cuda", dtype=torch.float16)
+        kernel["gemm"](a, b, c)
+        if not torch.allclose(c.float(), a.float() @ b.float(), rtol=2e-2, atol=0.5):
+            failures.append(f"gemm 1000x520x264 ({label})")
 
-    q, k, v = (torch.randn(1, 300, 2, 128, device="cuda", dtype=torch.float16) for _ in range(3))
-    o = torch.empty_like(q)
-    attn_ws["flash_attn"](q, k, v, o)
-    ref = attention_reference(q, k, v)
-    if not torch.allclose(o.float(), ref, rtol=1e-2, atol=2e-3):
-        failures.append("flash attention 1x2x300x128 (TMA + wgmma)")
+    check_attention(attn_ws, (1, 300, 2, 128), "flash attention 1x2x300x128 (TMA + wgmma)", failures)
 
     a = torch.randn(1000, 1000, device="cuda", dtype=torch.float16)
     b = torch.randn(1000, 1000, device="cuda", dtype=torch.float16)
@@ -107,20 +109,10 @@ def main():
     if not torch.allclose(r, (0.5 * (a.float() @ b.float().T)).amax(1), rtol=1e-3, atol=1e-3):
         failures.append("gemm row max 200x64x96")
 
-    q, k, v = (torch.randn(1, 200, 2, 64, device="cuda", dtype=torch.float16) for _ in range(3))
-    o = torch.empty_like(q)
-    attn["flash_attn"](q, k, v, o)
-    ref = attention_reference(q, k, v)
-    if not torch.allclose(o.float(), ref, rtol=1e-2, atol=2e-3):
-        failures.append("flash attention 1x2x200x64")
+    check_attention(attn, (1, 200, 2, 64), "flash attention 1x2x200x64", failures)
 
     if attn_persistent is not None:  # several tiles per CTA: the producer's Q of the next tile under the epilogue
-        q, k, v = (torch.randn(1, 300, 48, 128, device="cuda", dtype=torch.float16) for _ in range(3))
-        o = torch.empty_like(q)
-        attn_persistent["flash_attn"](q, k, v, o)
-        ref = attention_reference(q, k, v)
-        if not torch.allclose(o.float(), ref, rtol=1e-2, atol=2e-3):
-            failures.append("persistent flash attention 1x48x300x128")
+        check_attention(attn_persistent, (1, 300, 48, 128), "persistent flash attention 1x48x300x128", failures)
 
     torch.cuda.synchronize()
     print("FAILED: " + ", ".join(failures) if failures else "all results correct")

@@ -25,7 +25,7 @@ from .state import substitute
 SWIZZLE_KEY = "tl.swizzle"
 
 
-def _launches(body):
+def block_launches(body):
     """(blockIdx.x var, extent), (blockIdx.y var, extent) of the kernel, if both exist."""
     found = {}
 
@@ -37,8 +37,15 @@ def _launches(body):
     return found.get("blockIdx.x"), found.get("blockIdx.y")
 
 
+def has_swizzle(body) -> bool:
+    """Whether the kernel orders its blocks itself (``T.use_swizzle``)."""
+    hits = []
+    tvm_ffi.structural_walk(body, [(tirx.AttrStmt, lambda a: hits.append(1) if a.attr_key == SWIZZLE_KEY else None)])
+    return bool(hits)
+
+
 def block_swizzle(body):
-    bx, by = _launches(body)
+    bx, by = block_launches(body)
 
     def visit(node):
         if isinstance(node, tirx.SeqStmt):
@@ -59,7 +66,7 @@ def rasterize(body, panel: int, order: str = "row", pairs: bool = False):
     """The body with its 2-D grid walked in panels (what ``T.use_swizzle(panel, order)`` asks
     for), for a backend that picks a rasterization itself; unchanged for a 1-D grid. ``pairs``:
     panels of row pairs (module docstring; blockIdx.y's extent must be even)."""
-    bx, by = _launches(body)
+    bx, by = block_launches(body)
     if bx is None or by is None:
         return body
 

@@ -23,36 +23,11 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from .block_swizzle import SWIZZLE_KEY, below_launch
-from .state import substitute
+from .block_swizzle import below_launch, block_launches, has_swizzle
+from .state import substitute, uses_var
 
 #: grids larger than this along x are left alone (the check evaluates every block's extent)
 MAX_BLOCKS_CHECKED = 4096
-
-
-def _block_x(body):
-    """(blockIdx.x var, static extent) of the kernel, or None."""
-    found = []
-
-    def on_attr(attr):
-        if attr.attr_key == "thread_extent" and isinstance(attr.node, tirx.IterVar) and \
-                str(attr.node.thread_tag) == "blockIdx.x" and isinstance(attr.value, tirx.IntImm):
-            found.append((attr.node.var, int(attr.value)))
-
-    tvm_ffi.structural_walk(body, [(tirx.AttrStmt, on_attr)])
-    return found[0] if found else None
-
-
-def _uses(expr, var) -> bool:
-    hits = []
-    tvm_ffi.structural_walk(expr, [(tvm.ir.Var, lambda v: hits.append(1) if v.same_as(var) else None)])
-    return bool(hits)
-
-
-def _has_swizzle(body) -> bool:
-    hits = []
-    tvm_ffi.structural_walk(body, [(tirx.AttrStmt, lambda a: hits.append(1) if a.attr_key == SWIZZLE_KEY else None)])
-    return bool(hits)
 
 
 def trip_counts(body, bx, gx: int) -> list[int] | None:
@@ -66,7 +41,7 @@ def trip_counts(body, bx, gx: int) -> list[int] | None:
 
     def on_for(loop):
         extent = substitute(loop.extent, bound)
-        if not extents and _uses(extent, bx):
+        if not extents and uses_var(extent, bx):
             extents.append(extent)
 
     tvm_ffi.structural_walk(body, [(tirx.Bind, on_bind), (tirx.For, on_for)])
@@ -85,10 +60,10 @@ def trip_counts(body, bx, gx: int) -> list[int] | None:
 def longest_first(body):
     """``body`` with blockIdx.x walked backwards when its blocks' trip counts grow along x (module
     docstring); unchanged otherwise."""
-    launch = _block_x(body)
-    if launch is None or _has_swizzle(body):
+    launch = block_launches(body)[0]
+    if launch is None or not isinstance(launch[1], tirx.IntImm) or has_swizzle(body):
         return body
-    bx, gx = launch
+    bx, gx = launch[0], int(launch[1])
     if gx < 2 or gx > MAX_BLOCKS_CHECKED:
         return body
     counts = trip_counts(body, bx, gx)

@@ -13,19 +13,13 @@ from tvm import tirx
 
 from tilelang_core.ir import Gemm, TileOp, is_tile_op
 from tilelang_core.simt.lowering import SHARED, scope
-from tilelang_core.simt.transform.block_swizzle import SWIZZLE_KEY, rasterize
+from tilelang_core.simt.transform.block_swizzle import has_swizzle, rasterize
 
 from ..target import capability
 from .occupancy import fragment_registers
 from .warp_specialize import NotSpecialized, named_barriers, warp_specialize, with_producer_threads
 from .wgmma import (WARPGROUP, element_bits, explain_wgmma, plan_wgmma, shared_tile, wgmma_k,
                     wgmma_shared_layout)
-
-
-def _has_attr(body, key: str) -> bool:
-    found = []
-    tvm_ffi.structural_walk(body, [(tirx.AttrStmt, lambda a: found.append(1) if a.attr_key == key else None)])
-    return bool(found)
 
 
 def per_thread_arrays(body) -> list:
@@ -53,7 +47,7 @@ class HopperPlanner:
         self.arch = arch
         self.options = options
         self.annotated = user_annotated(func.body)
-        self.user_swizzle = _has_attr(func.body, SWIZZLE_KEY)
+        self.user_swizzle = has_swizzle(func.body)
         self.enabled = arch == "sm_90a"
         self.specialized = False
         #: what was chosen and why, for the user (a comment at the top of the kernel source)

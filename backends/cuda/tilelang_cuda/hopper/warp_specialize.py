@@ -88,16 +88,16 @@ def tile_operands(before, body_stmts, after, written) -> tuple[list, list]:
     the loop reads: attention's Q, read only by the loop's gemms. A persistent schedule has the
     producer load them once per tile (warp_specialize)."""
     keep, boxes = [], []
+    reads_writes = [(s, *accesses(s)) for s in before + after]
+    loop_writes = set().union(*(accesses(s)[1] for s in body_stmts)) if body_stmts else set()
     for stmt in before:
-        others = [s for s in before if s is not stmt]
         try:
             box = load_box(stmt) if _is_producer(stmt) else None
         except NotSpecialized:
             box = None
         dst = box.op.dst.source if box else None
-        if box is None or dst in written or \
-                any(dst in accesses(s)[1] for s in others + body_stmts + after) or \
-                any(dst in accesses(s)[0] for s in others + after):
+        if box is None or dst in written or dst in loop_writes or \
+                any(dst in reads | writes for s, reads, writes in reads_writes if s is not stmt):
             keep.append(stmt)
         else:
             boxes.append(box)
@@ -249,23 +249,22 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
         out = [if_then(t > 0, I.call("tl_mbar_wait", tile_empty, 1 - parity)),
                I.call("tl_mbar_expect_tx", tile_full, tirx.const(sum(b.bytes for b in tile_boxes), "int32"))]
         for box in tile_boxes:
-            mins = [r.min for r in box.op.src.region]
-            buf = box.op.dst.source
-            for j in range(box.cols // box.atom):
-                dst = tirx.address_of(tirx.BufferLoad(buf, [tirx.const(0, "int32"), tirx.const(j * box.atom, "int32")]))
-                out.append(I.call(f"tl_tma_load<{box.rank}>", dst, tirx.address_of(maps[(box.tensor, box.box)]),
-                                  tile_full, *box.strip_coords(mins, j)))
+            out += strip_loads(box, [r.min for r in box.op.src.region], box.op.dst.source, [], tile_full)
         return seq(out)
 
     def tma_loads(box, it, slot):
-        """The box's TMA loads for iteration ``it``: one per 64-column (128-byte) strip; a box the
-        cluster shares (``multicast``) is loaded half by each CTA, into both."""
-        out, vmap = [], {k: start + it}
-        mins = [substitute(substitute(r.min, values), vmap) for r in box.op.src.region]
-        new = staged[box.op.dst.source][0]
+        """The box's TMA loads for iteration ``it`` into ring slot ``slot``."""
+        mins = [substitute(substitute(r.min, values), {k: start + it}) for r in box.op.src.region]
+        return strip_loads(box, mins, staged[box.op.dst.source][0], [slot], full(group_of[box.op.dst.source], slot))
+
+    def strip_loads(box, mins, buf, lead, bar):
+        """TMA loads of ``box`` (its region starting at ``mins``) into ``buf[*lead, 0, strip]``, one
+        per 64-column (128-byte) strip, completing on ``bar``; a box the cluster shares
+        (``multicast``) is loaded half by each CTA, into both."""
+        out = []
         for j in range(box.cols // box.atom):
-            dst = tirx.address_of(tirx.BufferLoad(new, [slot, tirx.const(0, "int32"), tirx.const(j * box.atom, "int32")]))
-            target = (dst, tirx.address_of(maps[(box.tensor, box.box)]), full(group_of[box.op.dst.source], slot))
+            index = lead + [tirx.const(0, "int32"), tirx.const(j * box.atom, "int32")]
+            target = (tirx.address_of(tirx.BufferLoad(buf, index)), tirx.address_of(maps[(box.tensor, box.box)]), bar)
             if box in multicast:
                 out.append(if_then(cluster_rank() == j % 2, I.call(
                     f"tl_tma_load_multicast<{box.rank}>", *target, tirx.const(3, "uint16"), *box.strip_coords(mins, j))))
