@@ -5,6 +5,8 @@ named like the pass (``LowerTileOps``) for use in pipelines.
 """
 
 from .lower_tile_ops import LowerTileOps, lower_tile_ops
+from .positive_floor_dividends import PositiveFloorDividends, positive_floor_dividends
 from .verify_no_tile_ops import VerifyNoTileOps, find_tile_ops, verify_no_tile_ops
 
-__all__ = ["LowerTileOps", "VerifyNoTileOps", "find_tile_ops", "lower_tile_ops", "verify_no_tile_ops"]
+__all__ = ["LowerTileOps", "PositiveFloorDividends", "VerifyNoTileOps", "find_tile_ops", "lower_tile_ops",
+           "positive_floor_dividends", "verify_no_tile_ops"]

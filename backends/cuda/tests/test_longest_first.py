@@ -71,3 +71,18 @@ def test_reversed_causal_attention_matches_torch():
     run_kernel(mod[gvar], {"Q": q.numpy(), "K": k.numpy(), "V": v.numpy(), "O": o})
     ref = ex.reference(q, k, v, True).numpy()
     assert np.abs(o.astype(np.float64) - ref).max() < 2e-2
+
+
+def test_warp_specialized_reversed_grid_waits_on_the_slot_of_its_last_load():
+    """sm_90a, causal attention reversed: block bx runs 8 - bx iterations, so after its loop it
+    waits on V's slot (7 - bx) % 2, i.e. barrier 3 - bx % 2. TVM's FlattenBuffer used to print that
+    index as 2 - bx % -2 (the constant dropped): the consumers waited on a barrier the producer
+    never filled and the H200 hung (tilelang_core/transform/positive_floor_dividends.py)."""
+    from test_hopper_lowering import cuda_source
+
+    ex = flash_attention()
+    func = ex.flash_attention.get_tir(2, 3, 1000, 64, True, block_M=128, block_N=128, threads=256)
+    _, kernel = cuda_source(func, enable_longest_first=True)
+    assert "for (int k_load = 0; k_load < (8 - ((int)blockIdx.x)); ++k_load)" in kernel
+    assert "tl_mbar_wait((&(smem_uint64_ptr[(3 - (((int)blockIdx.x) & 1))]))" in kernel
+    assert "% -" not in kernel
