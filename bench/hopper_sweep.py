@@ -37,7 +37,7 @@ ATTN_VARIANTS = [  # (block_M, block_N, stages, threads, pass configs)
     (128, 128, 2, 256, {"tl.disable_conditional_mask": True}),
     (128, 128, 3, 256, None),
     (128, 128, 2, 256, {"tl.disable_tma_store": True}), (128, 160, 2, 256, None),
-    (128, 128, 2, 256, {"tl.enable_persistent": True}), (128, 128, 2, 256, {"tl.disable_pingpong": True}),
+    (128, 128, 2, 256, {"tl.disable_persistent": True}), (128, 128, 2, 256, {"tl.disable_pingpong": True}),
     (128, 128, 2, 256, {"tl.disable_wgmma_overlap": True}),
     (128, 128, 2, 256, {"tl.enable_cluster_multicast": True}),
     (128, 128, 2, 256, {"tl.enable_cluster_multicast": True, "tl.enable_overlap_block": True}),

@@ -120,7 +120,8 @@ def test_attention_moves_the_mid_body_copy_to_the_producer():
     """FlashAttention's V copy sits between the two gemms; it is TMA-loaded with K, the softmax
     stays with the consumers, Q (written by the consumers) is fenced for the async proxy, and
     their barriers are named barriers the producer never waits on."""
-    _, kernel = cuda_source(kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256), disable_tma_store=True)
+    _, kernel = cuda_source(kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256), disable_tma_store=True,
+                            disable_persistent=True)
     assert kernel.count("tl_tma_load<4>") == 4  # K and V, two 64-column boxes each
     assert "tl_wgmma_ss_f16_n128" in kernel and "tl_wgmma_rs_f16_n128" in kernel
     # Q, written by the consumers before the loop, is fenced for the async proxy once, there
@@ -146,7 +147,7 @@ def test_attention_waits_for_k_and_v_separately():
     the second gemm and give K's slot back once the first gemm is done."""
     _, kernel = cuda_source(kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256),
                             disable_wgmma_overlap=True)
-    assert kernel.count("tl_mbar_init") == 8  # 2 slots x (K, V) x (full, empty)
+    assert kernel.count("tl_mbar_init") == 10  # 2 slots x (K, V) x (full, empty) + Q's pair (persistent)
     body = loop_body(kernel, "for (int k = 0;")
     waits = [i for i in range(len(body)) if body.startswith("tl_mbar_wait", i)]
     arrives = [i for i in range(len(body)) if body.startswith("tl_mbar_arrive", i)]
@@ -296,16 +297,18 @@ def test_persistent_schedule_needs_tiles_of_equal_length():
 
 
 def test_persistent_attention_prefetches_q_under_the_previous_epilogue(tmp_path):
-    """Persistent attention: Q is no longer copied by the consumers at each tile's start; the
-    producer loads it by TMA once per tile (its own full/empty barrier pair, before the tile's K
-    and V loads), waiting until the consumers' loop over the previous tile is done, so the load
-    runs under that tile's epilogue. The consumers wait for it after their fills and
-    release it right after their loop. Builds without spills; one CTA per tile is unchanged."""
+    """Attention is persistent by default: Q is no longer copied by the consumers at each tile's
+    start; the producer loads it by TMA once per tile (its own full/empty barrier pair, before the
+    tile's K and V loads), waiting until the consumers' loop over the previous tile is done, so
+    the load runs under that tile's epilogue. The consumers wait for it after their fills and
+    release it right after their loop. Builds without spills; tl.disable_persistent gives the
+    one-CTA-per-tile kernel, and enable_persistent the same kernel as the default."""
     from tilelang_cuda.options import CudaOptions
     from tilelang_cuda.pipeline import CudaBackend
 
     func = kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256)
-    source, kernel = cuda_source(func, enable_persistent=True)
+    source, kernel = cuda_source(func)
+    assert cuda_source(func, enable_persistent=True)[1] == kernel
     assert "Q_s loaded by the producer once per tile" in source[:source.find("#ifdef")]
     producer, consumers = kernel.split("tl_setmaxnreg_inc<232>();")
     full, empty = "(&(smem_uint64_ptr[8]))", "(&(smem_uint64_ptr[9]))"  # after the 2 x 2 x 2 ring barriers
@@ -318,12 +321,32 @@ def test_persistent_attention_prefetches_q_under_the_previous_epilogue(tmp_path)
     assert consumers.index("acc_o_ptr[63] = 0x0p+0f") < wait < loop
     release, epilogue = consumers.index(f"tl_mbar_arrive({empty});"), consumers.index("tl_tma_store")
     assert loop < release < epilogue
-    _, plain = cuda_source(func)
-    assert "Q_ptr" in plain and full not in plain and "smem_uint64_ptr[10]" in kernel
-    backend, options = CudaBackend(Target("sm_90a")), CudaOptions(ptxas_verbose=True, enable_persistent=True)
+    _, plain = cuda_source(func, disable_persistent=True)
+    assert "Q_ptr" in plain and full not in plain and "for (int t" not in plain and "smem_uint64_ptr[10]" in kernel
+    backend, options = CudaBackend(Target("sm_90a")), CudaOptions(ptxas_verbose=True)
     mod = backend.lower(func, options)
     backend.build(mod, backend.codegen(mod, options), options, tmp_path)
     assert "0 bytes spill stores" in backend.last_build.log
+
+
+def test_persistent_by_default_only_where_a_per_tile_operand_moves_to_the_producer():
+    """The default persistent schedule needs attention's Q (loaded once per tile before the loop):
+    GEMM keeps one CTA per tile, attention with one consumer warpgroup keeps two blocks per SM
+    (measured better), a cluster pair keeps its launch; both switches at once are refused."""
+    from tilelang_core.errors import ConfigError
+    from tilelang_cuda.options import CudaOptions
+
+    attention = kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256)
+    source, kernel = cuda_source(attention)
+    assert kernel.count("for (int t") == 2 and "Q_s loaded by the producer once per tile" in source
+    _, gemm = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES))
+    assert "for (int t" not in gemm
+    source, small = cuda_source(kernels.make_flash_attention(2, 4, 1000, 64, 64, 64, 128))
+    assert "for (int t" not in small and "__launch_bounds__(256, 2)" in small
+    _, paired = cuda_source(attention, enable_cluster_multicast=True)
+    assert "for (int t" not in paired and "__cluster_dims__" in paired
+    with pytest.raises(ConfigError, match="contradict"):
+        CudaOptions(enable_persistent=True, disable_persistent=True)
 
 
 @pytest.mark.parametrize("swizzle,options,rasterized", [(0, {}, True), (0, {"disable_rasterization": True}, False),

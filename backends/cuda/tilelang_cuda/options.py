@@ -39,11 +39,14 @@ class CudaOptions(BackendOptions):
     disable_warp_specialized: on sm_90a, no producer warpgroup (implies no TMA pipeline).
     disable_pingpong: on sm_90a, the two consumer warpgroups of an overlapped attention loop
         issue their gemms without taking turns at the tensor cores (hopper/pingpong.py).
-    enable_persistent: on sm_90a, a warp-specialized kernel whose tiles all run the same loop gets
-        one resident CTA per SM walking the tiles (the producer loads the next tile during the
-        epilogue). Off by default: measured neutral for GEMM and 2-4% slower for attention on the
-        H200 (bench/NOTES.md), before the producer also took over attention's Q (loaded once per
-        tile under the previous tile's epilogue; built in session 6, not yet run on a GPU).
+    disable_persistent: on sm_90a, one CTA per tile for every warp-specialized kernel. By default a
+        kernel with an operand it loads once per tile before its loop (attention's Q) and tiles
+        that all run the same loop (not causal attention) gets one resident CTA per SM walking the
+        tiles, the producer loading the next tile's Q and first K/V under the current tile's
+        epilogue (hopper/persistent.py; attention S4096 D128 on the H200: 595 against 582 TFLOP/s,
+        S8192 D64 450 against 434). Kernels that run two blocks per SM or a cluster pair keep those.
+    enable_persistent: the persistent schedule for every warp-specialized kernel that can take it,
+        GEMM included (measured neutral there, and it gives up two blocks per SM).
     disable_wgmma_overlap: on sm_90a, a warp-specialized loop with two wgmma gemms (attention)
         waits for each gemm right after issuing it, instead of running the work between them
         under the previous iteration's last gemm (hopper/consumer_schedule.py).
@@ -109,6 +112,7 @@ class CudaOptions(BackendOptions):
     disable_warp_specialized: bool = False
     disable_pingpong: bool = False
     enable_persistent: bool = False
+    disable_persistent: bool = False
     disable_rasterization: bool = False
     disable_wgmma_overlap: bool = False
     disable_tma_store: bool = False
@@ -127,11 +131,14 @@ class CudaOptions(BackendOptions):
                               f"{DEVICE_COMPILERS}")
         for name in ("fast_math", "precise_exp2", "lineinfo", "ptxas_verbose", "disable_cp_async", "disable_wgmma",
                      "disable_tma_lower", "disable_warp_specialized", "disable_pingpong",
-                     "enable_persistent", "disable_rasterization", "disable_wgmma_overlap", "disable_tma_store", "enable_overlap_block",
+                     "enable_persistent", "disable_persistent", "disable_rasterization", "disable_wgmma_overlap", "disable_tma_store", "enable_overlap_block",
                      "disable_conditional_mask", "enable_cluster_multicast", "disable_two_blocks_per_sm", "enable_longest_first",
                      "disable_tf32"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"cuda option {name}={getattr(self, name)!r} must be True or False")
+        if self.enable_persistent and self.disable_persistent:
+            raise ConfigError("cuda options tl.enable_persistent and tl.disable_persistent contradict each other; "
+                              "set one of them")
         if isinstance(self.opt_level, bool) or self.opt_level not in (0, 1, 2, 3):
             raise ConfigError(f"cuda option opt_level={self.opt_level!r} must be 0, 1, 2 or 3")
         flags = self.extra_nvcc_flags

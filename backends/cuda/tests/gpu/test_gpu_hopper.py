@@ -26,7 +26,9 @@ SCHEDULES = {"ws_tma_wgmma": {}, "ws_persistent": {"enable_persistent": True},
              "ws_tma_mma_sync": {"disable_wgmma": True},
              "mma_sync": {"disable_wgmma": True, "disable_warp_specialized": True}}
 #: attention also with its row blocks launched longest first (opt-in; GEMM grids do not change)
+#: and with one CTA per tile (attention is persistent by default; GEMM is not, so this is its default)
 ATTN_SCHEDULES = {**SCHEDULES, "ws_longest_first": {"enable_longest_first": True},
+                  "ws_one_cta_per_tile": {"disable_persistent": True},
                   "mma_sync_longest_first": {**SCHEDULES["mma_sync"], "enable_longest_first": True}}
 
 

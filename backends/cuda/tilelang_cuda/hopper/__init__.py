@@ -2,9 +2,9 @@
 T.Pipelined. Chosen automatically on ``cuda:sm_90a``; pass configs turn each part off
 (``tl.disable_wgmma``, ``tl.disable_tma_lower``, ``tl.disable_warp_specialized``,
 ``tl.disable_wgmma_overlap``, ``tl.disable_pingpong``, ``tl.disable_tma_store``,
-``tl.disable_conditional_mask``, ``tl.disable_two_blocks_per_sm``); opt-ins, correct but not
-faster on the H200: ``tl.enable_persistent``, ``tl.enable_overlap_block``,
-``tl.enable_cluster_multicast``.
+``tl.disable_conditional_mask``, ``tl.disable_two_blocks_per_sm``, ``tl.disable_persistent``);
+opt-ins, correct but not faster on the H200: ``tl.enable_persistent`` (for GEMM too),
+``tl.enable_overlap_block``, ``tl.enable_cluster_multicast``.
 
 wgmma.py            plan (warpgroup split, instruction shape), layouts, lowering of T.gemm
 warp_specialize.py  T.Pipelined -> TMA producer warpgroup + mbarrier ring + consumer warpgroups
@@ -13,8 +13,8 @@ zero_fill.py        a provably-zero fill of a gemm's accumulator folded into the
                     and a fill zero only in some iterations skipped there
 tma.py, tma_store.py TMA boxes and tensor maps; the epilogue through TMA stores
 cluster.py          opt-in: two CTAs sharing tiles by TMA multicast
-persistent.py       opt-in: one resident CTA per SM walking the tiles
-occupancy.py        setmaxnreg's register split; opt-in: two resident blocks per SM
+persistent.py       one resident CTA per SM walking the tiles (attention by default)
+occupancy.py        setmaxnreg's register split; two resident blocks per SM where they fit
 pingpong.py         attention's two consumer warpgroups taking turns at the tensor cores
 planner.py          what is chosen for one kernel, and why (notes at the top of the source)
 intrinsics.py       the device helpers both emit (inline PTX), generated per kernel

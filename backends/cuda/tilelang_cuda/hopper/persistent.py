@@ -1,14 +1,17 @@
-"""Persistent tile schedule (tl.enable_persistent) for warp-specialized kernels: min(tiles, SMs)
-resident CTAs walk the grid, the mbarrier ring continuing across a CTA's tiles, so the producer
-warpgroup loads the next tile while the consumers run the last one's epilogue.
+"""Persistent tile schedule for warp-specialized kernels: min(tiles, SMs) resident CTAs walk the
+grid, the mbarrier ring continuing across a CTA's tiles, so the producer warpgroup loads the next
+tile while the consumers run the last one's epilogue.
 
 Tiles the consumers copied in before the loop (attention's Q) become the producer's too: one TMA
 load per tile behind a full/empty barrier pair, issued once the consumers' loop over the previous
 tile is done, so it runs under that tile's epilogue (``tile_operands`` in warp_specialize.py).
 
-Measured on the H200 (bench/NOTES.md): neutral for GEMM, slightly slower for attention, hence
-opt-in; the Q prefetch, built afterwards against the ~2K cycles per tile that ncu put between our
-attention and cuDNN's persistent kernel, has not run on a GPU yet. warp_specialize.py builds the
+The default for kernels with such a per-tile operand and tiles of equal length (non-causal
+attention), unless two blocks per SM or a cluster pair apply (warp_specialize's ``persistent``
+mode "tile_operands"). Measured on the H200 (bench/NOTES.md), same runs: attention S4096 D128
+587 vs 575 and 595 vs 582 TFLOP/s, S8192 D64 447 vs 430 and 450 vs 434, causal (not persistent:
+its tiles differ in length) unchanged; GEMM neutral, so ``tl.enable_persistent`` alone makes it
+persistent and ``tl.disable_persistent`` turns the schedule off. warp_specialize.py builds the
 loops through ``persistent_tiles(...).loop`` and ``.launch``.
 """
 

@@ -99,7 +99,8 @@ class HopperPlanner:
             notes = []
             new = warp_specialize(body, st, st.annotated, self.tma_loaded,
                                   pingpong=not self.options.disable_pingpong,
-                                  persistent=self.options.enable_persistent,
+                                  persistent=("always" if self.options.enable_persistent else
+                                              "off" if self.options.disable_persistent else "tile_operands"),
                                   overlap=not self.options.disable_wgmma_overlap,
                                   is_wgmma=lambda op: self.plan(op, st.num_threads) is not None, notes=notes,
                                   fenced_once=self.fenced_once, tma_store=not self.options.disable_tma_store,

@@ -104,8 +104,11 @@ def tile_operands(before, body_stmts, after, written) -> tuple[list, list]:
     return keep, boxes
 
 
+PERSISTENT_MODES = ("off", "tile_operands", "always")
+
+
 def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = None, pingpong: bool = False,
-                    persistent: bool = False, overlap: bool = True, is_wgmma=None, notes: list | None = None,
+                    persistent: str = "off", overlap: bool = True, is_wgmma=None, notes: list | None = None,
                     fenced_once: set | None = None, tma_store: bool = False, shared_limit: int | None = None,
                     overlap_block: bool = False, conditional_mask: bool = True, cluster: bool = False,
                     two_blocks: bool = False, shared_per_sm: int | None = None, widest_n: int = 0,
@@ -164,10 +167,21 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     before = [s for s in stmts[:at] if not isinstance(s, (tirx.AllocBuffer, tirx.Bind))]
     after = [s for s in stmts[at + 1:] if not isinstance(s, (tirx.AllocBuffer, tirx.Bind))]
     n = loop.extent
-    tiles = persistent_tiles(chain, n, substitute(n, {b.var: b.value for b in top_binds}), persistent)
+    ring_bytes = shared_bytes(body, {buf: stages for buf in written}) + 8 * 2 * stages * len(written)
+    if persistent not in PERSISTENT_MODES:
+        raise ValueError(f"persistent={persistent!r} must be one of {PERSISTENT_MODES}")
+    # "tile_operands" (the default): persistent only where the producer can take over a per-tile
+    # operand and the kernel does not run two blocks per SM instead (measured better for one
+    # consumer warpgroup); a cluster pair takes precedence too
+    two_fit = two_blocks and two_blocks_per_sm(consumers, ring_bytes, shared_per_sm, False, cluster, widest_n,
+                                               fragment_regs)[0] is not None
+    wanted = persistent == "always" or (persistent == "tile_operands" and not cluster and not two_fit)
+    tiles = persistent_tiles(chain, n, substitute(n, {b.var: b.value for b in top_binds}), wanted)
     # persistent: tiles the consumers copied in before the loop (attention's Q) come from the
     # producer, one load per tile issued under the previous tile's epilogue (tile_operands)
     before, tile_boxes = tile_operands(before, body_stmts, after, written) if tiles else (before, [])
+    if persistent == "tile_operands" and not tile_boxes:
+        tiles = None  # GEMM: one CTA per tile (persistent measured neutral there)
 
     staged = {buf: (_staged_buffer(buf, stages), stages) for buf in written}
     rewritten = set()  # tiles the consumers also write in place: wgmma then needs a proxy fence
@@ -209,9 +223,8 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
 
     tile_full, tile_empty = bar(2 * stages * ngroups, 0), bar(2 * stages * ngroups + 1, 0)
 
-    ring_bytes = shared_bytes(body, {buf: stages for buf in written}) + 8 * 2 * stages * len(written)
     # two resident blocks per SM (occupancy.py): each gets half the SM's shared memory
-    half, why_not_two = two_blocks_per_sm(consumers, ring_bytes, shared_per_sm, persistent, cluster, widest_n,
+    half, why_not_two = two_blocks_per_sm(consumers, ring_bytes, shared_per_sm, bool(tiles), cluster, widest_n,
                                           fragment_regs) if two_blocks else (None, "")
     if notes is not None and two_blocks and consumers == WARPGROUP:  # wider blocks fill an SM alone
         notes.append("two blocks per SM: __launch_bounds__(threads, 2), setmaxnreg {}/{}".format(*register_split(1, 2))
