@@ -5,13 +5,18 @@
 #   bash .device/b/unpack-tvm.sh b && bash bench/h200_session.sh      (SKIP_BENCH=1: no table; ONLY_BENCH=1: only the benchmarks; SWEEP=1: + variants;
 #   FOCUS=1: + chosen variants timed together; NCU=1: + Nsight Compute of GEMM and attention against cuBLAS/cuDNN;
 #   AMPERE=1: + mma.sync path; NO_AUTOTUNE=1: without the autotuner timing;
-#   TESTS="<pytest paths/args>": only these GPU tests (TESTS_ONLY=1: and no examples, overhead, sanitizers); FOCUS_GEMM / FOCUS_ATTN: the variant
+#   TESTS="<pytest paths/args>": only these GPU tests (8 xdist workers when .device/xdist is carried too; TESTS_TIMEOUT s) (TESTS_ONLY=1: and no examples, overhead, sanitizers); FOCUS_GEMM / FOCUS_ATTN: the variant
 #   indices FOCUS times, FOCUS_NO_AMPERE=1: without ampere_attention)
 set -uo pipefail
 export PYTHONPATH=/opt/tvmsite PYTHONUNBUFFERED=1
 RESULTS=${OUT:-/tmp/out}; OUT=$(mktemp -d); mkdir -p "$RESULTS"  # logs here, one tarball to $RESULTS
 python3 -m pip install -q --no-deps --no-build-isolation -e . -e backends/cpu -e backends/cuda >"$OUT/pip.txt" 2>&1 \
   || { echo "pip install failed"; tail -5 "$OUT/pip.txt"; exit 1; }
+# pytest-xdist (no network there): wheels carried in .device/xdist (pip download pytest-xdist execnet);
+# the GPU tests are nvcc-bound, so 8 workers take them from ~10 minutes to ~2
+PAR=""
+if python3 -c "import xdist" 2>/dev/null || { ls .device/xdist/*.whl >/dev/null 2>&1 && \
+    python3 -m pip install -q --no-deps --no-index .device/xdist/*.whl >"$OUT/xdist.txt" 2>&1; }; then PAR="-n 8"; fi
 status=()
 step() {  # step NAME TIMEOUT COMMAND...: run, keep the log, remember pass/fail
   local name=$1 limit=$2; shift 2
@@ -22,13 +27,10 @@ step() {  # step NAME TIMEOUT COMMAND...: run, keep the log, remember pass/fail
 if [[ ${ONLY_BENCH:-0} != 1 ]]; then  # ONLY_BENCH=1: the benchmarks alone (a second call)
   step doctor 60 python3 -m tilelang_core doctor --no-toolchains
   if [[ -n ${TESTS:-} ]]; then  # a chosen subset of the GPU tests
-    step gpu_tests 400 python3 -m pytest -q -p no:cacheprovider $TESTS
+    step gpu_tests "${TESTS_TIMEOUT:-400}" python3 -m pytest -q -p no:cacheprovider $PAR $TESTS
   else
-    # persistent attention's Q prefetch (s6) has not run yet: a barrier protocol error hangs, so alone first
-    step gpu_persistent_attention 120 python3 -m pytest -q -p no:cacheprovider backends/cuda/tests/gpu/test_gpu_hopper.py \
-      -k "flash_attention and ws_persistent"
-    step gpu_tests 300 python3 -m pytest -q -p no:cacheprovider backends/cuda/tests/gpu --ignore=backends/cuda/tests/gpu/test_gpu_cluster.py \
-      -k "not (flash_attention and ws_persistent)"
+    step gpu_tests 420 python3 -m pytest -q -p no:cacheprovider $PAR backends/cuda/tests/gpu \
+      --ignore=backends/cuda/tests/gpu/test_gpu_cluster.py
     step gpu_cluster 90 python3 -m pytest -q -p no:cacheprovider backends/cuda/tests/gpu/test_gpu_cluster.py  # a hang stays here
   fi
 fi
@@ -43,11 +45,8 @@ if [[ ${ONLY_BENCH:-0} != 1 && ${TESTS_ONLY:-0} != 1 ]]; then  # TESTS_ONLY=1: n
   step call_overhead 180 python3 bench/cuda_call_overhead.py
   step launch_floor 120 python3 bench/cuda_launch_floor.py
   [[ ${NO_AUTOTUNE:-0} == 1 ]] || step autotune_cuda 400 python3 bench/autotune_compile.py --target cuda --size 4096 --repeats 1
-  # persistent attention joins the sanitizer cases only once its GPU tests passed (a hang would stall all three)
-  persistent=$(tail -1 "$OUT/gpu_persistent_attention.txt" 2>/dev/null | grep -q "passed" && \
-               ! tail -1 "$OUT/gpu_persistent_attention.txt" | grep -q "failed" && echo --persistent)
   for tool in memcheck racecheck synccheck; do
-    step "sanitize_$tool" 240 compute-sanitizer --tool "$tool" --error-exitcode 9 python3 bench/cuda_sanitize_cases.py $persistent
+    step "sanitize_$tool" 240 compute-sanitizer --tool "$tool" --error-exitcode 9 python3 bench/cuda_sanitize_cases.py
   done
 fi
 [[ ${SKIP_BENCH:-0} == 1 ]] || step cuda_bench 400 python3 bench/cuda_bench.py
@@ -64,8 +63,7 @@ fi
 echo "== doctor (auto)"; [[ -f "$OUT/doctor.txt" ]] && grep -E "cuda |evidence|resolves to" "$OUT/doctor.txt" | head -6
 echo "== examples"; grep -h -E "relative error" "$OUT"/*.txt | sed 's/^/  /'
 [[ -f "$OUT/quickstart.txt" ]] && { echo "== quickstart"; grep -E "first call|OK|FAILED" "$OUT/quickstart.txt" | head -3; }
-[[ -f "$OUT/gpu_tests.txt" ]] && { echo "== gpu tests"; tail -1 "$OUT/gpu_tests.txt"; tail -1 "$OUT/gpu_cluster.txt" 2>/dev/null
-                                  tail -1 "$OUT/gpu_persistent_attention.txt" 2>/dev/null; }
+[[ -f "$OUT/gpu_tests.txt" ]] && { echo "== gpu tests"; tail -1 "$OUT/gpu_tests.txt"; tail -1 "$OUT/gpu_cluster.txt" 2>/dev/null; }
 [[ -f "$OUT/call_overhead.txt" ]] && { echo "== launch overhead"; sed -n '3,12p' "$OUT/call_overhead.txt"; }
 [[ -f "$OUT/launch_floor.txt" ]] && { echo "== launch floor (C++)"; cat "$OUT/launch_floor.txt"; }
 [[ -f "$OUT/autotune_cuda.txt" ]] && { echo "== autotune (16 configs, cuda)"; grep -E "search|compile" "$OUT/autotune_cuda.txt" | head -5; }
