@@ -66,11 +66,16 @@ def test_gemm_compiles_to_a_cubin_and_a_library(gemm_builds, arch):
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_gemm_sass_uses_tensor_cores_ldmatrix_and_async_copies(gemm_builds, arch):
+    """128x128x32 tiles: mma.sync fed by ldmatrix and cp.async on sm_80; wgmma fed by TMA on sm_90a
+    (block_K = 32: the 64-byte swizzle)."""
     _, _, workdir = gemm_builds[arch]
     counts = sass_counts(workdir / "kernel.cubin")
-    assert counts["HMMA"] >= 64  # 2 k-steps x 4 x 8 mma per warp per K tile
-    assert counts["LDSM"] >= 16
-    assert counts["LDGSTS"] >= 8
+    if arch == "sm_80":
+        assert counts["HMMA"] >= 64  # 2 k-steps x 4 x 8 mma per warp per K tile
+        assert counts["LDSM"] >= 16
+        assert counts["LDGSTS"] >= 8
+    else:
+        assert counts["HGMMA"] >= 4 and counts["UTMALDG"] >= 2 and counts["HMMA"] == 0
     assert counts["LDL"] == 0 and counts["STL"] == 0, "register arrays spilled to local memory"
 
 
@@ -264,7 +269,7 @@ def test_both_device_compilers_give_tensor_core_code(tmp_path, device_compiler):
         pytest.skip("libnvrtc not found: pip install nvidia-cuda-nvrtc (or a CUDA toolkit with it)")
     compile_kernel(kernels.make_gemm(256, 256, 64), "sm_90a", tmp_path, device_compiler=device_compiler)
     counts = sass_counts(tmp_path / "kernel.cubin")
-    assert counts["HMMA"] >= 64 and counts["LDSM"] >= 16 and counts["LDGSTS"] >= 8
+    assert counts["HGMMA"] >= 4 and counts["UTMALDG"] >= 2
 
 
 def test_device_compile_failure_in_auto_mode_ends_with_nvccs_error(tmp_path):
@@ -274,3 +279,19 @@ def test_device_compile_failure_in_auto_mode_ends_with_nvccs_error(tmp_path):
     with pytest.raises(CompileError) as info:
         compiler.compile_device("this is not cuda;", "sm_80", tmp_path, CudaOptions())
     assert "nvcc" in info.value.command[0] and "error" in info.value.log
+
+
+@pytest.mark.parametrize("host_build", ["split", "nvcc"])
+def test_tma_kernel_libraries_leave_no_driver_symbol_undefined(tmp_path, host_build):
+    """A TMA kernel's host wrapper encodes tensor maps with the driver's cuTensorMapEncodeTiled.
+    Both build routes resolve it through the runtime's driver entry point: nvcc's single-file
+    route used to leave it undefined, and the first launch killed the process (the H200's GPU
+    tests: a crashed worker)."""
+    if shutil.which("nm") is None:
+        pytest.skip("nm (binutils) not found")
+    _, source = compile_kernel(kernels.make_gemm(512, 512, 512, stages=4), "sm_90a", tmp_path,
+                               host_build=host_build, device_compiler="nvcc")
+    assert "cuTensorMapEncodeTiled" in source
+    undefined = subprocess.run(["nm", "-D", "--undefined-only", str(tmp_path / "kernel.so")],
+                               capture_output=True, text=True, check=True).stdout.split()
+    assert not [s for s in undefined if s.startswith("cu") and not s.startswith("cuda")], undefined

@@ -30,4 +30,4 @@ def test_sass_of_the_gemm_example_has_tensor_core_instructions(tmp_path):
     if compiler.find_cuobjdump() is None:
         pytest.skip("cuobjdump missing: pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm")
     sass = emit("sass", "sm_90a", tmp_path)
-    assert "HMMA" in sass and "LDSM" in sass and "LDGSTS" in sass
+    assert "HGMMA" in sass and "UTMALDG" in sass  # block_K = 32: wgmma through the 64-byte swizzle

@@ -7,7 +7,8 @@ import pytest
 
 import kernels
 import tilelang_core.language as T
-from tilelang_cuda.hopper.wgmma import WgmmaPlan, plan_wgmma, wgmma_accumulator_layout, wgmma_shared_layout
+from tilelang_cuda.hopper.wgmma import (WgmmaPlan, explain_wgmma, plan_wgmma, wgmma_accumulator_layout,
+                                        wgmma_shared_layout)
 from tilelang_cuda.layouts import mma_accumulator_layout
 from tilelang_core.ir import Gemm, TileOp, is_tile_op
 
@@ -51,8 +52,14 @@ def test_wgmma_is_planned_only_where_it_fits():
     assert plan_wgmma(op, "sm_80", 256) is None
     assert plan_wgmma(op, "sm_90a", 256, disabled=True) is None
     assert plan_wgmma(op, "sm_90a", 256, annotated={"A_s"}) is None
-    narrow = gemm_op(kernels.make_gemm(256, 256, 256, bk=32))  # 64-byte rows: no 128-byte swizzle
-    assert plan_wgmma(narrow, "sm_90a", 128) is None
+    narrow = gemm_op(kernels.make_gemm(256, 256, 256, bk=32))  # 64-byte K-major rows: the 64-byte swizzle
+    assert plan_wgmma(narrow, "sm_90a", 128) is not None
+    # B stored K x N with 64-byte rows is MN-major: only the 128-byte swizzle reads it there
+    mn_narrow = gemm_op(kernels.make_gemm(256, 32, 256, bn=32, bk=64))
+    plan, why = explain_wgmma(mn_narrow, "sm_90a", 128)
+    assert plan is None and "exactly 32 when B_s is K-major (64-byte swizzle)" in why
+    thin = gemm_op(kernels.make_gemm(256, 256, 256, bk=16))  # 32-byte rows: no swizzle of ours
+    assert plan_wgmma(thin, "sm_90a", 128) is None
     f32 = gemm_op(kernels.make_gemm(256, 256, 256, bk=64, dtype=T.float32, out_dtype=T.float32))
     assert plan_wgmma(f32, "sm_90a", 128) is None
 
@@ -66,6 +73,39 @@ def test_shared_layout_is_what_a_128_byte_swizzle_tma_box_writes():
             box, inner = divmod(c, 64)  # boxes of 64 columns land one after another
             expect = box * rows * 64 + r * 64 + (((inner // 8) ^ (r % 8)) * 8) + inner % 8
             assert layout.offset(r, c) == expect
+
+
+def test_shared_layout_of_64_byte_rows_is_what_a_64_byte_swizzle_tma_box_writes():
+    """16-byte chunk c of row r at c ^ (r // 2) % 4 (CU_TENSOR_MAP_SWIZZLE_64B: address bits 4-5
+    XOR bits 7-8), rows of 64 bytes one after another; fp8 rows of 64 values alike."""
+    for rows, cols, bits in ((64, 32, 16), (128, 64, 8)):
+        layout = wgmma_shared_layout(rows, cols, bits)
+        assert layout.is_bijective() and layout.align_bytes == 512
+        for r in range(rows):
+            for c in range(cols):
+                byte = r * 64 + c * bits // 8
+                assert layout.offset(r, c) * bits // 8 == byte ^ (((byte >> 7) & 3) << 4)
+
+
+def test_block_k_32_gemm_takes_wgmma_and_tma_with_the_64_byte_swizzle():
+    """TileLang's usual GEMM tile (block_K = 32, A stored M x K): A's 64-byte rows load by TMA with
+    CU_TENSOR_MAP_SWIZZLE_64B and wgmma reads them through descriptors of swizzle mode 2 (8-row
+    groups 512 bytes apart, the second k16 step 32 bytes in); B (K x N, 128-byte rows) keeps the
+    128-byte swizzle. Both transposes, and fp8 with block_K = 64, alike."""
+    source, kernel = cuda_source(kernels.make_gemm(1000, 520, 264, bm=128, bn=128, bk=32, stages=3))
+    assert "tl_cp_async_16" not in kernel and "tl_mma_m16n8k16" not in kernel
+    assert kernel.count("tl_tma_load<2>") == 3  # A: one box of 64-byte rows; B: two 128-byte strips
+    assert "tl_wgmma_desc<2>((&(smem_ptr[((k % 3) * 4096)])), 16, 512)" in kernel
+    assert "tl_wgmma_desc<2>((&(smem_ptr[(((k % 3) * 4096) + 16)])), 16, 512)" in kernel
+    assert "tl_wgmma_desc<2>((&(smem_ptr[(((k % 3) * 4096) + 2048)])), 16, 512)" in kernel  # second 64-row slab
+    assert "static_cast<CUtensorMapSwizzle>(2)" in source and "static_cast<CUtensorMapSwizzle>(3)" in source
+    _, nt = cuda_source(kernels.make_gemm(1000, 520, 264, bm=128, bn=128, bk=32, stages=3, trans_b=True))
+    assert "tl_wgmma_desc<2>" in nt and "tl_wgmma_desc((" not in nt  # A and B K-major: every descriptor
+    _, tn = cuda_source(kernels.make_gemm(1000, 520, 264, bm=128, bn=128, bk=32, stages=3, trans_a=True))
+    assert "tl_wgmma_desc<2>" not in tn and "tl_wgmma_ss_f16" in tn  # A stored K x M: 256-byte rows
+    _, fp8 = cuda_source(kernels.make_gemm(1024, 512, 512, bm=128, bn=128, bk=64, stages=3, trans_b=True,
+                                           dtype=T.float8_e4m3fn, out_dtype=T.float16))
+    assert "tl_wgmma_ss_e4m3" in fp8 and "tl_wgmma_desc<2>" in fp8 and "tl_wgmma_desc((" not in fp8
 
 
 def test_accumulator_layout_matches_mma_when_warpgroups_stack_along_m():
@@ -236,9 +276,11 @@ def test_pingpong_with_overlap_takes_a_turn_per_iteration():
 
 
 def test_copy_tma_cannot_carry_keeps_the_cp_async_pipeline():
-    """64-byte rows (block_K=32) cannot take the 128-byte swizzle: cp.async and mma.sync."""
-    _, kernel = cuda_source(kernels.make_gemm(512, 512, 512, bk=32))
+    """32-byte rows (block_K=16) take neither swizzle: cp.async and mma.sync, and the schedule
+    notes say why."""
+    source, kernel = cuda_source(kernels.make_gemm(512, 512, 512, bk=16))
     assert "tl_tma_load" not in kernel and "tl_cp_async_16" in kernel and "tl_mma_m16n8k16" in kernel
+    assert "columns in multiples of 64 (128-byte swizzle), or exactly 32 when A_s is K-major" in source
 
 
 def make_gathered_gemm():

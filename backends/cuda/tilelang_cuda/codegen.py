@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from tilelang_core.errors import CompileError
 from tilelang_core.simt import c_source
 
-from .hopper.intrinsics import NUM_SMS_HOST
+from .hopper.intrinsics import DRIVER_SHIMS_HOST, NUM_SMS_HOST
 
 # The wrapper's first include marks where host code starts in the exported .cu.
 _HOST_MARKER = c_source.HOST_MARKER
@@ -120,39 +120,7 @@ static cudaError_t tl_get_kernel(TLKernelSlot* slot, const char* name, size_t sm
 #: Kernels with TMA encode tensor maps on the host (TVM's wrapper calls the driver's
 #: cuTensorMapEncodeTiled). Resolved through the runtime's driver entry point, so the library
 #: still links only libcudart and loads on any machine with a driver.
-TENSOR_MAP_PRELUDE = r"""#include <cuda.h>
-typedef CUresult (*tl_encode_tiled_fn)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
-    const cuuint64_t*, const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-    CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-typedef CUresult (*tl_error_string_fn)(CUresult, const char**);
-static void* tl_driver_symbol(const char* name, void** slot) {
-  void* fn = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-  if (fn == nullptr) {
-    cudaDriverEntryPointQueryResult found;
-    if (cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess) return nullptr;
-    __atomic_store_n(slot, fn, __ATOMIC_RELEASE);
-  }
-  return fn;
-}
-static CUresult tl_cuTensorMapEncodeTiled(CUtensorMap* map, CUtensorMapDataType dtype, cuuint32_t rank,
-    void* data, const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
-    const cuuint32_t* elem_strides, CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
-    CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill fill) {
-  static void* slot = nullptr;
-  tl_encode_tiled_fn fn = (tl_encode_tiled_fn)tl_driver_symbol("cuTensorMapEncodeTiled", &slot);
-  if (fn == nullptr) return CUDA_ERROR_NOT_FOUND;
-  return fn(map, dtype, rank, data, dims, strides, box, elem_strides, interleave, swizzle, l2, fill);
-}
-static CUresult tl_cuGetErrorString(CUresult error, const char** text) {
-  static void* slot = nullptr;
-  tl_error_string_fn fn = (tl_error_string_fn)tl_driver_symbol("cuGetErrorString", &slot);
-  if (fn == nullptr) return CUDA_ERROR_NOT_FOUND;
-  return fn(error, text);
-}
-""" + NUM_SMS_HOST + r"""#define cuTensorMapEncodeTiled tl_cuTensorMapEncodeTiled
-#define cuGetErrorString tl_cuGetErrorString
-// TVM's checks of the tensor-map operands: `TVM_FFI_CHECK(cond, Kind) << "message";`
+TENSOR_MAP_PRELUDE = "#include <cuda.h>\n" + DRIVER_SHIMS_HOST + NUM_SMS_HOST + r"""// TVM's checks of the tensor-map operands: `TVM_FFI_CHECK(cond, Kind) << "message";`
 struct tl_check_stream {
   bool failed;
   const char* kind;

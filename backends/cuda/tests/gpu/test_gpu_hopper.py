@@ -78,6 +78,8 @@ def check_gemm(kernel, M, N, K, trans_b, tdt):
     ((512, 256, 320), dict(bm=128, bn=128, bk=64, threads=256, stages=1), False, "float16"),  # 1-slot ring
     ((1000, 520, 456), dict(bm=128, bn=128, bk=64, threads=256, stages=5), False, "float16"),  # chain (5 slots)
     ((1000, 520, 264), dict(bm=192, bn=256, bk=64, threads=384, stages=3), False, "float16"),  # 3 WGs, m64n128
+    ((1000, 520, 264), dict(bm=128, bn=128, bk=32, threads=128, stages=4), False, "float16"),  # A: 64-byte swizzle
+    ((520, 384, 328), dict(bm=128, bn=256, bk=32, threads=256, stages=4), True, "bfloat16"),  # A and B: 64-byte
 ])
 def test_gemm_schedules_match_torch(tmp_path, schedule, shape, tiles, trans_b, dtype):
     M, N, K = shape
@@ -129,14 +131,15 @@ def test_gemm_chain_with_a_from_registers(tmp_path):
     torch.testing.assert_close(out.double(), ab @ c.double(), rtol=1e-2, atol=1e-2)
 
 
-def test_fp8_gemm_on_wgmma_matches_torch(tmp_path):
+@pytest.mark.parametrize("bk", [128, 64])  # 64: rows of 64 bytes, the 64-byte swizzle
+def test_fp8_gemm_on_wgmma_matches_torch(tmp_path, bk):
     """e4m3 operands (B stored N x K) on wgmma k32, fp32 accumulate, fp16 out; against float64 on
     the fp8 values themselves."""
     M, N, K = 1000, 520, 512
-    func = kernels.make_gemm(M, N, K, bm=128, bn=256, bk=128, threads=256, stages=3, dtype=T.float8_e4m3fn,
+    func = kernels.make_gemm(M, N, K, bm=128, bn=256, bk=bk, threads=256, stages=3, dtype=T.float8_e4m3fn,
                              out_dtype=T.float16, trans_b=True)
     kernel, source = build(func, tmp_path)
-    assert "tl_wgmma_ss_e4m3" in source
+    assert "tl_wgmma_ss_e4m3" in source and ("tl_wgmma_desc<2>" in source) == (bk == 64)
     a = (torch.randn(M, K, device="cuda") / 2).to(torch.float8_e4m3fn)
     b = (torch.randn(N, K, device="cuda") / 2).to(torch.float8_e4m3fn)
     c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)

@@ -9,7 +9,7 @@ Names the lowering emits (``<ta, tb>`` are the transpose immediates, 0 = K-major
 
     tl_wgmma_ss_<f16|bf16|e4m3|e5m2>_n<N><ta, tb>(float* d, u64 desc_a, u64 desc_b, int accumulate)
     tl_wgmma_rs_<f16|bf16>_n<N><tb>(float* d, const void* a_regs, u64 desc_b, int accumulate)
-    tl_wgmma_desc(const void* smem, unsigned lbo_bytes, unsigned sbo_bytes)  -> u64, 128B swizzle
+    tl_wgmma_desc<mode = 1>(const void* smem, unsigned lbo_bytes, unsigned sbo_bytes)  -> u64 (1: 128B, 2: 64B swizzle)
     tl_wgmma_fence() / tl_wgmma_commit() / tl_wgmma_wait<n>() / tl_wgmma_fence_operand<n>(float*)
     tl_wgmma_fence_regs<n>(void*)   (A operand registers, 32-bit words)
     tl_mbar_init(void* bar, count) / tl_mbar_expect_tx(bar, bytes) / tl_mbar_arrive(bar)
@@ -41,6 +41,44 @@ NUM_SMS_HOST = r"""extern "C" int32_t tl_num_sms() {
 }
 """
 
+#: Host side of TMA kernels: the driver functions TVM's wrapper calls (cuTensorMapEncodeTiled, and
+#: cuGetErrorString on failure), resolved through the runtime's driver entry point, so a library
+#: links only libcudart and loads on any machine with a driver. In both host translation units
+#: like NUM_SMS_HOST: without it nvcc's single-file build (host_build="nvcc") left them undefined,
+#: and the first launch of a TMA kernel killed the process (symbol lookup error).
+DRIVER_SHIMS_HOST = r"""typedef CUresult (*tl_encode_tiled_fn)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+    const cuuint64_t*, const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+    CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+typedef CUresult (*tl_error_string_fn)(CUresult, const char**);
+static void* tl_driver_symbol(const char* name, void** slot) {
+  void* fn = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (fn == nullptr) {
+    cudaDriverEntryPointQueryResult found;
+    if (cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) return nullptr;
+    __atomic_store_n(slot, fn, __ATOMIC_RELEASE);
+  }
+  return fn;
+}
+static CUresult tl_cuTensorMapEncodeTiled(CUtensorMap* map, CUtensorMapDataType dtype, cuuint32_t rank,
+    void* data, const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
+    const cuuint32_t* elem_strides, CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+    CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill fill) {
+  static void* slot = nullptr;
+  tl_encode_tiled_fn fn = (tl_encode_tiled_fn)tl_driver_symbol("cuTensorMapEncodeTiled", &slot);
+  if (fn == nullptr) return CUDA_ERROR_NOT_FOUND;
+  return fn(map, dtype, rank, data, dims, strides, box, elem_strides, interleave, swizzle, l2, fill);
+}
+static CUresult tl_cuGetErrorString(CUresult error, const char** text) {
+  static void* slot = nullptr;
+  tl_error_string_fn fn = (tl_error_string_fn)tl_driver_symbol("cuGetErrorString", &slot);
+  if (fn == nullptr) return CUDA_ERROR_NOT_FOUND;
+  return fn(error, text);
+}
+#define cuTensorMapEncodeTiled tl_cuTensorMapEncodeTiled
+#define cuGetErrorString tl_cuGetErrorString
+"""
+
 HOPPER_HEADER = r"""
 // ---- tilelang-cuda sm_90a helpers ---------------------------------------------------------------
 #ifdef __CUDACC_RTC__
@@ -50,12 +88,14 @@ struct alignas(64) CUtensorMap_st { unsigned long long opaque[16]; };
 typedef struct CUtensorMap_st CUtensorMap;
 #endif
 #endif
-// Matrix descriptor, 128-byte swizzle: start address, leading and stride byte offsets (>> 4).
+// Matrix descriptor: start address, leading and stride byte offsets (>> 4), swizzle mode in bits
+// 62-63 (1: 128-byte swizzle, 2: 64-byte).
+template <int Mode = 1>
 __device__ __forceinline__ unsigned long long tl_wgmma_desc(const void* smem, unsigned lbo, unsigned sbo) {
   unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   return static_cast<unsigned long long>((addr >> 4) & 0x3FFF) |
          (static_cast<unsigned long long>((lbo >> 4) & 0x3FFF) << 16) |
-         (static_cast<unsigned long long>((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
+         (static_cast<unsigned long long>((sbo >> 4) & 0x3FFF) << 32) | (static_cast<unsigned long long>(Mode) << 62);
 }
 __device__ __forceinline__ void tl_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void tl_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -106,9 +146,10 @@ __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.i
 template <int N>
 __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(N)); }
 #ifndef __CUDACC_RTC__
-// Host side of persistent kernels in nvcc's single-file build (the split build's host prelude
-// carries the same definition).
-""" + NUM_SMS_HOST + r"""#endif
+// Host side of persistent and TMA kernels in nvcc's single-file build (the split build's host
+// prelude carries the same definitions).
+#include <cuda.h>
+""" + DRIVER_SHIMS_HOST + NUM_SMS_HOST + r"""#endif
 // Barrier among a subset of the block's warps (the consumer warpgroups of a specialized kernel).
 __device__ __forceinline__ void tl_named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");

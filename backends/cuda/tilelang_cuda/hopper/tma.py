@@ -4,7 +4,8 @@ tma_store.py).
 
 A box is one global tensor's tile: two of its dimensions (the innermost and one other) span the
 tile, every other one is a single index. It moves in strips of 128 bytes (``atom`` columns) with
-the 128-byte swizzle, so the shared side is ``wgmma_shared_layout`` of the tile.
+the 128-byte swizzle, or, for a tile whose rows are 64 bytes, in one strip with the 64-byte
+swizzle; either way the shared side is ``wgmma_shared_layout`` of the tile.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ from tvm import tirx
 
 from tilelang_core.ir import TileOp
 
-from .wgmma import atom_cols, element_bits
+from .wgmma import atom_cols, element_bits, tile_swizzle
 
 #: element type -> the tensor map's (TMA moves bytes: fp8 travels as uint8)
 TMA_DTYPES = {"float16": "float16", "bfloat16": "bfloat16", "float8_e4m3": "uint8", "float8_e4m3fn": "uint8",
               "float8_e5m2": "uint8"}
 MAX_BOX = 256
+#: swizzle width (bytes) -> CUtensorMapSwizzle (CU_TENSOR_MAP_SWIZZLE_64B / _128B)
+TMA_SWIZZLE = {64: 2, 128: 3}
 
 
 class NotSpecialized(Exception):
@@ -39,7 +42,8 @@ class TmaBox:
         self.rows_dim = rows_dim
         self.rows, self.cols = rows, cols
         self.elem_bytes = element_bits(str(self.tensor.ty.dtype)) // 8
-        self.atom = atom_cols(8 * self.elem_bytes)
+        self.swizzle = tile_swizzle(cols, 8 * self.elem_bytes)  # check_tile has accepted the width
+        self.atom = atom_cols(8 * self.elem_bytes, self.swizzle)
         # box dims innermost first: atom columns, then the rows dim, 1 for every other dim
         box = []
         for d in reversed(range(self.rank)):
@@ -60,9 +64,10 @@ def check_tile(name: str, shape, dtype: str, verb: str) -> tuple[int, int]:
         raise NotSpecialized(f"copy {verb} {name}: not a 2-D tile of static shape")
     rows, cols = int(shape[0]), int(shape[1])
     bits = element_bits(dtype)
-    if cols % atom_cols(bits) or rows % 8 or rows > MAX_BOX:
-        raise NotSpecialized(f"copy {verb} {name} ({rows}x{cols}): the 128-byte swizzle needs columns in "
-                             f"multiples of {atom_cols(bits)}, rows in multiples of 8, at most {MAX_BOX}")
+    if tile_swizzle(cols, bits) is None or rows % 8 or rows > MAX_BOX:
+        raise NotSpecialized(f"copy {verb} {name} ({rows}x{cols}): the swizzled TMA boxes need columns in "
+                             f"multiples of {atom_cols(bits)} (or exactly {atom_cols(bits, 64)}), rows in "
+                             f"multiples of 8, at most {MAX_BOX}")
     return rows, cols
 
 
@@ -112,7 +117,7 @@ def load_box(stmt) -> TmaBox:
 
 def tensor_maps(boxes) -> tuple[dict, list]:
     """({(tensor, box): tensor map variable}, host statements encoding them before the launch):
-    one map per distinct (global tensor, box), 128-byte swizzle."""
+    one map per distinct (global tensor, box), swizzled like the box's shared tile."""
     maps, host = {}, []
     for box in boxes:
         key = (box.tensor, box.box)
@@ -129,7 +134,7 @@ def tensor_maps(boxes) -> tuple[dict, list]:
         host.append(tirx.Bind(tm, _script().tvm_stack_alloca("tensormap", 1)))
         host.append(tirx.Evaluate(tirx.tensormap_encode_tiled(
             tm, box.tensor.data, *dims, *strides, *box.box, *([1] * box.rank),
-            descriptor_dtype=TMA_DTYPES[str(box.tensor.ty.dtype)], rank=box.rank, swizzle=3, l2_promotion=2)))
+            descriptor_dtype=TMA_DTYPES[str(box.tensor.ty.dtype)], rank=box.rank, swizzle=TMA_SWIZZLE[box.swizzle], l2_promotion=2)))
     return maps, host
 
 

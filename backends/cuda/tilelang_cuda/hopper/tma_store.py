@@ -30,7 +30,7 @@ from tilelang_core.simt import intrinsics as I
 from tilelang_core.simt.transform.state import if_then, seq
 
 from .tma import TMA_DTYPES, NotSpecialized, TmaBox, check_tile, global_box
-from .wgmma import ATOM_BYTES, element_bits, wgmma_shared_layout
+from .wgmma import element_bits, wgmma_shared_layout
 
 FRAGMENT = "local.fragment"
 
@@ -68,10 +68,11 @@ def plan_stores(stmts: list, hopper_layouts: dict, budget: int | None = None,
             box = global_box(op.dst, rows, cols, str(frag.name), "to", op)
         except NotSpecialized:
             continue
-        need = rows * ATOM_BYTES + ATOM_BYTES * 8  # the strip, and its 1024-byte alignment at most
+        strip = rows * box.atom * box.elem_bytes
+        need = strip + box.swizzle * 8  # the strip, and its alignment (a whole 8-row swizzle period) at most
         if budget is not None and need > budget:
             if notes is not None:
-                notes.append(f"epilogue: {frag.name} -> {op.dst.source.name} by thread stores (a {rows * ATOM_BYTES} "
+                notes.append(f"epilogue: {frag.name} -> {op.dst.source.name} by thread stores (a {strip} "
                              f"byte TMA strip buffer does not fit next to the pipeline: {budget} bytes free)")
             continue
         count = 1 if budget is None else min(box.cols // box.atom, budget // need)

@@ -15,6 +15,12 @@ majors read it with one descriptor per instruction:
 * MN-major (A stored K x M, B stored K x N; transpose bit set): start at (k0, col0) with col0 a
   multiple of 64, leading byte offset = one block (rows x 128 B), stride byte offset 1024 (8 k-rows).
 
+A K-major tile whose rows are 64 bytes (block_K = 32 for fp16/bf16, 64 for fp8: TileLang's usual
+GEMM tiles) takes the 64-byte swizzle instead: rows of 64 bytes one after another, 16-byte chunk
+``c`` of row ``i`` stored at ``c ^ (i // 2) % 4`` (what a TMA box of 64-byte rows writes with
+CU_TENSOR_MAP_SWIZZLE_64B), descriptor swizzle mode 2, stride byte offset 512 (8 rows), k0 steps of
++32 bytes inside the row (``tile_swizzle``).
+
 The accumulator layout of an m64nN instruction is mma.sync's 16x8 C layout repeated over N/8
 column tiles, warp w of the warpgroup owning rows 16w..16w+15 (``wgmma_accumulator_layout``), so
 T.Parallel, reductions and the epilogue copy work on it unchanged. Facts checked on the H200 with a
@@ -41,6 +47,8 @@ from .occupancy import WARPGROUP, widest_wgmma_n
 
 WGMMA_M = 64
 ATOM_BYTES = 128  # one swizzle row: 8 chunks of 16 bytes
+#: swizzle width (bytes) -> the mode field of a wgmma descriptor (bits 62-63)
+DESCRIPTOR_MODE = {128: 1, 64: 2}
 DTYPES = {"float16": "f16", "bfloat16": "bf16"}
 #: 8-bit operands: K-major only, k32 per instruction (QGMMA; e4m3 at 8192^3 on the H200: 1.00x
 #: torch._scaled_mm, bench/NOTES.md)
@@ -65,15 +73,29 @@ class WgmmaPlan:
     n_inst: int  # columns per instruction (<= 256)
 
 
-def atom_cols(bits: int) -> int:
-    return ATOM_BYTES * 8 // bits
+def atom_cols(bits: int, swizzle: int = ATOM_BYTES) -> int:
+    """Columns of one swizzle row (``swizzle`` bytes) of ``bits``-bit elements."""
+    return swizzle * 8 // bits
+
+
+def tile_swizzle(cols: int, bits: int) -> int | None:
+    """The swizzle width (bytes) of a ``cols``-wide shared tile: 128 where its rows are whole
+    128-byte strips, 64 where a row is exactly 64 bytes (K-major operands only), else None."""
+    row_bytes = cols * bits // 8
+    return ATOM_BYTES if row_bytes % ATOM_BYTES == 0 else 64 if row_bytes == 64 else None
 
 
 def wgmma_shared_layout(rows: int, cols: int, bits: int) -> Layout:
-    """The 128-byte-swizzle canonical layout of a ``rows x cols`` operand tile (module docstring).
-    Bases must be 1024-byte aligned (a whole 8-row swizzle period)."""
-    atom = atom_cols(bits)
+    """The swizzled canonical layout of a ``rows x cols`` operand tile (module docstring): the
+    128-byte swizzle (bases 1024-byte aligned, a whole 8-row period), or for 64-byte rows the
+    64-byte swizzle (bases 512-byte aligned)."""
     vec = 128 // bits  # elements per 16-byte chunk
+    if tile_swizzle(cols, bits) == 64:
+        def fn64(i, j):
+            return i * cols + _xor(j // vec, (i // 2) % 4) * vec + j % vec
+
+        return Layout((rows, cols), fn64, "wgmma_sw64", align_bytes=512)
+    atom = atom_cols(bits)
 
     def fn(i, j):
         chunk = (j % atom) // vec
@@ -88,9 +110,12 @@ def shared_tile(region) -> tuple[int, int] | None:
     return (shape[-2], shape[-1]) if len(shape) >= 2 else None
 
 
-def _operand_fits(region, bits: int) -> bool:
+def _operand_fits(region, bits: int, k_major: bool) -> bool:
     tile = shared_tile(region)
-    return tile is not None and tile[0] % 8 == 0 and tile[1] % atom_cols(bits) == 0
+    if tile is None or tile[0] % 8:
+        return False
+    swizzle = tile_swizzle(tile[1], bits)
+    return swizzle == ATOM_BYTES or (swizzle == 64 and k_major)
 
 
 def _partition(m: int, n: int, num_wg: int, policy: str, mn_major_b: bool, max_n: int):
@@ -139,15 +164,17 @@ def explain_wgmma(op: Gemm, arch: str, num_threads: int, disabled: bool = False,
         return None, f"K={k} is not a multiple of {wgmma_k(a)}"
     if scope(op.B) not in SHARED or scope(op.A) not in SHARED + (FRAGMENT,):
         return None, "B must be in shared memory and A in shared memory or registers"
-    for operand in (op.A, op.B):
+    for operand, k_major in ((op.A, not op.transpose_A), (op.B, bool(op.transpose_B))):
         if scope(operand) in SHARED:
             name = str(operand.source.name)
             if name in (annotated or {}):
                 return None, f"{name} has a T.annotate_layout layout"
-            if not _operand_fits(operand, element_bits(a)):
+            if not _operand_fits(operand, element_bits(a), k_major):
                 rows, cols = shared_tile(operand)
-                return None, (f"{name} is {rows}x{cols}: the 128-byte swizzle needs columns in "
-                              f"multiples of {atom_cols(element_bits(a))} and rows in multiples of 8")
+                bits = element_bits(a)
+                return None, (f"{name} is {rows}x{cols}: the swizzled layouts need rows in multiples of 8 and "
+                              f"columns in multiples of {atom_cols(bits)} (128-byte swizzle), or exactly "
+                              f"{atom_cols(bits, 64)} when {name} is K-major (64-byte swizzle)")
     a_regs = scope(op.A) == FRAGMENT
     if a_regs and op.transpose_A:
         return None, "a transposed A in registers"
@@ -233,16 +260,22 @@ def lower_gemm_wgmma(op: Gemm, st, plan: WgmmaPlan, proxy_fence: bool = True):
     def block_bytes(region):
         return shared_tile(region)[0] * ATOM_BYTES
 
+    def k_major_desc(region, row0, kk):
+        """8-row groups 1024 bytes apart with the 128-byte swizzle, 512 with the 64-byte one."""
+        swizzle = tile_swizzle(shared_tile(region)[1], element_bits(dtype(region)))
+        name = "tl_wgmma_desc" if swizzle == ATOM_BYTES else f"tl_wgmma_desc<{DESCRIPTOR_MODE[swizzle]}>"
+        return I.call(name, address(region, row0, kk * kstep), 16, 8 * swizzle, dtype="uint64")
+
     def desc_a(sl, kk):
         row0 = gm * plan.m_wg + sl * WGMMA_M
         if not op.transpose_A:  # stored M x K: K-major
-            return I.call("tl_wgmma_desc", address(op.A, row0, kk * kstep), 16, 1024, dtype="uint64")
+            return k_major_desc(op.A, row0, kk)
         return I.call("tl_wgmma_desc", address(op.A, kk * kstep, row0), block_bytes(op.A), 1024, dtype="uint64")
 
     def desc_b(c, kk):
         col0 = gn * plan.n_wg + c * plan.n_inst
         if op.transpose_B:  # stored N x K: K-major
-            return I.call("tl_wgmma_desc", address(op.B, col0, kk * kstep), 16, 1024, dtype="uint64")
+            return k_major_desc(op.B, col0, kk)
         return I.call("tl_wgmma_desc", address(op.B, kk * kstep, col0), block_bytes(op.B), 1024, dtype="uint64")
 
     ta, tb = int(bool(op.transpose_A)), int(not op.transpose_B)
@@ -293,5 +326,5 @@ def lower_gemm_wgmma(op: Gemm, st, plan: WgmmaPlan, proxy_fence: bool = True):
     ])
 
 
-__all__ = ["WGMMA_BUSY", "WGMMA_PENDING", "WGMMA_PHASE", "WgmmaPlan", "lower_gemm_wgmma", "operand_plan", "plan_wgmma", "wgmma_accumulator_layout",
-           "wgmma_shared_layout"]
+__all__ = ["WGMMA_BUSY", "WGMMA_PENDING", "WGMMA_PHASE", "WgmmaPlan", "lower_gemm_wgmma", "operand_plan", "plan_wgmma",
+           "tile_swizzle", "wgmma_accumulator_layout", "wgmma_shared_layout"]
