@@ -5,6 +5,9 @@
     compute-sanitizer --tool synccheck python bench/cuda_sanitize_cases.py
 
 Builds first (no GPU work), then launches each kernel once on ragged shapes, checks the result.
+``--dynamic`` adds causal attention on the dynamic tile scheduler (tl.enable_persistent), which
+bench/h200_session.sh passes with SANITIZE_DYNAMIC=1, once its GPU tests have passed (a protocol
+error would hang every sanitizer run).
 """
 
 import sys
@@ -34,21 +37,34 @@ def build(func, **options):
     return backend.load(workdir / "kernel.so")
 
 
-def attention_reference(q, k, v):
+def example_attention():
+    """examples/attention/flash_attention.py's kernel (it takes is_causal)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sanitize_fa", ROOT / "examples" / "attention" / "flash_attention.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.flash_attention
+
+
+def attention_reference(q, k, v, causal=False):
     """softmax(q k^T / sqrt(d)) v with matmuls: torch's own attention kernels report races of
     their own under racecheck, which would hide ours."""
     q, k, v = (x.transpose(1, 2).float() for x in (q, k, v))
     scores = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5
+    if causal:
+        rows = torch.arange(scores.shape[-2], device=scores.device)
+        scores = scores.masked_fill(rows[None, :] > rows[:, None], float("-inf"))
     return (torch.softmax(scores, dim=-1) @ v).transpose(1, 2)
 
 
-def check_attention(kernel, shape, label, failures):
-    """Run a (B, S, H, D) attention kernel once on random inputs; its label joins ``failures``
-    when the output is off the reference."""
+def check_attention(kernel, shape, label, failures, causal=False, name="flash_attn"):
+    """Run a (B, S, H, D) attention kernel (entry function ``name``) once on random inputs; its
+    label joins ``failures`` when the output is off the reference."""
     q, k, v = (torch.randn(*shape, device="cuda", dtype=torch.float16) for _ in range(3))
     o = torch.empty_like(q)
-    kernel["flash_attn"](q, k, v, o)
-    if not torch.allclose(o.float(), attention_reference(q, k, v), rtol=1e-2, atol=2e-3):
+    kernel[name](q, k, v, o)
+    if not torch.allclose(o.float(), attention_reference(q, k, v, causal), rtol=1e-2, atol=2e-3):
         failures.append(label)
 
 
@@ -66,6 +82,9 @@ def main():
     # persistent (the default for attention): 48 heads x 3 row blocks = 144 tiles on at most 132
     # CTAs, so some CTAs walk two and load the second tile's Q under the first one's epilogue
     attn_persistent = build(kernels.make_flash_attention(1, 48, 300, 128, 128, 128, 256))
+    # causal on the dynamic scheduler: 48 x 3 tiles of 1-3 key blocks handed out by the counter
+    causal_dynamic = build(example_attention().get_tir(1, 48, 300, 128, True, block_M=128, block_N=128, threads=256),
+                           enable_persistent=True) if "--dynamic" in sys.argv else None
     failures = []
 
     a = torch.randn(1000, 264, device="cuda", dtype=torch.float16)
@@ -110,6 +129,9 @@ def main():
 
     # several tiles per CTA: the producer's Q of the next tile under the epilogue
     check_attention(attn_persistent, (1, 300, 48, 128), "persistent flash attention 1x48x300x128", failures)
+    if causal_dynamic is not None:
+        check_attention(causal_dynamic, (1, 300, 48, 128), "causal flash attention 1x48x300x128 (dynamic tiles)",
+                        failures, causal=True, name="main")
 
     torch.cuda.synchronize()
     print("FAILED: " + ", ".join(failures) if failures else "all results correct")

@@ -6,7 +6,8 @@
 #   FOCUS=1: + chosen variants timed together; NCU=1: + Nsight Compute of GEMM and attention against cuBLAS/cuDNN;
 #   AMPERE=1: + mma.sync path; NO_AUTOTUNE=1: without the autotuner timing;
 #   TESTS="<pytest paths/args>": only these GPU tests (8 xdist workers when .device/xdist is carried too; TESTS_TIMEOUT s) (TESTS_ONLY=1: and no examples, overhead, sanitizers); FOCUS_GEMM / FOCUS_ATTN: the variant
-#   indices FOCUS times, FOCUS_NO_AMPERE=1: without ampere_attention)
+#   indices FOCUS times, FOCUS_NO_AMPERE=1: without ampere_attention; SANITIZE_DYNAMIC=1: the sanitizers also
+#   see causal attention on the dynamic tile scheduler)
 set -uo pipefail
 export PYTHONPATH=/opt/tvmsite PYTHONUNBUFFERED=1
 RESULTS=${OUT:-/tmp/out}; OUT=$(mktemp -d); mkdir -p "$RESULTS"  # logs here, one tarball to $RESULTS
@@ -46,7 +47,7 @@ if [[ ${ONLY_BENCH:-0} != 1 && ${TESTS_ONLY:-0} != 1 ]]; then  # TESTS_ONLY=1: n
   step launch_floor 120 python3 bench/cuda_launch_floor.py
   [[ ${NO_AUTOTUNE:-0} == 1 ]] || step autotune_cuda 400 python3 bench/autotune_compile.py --target cuda --size 4096 --repeats 1
   for tool in memcheck racecheck synccheck; do
-    step "sanitize_$tool" 240 compute-sanitizer --tool "$tool" --error-exitcode 9 python3 bench/cuda_sanitize_cases.py
+    step "sanitize_$tool" 240 compute-sanitizer --tool "$tool" --error-exitcode 9 python3 bench/cuda_sanitize_cases.py $([[ ${SANITIZE_DYNAMIC:-0} == 1 ]] && echo --dynamic)
   done
 fi
 [[ ${SKIP_BENCH:-0} == 1 ]] || step cuda_bench 400 python3 bench/cuda_bench.py

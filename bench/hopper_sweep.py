@@ -47,6 +47,7 @@ ATTN_VARIANTS = [  # (block_M, block_N, stages, threads, pass configs)
     (64, 64, 2, 128, None), (64, 128, 2, 128, None),  # one consumer warpgroup: two blocks per SM where they fit
     (64, 64, 2, 128, {"tl.disable_two_blocks_per_sm": True}),
     (128, 128, 2, 256, {"tl.enable_longest_first": True}),  # causal row blocks launched longest first
+    (128, 128, 2, 256, {"tl.enable_persistent": True}),  # causal: the dynamic tile scheduler
 ]
 
 

@@ -11,6 +11,7 @@ from tilelang_cuda.hopper.wgmma import (WgmmaPlan, explain_wgmma, plan_wgmma, wg
                                         wgmma_shared_layout)
 from tilelang_cuda.layouts import mma_accumulator_layout
 from tilelang_core.ir import Gemm, TileOp, is_tile_op
+from tilelang_core.simt.transform.state import substitute
 
 
 class Target:
@@ -27,6 +28,18 @@ def cuda_source(func, arch="sm_90a", **options):
     source = backend.codegen(backend.lower(func, opts), opts)
     kernel = source[source.find('extern "C" __global__'):source.find("#include <tvm/ffi/c_api.h>")]
     return source, kernel
+
+
+def example_module(relpath):
+    """An examples/ file as a module (its @jit kernels give PrimFuncs through ``get_tir``)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "examples" / relpath
+    spec = importlib.util.spec_from_file_location("hopper_lowering_" + path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def gemm_op(func):
@@ -321,21 +334,60 @@ def test_persistent_schedule_walks_tiles_with_one_cta_per_sm():
     assert "for (int t" not in default
 
 
-def test_persistent_schedule_needs_tiles_of_equal_length():
-    """Causal attention's loop length depends on the tile: one CTA per tile, persistent or not."""
-    ex = kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256)  # non-causal: persistent
-    _, kernel = cuda_source(ex, enable_persistent=True)
-    assert kernel.count("for (int t") == 2
-    import importlib.util
-    from pathlib import Path
+def test_dynamic_tile_order_covers_the_grid_longest_row_block_first_in_chunks():
+    """The dynamic scheduler's tile -> block indices: every block exactly once; within each chunk
+    of 8 heads (the last one smaller) the row blocks go from the longest down, each for every head
+    of the chunk before the next."""
+    import tvm
+    from tvm import tirx
 
-    path = Path(__file__).resolve().parents[3] / "examples" / "attention" / "flash_attention.py"
-    spec = importlib.util.spec_from_file_location("fa_persistent", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    causal = module.flash_attention.get_tir(2, 4, 1000, 128, True, block_M=128, block_N=128, threads=256)
-    _, kernel = cuda_source(causal, enable_persistent=True)
-    assert "tl_tma_load" in kernel and "for (int t" not in kernel
+    from tilelang_cuda.hopper.persistent import _PersistentTiles
+    from tilelang_cuda.hopper.tile_scheduler import CHUNK, DynamicTiles
+
+    bx, by, bz = (tirx.Var(n, "int32") for n in ("bx", "by", "bz"))
+    blocks = [(bx, 8), (by, 3), (bz, 5)]  # 15 heads: a chunk of 8, then one of 7
+    tiles = DynamicTiles(blocks, bx + 1, 256, _PersistentTiles(blocks, bx + 1))
+    tile = tirx.Var("u", "int32")
+    vmap = tiles.block_indices(tile)
+    analyzer = tvm.sym.Analyzer()
+    order = [tuple(int(analyzer.simplify(substitute(vmap[v], {tile: tirx.const(u, "int32")}))) for v in (bx, by, bz))
+             for u in range(8 * 15)]
+    assert sorted(order) == sorted((x, y, z) for x in range(8) for y in range(3) for z in range(5))
+    first, second = order[:8 * CHUNK], order[8 * CHUNK:]
+    assert [o[0] for o in first] == [x for x in reversed(range(8)) for _ in range(CHUNK)]
+    assert [o[0] for o in second] == [x for x in reversed(range(8)) for _ in range(15 - CHUNK)]
+    assert {o[1] + 3 * o[2] for o in first} == set(range(CHUNK))
+
+
+def test_causal_attention_with_enable_persistent_takes_the_dynamic_scheduler(tmp_path):
+    """tl.enable_persistent on causal attention (tiles of different lengths): the host allocates
+    a zeroed tile counter on the launch stream and frees it after the launch; the producer claims
+    tiles with atomicAdd and publishes them through a two-slot shared ring, the consumers take
+    them from there; the ring of loads runs at the running sum of trip counts. Both host build
+    routes compile it. Without the option causal attention keeps one CTA per tile, and
+    non-causal persistent attention the static walk."""
+    from tilelang_cuda.options import CudaOptions
+    from tilelang_cuda.pipeline import CudaBackend
+
+    ex = example_module("attention/flash_attention.py")
+    causal = ex.flash_attention.get_tir(2, 3, 1000, 128, True, block_M=128, block_N=128, threads=256)
+    source, kernel = cuda_source(causal, enable_persistent=True)
+    host = source[source.find("#include <tvm/ffi/c_api.h>"):]
+    assert host.index("tl_tile_counter_alloc()") < host.index("tl_tile_counter_free(tl_tile_counter)")
+    producer, consumers = kernel.split("tl_setmaxnreg_inc<232>();")
+    assert producer.count("tl_claim_tile(tl_tile_counter)") == 2 and "tl_claim_tile" not in consumers
+    assert "smem_int32_ptr[(tl_tile_seq_ptr[0] & 1)] = tl_tile;" in producer
+    assert "tl_tile_cur_ptr[0] = smem_int32_ptr[(tl_tile_seq_ptr[0] & 1)];" in consumers
+    assert "tl_ring_done_ptr[0] + k_load" in producer and "tl_ring_done_ptr[0] + k" in consumers
+    for route in ("split", "nvcc"):
+        backend, options = CudaBackend(Target("sm_90a")), CudaOptions(enable_persistent=True, host_build=route)
+        mod = backend.lower(causal, options)
+        (tmp_path / route).mkdir()
+        backend.build(mod, backend.codegen(mod, options), options, tmp_path / route)
+    _, plain = cuda_source(causal)
+    assert "tl_claim_tile(" not in plain and "for (int t" not in plain
+    _, static = cuda_source(kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256), enable_persistent=True)
+    assert "tl_claim_tile(" not in static and static.count("for (int t") == 2
 
 
 def test_persistent_attention_prefetches_q_under_the_previous_epilogue(tmp_path):

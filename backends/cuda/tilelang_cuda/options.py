@@ -46,7 +46,10 @@ class CudaOptions(BackendOptions):
         epilogue (hopper/persistent.py; attention S4096 D128 on the H200: 595 against 582 TFLOP/s,
         S8192 D64 450 against 434). Kernels that run two blocks per SM or a cluster pair keep those.
     enable_persistent: the persistent schedule for every warp-specialized kernel that can take it,
-        GEMM included (measured neutral there, and it gives up two blocks per SM).
+        GEMM included (measured neutral there, and it gives up two blocks per SM), and causal
+        attention, whose tiles differ in length, through a dynamic tile scheduler (a counter hands
+        out tiles longest first within chunks of 8 heads; hopper/tile_scheduler.py). The latter is
+        built and compiled but has not run on a GPU yet (bench/NOTES.md, session 7).
     disable_wgmma_overlap: on sm_90a, a warp-specialized loop with two wgmma gemms (attention)
         waits for each gemm right after issuing it, instead of running the work between them
         under the previous iteration's last gemm (hopper/consumer_schedule.py).

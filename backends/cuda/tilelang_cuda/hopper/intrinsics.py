@@ -79,6 +79,29 @@ static CUresult tl_cuGetErrorString(CUresult error, const char** text) {
 #define cuGetErrorString tl_cuGetErrorString
 """
 
+#: Host side of the dynamic tile scheduler (tile_scheduler.py): the tile counter, 4 bytes allocated and
+#: zeroed on the launch stream and freed after the launch (stream-ordered: concurrent launches never
+#: share one). Both host translation units; needs tvm/ffi/extra/c_env_api.h for the stream.
+TILE_COUNTER_HOST = r"""extern "C" void* tl_tile_counter_alloc() {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return nullptr;
+  cudaStream_t stream = static_cast<cudaStream_t>(TVMFFIEnvGetStream(kDLCUDA, device));
+  void* counter = nullptr;
+  if (cudaMallocAsync(&counter, sizeof(int), stream) != cudaSuccess) return nullptr;
+  if (cudaMemsetAsync(counter, 0, sizeof(int), stream) != cudaSuccess) {
+    cudaFreeAsync(counter, stream);
+    return nullptr;
+  }
+  return counter;
+}
+extern "C" int32_t tl_tile_counter_free(void* counter) {
+  int device = 0;
+  cudaGetDevice(&device);
+  return cudaFreeAsync(counter, static_cast<cudaStream_t>(TVMFFIEnvGetStream(kDLCUDA, device))) == cudaSuccess ? 0 : -1;
+}
+"""
+
+
 HOPPER_HEADER = r"""
 // ---- tilelang-cuda sm_90a helpers ---------------------------------------------------------------
 #ifdef __CUDACC_RTC__
@@ -149,7 +172,12 @@ __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.d
 // Host side of persistent and TMA kernels in nvcc's single-file build (the split build's host
 // prelude carries the same definitions).
 #include <cuda.h>
-""" + DRIVER_SHIMS_HOST + NUM_SMS_HOST + r"""#endif
+""" + DRIVER_SHIMS_HOST + NUM_SMS_HOST + r"""#if __has_include(<tvm/ffi/extra/c_env_api.h>)
+#include <tvm/ffi/extra/c_env_api.h>
+""" + TILE_COUNTER_HOST + r"""#endif
+#endif
+// The dynamic tile scheduler's claim: the next tile of the launch (tile_scheduler.py).
+__device__ __forceinline__ int tl_claim_tile(void* counter) { return atomicAdd(static_cast<int*>(counter), 1); }
 // Barrier among a subset of the block's warps (the consumer warpgroups of a specialized kernel).
 __device__ __forceinline__ void tl_named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");

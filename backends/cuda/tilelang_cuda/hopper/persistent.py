@@ -23,11 +23,15 @@ from tvm import tirx
 
 from tilelang_core.simt.transform.state import substitute
 
+from .tile_scheduler import DynamicTiles
+
 
 class _PersistentTiles:
     """A grid of ``gx x gy x gz`` tiles walked by min(tiles, SMs) resident CTAs: CTA ``c`` takes
     tiles c, c + CTAs, ...; the kernel body sees the old block indices as ``tile % gx`` etc. The
     producer runs ahead into a CTA's next tile while the consumers store the last one."""
+
+    allocs, init, after = [], [], []  # what DynamicTiles adds around the walk
 
     def __init__(self, blocks, n):
         self.blocks = blocks  # [(block var, static extent)], x first
@@ -41,7 +45,9 @@ class _PersistentTiles:
         self.t = tirx.Var("t", "int32")
         self.done = self.t * n
 
-    def loop(self, body):
+    def loop(self, body, role: str = "", n=None):
+        """``body`` (written for the old block indices) once per tile of this CTA; the same walk
+        for every ``role``."""
         tile = self.cta + self.t * self.ctas
         vmap, stride = {}, 1
         for var, extent in self.blocks:
@@ -58,9 +64,11 @@ class _PersistentTiles:
         return tirx.AttrStmt(iv, "thread_extent", self.ctas, inner)
 
 
-def persistent_tiles(chain, n, n_value, wanted: bool):
+def persistent_tiles(chain, n, n_value, wanted: bool, variable: bool = False, consumers: int = 0):
     """_PersistentTiles when the grid is static and every tile runs the same number of loop
-    iterations (the ring position of a tile is then t * n); else None (one CTA per tile)."""
+    iterations (the ring position of a tile is then t * n); with ``variable``, tiles of different
+    trip counts (causal attention) get the dynamic scheduler (tile_scheduler.py, ``consumers``
+    threads take its tiles); else None (one CTA per tile)."""
     if not wanted:
         return None
     blocks = []
@@ -75,6 +83,7 @@ def persistent_tiles(chain, n, n_value, wanted: bool):
         return None
     used = set()
     tvm_ffi.structural_walk(n_value, [(tirx.Var, lambda v: used.add(v))])
-    if any(any(v.same_as(var) for v in used) for _, var, _ in blocks):
-        return None  # causal attention: the loop length depends on the tile
-    return _PersistentTiles([(var, extent) for _, var, extent in blocks], n)
+    static = _PersistentTiles([(var, extent) for _, var, extent in blocks], n)
+    if any(any(v.same_as(var) for v in used) for _, var, _ in blocks):  # causal attention
+        return DynamicTiles(static.blocks, n_value, consumers, static) if variable else None
+    return static

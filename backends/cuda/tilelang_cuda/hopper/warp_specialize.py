@@ -176,7 +176,9 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     two_fit = two_blocks and two_blocks_per_sm(consumers, ring_bytes, shared_per_sm, False, cluster, widest_n,
                                                fragment_regs)[0] is not None
     wanted = persistent == "always" or (persistent == "tile_operands" and not cluster and not two_fit)
-    tiles = persistent_tiles(chain, n, substitute(n, {b.var: b.value for b in top_binds}), wanted)
+    # tiles of different lengths (causal attention) only on request: the dynamic scheduler
+    tiles = persistent_tiles(chain, n, substitute(n, {b.var: b.value for b in top_binds}), wanted,
+                             variable=persistent == "always", consumers=consumers)
     # persistent: tiles the consumers copied in before the loop (attention's Q) come from the
     # producer, one load per tile issued under the previous tile's epilogue (tile_operands)
     before, tile_boxes = tile_operands(before, body_stmts, after, written) if tiles else (before, [])
@@ -399,15 +401,17 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
                                                                         "int32")))])),
         *([I.call("tl_mbar_init", tile_full, tirx.const(1, "int32")),
            I.call("tl_mbar_init", tile_empty, tirx.const(consumers, "int32"))] if tile_boxes else []),
+        *(tiles.init if tiles else []),
         I.call("tl_fence_barrier_init")]))
     per_tile = top_binds if tiles else []  # bindings of block indices move into the tile loop
     if tile_boxes:  # wait for this tile's operands last (the fills run under the load); release
         # them once the loop is done, so the producer loads the next tile's under this epilogue
         before = before + [I.call("tl_mbar_wait", tile_full, tirx.floormod(tiles.t, 2))]
         consumer_loop = seq([consumer_loop, I.call("tl_mbar_arrive", tile_empty)])
-    consumer_work = insert_barriers(tiles.loop(seq(per_tile + before + [consumer_loop] + after)) if tiles
-                                    else seq(before + [consumer_loop] + after))
-    producer_work = if_then(tx == consumers, tiles.loop(seq(per_tile + [producer_loop])) if tiles else producer_loop)
+    consumer_work = insert_barriers(tiles.loop(seq(per_tile + before + [consumer_loop] + after), "consumer", n)
+                                    if tiles else seq(before + [consumer_loop] + after))
+    producer_work = if_then(tx == consumers, tiles.loop(seq(per_tile + [producer_loop]), "producer", n)
+                            if tiles else producer_loop)
     producer = seq([I.call(f"tl_setmaxnreg_dec<{producer_regs}>") if rebalance else None, producer_work])
     consumer = tirx.AttrStmt(tirx.const(0, "int32"), CONSUMER_REGION, tirx.const(consumers, "int32"), seq([
         I.call(f"tl_setmaxnreg_inc<{consumer_regs}>") if rebalance else None,
@@ -424,13 +428,13 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     if half:
         body_of_region.insert(0, I.call("tl_min_blocks_per_sm", tirx.const(2, "int32")))
     region = tirx.AttrStmt(tirx.const(0, "int32"), PIPELINE_REGION, tirx.const(stages, "int32"), seq(body_of_region))
-    new_inner = seq(allocs + [tirx.AllocBuffer(bars)] + ([] if tiles else top_binds) + [region])
+    new_inner = seq(allocs + [tirx.AllocBuffer(bars)] + (tiles.allocs if tiles else top_binds) + [region])
     _check_no_stale_uses(seq(before + after), staged)
     new_inner = _restage_allocs(new_inner, staged)
     # The launch keeps C threads until finalize (with_producer_threads): the lowering proves
     # bounds with tx < C, which holds everywhere it looks (the producer branch has no tile ops).
     if tiles:
-        return seq(host + tiles.host + [tiles.launch(chain, new_inner, tx)])
+        return seq(host + tiles.host + [tiles.launch(chain, new_inner, tx)] + tiles.after)
     device = _rebuild_chain(chain, new_inner)
     return seq(host + [device])
 

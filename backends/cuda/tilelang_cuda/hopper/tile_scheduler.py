@@ -1,0 +1,157 @@
+"""Dynamic tile scheduler for persistent kernels whose tiles run different trip counts (causal
+attention under ``tl.enable_persistent``).
+
+A static walk (CTA c takes tiles c, c + CTAs, ...) leaves causal attention's CTAs unevenly loaded:
+at S4096 the busiest does 12% more than the mean, against 4% for the hardware's own dispatch of
+one CTA per tile (``bench/causal_schedule_sim.py``). Here a counter in global memory hands out
+tiles in order instead, each to the CTA that asks first, and the order is longest first within
+chunks of ``CHUNK`` heads (balanced, and the K/V of a chunk stays in the L2; all heads' longest
+row blocks first would put as many heads' K/V in flight as there are CTAs)::
+
+    host:  counter = 4 zeroed bytes, stream-ordered (cudaMallocAsync + cudaMemsetAsync on the
+           launch stream; intrinsics.TILE_COUNTER_HOST); freed the same way after the launch
+    producer thread:
+        tile = atomicAdd(counter, 1); j = 0
+        while tile < tiles:   publish tile in slot j % 2 (wait empty, write, arrive full)
+                              the tile's loads; ring position += its trip count; j += 1
+                              tile = atomicAdd(counter, 1)
+        publish tile          # >= tiles: the consumers stop
+    consumers:
+        tile = receive slot 0 (wait full, read, arrive empty); j = 0
+        while tile < tiles:   the tile's work; ring position += its trip count; j += 1
+                              tile = receive slot j % 2
+
+The ring of loads continues across a CTA's tiles at the running sum of their trip counts, as the
+static walk's ``t * n`` does for tiles of one length. The while loops are written as a For over
+at most ``tiles`` rounds whose body runs only while the tile is valid (the passes after this one
+know For loops). Opt-in and not yet run on a GPU (bench/NOTES.md, session 7).
+"""
+
+from __future__ import annotations
+
+import tvm
+from tvm import tirx
+
+from tilelang_core.simt import intrinsics as I
+from tilelang_core.simt.transform.state import if_then, seq, substitute
+
+#: heads (batch x head pairs) per chunk: 8 x 2 MB of K/V at S4096 D128 fit the H200's 50 MB L2
+CHUNK = 8
+
+def longest_first_order(blocks, n_value) -> bool:
+    """Whether the trip count ``n_value`` never shrinks along blockIdx.x (causal attention's row
+    blocks cost more the larger it is): the order then starts each chunk at the last row block."""
+    (bx, gx), analyzer = blocks[0], tvm.sym.Analyzer()
+    counts = [analyzer.simplify(substitute(n_value, {bx: tirx.const(x, bx.ty.dtype)})) for x in range(gx)]
+    grows = all(isinstance(c, tirx.IntImm) for c in counts) and \
+        all(int(a.value) <= int(b.value) for a, b in zip(counts, counts[1:]))
+    return grows
+
+
+class DynamicTiles:
+    """The persistent walk with tiles handed out by a counter (module docstring). Same interface
+    as persistent._PersistentTiles: ``host``/``after`` statements around the launch, ``allocs``
+    and ``init`` for the block, ``t`` (this CTA's tile index) and ``done`` (ring iterations of
+    its earlier tiles), ``loop(body, role, n)`` and ``launch``."""
+
+    def __init__(self, blocks, n_value, consumers: int, static):
+        self.blocks = blocks  # [(block var, static extent)], x first
+        self.total = 1
+        for _, extent in blocks:
+            self.total *= extent
+        self.consumers = consumers
+        self.grows = longest_first_order(blocks, n_value)
+        self.static = static  # the launch of min(tiles, SMs) CTAs
+        self.counter = tirx.Var("tl_tile_counter", "handle")
+        self.host = static.host + [tirx.Bind(self.counter, tirx.call_extern("handle", "tl_tile_counter_alloc")),
+                     # (condition, kind, message): the order TVM's constructor takes, not its Python stub's
+                     tirx.AssertStmt(tirx.Not(tirx.isnullptr(self.counter)), tvm.ir.StringImm("RuntimeError"),
+                                     [tvm.ir.StringImm("could not allocate the tile counter of a persistent kernel "
+                                                       "(cudaMallocAsync on the launch stream failed)")])]
+        self.after = [tirx.Evaluate(tirx.call_extern("int32", "tl_tile_counter_free", self.counter))]
+        self.slots = tirx.decl_buffer((2,), "int32", name="tl_sched_tile", scope="shared")
+        self.bars = tirx.decl_buffer((4,), "uint64", name="tl_sched_mbar", scope="shared")
+        self.cur = tirx.decl_buffer((1,), "int32", name="tl_tile_cur", scope="local")
+        self.seq = tirx.decl_buffer((1,), "int32", name="tl_tile_seq", scope="local")
+        self.ring = tirx.decl_buffer((1,), "int32", name="tl_ring_done", scope="local")
+        self.allocs = [tirx.AllocBuffer(b) for b in (self.slots, self.bars, self.cur, self.seq, self.ring)]
+        self.init = [I.call("tl_mbar_init", self._bar(s), tirx.const(1, "int32")) for s in (0, 1)] + \
+                    [I.call("tl_mbar_init", self._bar(2 + s), tirx.const(consumers, "int32")) for s in (0, 1)]
+        self.t = tirx.BufferLoad(self.seq, [0])
+        self.done = tirx.BufferLoad(self.ring, [0])
+        # one tile variable for both walks: the block indices (and what is bound to them, e.g.
+        # causal attention's loop_range) are then the same expressions on both sides
+        self.tile = tirx.Var("tl_tile", "int32")
+
+    def _bar(self, i):
+        return tirx.address_of(tirx.BufferLoad(self.bars, [i]))
+
+    def _slot_bar(self, base: int, j):
+        return tirx.address_of(tirx.BufferLoad(self.bars, [base + tirx.floormod(j, 2)]))
+
+    def _publish(self, tile, j):
+        """Producer: tile -> slot j % 2, once the consumers have read what it held before."""
+        phase = tirx.floormod(tirx.floordiv(j, 2), 2)
+        return seq([I.call("tl_mbar_wait", self._slot_bar(2, j), 1 - phase),
+                    tirx.BufferStore(self.slots, tile, [tirx.floormod(j, 2)]),
+                    I.call("tl_mbar_arrive", self._slot_bar(0, j))])
+
+    def _receive(self, j):
+        """Consumers: the tile in slot j % 2 -> cur; the slot goes back."""
+        phase = tirx.floormod(tirx.floordiv(j, 2), 2)
+        return seq([I.call("tl_mbar_wait", self._slot_bar(0, j), phase),
+                    tirx.BufferStore(self.cur, tirx.BufferLoad(self.slots, [tirx.floormod(j, 2)]), [0]),
+                    I.call("tl_mbar_arrive", self._slot_bar(2, j))])
+
+    def _claim(self):
+        return tirx.BufferStore(self.cur, I.call("tl_claim_tile", self.counter, dtype="int32"), [0])
+
+    def block_indices(self, tile):
+        """{block var: its index in ``tile``}: chunks of CHUNK heads one after another; within a
+        chunk, row block by row block (the longest first where trip counts grow along x), every
+        head of the chunk at each."""
+        (bx, gx), rest = self.blocks[0], self.blocks[1:]
+        heads = self.total // gx
+        chunk = min(CHUNK, heads)
+        whole = heads // chunk * chunk  # heads in whole chunks; the rest form one smaller chunk
+        body = tirx.const(whole * gx, "int32")
+        level = tirx.floordiv(tirx.floormod(tile, chunk * gx), chunk)
+        head = tirx.floordiv(tile, chunk * gx) * chunk + tirx.floormod(tile, chunk)
+        if whole < heads:
+            tail = heads - whole
+            level = tirx.Select(tile < body, level, tirx.floordiv(tile - body, tail))
+            head = tirx.Select(tile < body, head, whole + tirx.floormod(tile - body, tail))
+        vmap = {bx: (gx - 1 - level) if self.grows else level}
+        stride = 1
+        for var, extent in rest:
+            vmap[var] = tirx.floormod(tirx.floordiv(head, stride), extent)
+            stride *= extent
+        return vmap
+
+    def loop(self, body, role: str, n):
+        """The walk for ``role`` ("producer": one thread claims and publishes; "consumer"),
+        running ``body`` (written for the old block indices) once per tile of trip count ``n``."""
+        tile = self.tile
+        # each block index bound once per tile: its uses read one register instead of each
+        # recomputing (and ptxas keeping) the chunk arithmetic
+        indices = [tirx.Bind(var, value) for var, value in self.block_indices(tile).items()]
+        total = tirx.const(self.total, "int32")
+        advance = [tirx.BufferStore(self.ring, self.done + n, [0]),
+                   tirx.BufferStore(self.seq, self.t + 1, [0])]
+        fetch = self._claim() if role == "producer" else self._receive(self.t)
+        step = [self._publish(tile, self.t)] if role == "producer" else []
+        rounds = tirx.Var("tl_round", "int32")
+        iteration = if_then(tirx.BufferLoad(self.cur, [0]) < total, seq([
+            tirx.Bind(tile, tirx.BufferLoad(self.cur, [0])), *indices, *step, body, *advance, fetch]))
+        start = [tirx.BufferStore(self.seq, tirx.const(0, "int32"), [0]),
+                 tirx.BufferStore(self.ring, tirx.const(0, "int32"), [0]),
+                 self._claim() if role == "producer" else self._receive(tirx.const(0, "int32"))]
+        walk = tirx.For(rounds, tirx.const(0, "int32"), total, tirx.ForKind.SERIAL, iteration)
+        finish = [self._publish(tirx.BufferLoad(self.cur, [0]), self.t)] if role == "producer" else []
+        return seq(start + [walk] + finish)
+
+    def launch(self, chain, inner, thread_var):
+        return self.static.launch(chain, inner, thread_var)
+
+
+__all__ = ["CHUNK", "DynamicTiles", "longest_first_order"]
