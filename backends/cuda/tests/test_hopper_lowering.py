@@ -119,6 +119,9 @@ def test_block_k_32_gemm_takes_wgmma_and_tma_with_the_64_byte_swizzle():
     _, fp8 = cuda_source(kernels.make_gemm(1024, 512, 512, bm=128, bn=128, bk=64, stages=3, trans_b=True,
                                            dtype=T.float8_e4m3fn, out_dtype=T.float16))
     assert "tl_wgmma_ss_e4m3" in fp8 and "tl_wgmma_desc<2>" in fp8 and "tl_wgmma_desc((" not in fp8
+    # a 32-column fp16 epilogue would store 64-byte strips: not by TMA until that has run on a GPU
+    _, narrow = cuda_source(kernels.make_gemm(1000, 520, 264, bm=128, bn=32, bk=64, stages=3, trans_b=True))
+    assert "tl_wgmma_ss_f16" in narrow and "tl_tma_store" not in narrow
 
 
 def test_accumulator_layout_matches_mma_when_warpgroups_stack_along_m():

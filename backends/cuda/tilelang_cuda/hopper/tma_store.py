@@ -68,6 +68,8 @@ def plan_stores(stmts: list, hopper_layouts: dict, budget: int | None = None,
             box = global_box(op.dst, rows, cols, str(frag.name), "to", op)
         except NotSpecialized:
             continue
+        if box.swizzle != 128:  # 64-byte strips load correctly on the H200; stores have not run there yet
+            continue
         strip = rows * box.atom * box.elem_bytes
         need = strip + box.swizzle * 8  # the strip, and its alignment (a whole 8-row swizzle period) at most
         if budget is not None and need > budget:
