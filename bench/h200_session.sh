@@ -15,9 +15,13 @@ python3 -m pip install -q --no-deps --no-build-isolation -e . -e backends/cpu -e
   || { echo "pip install failed"; tail -5 "$OUT/pip.txt"; exit 1; }
 # pytest-xdist (no network there): wheels carried in .device/xdist (pip download pytest-xdist execnet);
 # the GPU tests are nvcc-bound, so 8 workers take them from ~10 minutes to ~2
+# pytest-timeout from the same folder: a test that hangs (a barrier protocol error, blocked in a CUDA call,
+# so the thread method: the worker exits and xdist starts another) fails after 150 s
+# instead of holding its worker, and the tests queued behind it, until the step's limit
 PAR=""
 if python3 -c "import xdist" 2>/dev/null || { ls .device/xdist/*.whl >/dev/null 2>&1 && \
     python3 -m pip install -q --no-deps --no-index .device/xdist/*.whl >"$OUT/xdist.txt" 2>&1; }; then PAR="-n 8"; fi
+python3 -c "import pytest_timeout" 2>/dev/null && PAR="$PAR --timeout=${TEST_TIMEOUT:-150} --timeout-method=thread"
 status=()
 step() {  # step NAME TIMEOUT COMMAND...: run, keep the log, remember pass/fail
   local name=$1 limit=$2; shift 2
