@@ -5,7 +5,7 @@
 #   bash .device/b/unpack-tvm.sh b && bash bench/h200_session.sh      (SKIP_BENCH=1: no table; ONLY_BENCH=1: only the benchmarks; SWEEP=1: + variants;
 #   FOCUS=1: + chosen variants timed together; NCU=1: + Nsight Compute of GEMM and attention against cuBLAS/cuDNN;
 #   AMPERE=1: + mma.sync path; NO_AUTOTUNE=1: without the autotuner timing;
-#   TESTS="<pytest paths/args>": only these GPU tests (8 xdist workers when .device/xdist is carried too; TESTS_TIMEOUT s) (TESTS_ONLY=1: and no examples, overhead, sanitizers); FOCUS_GEMM / FOCUS_ATTN: the variant
+#   TESTS="<pytest paths/args>": only these GPU tests (8 xdist workers when .device/xdist is carried too; TESTS_TIMEOUT s; TESTS_K: a -k expression) (TESTS_ONLY=1: and no examples, overhead, sanitizers); FOCUS_GEMM / FOCUS_ATTN: the variant
 #   indices FOCUS times, FOCUS_NO_AMPERE=1: without ampere_attention; SANITIZE_DYNAMIC=1: the sanitizers also
 #   see causal attention on the dynamic tile scheduler)
 set -uo pipefail
@@ -32,7 +32,7 @@ step() {  # step NAME TIMEOUT COMMAND...: run, keep the log, remember pass/fail
 if [[ ${ONLY_BENCH:-0} != 1 ]]; then  # ONLY_BENCH=1: the benchmarks alone (a second call)
   step doctor 60 python3 -m tilelang_core doctor --no-toolchains
   if [[ -n ${TESTS:-} ]]; then  # a chosen subset of the GPU tests
-    step gpu_tests "${TESTS_TIMEOUT:-400}" python3 -m pytest -q -p no:cacheprovider $PAR $TESTS
+    step gpu_tests "${TESTS_TIMEOUT:-400}" python3 -m pytest -q -p no:cacheprovider $PAR $TESTS ${TESTS_K:+-k "$TESTS_K"}
   else
     step gpu_tests 420 python3 -m pytest -q -p no:cacheprovider $PAR backends/cuda/tests/gpu \
       --ignore=backends/cuda/tests/gpu/test_gpu_cluster.py
