@@ -45,12 +45,15 @@ def trip_counts(body, bx, gx: int) -> list[int] | None:
             extents.append(extent)
 
     tvm_ffi.structural_walk(body, [(tirx.Bind, on_bind), (tirx.For, on_for)])
-    if not extents:
-        return None
+    return extents_along_x(extents[0], bx, gx) if extents else None
+
+
+def extents_along_x(extent, bx, gx: int) -> list[int] | None:
+    """``extent`` for bx = 0 .. gx - 1; None when one is not a constant once bx is."""
     analyzer = tvm.sym.Analyzer()
     counts = []
     for x in range(gx):
-        value = analyzer.simplify(substitute(extents[0], {bx: tirx.const(x, bx.ty.dtype)}))
+        value = analyzer.simplify(substitute(extent, {bx: tirx.const(x, bx.ty.dtype)}))
         if not isinstance(value, tirx.IntImm):
             return None
         counts.append(int(value))
@@ -72,4 +75,4 @@ def longest_first(body):
     return below_launch(body, lambda node: substitute(node, {bx: tirx.const(gx - 1, bx.ty.dtype) - bx}))
 
 
-__all__ = ["longest_first", "trip_counts"]
+__all__ = ["extents_along_x", "longest_first", "trip_counts"]

@@ -15,6 +15,8 @@ block with 3 slots, 1.02x cuBLAS timed in turns (bench/NOTES.md).
 
 from __future__ import annotations
 
+import math
+
 from tvm.runtime import DataType
 
 WARPGROUP = 128
@@ -60,16 +62,9 @@ def fragment_registers(layouts: dict, locals_=()) -> int:
     def registers(count: int, buffer) -> int:
         return -(-count * DataType(str(buffer.ty.dtype)).bits // 32)
 
-    local_elements = [(1 if not buf.ty.shape else _product(buf.ty.shape), buf) for buf in locals_]
+    local_elements = [(math.prod(int(extent) for extent in buf.ty.shape), buf) for buf in locals_]
     return sum(registers(layout.local_size, buffer) for buffer, layout in layouts.items()) + \
         sum(registers(count, buffer) for count, buffer in local_elements)
-
-
-def _product(shape) -> int:
-    total = 1
-    for extent in shape:
-        total *= int(extent)
-    return total
 
 
 def two_blocks_per_sm(consumers: int, ring_bytes: int, shared_per_sm: int | None, persistent: bool,

@@ -33,7 +33,8 @@ import tvm
 from tvm import tirx
 
 from tilelang_core.simt import intrinsics as I
-from tilelang_core.simt.transform.state import if_then, seq, substitute
+from tilelang_core.simt.transform.longest_first import extents_along_x
+from tilelang_core.simt.transform.state import if_then, seq
 
 #: heads (batch x head pairs) per chunk: 8 x 2 MB of K/V at S4096 D128 fit the H200's 50 MB L2
 CHUNK = 8
@@ -41,11 +42,9 @@ CHUNK = 8
 def longest_first_order(blocks, n_value) -> bool:
     """Whether the trip count ``n_value`` never shrinks along blockIdx.x (causal attention's row
     blocks cost more the larger it is): the order then starts each chunk at the last row block."""
-    (bx, gx), analyzer = blocks[0], tvm.sym.Analyzer()
-    counts = [analyzer.simplify(substitute(n_value, {bx: tirx.const(x, bx.ty.dtype)})) for x in range(gx)]
-    grows = all(isinstance(c, tirx.IntImm) for c in counts) and \
-        all(int(a.value) <= int(b.value) for a, b in zip(counts, counts[1:]))
-    return grows
+    bx, gx = blocks[0]
+    counts = extents_along_x(n_value, bx, gx)
+    return counts is not None and all(a <= b for a, b in zip(counts, counts[1:]))
 
 
 class DynamicTiles:
