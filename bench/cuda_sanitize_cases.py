@@ -5,9 +5,6 @@
     compute-sanitizer --tool synccheck python bench/cuda_sanitize_cases.py
 
 Builds first (no GPU work), then launches each kernel once on ragged shapes, checks the result.
-``--dynamic`` adds causal attention on the dynamic tile scheduler (tl.enable_persistent), which
-bench/h200_session.sh passes with SANITIZE_DYNAMIC=1, once its GPU tests have passed (a protocol
-error would hang every sanitizer run).
 """
 
 import sys
@@ -82,9 +79,9 @@ def main():
     # persistent (the default for attention): 48 heads x 3 row blocks = 144 tiles on at most 132
     # CTAs, so some CTAs walk two and load the second tile's Q under the first one's epilogue
     attn_persistent = build(kernels.make_flash_attention(1, 48, 300, 128, 128, 128, 256))
-    # causal on the dynamic scheduler: 48 x 3 tiles of 1-3 key blocks handed out by the counter
-    causal_dynamic = build(example_attention().get_tir(1, 48, 300, 128, True, block_M=128, block_N=128, threads=256),
-                           enable_persistent=True) if "--dynamic" in sys.argv else None
+    # causal attention's default, the dynamic tile scheduler: 48 x 3 tiles of 1-3 key blocks
+    # handed out by the counter
+    causal_dynamic = build(example_attention().get_tir(1, 48, 300, 128, True, block_M=128, block_N=128, threads=256))
     failures = []
 
     a = torch.randn(1000, 264, device="cuda", dtype=torch.float16)
@@ -129,9 +126,8 @@ def main():
 
     # several tiles per CTA: the producer's Q of the next tile under the epilogue
     check_attention(attn_persistent, (1, 300, 48, 128), "persistent flash attention 1x48x300x128", failures)
-    if causal_dynamic is not None:
-        check_attention(causal_dynamic, (1, 300, 48, 128), "causal flash attention 1x48x300x128 (dynamic tiles)",
-                        failures, causal=True, name="main")
+    check_attention(causal_dynamic, (1, 300, 48, 128), "causal flash attention 1x48x300x128 (dynamic tiles)",
+                    failures, causal=True, name="main")
 
     torch.cuda.synchronize()
     print("FAILED: " + ", ".join(failures) if failures else "all results correct")

@@ -428,7 +428,7 @@ def test_a_provably_zero_mask_becomes_the_gemms_zero_init(seq_len, causal, folde
     causal): S = Q K^T then starts from wgmma's zero-init (accumulate 0 on its first k-step) and the
     fill is gone; a ragged length or a causal mask keeps the fill and accumulates."""
     func = _flash_example().get_tir(1, 2, seq_len, 128, causal, block_M=128, block_N=128, threads=256)
-    _, kernel = cuda_source(func)
+    _, kernel = cuda_source(func, disable_persistent=True)
     body = loop_body(kernel, "for (int k = 1;")
     first = body[body.index("tl_wgmma_ss_f16"):]
     first = first[:first.index(";")]
@@ -439,20 +439,21 @@ def test_a_provably_zero_mask_becomes_the_gemms_zero_init(seq_len, causal, folde
 def test_conditional_mask_skips_the_fill_left_of_the_diagonal(tmp_path):
     """Causal attention: the mask fill runs only where the derived condition fails, and Q K^T's
     first k-step starts from zero (accumulate 0) where it holds; the kernel compiles without
-    spills. tl.disable_conditional_mask fills in every iteration."""
+    spills. tl.disable_conditional_mask fills in every iteration. (One CTA per tile, so that the
+    row block is blockIdx.x; the dynamic tile scheduler's default walk is tested on its own.)"""
     from tilelang_cuda.options import CudaOptions
     from tilelang_cuda.pipeline import CudaBackend
 
     func = _flash_example().get_tir(1, 2, 1000, 128, True, block_M=128, block_N=128, threads=256)
-    _, kernel = cuda_source(func)
+    _, kernel = cuda_source(func, disable_persistent=True)
     body = loop_body(kernel, "for (int k = 1;")
     fill = body.index("if (((((int)blockIdx.x) - k) <= 0) || (k == 7))")  # bx <= k or the ragged last block
     assert fill < body.index("acc_s_ptr[vi") < body.index("tl_wgmma_ss_f16")
     first = body[body.index("tl_wgmma_ss_f16"):]
     assert first[:first.index(";")].endswith("(((0 < (((int)blockIdx.x) - k)) && (k < 7)) ? 0 : 1))")
-    _, every = cuda_source(func, disable_conditional_mask=True)
+    _, every = cuda_source(func, disable_conditional_mask=True, disable_persistent=True)
     assert "? 0 : 1)" not in every
-    backend, options = CudaBackend(Target("sm_90a")), CudaOptions(ptxas_verbose=True)
+    backend, options = CudaBackend(Target("sm_90a")), CudaOptions(ptxas_verbose=True, disable_persistent=True)
     mod = backend.lower(func, options)
     backend.build(mod, backend.codegen(mod, options), options, tmp_path)
     assert "0 bytes spill stores" in backend.last_build.log
@@ -627,8 +628,8 @@ def test_conditional_mask_on_mma_sync_writes_zeros():
     left of the diagonal the fill writes plain zeros instead (the kit's split_masked_fills);
     tl.disable_conditional_mask keeps the mask in every iteration."""
     func = _flash_example().get_tir(1, 2, 1000, 128, True, block_M=128, block_N=128, threads=256)
-    _, on = cuda_source(func, disable_wgmma=True)
-    _, off = cuda_source(func, disable_conditional_mask=True, disable_wgmma=True)
+    _, on = cuda_source(func, disable_wgmma=True, disable_persistent=True)
+    _, off = cuda_source(func, disable_conditional_mask=True, disable_wgmma=True, disable_persistent=True)
     assert "tl_mma_m16n8k16" in on and "? 0 : 1)" not in on
     assert "if ((0 < (((int)blockIdx.x) - k)) && (k < 7)) {" in on  # left of the diagonal, not ragged
     assert "(((int)blockIdx.x) - k)) && (k < 7)) {" not in off

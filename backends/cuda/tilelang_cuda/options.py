@@ -40,16 +40,15 @@ class CudaOptions(BackendOptions):
     disable_pingpong: on sm_90a, the two consumer warpgroups of an overlapped attention loop
         issue their gemms without taking turns at the tensor cores (hopper/pingpong.py).
     disable_persistent: on sm_90a, one CTA per tile for every warp-specialized kernel. By default a
-        kernel with an operand it loads once per tile before its loop (attention's Q) and tiles
-        that all run the same loop (not causal attention) gets one resident CTA per SM walking the
-        tiles, the producer loading the next tile's Q and first K/V under the current tile's
-        epilogue (hopper/persistent.py; attention S4096 D128 on the H200: 595 against 582 TFLOP/s,
-        S8192 D64 450 against 434). Kernels that run two blocks per SM or a cluster pair keep those.
+        kernel with an operand it loads once per tile before its loop (attention's Q) gets one
+        resident CTA per SM walking the tiles, the producer loading the next tile's Q and first
+        K/V under the current tile's epilogue (hopper/persistent.py; attention S4096 D128 on the
+        H200: 595 against 582 TFLOP/s, S8192 D64 450 against 434). Tiles of different lengths
+        (causal attention) are handed out by a dynamic tile scheduler, longest first within chunks
+        of 8 heads (hopper/tile_scheduler.py; causal S4096 D128: 555 against 528). Kernels that
+        run two blocks per SM or a cluster pair keep those.
     enable_persistent: the persistent schedule for every warp-specialized kernel that can take it,
-        GEMM included (measured neutral there, and it gives up two blocks per SM), and causal
-        attention, whose tiles differ in length, through a dynamic tile scheduler (a counter hands
-        out tiles longest first within chunks of 8 heads; hopper/tile_scheduler.py). The latter is
-        built and compiled but has not run on a GPU yet (bench/NOTES.md, session 7).
+        GEMM included (measured neutral there, and it gives up two blocks per SM).
     disable_wgmma_overlap: on sm_90a, a warp-specialized loop with two wgmma gemms (attention)
         waits for each gemm right after issuing it, instead of running the work between them
         under the previous iteration's last gemm (hopper/consumer_schedule.py).

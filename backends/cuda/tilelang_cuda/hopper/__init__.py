@@ -14,7 +14,7 @@ zero_fill.py        a provably-zero fill of a gemm's accumulator folded into the
 tma.py, tma_store.py TMA boxes and tensor maps; the epilogue through TMA stores
 cluster.py          opt-in: two CTAs sharing tiles by TMA multicast
 persistent.py       one resident CTA per SM walking the tiles (attention by default)
-tile_scheduler.py   opt-in: persistent tiles of different lengths (causal attention) handed out by a counter
+tile_scheduler.py   persistent tiles of different lengths (causal attention, by default) handed out by a counter
 occupancy.py        setmaxnreg's register split; two resident blocks per SM where they fit
 pingpong.py         attention's two consumer warpgroups taking turns at the tensor cores
 planner.py          what is chosen for one kernel, and why (notes at the top of the source)

@@ -6,11 +6,12 @@ Tiles the consumers copied in before the loop (attention's Q) become the produce
 load per tile behind a full/empty barrier pair, issued once the consumers' loop over the previous
 tile is done, so it runs under that tile's epilogue (``tile_operands`` in warp_specialize.py).
 
-The default for kernels with such a per-tile operand and tiles of equal length (non-causal
-attention), unless two blocks per SM or a cluster pair apply (warp_specialize's ``persistent``
-mode "tile_operands"). Measured on the H200 (bench/NOTES.md), same runs: attention S4096 D128
-587 vs 575 and 595 vs 582 TFLOP/s, S8192 D64 447 vs 430 and 450 vs 434, causal (not persistent:
-its tiles differ in length) unchanged; GEMM neutral, so ``tl.enable_persistent`` alone makes it
+The default for kernels with such a per-tile operand, unless two blocks per SM or a cluster pair
+apply (warp_specialize's ``persistent`` mode "tile_operands"): tiles of equal length (non-causal
+attention) take the static walk here, tiles of different lengths (causal attention) the dynamic
+tile scheduler (tile_scheduler.py). Measured on the H200 (bench/NOTES.md), same runs: attention
+S4096 D128 587 vs 575 and 595 vs 582 TFLOP/s, S8192 D64 447 vs 430 and 450 vs 434, causal 555 vs
+528 (the scheduler, session 8); GEMM neutral, so ``tl.enable_persistent`` alone makes it
 persistent and ``tl.disable_persistent`` turns the schedule off. warp_specialize.py builds the
 loops through ``persistent_tiles(...).loop`` and ``.launch``.
 """
@@ -64,11 +65,11 @@ class _PersistentTiles:
         return tirx.AttrStmt(iv, "thread_extent", self.ctas, inner)
 
 
-def persistent_tiles(chain, n, n_value, wanted: bool, variable: bool = False, consumers: int = 0):
+def persistent_tiles(chain, n, n_value, wanted: bool, consumers: int = 0):
     """_PersistentTiles when the grid is static and every tile runs the same number of loop
-    iterations (the ring position of a tile is then t * n); with ``variable``, tiles of different
-    trip counts (causal attention) get the dynamic scheduler (tile_scheduler.py, ``consumers``
-    threads take its tiles); else None (one CTA per tile)."""
+    iterations (the ring position of a tile is then t * n); tiles of different trip counts
+    (causal attention) get the dynamic scheduler (tile_scheduler.py, ``consumers`` threads take
+    its tiles); None (one CTA per tile) when not ``wanted`` or the grid is not static."""
     if not wanted:
         return None
     blocks = []
@@ -85,5 +86,5 @@ def persistent_tiles(chain, n, n_value, wanted: bool, variable: bool = False, co
     tvm_ffi.structural_walk(n_value, [(tirx.Var, lambda v: used.add(v))])
     static = _PersistentTiles([(var, extent) for _, var, extent in blocks], n)
     if any(any(v.same_as(var) for v in used) for _, var, _ in blocks):  # causal attention
-        return DynamicTiles(static.blocks, n_value, consumers, static) if variable else None
+        return DynamicTiles(static.blocks, n_value, consumers, static)
     return static

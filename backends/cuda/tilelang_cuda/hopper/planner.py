@@ -18,6 +18,7 @@ from tilelang_core.simt.transform.block_swizzle import has_swizzle, rasterize
 from ..target import capability
 from .occupancy import fragment_registers
 from .warp_specialize import NotSpecialized, named_barriers, warp_specialize, with_producer_threads
+from .tile_scheduler import walks_to_while
 from .wgmma import (WARPGROUP, element_bits, explain_wgmma, plan_wgmma, shared_tile, wgmma_k,
                     wgmma_shared_layout)
 
@@ -151,4 +152,5 @@ class HopperPlanner:
     def finalize(self, body, st):
         if not self.specialized:
             return body
-        return with_producer_threads(named_barriers(body), st.thread_var, st.num_threads + WARPGROUP)
+        body = walks_to_while(named_barriers(body))
+        return with_producer_threads(body, st.thread_var, st.num_threads + WARPGROUP)

@@ -176,9 +176,9 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     two_fit = two_blocks and two_blocks_per_sm(consumers, ring_bytes, shared_per_sm, False, cluster, widest_n,
                                                fragment_regs)[0] is not None
     wanted = persistent == "always" or (persistent == "tile_operands" and not cluster and not two_fit)
-    # tiles of different lengths (causal attention) only on request: the dynamic scheduler
+    # tiles of different lengths (causal attention) take the dynamic scheduler
     tiles = persistent_tiles(chain, n, substitute(n, {b.var: b.value for b in top_binds}), wanted,
-                             variable=persistent == "always", consumers=consumers)
+                             consumers=consumers)
     # persistent: tiles the consumers copied in before the loop (attention's Q) come from the
     # producer, one load per tile issued under the previous tile's epilogue (tile_operands)
     before, tile_boxes = tile_operands(before, body_stmts, after, written) if tiles else (before, [])
