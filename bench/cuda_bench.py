@@ -197,27 +197,37 @@ ATTENTION_TILES = {128: dict(block_M=128, block_N=128, num_stages=2, threads=256
                    64: dict(block_M=192, block_N=128, num_stages=2, threads=384)}
 
 
+def attention_inputs(B, H, S, D, causal):
+    """Random (B, S, H, D) fp16 q, k, v on the GPU, and ``sdpa(backend)``: a call of torch's SDPA
+    with that backend on the same tensors (their (B, H, S, D) views), returning its output."""
+    from torch.nn.attention import sdpa_kernel
+
+    q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=torch.float16) for _ in range(3))
+    qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+
+    def sdpa(backend):
+        def run():
+            with sdpa_kernel(backend):
+                return torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+        return run
+
+    return q, k, v, sdpa
+
+
 def attention_rows(pass_configs):
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import SDPBackend
 
     ex = example("attention/flash_attention.py")
     rows = []
     for B, H, S, D, causal in ((8, 16, 4096, 128, False), (8, 16, 4096, 128, True), (8, 16, 8192, 64, False)):
         kernel, secs = compile_timed(ex.flash_attention, B, H, S, D, causal, **ATTENTION_TILES[D],
                                      pass_configs=pass_configs)
-        q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=torch.float16) for _ in range(3))
+        q, k, v, sdpa = attention_inputs(B, H, S, D, causal)
         o = kernel(q, k, v)
-        qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
-        ref = torch.nn.functional.scaled_dot_product_attention(qt.float(), kt.float(), vt.float(),
+        ref = torch.nn.functional.scaled_dot_product_attention(*(x.transpose(1, 2).float() for x in (q, k, v)),
                                                                 is_causal=causal).transpose(1, 2)
         err = (o.float() - ref).abs().max().item()
         flops = 4 * B * H * S * S * D / (2 if causal else 1)
-        def sdpa(backend):
-            def run():
-                with sdpa_kernel(backend):
-                    torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
-            return run
-
         ms = side_by_side({"ours": lambda: kernel(q, k, v), "flash": sdpa(SDPBackend.FLASH_ATTENTION),
                            "cudnn": sdpa(SDPBackend.CUDNN_ATTENTION)}, per_round=2)
         ours = flops / ms["ours"] / 1e9

@@ -4,10 +4,9 @@
 # the launch-overhead benchmark and the compute-sanitizer checks. Logs go to $OUT.
 #   bash .device/b/unpack-tvm.sh b && bash bench/h200_session.sh      (SKIP_BENCH=1: no table; ONLY_BENCH=1: only the benchmarks; SWEEP=1: + variants;
 #   FOCUS=1: + chosen variants timed together; NCU=1: + Nsight Compute of GEMM and attention against cuBLAS/cuDNN;
-#   AMPERE=1: + mma.sync path; NO_AUTOTUNE=1: without the autotuner timing;
+#   AMPERE=1: + mma.sync path; CAUSAL_PROBE=1: + causal attention's tile schedules (bench/causal_probe.py, + ncu); NO_AUTOTUNE=1: without the autotuner timing;
 #   TESTS="<pytest paths/args>": only these GPU tests (8 xdist workers when .device/xdist is carried too; TESTS_TIMEOUT s; TESTS_K: a -k expression) (TESTS_ONLY=1: and no examples, overhead, sanitizers); FOCUS_GEMM / FOCUS_ATTN: the variant
-#   indices FOCUS times, FOCUS_NO_AMPERE=1: without ampere_attention; SANITIZE_DYNAMIC=1: the sanitizers also
-#   see causal attention on the dynamic tile scheduler)
+#   indices FOCUS times, FOCUS_NO_AMPERE=1: without ampere_attention)
 set -uo pipefail
 export PYTHONPATH=/opt/tvmsite PYTHONUNBUFFERED=1
 RESULTS=${OUT:-/tmp/out}; OUT=$(mktemp -d); mkdir -p "$RESULTS"  # logs here, one tarball to $RESULTS
@@ -51,7 +50,7 @@ if [[ ${ONLY_BENCH:-0} != 1 && ${TESTS_ONLY:-0} != 1 ]]; then  # TESTS_ONLY=1: n
   step launch_floor 120 python3 bench/cuda_launch_floor.py
   [[ ${NO_AUTOTUNE:-0} == 1 ]] || step autotune_cuda 400 python3 bench/autotune_compile.py --target cuda --size 4096 --repeats 1
   for tool in memcheck racecheck synccheck; do
-    step "sanitize_$tool" 240 compute-sanitizer --tool "$tool" --error-exitcode 9 python3 bench/cuda_sanitize_cases.py $([[ ${SANITIZE_DYNAMIC:-0} == 1 ]] && echo --dynamic)
+    step "sanitize_$tool" 240 compute-sanitizer --tool "$tool" --error-exitcode 9 python3 bench/cuda_sanitize_cases.py
   done
 fi
 [[ ${SKIP_BENCH:-0} == 1 ]] || step cuda_bench 400 python3 bench/cuda_bench.py
@@ -64,6 +63,9 @@ fi
 [[ ${NCU:-0} == 1 ]] && step ncu 300 bash -c 'cd bench && ncu --clock-control none --nvtx --nvtx-include "prof/" \
     --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
     python3 ncu_profile.py'
+[[ ${CAUSAL_PROBE:-0} == 1 ]] && { step causal_probe 300 python3 bench/causal_probe.py
+    step causal_ncu 300 bash -c 'cd bench && ncu --clock-control none --nvtx --nvtx-include "prof/" --section SpeedOfLight \
+      --section LaunchStats --section WarpStateStats --section SchedulerStats python3 causal_probe.py --ncu'; }
 [[ ${AMPERE:-0} == 1 ]] && { step ampere_gemm 300 python3 bench/ampere_gemm.py; step ampere_attention 300 python3 bench/ampere_attention.py; }
 echo "== doctor (auto)"; [[ -f "$OUT/doctor.txt" ]] && grep -E "cuda |evidence|resolves to" "$OUT/doctor.txt" | head -6
 echo "== examples"; grep -h -E "relative error" "$OUT"/*.txt | sed 's/^/  /'
@@ -76,6 +78,8 @@ for tool in memcheck racecheck synccheck; do
   [[ -f "$OUT/sanitize_$tool.txt" ]] && { echo "== $tool"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Error" "$OUT/sanitize_$tool.txt" | tail -2; }
 done
 [[ -f "$OUT/cuda_bench.txt" ]] && { echo "== benchmark table"; sed -n '/^NVIDIA/,$p' "$OUT/cuda_bench.txt"; }
+[[ -f "$OUT/causal_probe.txt" ]] && { echo "== causal probe"; grep -E "^\||built|rror" "$OUT/causal_probe.txt"; }
+[[ -f "$OUT/causal_ncu.txt" ]] && { echo "== causal ncu"; grep -E "^  [a-z_]+.*\(|Duration|SM Frequency|Compute \(SM\)|Issue Slots Busy|Warp Cycles Per Issued|Grid Size|Registers Per|No Eligible" "$OUT/causal_ncu.txt" | cut -c1-100; }
 [[ -f "$OUT/ncu.txt" ]] && { echo "== ncu"; grep -E "^  [a-z_]+.*\(|Duration|SM Frequency|Compute \(SM\)|Issue Slots Busy|Warp Cycles Per Issued" "$OUT/ncu.txt" | cut -c1-100; }
 for f in hopper_sweep hopper_sweep_cluster focus_gemm focus_gemm_bf16 focus_attention; do
   [[ -f "$OUT/$f.txt" ]] && { echo "== $f"; grep -E "TFLOP|ERROR|timed in turns" "$OUT/$f.txt"; }

@@ -15,7 +15,7 @@ import sys
 
 import torch
 
-from cuda_bench import compile_timed, example
+from cuda_bench import attention_inputs, compile_timed, example
 
 
 def profiled(name, fn, warmup=3):
@@ -54,13 +54,12 @@ def gemm_cases():
 
 
 def attention_cases():
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import SDPBackend
 
     attention = example("attention/flash_attention.py")
     B, H, S, D = 8, 16, 4096, 128
-    q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=torch.float16) for _ in range(3))
-    qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
     for causal in (False, True):
+        q, k, v, sdpa = attention_inputs(B, H, S, D, causal)
         tag = "causal" if causal else "full"
         # the overlap block: every exp under P V in the SASS, yet 3-5% slower (bench/NOTES.md)
         for label, configs in ((f"ours_attn_{tag}", None), (f"ours_attn_{tag}_overlap_block",
@@ -69,11 +68,7 @@ def attention_cases():
                                   num_stages=2, threads=256, pass_configs=configs)
             profiled(label, lambda: fa(q, k, v))
 
-        def cudnn():
-            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
-
-        profiled(f"cudnn_attn_{tag}", cudnn)
+        profiled(f"cudnn_attn_{tag}", sdpa(SDPBackend.CUDNN_ATTENTION))
 
 
 if __name__ == "__main__":
