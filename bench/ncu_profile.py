@@ -4,7 +4,7 @@ Each kernel runs once inside an NVTX range named ``prof``, after warm-up outside
 ``--nvtx-include prof/`` profiles exactly those launches:
 
     ncu --clock-control none --nvtx --nvtx-include "prof/" --section SpeedOfLight \\
-        --section ComputeWorkloadAnalysis --section WarpStateStats python3 bench/ncu_profile.py [gemm|attention]
+        --section ComputeWorkloadAnalysis --section WarpStateStats python3 bench/ncu_profile.py [gemm|attention|ampere]
 
 (``--clock-control none``: the device's notes say to leave the clocks alone; ncu's default locks
 them to base, which is not the speed the benchmarks see.) Without ncu the script only checks
@@ -36,6 +36,8 @@ def main():
         gemm_cases()
     if "attention" in which:
         attention_cases()
+    if "ampere" in which:
+        ampere_attention_cases()
     print(f"profiled: {', '.join(which)}")
     return 0
 
@@ -69,6 +71,23 @@ def attention_cases():
             profiled(label, lambda: fa(q, k, v))
 
         profiled(f"cudnn_attn_{tag}", sdpa(SDPBackend.CUDNN_ATTENTION))
+
+
+def ampere_attention_cases():
+    """The mma.sync path (issue 4: causal at 0.96x of SDPA flash) next to SDPA flash, causal and
+    not, S4096 D128 with the bench's 128x64 / 2 stages / 4 warps tile."""
+    from torch.nn.attention import SDPBackend
+
+    attention = example("attention/flash_attention.py")
+    ampere = {"tl.disable_wgmma": True, "tl.disable_warp_specialized": True}
+    B, H, S, D = 8, 16, 4096, 128
+    for causal in (False, True):
+        tag = "causal" if causal else "full"
+        q, k, v, sdpa = attention_inputs(B, H, S, D, causal)
+        fa, _ = compile_timed(attention.flash_attention, B, H, S, D, causal, block_M=128, block_N=64,
+                              num_stages=2, threads=128, pass_configs=ampere)
+        profiled(f"ours_mma_sync_attn_{tag}", lambda: fa(q, k, v))
+        profiled(f"flash_attn_{tag}", sdpa(SDPBackend.FLASH_ATTENTION))
 
 
 if __name__ == "__main__":
