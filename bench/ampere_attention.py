@@ -27,8 +27,10 @@ CASES = ((8, 16, 4096, 128, False), (8, 16, 4096, 128, True), (8, 16, 8192, 64, 
 EVERY_MASK = {"tl.disable_conditional_mask": True}
 #: with LONGEST the causal row blocks are launched longest first (the kit's longest_first)
 LONGEST = {"tl.enable_longest_first": True}
+#: with PRECISE_DIV the epilogue's acc_o / logsum are IEEE divisions (transform/fast_divide.py)
+PRECISE_DIV = {"tl.precise_div": True}
 CONFIGS = {128: [(128, 128, 2, 256, {}), (128, 64, 2, 128, {}), (128, 64, 3, 128, {}),
-                 (128, 64, 2, 128, EVERY_MASK), (128, 64, 2, 128, LONGEST)],
+                 (128, 64, 2, 128, EVERY_MASK), (128, 64, 2, 128, LONGEST), (128, 64, 2, 128, PRECISE_DIV)],
            64: [(128, 128, 2, 256, {}), (128, 64, 2, 128, {}), (128, 128, 2, 128, {})]}
 
 
@@ -51,13 +53,14 @@ def main():
         name = f"attn B{B} H{H} S{S} D{D}{' causal' if causal else ''}"
         built = {}
         for bm, bn, stages, threads, extra in CONFIGS[D]:
-            if extra and not causal:
+            if extra and extra is not PRECISE_DIV and not causal:
                 continue  # a non-causal fill is the same either way (only the ragged block masks)
             kernel, secs = compile_timed(ex.flash_attention, B, H, S, D, causal, block_M=bm, block_N=bn,
                                          num_stages=stages, threads=threads, pass_configs={**AMPERE, **extra})
             err = (kernel(q, k, v).float() - ref).abs().max().item()
             label = f"{bm}x{bn}/{stages}/{threads}" + next((name for cfg, name in ((EVERY_MASK, " every mask"),
-                                                                                 (LONGEST, " longest first"))
+                                                                                 (LONGEST, " longest first"),
+                                                                                 (PRECISE_DIV, " IEEE division"))
                                                             if extra is cfg), "")
             built[label] = (lambda kernel=kernel: kernel(q, k, v)), err, secs
 

@@ -48,6 +48,7 @@ ATTN_VARIANTS = [  # (block_M, block_N, stages, threads, pass configs)
     (64, 64, 2, 128, {"tl.disable_two_blocks_per_sm": True}),
     (128, 128, 2, 256, {"tl.enable_longest_first": True}),  # causal row blocks launched longest first
     (128, 128, 2, 256, {"tl.enable_persistent": True}),  # on attention the same kernels as the default (s8)
+    (128, 128, 2, 256, {"tl.precise_div": True}),  # the epilogue's acc_o / logsum as IEEE divisions
 ]
 
 

@@ -192,6 +192,12 @@ ON_DEMAND_HELPERS = {
                "  asm(\"ex2.approx.ftz.f32 %0, %1;\\n\" : \"=f\"(y) : \"f\"(x));\n"
                "  return y;\n"
                "}\n",
+    # float32 / in device code (fast_divide.py): 2 ulp over the full range, no slow-path branch
+    "tl_div": "__device__ __forceinline__ float tl_div(float a, float b) {\n"
+              "  float y;\n"
+              "  asm(\"div.full.f32 %0, %1, %2;\\n\" : \"=f\"(y) : \"f\"(a), \"f\"(b));\n"
+              "  return y;\n"
+              "}\n",
 }
 
 _HELPER_NAME = re.compile(r"\b(" + "|".join(ON_DEMAND_HELPERS) + r")\(")

@@ -27,6 +27,8 @@ class CudaOptions(BackendOptions):
     fast_math: --use_fast_math (approximate exp/div/sqrt).
     precise_exp2: T.exp2 on float32 as CUDA's exp2f (subnormal results kept) instead of one
         ex2.approx.ftz instruction (transform/fast_exp2.py).
+    precise_div: float32 ``/`` in kernels as IEEE division instead of div.full.f32 (2 ulp, one
+        reciprocal per divisor; transform/fast_divide.py).
     opt_level: ptxas/nvcc -O level for device code (0..3).
     lineinfo: -lineinfo, for profilers and compute-sanitizer source lines.
     ptxas_verbose: keep ptxas' register/spill report in the build log (``kernel.asm["ptxas"]``).
@@ -104,6 +106,7 @@ class CudaOptions(BackendOptions):
     device_compiler: str = "auto"
     fast_math: bool = False
     precise_exp2: bool = False
+    precise_div: bool = False
     opt_level: int = 3
     lineinfo: bool = False
     ptxas_verbose: bool = False
@@ -131,7 +134,7 @@ class CudaOptions(BackendOptions):
         if self.device_compiler not in DEVICE_COMPILERS:
             raise ConfigError(f"cuda option device_compiler={self.device_compiler!r} must be one of "
                               f"{DEVICE_COMPILERS}")
-        for name in ("fast_math", "precise_exp2", "lineinfo", "ptxas_verbose", "disable_cp_async", "disable_wgmma",
+        for name in ("fast_math", "precise_exp2", "precise_div", "lineinfo", "ptxas_verbose", "disable_cp_async", "disable_wgmma",
                      "disable_tma_lower", "disable_warp_specialized", "disable_pingpong",
                      "enable_persistent", "disable_persistent", "disable_rasterization", "disable_wgmma_overlap", "disable_tma_store", "enable_overlap_block",
                      "disable_conditional_mask", "enable_cluster_multicast", "disable_two_blocks_per_sm", "enable_longest_first",

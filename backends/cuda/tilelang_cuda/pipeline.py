@@ -40,7 +40,7 @@ from .hopper.planner import HopperPlanner
 from .hopper.wgmma import operand_plan, wgmma_accumulator_layout
 from .hopper.intrinsics import with_kernel_attributes
 from .intrinsics import with_on_demand_helpers
-from .transform import fast_exp2
+from .transform import fast_divide, fast_exp2
 from .layouts import mma_accumulator_layout
 from .lower_gemm import gemm_shape, gemm_warps
 from .lowering import CUDA
@@ -158,7 +158,9 @@ class CudaBackend(Backend):
     def codegen(self, mod, options: CudaOptions | None = None) -> str:
         start = time.perf_counter()
         options = options or CudaOptions()
-        lib = codegen.build_tvm_module(mod if options.precise_exp2 else fast_exp2(mod), self.arch)
+        mod = mod if options.precise_exp2 else fast_exp2(mod)
+        mod = mod if options.precise_div else fast_divide(mod)
+        lib = codegen.build_tvm_module(mod, self.arch)
         source = schedule_comment(mod) + with_kernel_attributes(with_on_demand_helpers(
             codegen.export_source(lib, tensor_alignments(mod))))
         self.timings["codegen"] = time.perf_counter() - start
