@@ -45,6 +45,10 @@ from tilelang_core.simt.transform.state import if_then, seq
 #: know), which ``walks_to_while`` turns into the while loop it stands for
 WALK = "tl.tile_walk"
 
+#: the device helper a producer claims its next tile with (intrinsics.py); other passes find the
+#: scheduler's kernels by it (transform/fast_divide.py)
+CLAIM = "tl_claim_tile"
+
 #: heads (batch x head pairs) per chunk: 8 x 2 MB of K/V at S4096 D128 fit the H200's 50 MB L2
 CHUNK = 8
 
@@ -112,7 +116,7 @@ class DynamicTiles:
                     I.call("tl_mbar_arrive", self._slot_bar(2, j))])
 
     def _claim(self):
-        return tirx.BufferStore(self.cur, I.call("tl_claim_tile", self.counter, dtype="int32"), [0])
+        return tirx.BufferStore(self.cur, I.call(CLAIM, self.counter, dtype="int32"), [0])
 
     def block_indices(self, tile):
         """{block var: its index in ``tile``}: chunks of CHUNK heads one after another; within a
@@ -185,4 +189,4 @@ def walks_to_while(body):
     return tvm_ffi.structural_map(body, [(tirx.For, visit)])
 
 
-__all__ = ["CHUNK", "DynamicTiles", "WALK", "longest_first_order", "walks_to_while"]
+__all__ = ["CHUNK", "CLAIM", "DynamicTiles", "WALK", "longest_first_order", "walks_to_while"]

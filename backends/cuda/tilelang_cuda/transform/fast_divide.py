@@ -24,6 +24,8 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from ..hopper.tile_scheduler import CLAIM
+
 
 def _divisions(stmt):
     def on_div(div):
@@ -37,7 +39,7 @@ def _divisions(stmt):
 def _claims_tiles(func) -> bool:
     claims = []
     tvm_ffi.structural_walk(func.body, [(tvm.ir.Call, lambda c: claims.append(1) if getattr(
-        c.op, "name", None) == "tirx.call_extern" and str(c.args[0]) == '"tl_claim_tile"' else None)])
+        c.op, "name", None) == "tirx.call_extern" and str(c.args[0]) == f'"{CLAIM}"' else None)])
     return bool(claims)
 
 
