@@ -45,7 +45,10 @@ def _claims_tiles(func) -> bool:
 
 def fast_divide(mod: tvm.IRModule) -> tvm.IRModule:
     def on_attr(attr):
-        if attr.attr_key == "thread_extent":  # the outermost launch attribute: the kernel body
+        # a launch attribute: its body is kernel code. Nested ones (threadIdx inside blockIdx) are
+        # rewritten again, which finds nothing left to change (measured: 3.4 ms for attention's
+        # module either way, most of it the other walks)
+        if attr.attr_key == "thread_extent":
             return _divisions(attr)
         return attr
 
