@@ -31,7 +31,7 @@ def test_dynamic_tile_order_covers_the_grid_longest_row_block_first_in_chunks():
 
     bx, by, bz = (tirx.Var(n, "int32") for n in ("bx", "by", "bz"))
     blocks = [(bx, 8), (by, 3), (bz, 5)]  # 15 heads: a chunk of 8, then one of 7
-    tiles = DynamicTiles(blocks, bx + 1, 256, _PersistentTiles(blocks, bx + 1))
+    tiles = DynamicTiles(_PersistentTiles(blocks, bx + 1), bx + 1, 256)
     tile = tirx.Var("u", "int32")
     vmap = tiles.block_indices(tile)
     analyzer = tvm.sym.Analyzer()

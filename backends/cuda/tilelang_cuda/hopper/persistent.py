@@ -86,5 +86,5 @@ def persistent_tiles(chain, n, n_value, wanted: bool, consumers: int = 0):
     tvm_ffi.structural_walk(n_value, [(tirx.Var, lambda v: used.add(v))])
     static = _PersistentTiles([(var, extent) for _, var, extent in blocks], n)
     if any(any(v.same_as(var) for v in used) for _, var, _ in blocks):  # causal attention
-        return DynamicTiles(static.blocks, n_value, consumers, static)
+        return DynamicTiles(static, n_value, consumers)
     return static

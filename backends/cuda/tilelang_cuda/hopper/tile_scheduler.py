@@ -66,14 +66,11 @@ class DynamicTiles:
     and ``init`` for the block, ``t`` (this CTA's tile index) and ``done`` (ring iterations of
     its earlier tiles), ``loop(body, role, n)`` and ``launch``."""
 
-    def __init__(self, blocks, n_value, consumers: int, static):
-        self.blocks = blocks  # [(block var, static extent)], x first
-        self.total = 1
-        for _, extent in blocks:
-            self.total *= extent
+    def __init__(self, static, n_value, consumers: int):
+        self.static = static  # the static walk: its grid, and its launch of min(tiles, SMs) CTAs
+        self.blocks, self.total = static.blocks, static.total  # [(block var, static extent)], x first
         self.consumers = consumers
-        self.grows = longest_first_order(blocks, n_value)
-        self.static = static  # the launch of min(tiles, SMs) CTAs
+        self.grows = longest_first_order(self.blocks, n_value)
         self.counter = tirx.Var("tl_tile_counter", "handle")
         self.host = static.host + [tirx.Bind(self.counter, tirx.call_extern("handle", "tl_tile_counter_alloc")),
                      # (condition, kind, message): the order TVM's constructor takes, not its Python stub's
