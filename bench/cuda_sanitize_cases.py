@@ -17,6 +17,7 @@ sys.path.insert(0, str(ROOT / "backends" / "cuda" / "tests"))
 import torch  # noqa: E402
 
 import kernels  # noqa: E402
+from cuda_bench import example  # noqa: E402
 from tilelang_cuda.options import CudaOptions  # noqa: E402
 from tilelang_cuda.pipeline import CudaBackend  # noqa: E402
 
@@ -32,16 +33,6 @@ def build(func, **options):
     mod = backend.lower(func, options)
     backend.build(mod, backend.codegen(mod, options), options, workdir)
     return backend.load(workdir / "kernel.so")
-
-
-def example_attention():
-    """examples/attention/flash_attention.py's kernel (it takes is_causal)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("sanitize_fa", ROOT / "examples" / "attention" / "flash_attention.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.flash_attention
 
 
 def attention_reference(q, k, v, causal=False):
@@ -81,7 +72,8 @@ def main():
     attn_persistent = build(kernels.make_flash_attention(1, 48, 300, 128, 128, 128, 256))
     # causal attention's default, the dynamic tile scheduler: 48 x 3 tiles of 1-3 key blocks
     # handed out by the counter
-    causal_dynamic = build(example_attention().get_tir(1, 48, 300, 128, True, block_M=128, block_N=128, threads=256))
+    causal = example("attention/flash_attention.py").flash_attention
+    causal_dynamic = build(causal.get_tir(1, 48, 300, 128, True, block_M=128, block_N=128, threads=256))
     failures = []
 
     a = torch.randn(1000, 264, device="cuda", dtype=torch.float16)

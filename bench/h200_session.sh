@@ -3,7 +3,7 @@
 # packages installed as a user would, doctor, the main job and every example on target="auto",
 # the launch-overhead benchmark and the compute-sanitizer checks. Logs go to $OUT.
 #   bash .device/b/unpack-tvm.sh b && bash bench/h200_session.sh      (SKIP_BENCH=1: no table; ONLY_BENCH=1: only the benchmarks; SWEEP=1: + variants;
-#   FOCUS=1: + chosen variants timed together; NCU=1: + Nsight Compute of GEMM and attention against cuBLAS/cuDNN (NCU_CASES: which of gemm attention ampere; NCU_METRICS: extra --metrics);
+#   FOCUS=1: + chosen variants timed together; NCU=1: + Nsight Compute of GEMM and attention against cuBLAS/cuDNN (NCU_CASES: which of gemm attention ampere; NCU_METRICS: extra --metrics; NCU_SOURCE=<cases>: per-SASS-line stall samples, no NCU=1 needed);
 #   AMPERE=1: + mma.sync path; CAUSAL_PROBE=1: + causal attention's tile schedules (bench/causal_probe.py, + ncu); NO_AUTOTUNE=1: without the autotuner timing;
 #   TESTS="<pytest paths/args>": only these GPU tests (8 xdist workers when .device/xdist is carried too; TESTS_TIMEOUT s; TESTS_K: a -k expression) (TESTS_ONLY=1: and no examples, overhead, sanitizers); FOCUS_GEMM / FOCUS_ATTN: the variant
 #   indices FOCUS times, FOCUS_NO_AMPERE=1: without ampere_attention)
@@ -63,6 +63,12 @@ fi
 [[ ${NCU:-0} == 1 ]] && step ncu 300 bash -c 'cd bench && ncu --clock-control none --nvtx --nvtx-include "prof/" \
     --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
     ${NCU_METRICS:+--metrics "$NCU_METRICS"} python3 ncu_profile.py ${NCU_CASES:-gemm attention}'
+# NCU_SOURCE="<ncu_profile.py cases>": warp-stall samples per SASS line (ncu source counters) as
+# ncu_source.csv.gz in the logs, for reading on the development machine
+[[ -n ${NCU_SOURCE:-} ]] && step ncu_source 400 bash -c 'cd bench && ncu --clock-control none --nvtx \
+    --nvtx-include "prof/" --section SourceCounters --section WarpStateStats -f -o "$OUT/source" \
+    python3 ncu_profile.py $NCU_SOURCE && ncu -i "$OUT/source.ncu-rep" --page source --csv --print-source sass \
+    | gzip >"$OUT/ncu_source.csv.gz" && rm "$OUT/source.ncu-rep"'
 [[ ${CAUSAL_PROBE:-0} == 1 ]] && { step causal_probe 300 python3 bench/causal_probe.py
     step causal_ncu 300 bash -c 'cd bench && ncu --clock-control none --nvtx --nvtx-include "prof/" --section SpeedOfLight \
       --section LaunchStats --section WarpStateStats --section SchedulerStats python3 causal_probe.py --ncu'; }
