@@ -133,8 +133,12 @@ def triton_matmul():
 #: (hopper/occupancy.py): 652-661 vs 643-644 TFLOP/s fp16 and 680 vs 676 bf16 for 128x256 on two
 #: warpgroups (cuBLAS 644-693, power-capped). 4096^3: 128x256, which held 0.95-0.98x in every run,
 #: while 128x128 ranged 0.90-0.97x (0.90x in the run where cuBLAS reached 792 at full clocks)
+#: the GEMM tile per size (the kernel author's choice; the schedule is the compiler's). 8192^3 took
+#: 128x128 on two blocks per SM until stream-K (session 9) made 128x256 as fast or faster there:
+#: fp16 1.00x / 1.00x of cuBLAS against 1.00x / 1.00x, bf16 1.01x / 1.01x against 0.99x / 1.00x
+#: (bench/stream_k.py, two rounds of one run)
 GEMM_TILES = {4096: dict(block_M=128, block_N=256, block_K=64, num_stages=4, threads=256),
-              8192: dict(block_M=128, block_N=128, block_K=64, num_stages=2, threads=128)}
+              8192: dict(block_M=128, block_N=256, block_K=64, num_stages=4, threads=256)}
 
 
 def gemm_rows(pass_configs):

@@ -56,6 +56,16 @@ def check_attention(kernel, shape, label, failures, causal=False, name="flash_at
         failures.append(label)
 
 
+def check_gemm(kernel, shape, label, failures, trans_b=False):
+    M, N, K = shape
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(*((N, K) if trans_b else (K, N)), device="cuda", dtype=torch.float16)
+    c = torch.empty(M, N, device="cuda", dtype=torch.float16)
+    kernel["gemm"](a, b, c)
+    if not torch.allclose(c.float(), a.float() @ (b.float().T if trans_b else b.float()), rtol=2e-2, atol=0.5):
+        failures.append(label)
+
+
 def main():
     gemm = build(kernels.make_gemm(1000, 1000, 1000))
     gemm_nt = build(kernels.make_gemm(520, 264, 200, bm=64, bn=64, bk=32, stages=4, trans_b=True))
@@ -74,32 +84,18 @@ def main():
     # handed out by the counter
     causal = example("attention/flash_attention.py").flash_attention
     causal_dynamic = build(causal.get_tir(1, 48, 300, 128, True, block_M=128, block_N=128, threads=256))
+    # stream-K: 17 x 8 = 136 tiles on 132 SMs, all shared along K (partial sums through the workspace)
+    gemm_sk = build(kernels.make_gemm(2176, 2048, 1000, bm=128, bn=256, bk=64, threads=256, stages=4),
+                    enable_stream_k=True)
     failures = []
 
-    a = torch.randn(1000, 264, device="cuda", dtype=torch.float16)
-    b = torch.randn(264, 520, device="cuda", dtype=torch.float16)
-    for kernel, label in ((gemm_ws, "TMA + wgmma"), (gemm_two, "two blocks per SM")):
-        c = torch.empty(1000, 520, device="cuda", dtype=torch.float16)
-        kernel["gemm"](a, b, c)
-        if not torch.allclose(c.float(), a.float() @ b.float(), rtol=2e-2, atol=0.5):
-            failures.append(f"gemm 1000x520x264 ({label})")
-
+    check_gemm(gemm_sk, (2176, 2048, 1000), "gemm 2176x2048x1000 (stream-K)", failures)
+    check_gemm(gemm_ws, (1000, 520, 264), "gemm 1000x520x264 (TMA + wgmma)", failures)
+    check_gemm(gemm_two, (1000, 520, 264), "gemm 1000x520x264 (two blocks per SM)", failures)
     check_attention(attn_ws, (1, 300, 2, 128), "flash attention 1x2x300x128 (TMA + wgmma, a CTA per tile)",
                     failures)
-
-    a = torch.randn(1000, 1000, device="cuda", dtype=torch.float16)
-    b = torch.randn(1000, 1000, device="cuda", dtype=torch.float16)
-    c = torch.empty(1000, 1000, device="cuda", dtype=torch.float16)
-    gemm["gemm"](a, b, c)
-    if not torch.allclose(c.float(), a.float() @ b.float(), rtol=2e-2, atol=0.5):
-        failures.append("gemm 1000^3")
-
-    a = torch.randn(520, 200, device="cuda", dtype=torch.float16)
-    b = torch.randn(264, 200, device="cuda", dtype=torch.float16)
-    c = torch.empty(520, 264, device="cuda", dtype=torch.float16)
-    gemm_nt["gemm"](a, b, c)
-    if not torch.allclose(c.float(), a.float() @ b.float().T, rtol=2e-2, atol=0.5):
-        failures.append("gemm NT 520x264x200, 4 stages")
+    check_gemm(gemm, (1000, 1000, 1000), "gemm 1000^3", failures)
+    check_gemm(gemm_nt, (520, 264, 200), "gemm NT 520x264x200, 4 stages", failures, trans_b=True)
 
     x = torch.randn(100, 512, device="cuda")
     y = torch.empty_like(x)

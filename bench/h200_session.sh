@@ -4,7 +4,7 @@
 # the launch-overhead benchmark and the compute-sanitizer checks. Logs go to $OUT.
 #   bash .device/b/unpack-tvm.sh b && bash bench/h200_session.sh      (SKIP_BENCH=1: no table; ONLY_BENCH=1: only the benchmarks; SWEEP=1: + variants;
 #   FOCUS=1: + chosen variants timed together; NCU=1: + Nsight Compute of GEMM and attention against cuBLAS/cuDNN (NCU_CASES: which of gemm attention ampere; NCU_METRICS: extra --metrics; NCU_SOURCE=<cases>: per-SASS-line stall samples, no NCU=1 needed);
-#   AMPERE=1: + mma.sync path; CAUSAL_PROBE=1: + causal attention's tile schedules (bench/causal_probe.py, + ncu); NO_AUTOTUNE=1: without the autotuner timing;
+#   AMPERE=1: + mma.sync path; STREAM_K=1: + bench/stream_k.py; CAUSAL_PROBE=1: + causal attention's tile schedules (bench/causal_probe.py, + ncu); NO_AUTOTUNE=1: without the autotuner timing;
 #   TESTS="<pytest paths/args>": only these GPU tests (8 xdist workers when .device/xdist is carried too; TESTS_TIMEOUT s; TESTS_K: a -k expression) (TESTS_ONLY=1: and no examples, overhead, sanitizers); FOCUS_GEMM / FOCUS_ATTN: the variant
 #   indices FOCUS times, FOCUS_NO_AMPERE=1: without ampere_attention)
 set -uo pipefail
@@ -56,6 +56,7 @@ fi
 [[ ${SKIP_BENCH:-0} == 1 ]] || step cuda_bench 400 python3 bench/cuda_bench.py
 [[ ${SWEEP:-0} == 1 ]] && { step hopper_sweep 400 python3 bench/hopper_sweep.py
                           step hopper_sweep_cluster 120 python3 bench/hopper_sweep.py --cluster; }
+[[ ${STREAM_K:-0} == 1 ]] && step stream_k 300 python3 bench/stream_k.py
 [[ ${FOCUS:-0} == 1 ]] && { step focus_gemm 300 python3 bench/hopper_sweep.py --only gemm --pick "${FOCUS_GEMM:-0,9,10,12,17,18}" --together
                           step focus_gemm_bf16 300 python3 bench/hopper_sweep.py --only gemm --dtype bfloat16 --pick "${FOCUS_GEMM:-0,9,10,12,17,18}" --together
                           step focus_attention 300 python3 bench/hopper_sweep.py --only attention --pick "${FOCUS_ATTN:-0,11,13,14,15}" --together
@@ -87,8 +88,8 @@ done
 [[ -f "$OUT/causal_probe.txt" ]] && { echo "== causal probe"; grep -E "^\||built|rror" "$OUT/causal_probe.txt"; }
 [[ -f "$OUT/causal_ncu.txt" ]] && { echo "== causal ncu"; grep -E "^  [a-z_]+.*\(|Duration|SM Frequency|Compute \(SM\)|Issue Slots Busy|Warp Cycles Per Issued|Grid Size|Registers Per|No Eligible" "$OUT/causal_ncu.txt" | cut -c1-100; }
 [[ -f "$OUT/ncu.txt" ]] && { echo "== ncu"; grep -E "^  [a-z_]+.*\(|Duration|SM Frequency|Compute \(SM\)|Issue Slots Busy|Warp Cycles Per Issued" "$OUT/ncu.txt" | cut -c1-100; }
-for f in hopper_sweep hopper_sweep_cluster focus_gemm focus_gemm_bf16 focus_attention; do
-  [[ -f "$OUT/$f.txt" ]] && { echo "== $f"; grep -E "TFLOP|ERROR|timed in turns" "$OUT/$f.txt"; }
+for f in stream_k hopper_sweep hopper_sweep_cluster focus_gemm focus_gemm_bf16 focus_attention; do
+  [[ -f "$OUT/$f.txt" ]] && { echo "== $f"; grep -E "TFLOP|ERROR|timed in turns|^\|" "$OUT/$f.txt"; }
 done
 for f in ampere_gemm ampere_attention; do [[ -f "$OUT/$f.txt" ]] && { echo "== $f"; grep -v -i warn "$OUT/$f.txt" | tail -14; }; done
 echo "== steps"; printf '  %s\n' "${status[@]}"

@@ -33,6 +33,7 @@ GEMM_VARIANTS = [  # (block_M, block_N, block_K, stages, threads, panel, pass co
     (128, 128, 64, 2, 128, 16, None), (128, 128, 64, 2, 128, 4, None),  # two blocks: panels of 16 / 4 rows
     (128, 256, 32, 4, 256, 0, None), (128, 128, 32, 4, 128, 0, None),  # block_K = 32: A by the 64-byte swizzle
     (64, 64, 32, 2, 128, 0, None), (64, 64, 32, 2, 128, 0, {"tl.disable_wgmma": True}),  # the example's defaults
+    (128, 256, 64, 4, 256, 0, {"tl.enable_stream_k": True}),  # 23: the partial last wave shared along K
 ]
 ATTN_VARIANTS = [  # (block_M, block_N, stages, threads, pass configs)
     (128, 128, 2, 256, None), (128, 128, 2, 256, {"tl.enable_overlap_block": True}),

@@ -36,6 +36,8 @@ def main():
         gemm_cases()
     if "attention" in which:
         attention_cases()
+    if "stream-k" in which or "stream-k-only" in which:
+        stream_k_cases(only="stream-k-only" in which)
     if "ampere" in which or "ampere-causal" in which:
         ampere_attention_cases(causal_only="ampere-causal" in which)
     print(f"profiled: {', '.join(which)}")
@@ -53,6 +55,21 @@ def gemm_cases():
                                   threads=256, pass_configs=configs)
         profiled(label, lambda: kernel(a, b))
     profiled("cublas_gemm_8192", lambda: torch.matmul(a, b))
+
+
+def stream_k_cases(only=False):
+    """4096^3 fp16, 128x256 tiles (512 on 132 SMs): one CTA per tile, the persistent walk, and
+    stream-K (9% slower than one CTA per tile in session 9's first runs); ``only``: stream-K alone
+    (for source counters)."""
+    gemm = example("gemm/gemm.py")
+    size = 4096
+    a, b = (torch.randn(size, size, device="cuda", dtype=torch.float16) for _ in range(2))
+    cases = (("ours_gemm_4096", None), ("ours_gemm_4096_persistent", {"tl.enable_persistent": True}),
+             ("ours_gemm_4096_stream_k", {"tl.enable_stream_k": True}))
+    for label, configs in cases[2:] if only else cases:
+        kernel, _ = compile_timed(gemm.gemm, size, size, size, block_M=128, block_N=256, block_K=64, num_stages=4,
+                                  threads=256, pass_configs=configs)
+        profiled(label, lambda: kernel(a, b))
 
 
 def attention_cases():

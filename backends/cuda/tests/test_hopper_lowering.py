@@ -135,7 +135,8 @@ def test_accumulator_layout_matches_mma_when_warpgroups_stack_along_m():
 
 def test_pipelined_gemm_gets_a_tma_producer_warpgroup():
     # (per-thread epilogue stores: the TMA store's own fence and barriers have their test below)
-    source, kernel = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES), disable_tma_store=True)
+    source, kernel = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES), disable_tma_store=True,
+                                 disable_stream_k=True)  # one CTA per tile (stream-K: test_hopper_stream_k.py)
     assert "__launch_bounds__(384)" in kernel  # 256 consumers + one producer warpgroup
     assert "const __grid_constant__ CUtensorMap" in kernel
     assert kernel.count("tl_tma_load<2>") == 5  # one box of A, four 64-column boxes of B
@@ -240,7 +241,8 @@ def test_gemm_keeps_one_wgmma_batch_in_flight():
     epilogue reads the accumulator (a wait after the loop let ptxas move those reads above it).
     One full/empty pair per slot (A and B travel together). With fewer slots (4 measured 1.5%
     slower on the H200), or tl.disable_wgmma_overlap, each batch is awaited right away."""
-    source, kernel = cuda_source(kernels.make_gemm(1000, 520, 456, **CHAIN_TILES), disable_tma_store=True)
+    source, kernel = cuda_source(kernels.make_gemm(1000, 520, 456, **CHAIN_TILES), disable_tma_store=True,
+                                 disable_stream_k=True)  # one CTA per tile: static trip counts
     assert kernel.count("tl_mbar_init") == 2 * CHAIN_TILES["stages"]
     assert "one wgmma batch stays in flight" in source[:source.find("#ifdef")]
     body = loop_body(kernel, "for (int k = 1; k < 7; ++k)")

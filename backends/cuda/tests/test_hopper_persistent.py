@@ -10,13 +10,15 @@ from tilelang_core.simt.transform.state import substitute
 
 
 def test_persistent_schedule_walks_tiles_with_one_cta_per_sm():
-    """tl.enable_persistent: min(tiles, SMs) CTAs (the SM count read on the host at launch), each
-    walking tiles cta, cta + CTAs, ...; the mbarrier ring continues across a CTA's tiles."""
-    source, kernel = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES), enable_persistent=True)
+    """tl.enable_persistent (stream-K off): min(tiles, SMs) CTAs (the SM count read on the host at
+    launch), each walking tiles cta, cta + CTAs, ...; the mbarrier ring continues across a CTA's
+    tiles. tl.disable_stream_k alone leaves a GEMM one CTA per tile."""
+    source, kernel = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES), enable_persistent=True,
+                                 disable_stream_k=True)
     assert "tl_num_sms()" in source[source.find("#include <tvm/ffi/c_api.h>"):]  # host side
     assert kernel.count("for (int t") == 2  # producer and consumers walk the same tiles
-    _, default = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES))
-    assert "for (int t" not in default
+    _, plain = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES), disable_stream_k=True)
+    assert "for (int t" not in plain and "tl_num_sms" not in plain
 
 
 def test_dynamic_tile_order_covers_the_grid_longest_row_block_first_in_chunks():
@@ -59,7 +61,7 @@ def test_causal_attention_takes_the_dynamic_scheduler_by_default(tmp_path):
     source, kernel = cuda_source(causal)
     assert cuda_source(causal, enable_persistent=True)[1] == kernel
     host = source[source.find("#include <tvm/ffi/c_api.h>"):]
-    assert host.index("tl_tile_counter_alloc()") < host.index("tl_tile_counter_free(tl_tile_counter)")
+    assert host.index("tl_scratch_alloc((int64_t)4, (int64_t)4)") < host.index("tl_scratch_free(tl_tile_counter)")
     producer, consumers = kernel.split("tl_setmaxnreg_inc<232>();")
     assert producer.count("tl_claim_tile(tl_tile_counter)") == 2 and "tl_claim_tile" not in consumers
     assert "smem_int32_ptr[(tl_tile_seq_ptr[0] & 1)] = tl_tile;" in producer
@@ -113,9 +115,10 @@ def test_persistent_attention_prefetches_q_under_the_previous_epilogue(tmp_path)
 
 
 def test_persistent_by_default_only_where_a_per_tile_operand_moves_to_the_producer():
-    """The default persistent schedule needs attention's Q (loaded once per tile before the loop):
-    GEMM keeps one CTA per tile, attention with one consumer warpgroup keeps two blocks per SM
-    (measured better), a cluster pair keeps its launch; both switches at once are refused."""
+    """The default static walk needs attention's Q (loaded once per tile before the loop; GEMM's
+    persistent default is stream-K's walk, test_hopper_stream_k.py), attention with one consumer
+    warpgroup keeps two blocks per SM (measured better), a cluster pair keeps its launch; both
+    switches at once are refused."""
     from tilelang_core.errors import ConfigError
     from tilelang_cuda.options import CudaOptions
 
@@ -123,7 +126,7 @@ def test_persistent_by_default_only_where_a_per_tile_operand_moves_to_the_produc
     source, kernel = cuda_source(attention)
     assert kernel.count("for (int t") == 2 and "Q_s loaded by the producer once per tile" in source
     _, gemm = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES))
-    assert "for (int t" not in gemm
+    assert "for (int t = " not in gemm and "for (int u = " in gemm
     source, small = cuda_source(kernels.make_flash_attention(2, 4, 1000, 64, 64, 64, 128))
     assert "for (int t" not in small and "__launch_bounds__(256, 2)" in small
     _, paired = cuda_source(attention, enable_cluster_multicast=True)

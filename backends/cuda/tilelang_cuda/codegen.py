@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from tilelang_core.errors import CompileError
 from tilelang_core.simt import c_source
 
-from .hopper.intrinsics import DRIVER_SHIMS_HOST, NUM_SMS_HOST, TILE_COUNTER_HOST
+from .hopper.intrinsics import DRIVER_SHIMS_HOST, NUM_SMS_HOST, SCRATCH_HOST
 
 # The wrapper's first include marks where host code starts in the exported .cu.
 _HOST_MARKER = c_source.HOST_MARKER
@@ -258,5 +258,5 @@ def _rewrite_host(host: str, kernels: tuple[c_source.KernelDecl, ...]) -> str:
         raise CompileError("could not rewrite every kernel launch of the host wrapper for the split "
                            "build; use pass config host_build='nvcc' and report this")
     prelude = HOST_PRELUDE + (TENSOR_MAP_PRELUDE if "CUtensorMap" in body else "") + \
-        (TILE_COUNTER_HOST if "tl_tile_counter_alloc" in body else "")
+        (SCRATCH_HOST if "tl_scratch_alloc" in body else "")
     return prelude + "\n".join(decls) + "\n" + body + "\n"

@@ -51,6 +51,14 @@ class CudaOptions(BackendOptions):
         run two blocks per SM or a cluster pair keep those.
     enable_persistent: the persistent schedule for every warp-specialized kernel that can take it,
         GEMM included (measured neutral there, and it gives up two blocks per SM).
+    disable_stream_k: on sm_90a, GEMM-like kernels (a pipelined loop of gemms accumulating into
+        float32 fragments cleared before it) with one block per SM keep one CTA per tile. By
+        default they run persistent, whole waves of tiles first, and where the last wave is
+        partial enough to pay for it (a cost model of the partial sums' round trip, decided at
+        launch from the SM count) its tiles are shared along K by every CTA, partial sums added
+        through a workspace by the CTA holding a tile's last k-iteration (hopper/stream_k.py).
+    enable_stream_k: share any partial last wave along K, without the cost model (for
+        measurements). ``tl.disable_persistent`` wins over both.
     disable_wgmma_overlap: on sm_90a, a warp-specialized loop with two wgmma gemms (attention)
         waits for each gemm right after issuing it, instead of running the work between them
         under the previous iteration's last gemm (hopper/consumer_schedule.py).
@@ -117,6 +125,8 @@ class CudaOptions(BackendOptions):
     disable_warp_specialized: bool = False
     disable_pingpong: bool = False
     enable_persistent: bool = False
+    enable_stream_k: bool = False
+    disable_stream_k: bool = False
     disable_persistent: bool = False
     disable_rasterization: bool = False
     disable_wgmma_overlap: bool = False
@@ -136,11 +146,14 @@ class CudaOptions(BackendOptions):
                               f"{DEVICE_COMPILERS}")
         for name in ("fast_math", "precise_exp2", "precise_div", "lineinfo", "ptxas_verbose", "disable_cp_async", "disable_wgmma",
                      "disable_tma_lower", "disable_warp_specialized", "disable_pingpong",
-                     "enable_persistent", "disable_persistent", "disable_rasterization", "disable_wgmma_overlap", "disable_tma_store", "enable_overlap_block",
+                     "enable_persistent", "enable_stream_k", "disable_stream_k", "disable_persistent", "disable_rasterization", "disable_wgmma_overlap", "disable_tma_store", "enable_overlap_block",
                      "disable_conditional_mask", "enable_cluster_multicast", "disable_two_blocks_per_sm", "enable_longest_first",
                      "disable_tf32"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"cuda option {name}={getattr(self, name)!r} must be True or False")
+        if self.enable_stream_k and self.disable_stream_k:
+            raise ConfigError("cuda options tl.enable_stream_k and tl.disable_stream_k contradict each other; "
+                              "set one of them")
         if self.enable_persistent and self.disable_persistent:
             raise ConfigError("cuda options tl.enable_persistent and tl.disable_persistent contradict each other; "
                               "set one of them")

@@ -79,25 +79,51 @@ static CUresult tl_cuGetErrorString(CUresult error, const char** text) {
 #define cuGetErrorString tl_cuGetErrorString
 """
 
-#: Host side of the dynamic tile scheduler (tile_scheduler.py): the tile counter, 4 bytes allocated and
-#: zeroed on the launch stream and freed after the launch (stream-ordered: concurrent launches never
-#: share one). Both host translation units; needs tvm/ffi/extra/c_env_api.h for the stream.
-TILE_COUNTER_HOST = r"""extern "C" void* tl_tile_counter_alloc() {
+#: Host side of per-launch scratch memory: the dynamic tile scheduler's counter
+#: (tile_scheduler.py) and the stream-K workspace (stream_k.py), allocated on the launch stream
+#: with its first ``zeroed`` bytes cleared, and freed the same way after the launch
+#: (stream-ordered: concurrent launches never share one). From a memory pool of our own that keeps
+#: what it has mapped: the device's default pool gives its memory back at every synchronization,
+#: and mapping 17 MB again cost each stream-K launch ~20 us on the H200 (bench/NOTES.md). Both
+#: host translation units; needs tvm/ffi/extra/c_env_api.h for the stream.
+SCRATCH_HOST = r"""static cudaMemPool_t tl_scratch_pool(int device) {
+  static cudaMemPool_t pools[64];
+  cudaMemPool_t* slot = &pools[device & 63];
+  cudaMemPool_t pool = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (pool != nullptr) return pool;
+  cudaMemPoolProps props = {};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.handleTypes = cudaMemHandleTypeNone;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = device;
+  if (cudaMemPoolCreate(&pool, &props) != cudaSuccess) return nullptr;
+  unsigned long long keep = ~0ull;
+  cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+  cudaMemPool_t none = nullptr;
+  if (!__atomic_compare_exchange_n(slot, &none, pool, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    cudaMemPoolDestroy(pool);  // another thread made this device's pool first
+    return none;
+  }
+  return pool;
+}
+extern "C" void* tl_scratch_alloc(int64_t bytes, int64_t zeroed) {
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return nullptr;
+  cudaMemPool_t pool = tl_scratch_pool(device);
+  if (pool == nullptr) return nullptr;
   cudaStream_t stream = static_cast<cudaStream_t>(TVMFFIEnvGetStream(kDLCUDA, device));
-  void* counter = nullptr;
-  if (cudaMallocAsync(&counter, sizeof(int), stream) != cudaSuccess) return nullptr;
-  if (cudaMemsetAsync(counter, 0, sizeof(int), stream) != cudaSuccess) {
-    cudaFreeAsync(counter, stream);
+  void* scratch = nullptr;
+  if (cudaMallocFromPoolAsync(&scratch, static_cast<size_t>(bytes), pool, stream) != cudaSuccess) return nullptr;
+  if (cudaMemsetAsync(scratch, 0, static_cast<size_t>(zeroed), stream) != cudaSuccess) {
+    cudaFreeAsync(scratch, stream);
     return nullptr;
   }
-  return counter;
+  return scratch;
 }
-extern "C" int32_t tl_tile_counter_free(void* counter) {
+extern "C" int32_t tl_scratch_free(void* scratch) {
   int device = 0;
   cudaGetDevice(&device);
-  return cudaFreeAsync(counter, static_cast<cudaStream_t>(TVMFFIEnvGetStream(kDLCUDA, device))) == cudaSuccess ? 0 : -1;
+  return cudaFreeAsync(scratch, static_cast<cudaStream_t>(TVMFFIEnvGetStream(kDLCUDA, device))) == cudaSuccess ? 0 : -1;
 }
 """
 
@@ -174,10 +200,22 @@ __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.d
 #include <cuda.h>
 """ + DRIVER_SHIMS_HOST + NUM_SMS_HOST + r"""#if __has_include(<tvm/ffi/extra/c_env_api.h>)
 #include <tvm/ffi/extra/c_env_api.h>
-""" + TILE_COUNTER_HOST + r"""#endif
+""" + SCRATCH_HOST + r"""#endif
 #endif
 // The dynamic tile scheduler's claim: the next tile of the launch (tile_scheduler.py).
 __device__ __forceinline__ int tl_claim_tile(void* counter) { return atomicAdd(static_cast<int*>(counter), 1); }
+// Stream-K (stream_k.py): a CTA's partial sums are in its workspace slot (the consumers' stores
+// ordered before this by their barrier; the release makes them visible with the flag), and a
+// finisher waits for a lower CTA's flag before its barrier and loads.
+__device__ __forceinline__ void tl_stream_k_publish(void* flags, int cta) {
+  asm volatile("st.release.gpu.global.b32 [%0], %1;\n" :: "l"(static_cast<int*>(flags) + cta), "r"(1) : "memory");
+}
+__device__ __forceinline__ void tl_stream_k_wait(void* flags, int cta) {
+  int ready = 0;
+  do {
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(ready) : "l"(static_cast<int*>(flags) + cta) : "memory");
+  } while (ready == 0);
+}
 // Barrier among a subset of the block's warps (the consumer warpgroups of a specialized kernel).
 __device__ __forceinline__ void tl_named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");

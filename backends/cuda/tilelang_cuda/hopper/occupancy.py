@@ -82,13 +82,13 @@ def two_blocks_per_sm(consumers: int, ring_bytes: int, shared_per_sm: int | None
     if widest_n > widest_wgmma_n(consumers + WARPGROUP, 2):
         return None, (f"its m64n{widest_n} wgmma needs more than the {register_cap(consumers + WARPGROUP, 2)} "
                       f"registers a thread may use at entry with two blocks")
-    if persistent or cluster:
-        return None, "not with tl.enable_persistent or tl.enable_cluster_multicast"
     if shared_per_sm is None:
         return None, "the SM's shared memory is unknown"
     half = shared_per_sm // 2 - BLOCK_RESERVED_SHARED
     if ring_bytes > half:
         return None, f"the ring takes {ring_bytes} bytes of shared memory, more than half the SM's ({half})"
+    if persistent or cluster:  # the kernel's own resources allow two; its schedule does not
+        return None, "not with a persistent schedule (stream-K, tl.enable_persistent) or tl.enable_cluster_multicast"
     return half, ""
 
 

@@ -11,9 +11,11 @@ apply (warp_specialize's ``persistent`` mode "tile_operands"): tiles of equal le
 attention) take the static walk here, tiles of different lengths (causal attention) the dynamic
 tile scheduler (tile_scheduler.py). Measured on the H200 (bench/NOTES.md), same runs: attention
 S4096 D128 587 vs 575 and 595 vs 582 TFLOP/s, S8192 D64 447 vs 430 and 450 vs 434, causal 555 vs
-528 (the scheduler, session 8); GEMM neutral, so ``tl.enable_persistent`` alone makes it
-persistent and ``tl.disable_persistent`` turns the schedule off. warp_specialize.py builds the
-loops through ``persistent_tiles(...).loop`` and ``.launch``.
+528 (the scheduler, session 8). GEMM-like kernels walk the tiles by default too, through
+stream_k.py, which shares a partial last wave along K; with ``tl.disable_stream_k``,
+``tl.enable_persistent`` gives them this static walk. ``tl.disable_persistent`` turns every
+persistent schedule off. warp_specialize.py builds the loops through ``persistent_tiles(...).loop``
+and ``.launch``.
 """
 
 from __future__ import annotations

@@ -111,7 +111,9 @@ class HopperPlanner:
                                   cluster=self.options.enable_cluster_multicast,
                                   two_blocks=not self.options.disable_two_blocks_per_sm, widest_n=widest[0],
                                   fragment_regs=fragment_registers(st.layouts, per_thread_arrays(body)),
-                                  shared_per_sm=capability(self.arch, "shared_memory_per_sm"))
+                                  shared_per_sm=capability(self.arch, "shared_memory_per_sm"),
+                                  stream_k=("always" if self.options.enable_stream_k else
+                                            "off" if self.options.disable_stream_k else "auto"))
         except NotSpecialized as why:
             self.notes.append(f"T.Pipelined: cp.async pipeline, no TMA producer warpgroup ({why})")
             return body

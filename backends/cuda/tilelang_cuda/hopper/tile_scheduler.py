@@ -9,7 +9,7 @@ chunks of ``CHUNK`` heads (balanced, and the K/V of a chunk stays in the L2; all
 row blocks first would put as many heads' K/V in flight as there are CTAs)::
 
     host:  counter = 4 zeroed bytes, stream-ordered (cudaMallocAsync + cudaMemsetAsync on the
-           launch stream; intrinsics.TILE_COUNTER_HOST); freed the same way after the launch
+           launch stream; intrinsics.SCRATCH_HOST); freed the same way after the launch
     producer thread:
         tile = atomicAdd(counter, 1); j = 0
         while tile < tiles:   publish tile in slot j % 2 (wait empty, write, arrive full)
@@ -72,12 +72,13 @@ class DynamicTiles:
         self.consumers = consumers
         self.grows = longest_first_order(self.blocks, n_value)
         self.counter = tirx.Var("tl_tile_counter", "handle")
-        self.host = static.host + [tirx.Bind(self.counter, tirx.call_extern("handle", "tl_tile_counter_alloc")),
+        four = tirx.const(4, "int64")  # bytes of the counter, all zeroed
+        self.host = static.host + [tirx.Bind(self.counter, tirx.call_extern("handle", "tl_scratch_alloc", four, four)),
                      # (condition, kind, message): the order TVM's constructor takes, not its Python stub's
                      tirx.AssertStmt(tirx.Not(tirx.isnullptr(self.counter)), tvm.ir.StringImm("RuntimeError"),
                                      [tvm.ir.StringImm("could not allocate the tile counter of a persistent kernel "
                                                        "(cudaMallocAsync on the launch stream failed)")])]
-        self.after = [tirx.Evaluate(tirx.call_extern("int32", "tl_tile_counter_free", self.counter))]
+        self.after = [tirx.Evaluate(tirx.call_extern("int32", "tl_scratch_free", self.counter))]
         self.slots = tirx.decl_buffer((2,), "int32", name="tl_sched_tile", scope="shared")
         self.bars = tirx.decl_buffer((4,), "uint64", name="tl_sched_mbar", scope="shared")
         self.cur = tirx.decl_buffer((1,), "int32", name="tl_tile_cur", scope="local")

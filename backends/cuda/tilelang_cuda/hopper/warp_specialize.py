@@ -51,6 +51,7 @@ from .cluster import cluster_pair, cluster_rank
 from .consumer_schedule import EPILOGUE, LAST, PLAIN, PROLOGUE, STEADY, plan_overlap, schedule, tile_groups
 from .occupancy import register_split, two_blocks_per_sm
 from .persistent import persistent_tiles
+from .stream_k import StreamKTiles, stream_k_declined, with_stream_k
 from .pingpong import PINGPONG_LOOP, pingpong_overlap, strip_turns, turn_options, wants_pingpong
 from .tma import NotSpecialized, load_box, tensor_maps
 from .tma_store import lower_stores, plan_stores
@@ -112,7 +113,7 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
                     fenced_once: set | None = None, tma_store: bool = False, shared_limit: int | None = None,
                     overlap_block: bool = False, conditional_mask: bool = True, cluster: bool = False,
                     two_blocks: bool = False, shared_per_sm: int | None = None, widest_n: int = 0,
-                    fragment_regs: int = 0):
+                    fragment_regs: int = 0, stream_k: str = "off"):
     """The body rewritten as in the module docstring; NotSpecialized(why) when the kernel does not
     fit (no or several pipelined loops, a copy TMA cannot carry, thread counts that are not
     warpgroups): the caller keeps the cp.async pipeline and can tell the user why."""
@@ -175,15 +176,21 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     # consumer warpgroup); a cluster pair takes precedence too
     two_fit = two_blocks and two_blocks_per_sm(consumers, ring_bytes, shared_per_sm, False, cluster, widest_n,
                                                fragment_regs)[0] is not None
-    wanted = persistent == "always" or (persistent == "tile_operands" and not cluster and not two_fit)
+    sk_declined = stream_k_declined(stream_k, persistent, two_fit, cluster)
+    wanted = persistent == "always" or (persistent == "tile_operands" and not cluster and not two_fit) or \
+        not sk_declined
     # tiles of different lengths (causal attention) take the dynamic scheduler
     tiles = persistent_tiles(chain, n, substitute(n, {b.var: b.value for b in top_binds}), wanted,
                              consumers=consumers)
     # persistent: tiles the consumers copied in before the loop (attention's Q) come from the
     # producer, one load per tile issued under the previous tile's epilogue (tile_operands)
     before, tile_boxes = tile_operands(before, body_stmts, after, written) if tiles else (before, [])
-    if persistent == "tile_operands" and not tile_boxes:
-        tiles = None  # GEMM: one CTA per tile (persistent measured neutral there)
+    # GEMM-like loops: the tail shared along K (stream_k.py)
+    tiles = with_stream_k(tiles, stream_k, sk_declined, tile_boxes, before, body_stmts, n, st.layouts, notes)
+    if persistent == "tile_operands" and not tile_boxes and not isinstance(tiles, StreamKTiles):
+        tiles = None  # other kernels without a per-tile operand: one CTA per tile
+    stream = isinstance(tiles, StreamKTiles)
+    trip = tiles.trip if stream else n  # iterations of this tile's loop (a stream-K piece: its k-range)
 
     staged = {buf: (_staged_buffer(buf, stages), stages) for buf in written}
     rewritten = set()  # tiles the consumers also write in place: wgmma then needs a proxy fence
@@ -242,7 +249,7 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
         notes.append("epilogue: " + ", ".join(f"{store.op.src.source.name} -> {store.box.tensor.name} by TMA stores "
                                               f"({store.box.cols // store.box.atom} strips)" for store in stores))
 
-    k, start = loop.loop_var, loop.min
+    k, start = loop.loop_var, (loop.min + tiles.k0 if stream else loop.min)
 
     def produce(it, ring):
         """Loads of iteration ``it`` into ring slot ``ring % stages`` (``ring`` counts every
@@ -369,27 +376,27 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     elif notes is not None and cluster:
         notes.append(f"no cluster ({why_not})")
     pit = tirx.Var("k_load", "int32")
-    producer_loop = tirx.For(pit, tirx.const(0, "int32"), n, tirx.ForKind.SERIAL, produce(pit, done + pit))
+    producer_loop = tirx.For(pit, tirx.const(0, "int32"), trip, tirx.ForKind.SERIAL, produce(pit, done + pit))
     if tile_boxes:  # issued with the tile's first ring loads, under the last tile's epilogue
         producer_loop = seq([load_tile_operands(tiles.t), producer_loop])
     cit = tirx.Var(str(k.name), "int32")
     if plan is None:
-        consumer_loop = tirx.For(cit, tirx.const(0, "int32"), n, tirx.ForKind.SERIAL,
+        consumer_loop = tirx.For(cit, tirx.const(0, "int32"), trip, tirx.ForKind.SERIAL,
                                  consume(cit, done + cit, PLAIN))
     elif not plan[1]:  # the chain: iterations 0 and n-1 peeled (consumer_schedule.py)
         zero, one = tirx.const(0, "int32"), tirx.const(1, "int32")
         consumer_loop = tirx.AttrStmt(zero, OVERLAP_REGION, tirx.const(int(pingpong), "int32"), seq([
-            if_then(n == 1, consume(zero, done, PLAIN)),
-            if_then(n > 1, seq([
+            if_then(trip == 1, consume(zero, done, PLAIN)),
+            if_then(trip > 1, seq([
                 consume(zero, done, PROLOGUE),
-                tirx.For(cit, one, n - 2, tirx.ForKind.SERIAL, consume(cit, done + cit, STEADY)),
-                consume(n - 1, done + n - 1, LAST)]))]))
+                tirx.For(cit, one, trip - 2, tirx.ForKind.SERIAL, consume(cit, done + cit, STEADY)),
+                consume(trip - 1, done + trip - 1, LAST)]))]))
     else:  # iteration 0 and the tail of iteration n-1 peeled (consumer_schedule.py)
         zero = tirx.const(0, "int32")
         consumer_loop = tirx.AttrStmt(zero, OVERLAP_REGION, tirx.const(int(pingpong), "int32"), seq([
-            if_then(n > 0, consume(zero, done, PROLOGUE)),
-            tirx.For(cit, tirx.const(1, "int32"), n - 1, tirx.ForKind.SERIAL, consume(cit, done + cit, STEADY)),
-            if_then(n > 0, consume(n, done + n, EPILOGUE))]))
+            if_then(trip > 0, consume(zero, done, PROLOGUE)),
+            tirx.For(cit, tirx.const(1, "int32"), trip - 1, tirx.ForKind.SERIAL, consume(cit, done + cit, STEADY)),
+            if_then(trip > 0, consume(trip, done + trip, EPILOGUE))]))
     rebalance = (consumers >= 2 * WARPGROUP or half) and consumers % WARPGROUP == 0
     producer_regs, consumer_regs = register_split(consumers // WARPGROUP, 2 if half else 1)
     s = tirx.Var("s", "int32")
@@ -408,6 +415,8 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
         # them once the loop is done, so the producer loads the next tile's under this epilogue
         before = before + [I.call("tl_mbar_wait", tile_full, tirx.floormod(tiles.t, 2))]
         consumer_loop = seq([consumer_loop, I.call("tl_mbar_arrive", tile_empty)])
+    if stream:  # a piece that ends inside its tile stores partial sums instead of the epilogue
+        after = [tiles.epilogue(seq(after), tx)]
     consumer_work = insert_barriers(tiles.loop(seq(per_tile + before + [consumer_loop] + after), "consumer", n)
                                     if tiles else seq(before + [consumer_loop] + after))
     producer_work = if_then(tx == consumers, tiles.loop(seq(per_tile + [producer_loop]), "producer", n)

@@ -1,0 +1,159 @@
+"""Stream-K on sm_90a without a GPU (hopper/stream_k.py): the walk's arithmetic simulated for
+many grids, the generated kernel's writer/finisher protocol, and where it does not apply
+(numerics run in tests/gpu)."""
+
+import itertools
+
+import pytest
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+import kernels
+from test_hopper_lowering import HOPPER_TILES, Target, cuda_source
+from tilelang_core.simt.transform.state import substitute
+
+
+def _walk(total, ctas, n, fixup=0):
+    """Every CTA's units as (tile, k0, end, ring position, first partner), evaluated from the
+    expressions StreamKTiles emits (host values, launch values, then each unit's)."""
+    from tilelang_cuda.hopper.persistent import _PersistentTiles
+    from tilelang_cuda.hopper.stream_k import StreamKTiles
+
+    bx = tirx.Var("bx", "int32")
+    static = _PersistentTiles([(bx, total)], tirx.const(n, "int32"))
+    walk = StreamKTiles(static, tirx.const(n, "int32"), [], fixup=fixup)
+    analyzer = tvm.sym.Analyzer()
+    host = {static.sms: tirx.const(ctas, "int32")}
+    for bind in walk.host:
+        if isinstance(bind, tirx.Bind) and (bind.var.same_as(walk.sk) or bind.var.same_as(walk.q)):
+            host[bind.var] = tirx.const(int(analyzer.simplify(substitute(bind.value, host))), "int32")
+
+    def run(stmts, env, state):
+        for store in stmts:
+            value = tvm_ffi.structural_map(store.value, [(tvm.ir.TensorLoad, lambda load: tirx.const(
+                state[int(load.indices[0])], "int32"))])
+            state[int(store.indices[0])] = int(analyzer.simplify(substitute(value, env)))
+
+    units = {}
+    fields = walk.FIELDS
+    for c in range(min(total, ctas)):
+        env = {**host, static.cta: tirx.const(c, "int32")}
+        state = [0] * len(fields)
+        run(walk._launch_values(), env, state)
+        lo, hi, waves = (state[fields.index(f)] for f in ("lo", "hi", "waves"))
+        pieces = (hi - 1) // max(n, 1) - lo // max(n, 1) + 1 if lo < hi else 0
+        units[c] = []
+        for u in range(waves + pieces):
+            run(walk._piece_values(), {**env, walk.t: tirx.const(u, "int32")}, state)
+            units[c].append(tuple(state[fields.index(f)] for f in ("tile", "k0", "end", "done", "first")))
+    return units, int(host[walk.sk])
+
+
+@pytest.mark.parametrize("total,ctas,n", [(t, c, n) for t, c, n in itertools.product(
+    (1, 24, 31, 67, 100), (1, 7, 16, 24), (0, 1, 5, 8))])
+def test_stream_k_walk_covers_every_k_iteration_once(total, ctas, n):
+    """For every grid: each (tile, k) iteration runs in exactly one piece; each tile's epilogue
+    runs once (a whole tile, or the finisher holding its last k-iteration); a finisher's partners
+    are exactly the lower CTAs whose first piece is a writer on its tile; a CTA writes at most
+    one partial, in its first tail piece; the ring position is the running sum of trip counts."""
+    units, sk = _walk(total, ctas, n)
+    covered, epilogues, writers = {}, {}, {}
+    for c, pieces in units.items():
+        ring = 0
+        waves = sum(1 for tile, *_ in pieces if tile < total - sk)  # whole tiles before the tail
+        for u, (tile, k0, end, done, first) in enumerate(pieces):
+            assert 0 <= tile < total and 0 <= k0 <= end <= n and done == ring
+            ring += end - k0
+            for k in range(k0, end):
+                assert (tile, k) not in covered, f"iteration {(tile, k)} twice"
+                covered[(tile, k)] = c
+            if end < n:  # writer: only the first piece of the tail
+                assert u == waves and c not in writers.values()
+                writers.setdefault(tile, []).append(c)
+            else:
+                assert tile not in epilogues
+                epilogues[tile] = (c, first if k0 > 0 else c)
+    assert len(covered) == total * n
+    assert sorted(epilogues) == list(range(total))
+    for tile, (c, first) in epilogues.items():
+        assert sorted(writers.get(tile, [])) == list(range(first, c))
+    if sk:  # a thin remainder is shared with one more wave, so no tile is cut into many pieces
+        assert max(len(w) for w in writers.values()) <= 2 if writers else True
+
+
+def test_stream_k_gemm_stores_partials_and_finishes_in_the_last_cta():
+    """tl.enable_stream_k on a GEMM: one resident CTA per SM; the host allocates the workspace
+    (flags zeroed) on the launch stream and frees it after; a piece ending inside its tile stores
+    its accumulator to its CTA's slot and publishes a flag after a consumer barrier; a piece that
+    starts inside its tile waits for each lower partner's flag, adds its slot, then runs the TMA
+    store epilogue. The partial sums go as 8-byte pairs, a warp's 256 contiguous bytes at a time.
+    Both host build routes compile it, without spills."""
+    from tilelang_cuda.options import CudaOptions
+    from tilelang_cuda.pipeline import CudaBackend
+
+    func = kernels.make_gemm(1000, 520, 264, **HOPPER_TILES)
+    source, kernel = cuda_source(func, enable_stream_k=True)
+    notes = source[:source.find("#ifdef")]
+    assert "stream-K: whole waves of tiles" in notes
+    host = source[source.find("#include <tvm/ffi/c_api.h>"):]
+    assert "tl_num_sms()" in host
+    assert host.index("tl_scratch_alloc(") < host.index("tl_scratch_free(tl_stream_k)")
+    producer, consumers = kernel.split("tl_setmaxnreg_inc<232>();")
+    assert "tl_stream_k_publish" not in producer and "tl_mbar_wait" in producer
+    writer, finisher = consumers.split("} else {", 1)[0], consumers
+    assert writer.index("*(float2*)(((float*)tl_stream_k) + ") < writer.index("tl_named_barrier_sync(1, 256);") < \
+        writer.index("tl_stream_k_publish(tl_stream_k, ((int)blockIdx.x));")
+    assert "((int)threadIdx.x) * 2)) + 1024)) = *(float2*)(C_f_ptr + 0);" in writer  # slot: pairs by thread
+    wait = finisher.index("tl_stream_k_wait(tl_stream_k, tl_sk_partner);")
+    assert wait < finisher.index("tl_named_barrier_sync(1, 256);", wait) < finisher.index("tl_tma_store", wait)
+    for route in ("split", "nvcc"):
+        backend, options = CudaBackend(Target("sm_90a")), CudaOptions(host_build=route, enable_stream_k=True,
+                                                                      ptxas_verbose=True)
+        mod = backend.lower(func, options)
+        backend.build(mod, backend.codegen(mod, options), options, _fresh_dir(route))
+        assert "0 bytes spill stores" in backend.last_build.log
+
+
+def _fresh_dir(name):
+    import tempfile
+    from pathlib import Path
+
+    return Path(tempfile.mkdtemp(prefix=f"stream_k_{name}_"))
+
+
+def test_stream_k_only_where_the_loop_only_accumulates():
+    """Attention (a softmax in the loop) says why it keeps its schedule when stream-K is asked
+    for, and says nothing by default; tl.disable_persistent wins over stream-K; with
+    tl.disable_stream_k a GEMM keeps one CTA per tile."""
+    source, kernel = cuda_source(kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256), enable_stream_k=True)
+    assert "no stream-K (an operand is loaded once per tile)" in source and "tl_stream_k" not in kernel
+    source, kernel = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES), enable_stream_k=True,
+                                 disable_persistent=True)
+    assert "no stream-K (tl.disable_persistent)" in source and "tl_stream_k" not in kernel
+    assert "stream-K" not in cuda_source(kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256))[0]
+    _, plain = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES), disable_stream_k=True)
+    assert "tl_stream_k" not in plain and "for (int u" not in plain
+
+
+def test_stream_k_declines_tiles_that_run_two_blocks_per_sm():
+    """A one-warpgroup GEMM whose ring fits twice in an SM keeps its two resident blocks: one
+    persistent block per SM ran it at 0.57x on the H200."""
+    source, kernel = cuda_source(kernels.make_gemm(1000, 520, 264, bm=128, bn=128, bk=64, threads=128, stages=2),
+                                 enable_stream_k=True)
+    assert "no stream-K (two blocks per SM)" in source and "__launch_bounds__(256, 2)" in kernel
+
+
+def test_stream_k_by_default_where_the_cost_model_says_it_pays():
+    """By default a GEMM with one block per SM takes the stream-K walk, and the host shares its
+    tail only where that saves a CTA more iterations than a partial-sum round trip costs: 19 for
+    a 128x256 fp16 tile with 64-deep k-steps (128 KB of float32 per slot against 4.2 MFLOP a step),
+    half that where the step is twice as deep. The walk's arithmetic with that threshold: no tail
+    at 4096^3 on 132 SMs (3.88 waves: 8 iterations saved), a tail at 8192^3 (62 saved)."""
+    src, _ = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES))
+    assert "saves a CTA more than 19 iterations" in src
+    src, _ = cuda_source(kernels.make_gemm(1000, 520, 264, **{**HOPPER_TILES, "bk": 128, "stages": 2}))
+    assert "saves a CTA more than 9 iterations" in src
+    forced, _ = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES), enable_stream_k=True)
+    assert "stream-K: whole waves of tiles, then the rest shared along K by every CTA\n" in forced
+    assert _walk(512, 132, 64, fixup=19)[1] == 0 and _walk(2048, 132, 128, fixup=19)[1] == 68

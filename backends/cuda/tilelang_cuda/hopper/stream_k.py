@@ -1,0 +1,307 @@
+"""Stream-K tail for persistent GEMM-like kernels (the default where it pays; ``tl.disable_stream_k``
+turns it off, ``tl.enable_stream_k`` skips the cost model).
+
+One CTA per tile leaves the last wave partial: GEMM 8192^3 in 128x256 tiles is 2048 tiles on
+132 SMs, 15.5 waves that take 16 tile-times (3% over the mean; 4096^3: 3.88 waves -> 4). Here
+min(tiles, SMs) resident CTAs first walk whole waves of tiles (``dp`` tiles, CTA c taking c,
+c + CTAs, ...), then share the ``sk`` tiles left over by their k-iterations: the ``sk * n``
+iterations are cut into one contiguous range per CTA, and a range that crosses tiles becomes one
+piece per tile. A tile cut between CTAs is summed by the CTA holding its last k-iteration::
+
+    sk = 0                 when tiles divide into waves (or the loop runs no iteration), or
+                           sharing saves a CTA no more than ``fixup`` iterations (the cost model:
+                           fixup_iterations; decided on the host, which knows the SM count)
+    sk = tiles % CTAs      when that is at least half a wave
+    sk = tiles % CTAs + CTAs   otherwise (a thin remainder cut over every CTA would leave each
+                               tile in dozens of pieces, each summed through memory)
+    CTA c: range [c q, min(c q + q, sk n)), q = ceil(sk n / CTAs), pieces taken top down:
+        top piece, ends inside its tile   ("writer"): its partial sums -> workspace slot c,
+                                           then flag[c] = 1 (st.release.gpu)
+        bottom piece, starts inside one   ("finisher"): for each lower CTA whose top piece is
+                                           in this tile: wait flag (ld.acquire.gpu), add its
+                                           slot; then the kernel's own epilogue
+        whole tiles                        the kernel's epilogue, as in the waves before
+
+Each CTA writes at most one partial (its first piece) and a finisher waits only for lower CTAs,
+which did their piece first: nothing waits on a CTA that may not have started. The host
+allocates the workspace (4 KB of flags, zeroed, then one slot of the accumulators per CTA) on
+the launch stream and frees it after the launch, like the dynamic scheduler's counter.
+
+It applies where the loop only accumulates: every statement left in the pipelined loop after
+the producer's copies is a T.gemm into a float32 fragment without clear_accum, those fragments
+are only cleared before the loop (a piece starts from zero), and nothing else the epilogue reads
+is written in the loop. A piece runs the loop over its own k-range; the producer walks the same
+pieces, its ring position the running sum of their lengths.
+"""
+
+from __future__ import annotations
+
+import tvm
+from tvm import tirx
+
+from tilelang_core.ir import Fill, Gemm, TileOp, is_tile_op
+from tilelang_core.ir import region as R
+from tilelang_core.simt import intrinsics as I
+from tilelang_core.simt.transform.insert_barriers import accesses
+from tilelang_core.simt.transform.state import if_then, seq, substitute
+
+from .persistent import _PersistentTiles
+
+#: flag words reserved at the workspace's start (one per resident CTA; SMs per GPU stay below)
+FLAGS = 1024
+
+#: matrix flops (16-bit operands) an SM runs in the time its share of a tail's partial sums costs
+#: per byte (a writer's store plus a finisher's load). H200: 5.98 TFLOP/s per SM, and a 128 KB
+#: slot cost ~13 us on the critical path at both 4096^3 and 8192^3 (bench/stream_k.py and
+#: hopper_sweep.py, session 9: stream-K 722 against 752 TFLOP/s persistent at 4096^3, 670 against
+#: 658 at 8192^3), i.e. ~20 GB/s per SM while every SM does it at once.
+FLOPS_PER_FIXUP_BYTE = 300
+
+
+def fixup_iterations(loop_stmts, accs) -> int:
+    """Loop iterations a CTA could run in the time one partial-sum round trip costs: a tail is
+    shared along K only where that saves more iterations per CTA than this."""
+    work = 0.0
+    for stmt in loop_stmts:
+        op = TileOp.from_stmt(stmt)
+        m, n = (int(e) for e in _extents(op.C)[-2:])
+        a = _extents(op.A)[-2:]
+        k = int(a[0] if op.transpose_A else a[1])
+        bits = tvm.runtime.DataType(str(op.A.source.ty.dtype)).bits
+        work += 2 * m * n * k * 16 / bits  # fp8 runs twice, tf32 half the 16-bit rate
+    slot_bytes = 4 * sum(_elements(acc) for acc in accs)
+    return max(1, round(2 * slot_bytes * FLOPS_PER_FIXUP_BYTE / work))
+
+
+def _extents(region):
+    return R.extents_of(region)
+
+
+def accumulators(before, loop_stmts) -> tuple[list, str]:
+    """(the accumulator fragments, "") when the loop fits stream-K (module docstring), else
+    ([], why not)."""
+    accs = []
+    for stmt in loop_stmts:
+        op = TileOp.from_stmt(stmt) if is_tile_op(stmt) else None
+        if not isinstance(op, Gemm):
+            return [], "the loop does more than accumulate gemms"
+        if op.clear_accum:
+            return [], "a gemm of the loop clears its accumulator"
+        if str(op.C.source.ty.dtype) != "float32":
+            return [], f"accumulator {op.C.source.name} is not float32"
+        if op.C.source not in accs:
+            accs.append(op.C.source)
+    if not accs:
+        return [], "no gemm in the loop"
+    cleared = set()
+    for stmt in before:
+        op = TileOp.from_stmt(stmt) if is_tile_op(stmt) else None
+        if isinstance(op, Fill) and op.dst.source in accs and _zero(op.value):
+            cleared.add(op.dst.source)
+        elif any(acc in accesses(stmt)[1] for acc in accs):
+            return [], "an accumulator is written before the loop other than by a clear"
+    if cleared != set(accs):
+        return [], "an accumulator is not cleared before the loop"
+    return accs, ""
+
+
+#: "auto" (the default): GEMM-like loops share a partial last wave where the cost model says it
+#: pays; "always": wherever there is one (``tl.enable_stream_k``); "off" (``tl.disable_stream_k``)
+MODES = ("off", "auto", "always")
+
+
+def stream_k_declined(mode: str, persistent: str, two_fit: bool, cluster: bool) -> str:
+    """Why a kernel cannot take stream-K whatever its loop ("" when it can): it needs the
+    persistent launch, one block per SM (one persistent 128x128 block per SM ran 0.57x of two at
+    8192^3 on the H200) and no cluster pair."""
+    if mode not in MODES:
+        raise ValueError(f"stream_k={mode!r} must be one of {MODES}")
+    return ("off" if mode == "off" else "tl.disable_persistent" if persistent == "off" else
+            "two blocks per SM" if two_fit else "tl.enable_cluster_multicast" if cluster else "")
+
+
+def with_stream_k(tiles, mode: str, declined: str, tile_boxes, before, loop_stmts, n, layouts, notes):
+    """``tiles`` (the persistent walk or None), or a StreamKTiles over it where the loop only
+    accumulates; a note says which, for GEMM-like loops and wherever stream-K was asked for."""
+    if mode == "off":
+        return tiles
+    accs, why = accumulators(before, loop_stmts) if not tile_boxes else ([], "an operand is loaded once per tile")
+    why = declined or why or ("the grid is not static" if not isinstance(tiles, _PersistentTiles) else "")
+    if why:
+        if notes is not None and (accs or mode == "always"):
+            notes.append(f"no stream-K ({why})")
+        return tiles
+    fixup = 0 if mode == "always" else fixup_iterations(loop_stmts, accs)
+    if notes is not None:
+        notes.append("stream-K: whole waves of tiles, then the rest shared along K by every CTA"
+                     + (f" where that saves a CTA more than {fixup} iterations" if fixup else ""))
+    return StreamKTiles(tiles, n, accs, [layouts.get(acc) for acc in accs], fixup=fixup)
+
+
+def _zero(value) -> bool:
+    return isinstance(value, (tirx.IntImm, tirx.FloatImm)) and float(value.value) == 0.0
+
+
+class StreamKTiles:
+    """The persistent walk of _PersistentTiles (``static``: its grid and launch) with the stream-K
+    tail of the module docstring. Interface of the other walks, plus ``k0`` and ``trip`` (the
+    k-range of the current piece, for the loops) and ``epilogue(after, tx)``."""
+
+    init = []
+    #: the walk's values, in one per-thread array (registers): read as loads, the analyzer cannot
+    #: fold them back into ever longer expressions, and both walks compute them alike
+    FIELDS = ("waves", "lo", "hi", "tile", "k0", "end", "done", "first")
+
+    def __init__(self, static, n, accs, layouts=(), fixup: int = 0):
+        """``fixup``: share the tail only where it saves a CTA more loop iterations than this
+        (decided on the host, where the number of SMs is known; 0: whenever there is a tail)."""
+        self.static, self.fixup = static, fixup
+        self.blocks, self.total = static.blocks, static.total
+        self.n, self.accs, self.layouts = n, accs, list(layouts)
+        self.state = tirx.decl_buffer((len(self.FIELDS),), "int32", name="tl_stream_k_state", scope="local")
+        self.allocs = [tirx.AllocBuffer(self.state)]
+        self.t = tirx.Var("u", "int32")
+        self.k0, self.end = self._get("k0"), self._get("end")
+        self.trip = self.end - self.k0
+        self.done, self.first, self.tile = self._get("done"), self._get("first"), self._get("tile")
+        sizes = [_elements(acc) for acc in accs]
+        self.slot = sum(sizes)
+        self.offsets = [sum(sizes[:i]) for i in range(len(sizes))]
+        # flag words, then each CTA's slot (the partial sums of every accumulator)
+        self.scratch = scratch = tirx.Var("tl_stream_k", "handle")
+        total_bytes = tirx.Cast("int64", static.ctas) * (4 * self.slot) + 4 * FLAGS
+        self.host = static.host + [
+            tirx.Bind(scratch, tirx.call_extern("handle", "tl_scratch_alloc", total_bytes,
+                                                tirx.const(4 * FLAGS, "int64"))),
+            tirx.AssertStmt(tirx.Not(tirx.isnullptr(scratch)), tvm.ir.StringImm("RuntimeError"),
+                            [tvm.ir.StringImm("could not allocate the stream-K workspace of a persistent kernel "
+                                              "(cudaMallocAsync on the launch stream failed)")])]
+        self.after = [tirx.Evaluate(tirx.call_extern("int32", "tl_scratch_free", scratch))]
+        # the tail's size in tiles and each CTA's share of its k-iterations, decided on the host
+        # (kernel arguments; all values here are non-negative, so C's / and % are floor's)
+        div, mod = tirx.truncdiv, tirx.truncmod
+        i32 = lambda v: tirx.const(v, "int32")  # noqa: E731
+        tiles, ctas = i32(self.total), static.ctas
+        rest = mod(tiles, ctas)
+        self.sk, self.q = tirx.Var("tl_sk_tiles", "int32"), tirx.Var("tl_sk_share", "int32")
+        self.host += [
+            tirx.Bind(self.sk, tirx.Select(tirx.Or(tirx.Or(rest == 0, n <= 0), (ctas - rest) * n <= fixup * ctas),
+                                           i32(0), tirx.Select(
+                tirx.And(2 * rest < ctas, tiles >= rest + ctas), rest + ctas, rest))),
+            tirx.Bind(self.q, div(self.sk * n + ctas - 1, ctas))]
+
+    def _get(self, field):
+        return tirx.BufferLoad(self.state, [self.FIELDS.index(field)])
+
+    def _set(self, field, value):
+        return tirx.BufferStore(self.state, value, [self.FIELDS.index(field)])
+
+    def _launch_values(self):
+        """This CTA's share of the tail (module docstring): waves of whole tiles, then the range
+        [lo, hi) of the tail's k-iterations."""
+        ctas, cta, q = self.static.ctas, self.static.cta, self.q
+        # whole tiles cta, cta + CTAs, ... below the tail (a ragged last wave only without a tail:
+        # a loop of no iterations)
+        waves = tirx.truncdiv(self.total - self.sk - cta + ctas - 1, ctas)
+        return [self._set("waves", waves), self._set("lo", cta * q),
+                self._set("hi", tirx.Min(cta * q + q, self.sk * self.n))]
+
+    def _piece_values(self):
+        """The current unit ``t``: a whole tile of the waves, or a piece of the tail taken top
+        down (its tile, k-range, ring position and the lowest CTA sharing its tile)."""
+        i32 = lambda v: tirx.const(v, "int32")  # noqa: E731
+        div, n, ctas, cta = tirx.truncdiv, self.n, self.static.ctas, self.static.cta
+        nz = tirx.Max(n, i32(1))  # divisions stay defined when the loop is empty (no tail then)
+        waves, lo, hi = self._get("waves"), self._get("lo"), self._get("hi")
+        in_tail = self.t >= waves
+        ts = div(hi - 1, nz) - (self.t - waves)  # the piece's tile, counted in the tail
+        return [
+            self._set("tile", tirx.Select(in_tail, self.total - self.sk + ts, cta + self.t * ctas)),
+            self._set("k0", tirx.Select(in_tail, tirx.Max(lo - ts * n, i32(0)), i32(0))),
+            self._set("end", tirx.Select(in_tail, tirx.Min(hi - ts * n, n), n)),
+            self._set("done", tirx.Select(in_tail, waves * n + hi - tirx.Min(hi, (ts + 1) * n), self.t * n)),
+            self._set("first", div(ts * n, tirx.Max(self.q, i32(1))))]
+
+    def loop(self, body, role: str = "", n=None):
+        """``body`` once per piece of this CTA: whole tiles first, then its share of the tail."""
+        i32 = lambda v: tirx.const(v, "int32")  # noqa: E731
+        nz = tirx.Max(self.n, i32(1))
+        lo, hi = self._get("lo"), self._get("hi")
+        pieces = tirx.Select(lo < hi, tirx.truncdiv(hi - 1, nz) - tirx.truncdiv(lo, nz) + 1, i32(0))
+        vmap, stride = {}, 1
+        for var, extent in self.blocks:
+            vmap[var] = tirx.floormod(tirx.floordiv(self.tile, stride), extent)
+            stride *= extent
+        return seq(self._launch_values() + [
+            tirx.For(self.t, i32(0), self._get("waves") + pieces, tirx.ForKind.SERIAL,
+                     seq(self._piece_values() + [substitute(body, vmap)]))])
+
+    def launch(self, chain, inner, thread_var):
+        return self.static.launch(chain, inner, thread_var)
+
+    def _slot(self, acc, offset, cta):
+        """(declaration, buffer): the workspace slot of ``cta`` for ``acc``, flat over the scratch."""
+        view = tirx.decl_buffer((_elements(acc),), "float32", name=f"{acc.name}_partial", scope="global",
+                                elem_offset=FLAGS + cta * self.slot + offset)
+        return tirx.DeclBuffer(view, data=self.scratch), view
+
+    def _where(self, acc, layout, idx):
+        """Where element ``idx`` of ``acc`` lies in a slot: by thread and register, pairs of
+        registers of all threads one after another, so that a warp's 8-byte accesses (the
+        accumulator's registers hold column pairs) cover 256 contiguous bytes. In logical order
+        they touched half of each 32-byte sector and cost the 4096^3 GEMM 9% (ncu, session 9)."""
+        if layout is None:  # no layout known: logical row-major order
+            index, stride = tirx.const(0, "int32"), 1
+            for i, extent in reversed(list(zip(idx, acc.ty.shape))):
+                index, stride = index + i * stride, stride * int(extent)
+            return index
+        pair = 2 if layout.local_size % 2 == 0 else 1
+        reg, thread = layout.local_of(*idx), layout.thread_of(*idx)
+        return (tirx.floordiv(reg, pair) * layout.num_threads + thread) * pair + tirx.floormod(reg, pair)
+
+    def epilogue(self, after, tx):
+        """The consumers' code after the loop of a piece: a writer stores its partial sums and
+        raises its flag; a finisher adds the lower CTAs' partials, then runs ``after``."""
+        cta = self.static.cta
+        layouts = self.layouts or [None] * len(self.accs)
+
+        def each(cta, fn):
+            out = []
+            for acc, layout, off in zip(self.accs, layouts, self.offsets):
+                decl, view = self._slot(acc, off, cta)
+                out += [decl, _parallel(acc, lambda idx: fn(acc, view, [self._where(acc, layout, idx)], idx))]
+            return seq(out)
+
+        store = seq([
+            each(cta, lambda acc, view, at, idx: tirx.BufferStore(view, tirx.BufferLoad(acc, idx), at)),
+            I.syncthreads(),
+            if_then(tx == 0, I.call("tl_stream_k_publish", self.scratch, cta))])
+        partner = tirx.Var("tl_sk_partner", "int32")
+        gather = tirx.For(partner, self.first, cta - self.first, tirx.ForKind.SERIAL, seq([
+            if_then(tx == 0, I.call("tl_stream_k_wait", self.scratch, partner)),
+            I.syncthreads(),
+            each(partner, lambda acc, view, at, idx: tirx.BufferStore(
+                acc, tirx.BufferLoad(acc, idx) + tirx.BufferLoad(view, at), idx))]))
+        return tirx.IfThenElse(self.end < self.n, store, seq([if_then(self.k0 > 0, gather), after]))
+
+
+def _elements(buf) -> int:
+    count = 1
+    for s in buf.ty.shape:
+        count *= int(s)
+    return count
+
+
+def _parallel(buf, body_fn):
+    """``for idx in T.Parallel(*buf.shape): body_fn(idx)``, which LowerParallel deals out by the
+    fragment's layout."""
+    loop_vars = [tirx.Var(f"sk_i{d}", "int32") for d in range(len(buf.ty.shape))]
+    stmt = body_fn(loop_vars)
+    for var, extent in reversed(list(zip(loop_vars, buf.ty.shape))):
+        stmt = tirx.For(var, tirx.const(0, "int32"), extent, tirx.ForKind.PARALLEL, stmt,
+                        annotations={"tl.parallel": 1})
+    return stmt
+
+
+__all__ = ["FLAGS", "MODES", "StreamKTiles", "accumulators", "fixup_iterations", "stream_k_declined",
+           "with_stream_k"]
