@@ -128,6 +128,19 @@ extern "C" int32_t tl_scratch_free(void* scratch) {
 """
 
 
+def scratch_statements(var, total_bytes, zeroed_bytes, what: str) -> tuple[list, list]:
+    """(host statements before the launch, after it) that bind ``var`` to SCRATCH_HOST's memory
+    (``total_bytes``, the first ``zeroed_bytes`` cleared) and free it; a failed allocation raises
+    RuntimeError naming ``what``."""
+    from tvm import ir, tirx
+
+    alloc = tirx.Bind(var, tirx.call_extern("handle", "tl_scratch_alloc", total_bytes, zeroed_bytes))
+    # (condition, kind, message): the order TVM's constructor takes, not its Python stub's
+    check = tirx.AssertStmt(tirx.Not(tirx.isnullptr(var)), ir.StringImm("RuntimeError"), [ir.StringImm(
+        f"could not allocate {what} (the stream-ordered allocation on the launch stream failed)")])
+    return [alloc, check], [tirx.Evaluate(tirx.call_extern("int32", "tl_scratch_free", var))]
+
+
 HOPPER_HEADER = r"""
 // ---- tilelang-cuda sm_90a helpers ---------------------------------------------------------------
 #ifdef __CUDACC_RTC__

@@ -45,6 +45,7 @@ from tilelang_core.simt import intrinsics as I
 from tilelang_core.simt.transform.insert_barriers import accesses
 from tilelang_core.simt.transform.state import if_then, seq, substitute
 
+from .intrinsics import scratch_statements
 from .persistent import _PersistentTiles
 
 #: flag words reserved at the workspace's start (one per resident CTA; SMs per GPU stay below)
@@ -64,17 +65,13 @@ def fixup_iterations(loop_stmts, accs) -> int:
     work = 0.0
     for stmt in loop_stmts:
         op = TileOp.from_stmt(stmt)
-        m, n = (int(e) for e in _extents(op.C)[-2:])
-        a = _extents(op.A)[-2:]
+        m, n = (int(e) for e in R.extents_of(op.C)[-2:])
+        a = R.extents_of(op.A)[-2:]
         k = int(a[0] if op.transpose_A else a[1])
         bits = tvm.runtime.DataType(str(op.A.source.ty.dtype)).bits
         work += 2 * m * n * k * 16 / bits  # fp8 runs twice, tf32 half the 16-bit rate
     slot_bytes = 4 * sum(_elements(acc) for acc in accs)
     return max(1, round(2 * slot_bytes * FLOPS_PER_FIXUP_BYTE / work))
-
-
-def _extents(region):
-    return R.extents_of(region)
 
 
 def accumulators(before, loop_stmts) -> tuple[list, str]:
@@ -170,13 +167,9 @@ class StreamKTiles:
         # flag words, then each CTA's slot (the partial sums of every accumulator)
         self.scratch = scratch = tirx.Var("tl_stream_k", "handle")
         total_bytes = tirx.Cast("int64", static.ctas) * (4 * self.slot) + 4 * FLAGS
-        self.host = static.host + [
-            tirx.Bind(scratch, tirx.call_extern("handle", "tl_scratch_alloc", total_bytes,
-                                                tirx.const(4 * FLAGS, "int64"))),
-            tirx.AssertStmt(tirx.Not(tirx.isnullptr(scratch)), tvm.ir.StringImm("RuntimeError"),
-                            [tvm.ir.StringImm("could not allocate the stream-K workspace of a persistent kernel "
-                                              "(cudaMallocAsync on the launch stream failed)")])]
-        self.after = [tirx.Evaluate(tirx.call_extern("int32", "tl_scratch_free", scratch))]
+        host, self.after = scratch_statements(scratch, total_bytes, tirx.const(4 * FLAGS, "int64"),
+                                              "the stream-K workspace of a persistent kernel")
+        self.host = static.host + host
         # the tail's size in tiles and each CTA's share of its k-iterations, decided on the host
         # (kernel arguments; all values here are non-negative, so C's / and % are floor's)
         div, mod = tirx.truncdiv, tirx.truncmod

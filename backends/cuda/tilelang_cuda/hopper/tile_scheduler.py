@@ -33,13 +33,14 @@ against 573 for one CTA per tile and 560 for cuDNN; 8-head chunks 593, 1-head 53
 
 from __future__ import annotations
 
-import tvm
 import tvm_ffi
 from tvm import tirx
 
 from tilelang_core.simt import intrinsics as I
 from tilelang_core.simt.transform.longest_first import extents_along_x
 from tilelang_core.simt.transform.state import if_then, seq
+
+from .intrinsics import scratch_statements
 
 #: For annotation of a walk over claimed tiles (the For + If form the passes before Finalize
 #: know), which ``walks_to_while`` turns into the while loop it stands for
@@ -73,12 +74,8 @@ class DynamicTiles:
         self.grows = longest_first_order(self.blocks, n_value)
         self.counter = tirx.Var("tl_tile_counter", "handle")
         four = tirx.const(4, "int64")  # bytes of the counter, all zeroed
-        self.host = static.host + [tirx.Bind(self.counter, tirx.call_extern("handle", "tl_scratch_alloc", four, four)),
-                     # (condition, kind, message): the order TVM's constructor takes, not its Python stub's
-                     tirx.AssertStmt(tirx.Not(tirx.isnullptr(self.counter)), tvm.ir.StringImm("RuntimeError"),
-                                     [tvm.ir.StringImm("could not allocate the tile counter of a persistent kernel "
-                                                       "(cudaMallocAsync on the launch stream failed)")])]
-        self.after = [tirx.Evaluate(tirx.call_extern("int32", "tl_scratch_free", self.counter))]
+        host, self.after = scratch_statements(self.counter, four, four, "the tile counter of a persistent kernel")
+        self.host = static.host + host
         self.slots = tirx.decl_buffer((2,), "int32", name="tl_sched_tile", scope="shared")
         self.bars = tirx.decl_buffer((4,), "uint64", name="tl_sched_mbar", scope="shared")
         self.cur = tirx.decl_buffer((1,), "int32", name="tl_tile_cur", scope="local")
