@@ -64,12 +64,15 @@ fi
 [[ ${NCU:-0} == 1 ]] && step ncu 300 bash -c 'cd bench && ncu --clock-control none --nvtx --nvtx-include "prof/" \
     --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
     ${NCU_METRICS:+--metrics "$NCU_METRICS"} python3 ncu_profile.py ${NCU_CASES:-gemm attention}'
-# NCU_SOURCE="<ncu_profile.py cases>": warp-stall samples per SASS line (ncu source counters) as
-# ncu_source.csv.gz in the logs, for reading on the development machine
-[[ -n ${NCU_SOURCE:-} ]] && step ncu_source 400 bash -c 'cd bench && ncu --clock-control none --nvtx \
-    --nvtx-include "prof/" --section SourceCounters --section WarpStateStats -f -o "$OUT/source" \
-    python3 ncu_profile.py $NCU_SOURCE && ncu -i "$OUT/source.ncu-rep" --page source --csv --print-source sass \
-    | gzip >"$OUT/ncu_source.csv.gz" && rm "$OUT/source.ncu-rep"'
+# NCU_SOURCE="<ncu_profile.py cases>": warp-stall samples per SASS line (ncu source counters), one
+# report per case (the CSV export reads one kernel), as ncu_source_<case>.csv.gz in the logs, for
+# reading on the development machine, with each case's duration in ncu_source.txt
+[[ -n ${NCU_SOURCE:-} ]] && step ncu_source 500 bash -c 'cd bench && for case in $NCU_SOURCE; do
+    ncu --clock-control none --nvtx --nvtx-include "prof/" --section SourceCounters --section SpeedOfLight \
+      -f -o "$OUT/source" python3 ncu_profile.py "$case" >/dev/null || exit 1
+    echo "$case: $(ncu -i "$OUT/source.ncu-rep" --page details | grep -E "Duration" | tr -s " ")"
+    ncu -i "$OUT/source.ncu-rep" --page source --csv --print-source sass | gzip >"$OUT/ncu_source_$case.csv.gz"
+  done; rm -f "$OUT/source.ncu-rep"'
 [[ ${CAUSAL_PROBE:-0} == 1 ]] && { step causal_probe 300 python3 bench/causal_probe.py
     step causal_ncu 300 bash -c 'cd bench && ncu --clock-control none --nvtx --nvtx-include "prof/" --section SpeedOfLight \
       --section LaunchStats --section WarpStateStats --section SchedulerStats python3 causal_probe.py --ncu'; }
@@ -87,6 +90,7 @@ done
 [[ -f "$OUT/cuda_bench.txt" ]] && { echo "== benchmark table"; sed -n '/^NVIDIA/,$p' "$OUT/cuda_bench.txt"; }
 [[ -f "$OUT/causal_probe.txt" ]] && { echo "== causal probe"; grep -E "^\||built|rror" "$OUT/causal_probe.txt"; }
 [[ -f "$OUT/causal_ncu.txt" ]] && { echo "== causal ncu"; grep -E "^  [a-z_]+.*\(|Duration|SM Frequency|Compute \(SM\)|Issue Slots Busy|Warp Cycles Per Issued|Grid Size|Registers Per|No Eligible" "$OUT/causal_ncu.txt" | cut -c1-100; }
+[[ -f "$OUT/ncu_source.txt" ]] && { echo "== ncu source"; grep -E "Duration|rror" "$OUT/ncu_source.txt"; }
 [[ -f "$OUT/ncu.txt" ]] && { echo "== ncu"; grep -E "^  [a-z_]+.*\(|Duration|SM Frequency|Compute \(SM\)|Issue Slots Busy|Warp Cycles Per Issued" "$OUT/ncu.txt" | cut -c1-100; }
 for f in stream_k hopper_sweep hopper_sweep_cluster focus_gemm focus_gemm_bf16 focus_attention; do
   [[ -f "$OUT/$f.txt" ]] && { echo "== $f"; grep -E "TFLOP|ERROR|timed in turns|^\|" "$OUT/$f.txt"; }

@@ -37,7 +37,11 @@ def main():
     if "attention" in which:
         attention_cases()
     if "stream-k" in which or "stream-k-only" in which:
-        stream_k_cases(only="stream-k-only" in which)
+        stream_k_cases(only="stream_k" if "stream-k-only" in which else "")
+    if "stream-k-8192" in which:
+        stream_k_cases(only="stream_k", size=8192)
+    if "persistent-8192" in which:
+        stream_k_cases(only="persistent", size=8192)
     if "ampere" in which or "ampere-causal" in which:
         ampere_attention_cases(causal_only="ampere-causal" in which)
     print(f"profiled: {', '.join(which)}")
@@ -57,16 +61,19 @@ def gemm_cases():
     profiled("cublas_gemm_8192", lambda: torch.matmul(a, b))
 
 
-def stream_k_cases(only=False):
-    """4096^3 fp16, 128x256 tiles (512 on 132 SMs): one CTA per tile, the persistent walk, and
-    stream-K (9% slower than one CTA per tile in session 9's first runs); ``only``: stream-K alone
-    (for source counters)."""
+def stream_k_cases(only=False, size=4096):
+    """128x256 fp16 tiles (512 on 132 SMs at 4096^3, 2048 at 8192^3): one CTA per tile, the
+    persistent walk without a tail split, and stream-K forced; ``only``: one of the last two
+    ("stream-k-only" / "stream-k-8192": stream-K, "persistent-8192": the plain walk), for source
+    counters, which are read one kernel per report."""
     gemm = example("gemm/gemm.py")
-    size = 4096
     a, b = (torch.randn(size, size, device="cuda", dtype=torch.float16) for _ in range(2))
-    cases = (("ours_gemm_4096", None), ("ours_gemm_4096_persistent", {"tl.enable_persistent": True}),
-             ("ours_gemm_4096_stream_k", {"tl.enable_stream_k": True}))
-    for label, configs in cases[2:] if only else cases:
+    cases = {f"ours_gemm_{size}": {"tl.disable_stream_k": True},
+             f"ours_gemm_{size}_persistent": {"tl.enable_persistent": True, "tl.disable_stream_k": True},
+             f"ours_gemm_{size}_stream_k": {"tl.enable_stream_k": True}}
+    if only:
+        cases = {label: cfg for label, cfg in cases.items() if label.endswith(only)}
+    for label, configs in cases.items():
         kernel, _ = compile_timed(gemm.gemm, size, size, size, block_M=128, block_N=256, block_K=64, num_stages=4,
                                   threads=256, pass_configs=configs)
         profiled(label, lambda: kernel(a, b))
