@@ -98,7 +98,8 @@ def test_stream_k_gemm_stores_partials_and_finishes_in_the_last_cta():
     assert "stream-K: whole waves of tiles" in notes
     host = source[source.find("#include <tvm/ffi/c_api.h>"):]
     assert "tl_num_sms()" in host
-    assert host.index("tl_scratch_alloc(") < host.index("tl_scratch_free(tl_stream_k)")
+    assert host.index("tl_sk_tiles = ") < host.index("tl_stream_k = (void*)((void*)tl_scratch_alloc(") < \
+        host.index("tl_scratch_free(tl_stream_k)")
     producer, consumers = kernel.split("tl_setmaxnreg_inc<232>();")
     assert "tl_stream_k_publish" not in producer and "tl_mbar_wait" in producer
     writer, finisher = consumers.split("} else {", 1)[0], consumers
@@ -142,6 +143,23 @@ def test_stream_k_declines_tiles_that_run_two_blocks_per_sm():
     source, kernel = cuda_source(kernels.make_gemm(1000, 520, 264, bm=128, bn=128, bk=64, threads=128, stages=2),
                                  enable_stream_k=True)
     assert "no stream-K (two blocks per SM)" in source and "__launch_bounds__(256, 2)" in kernel
+
+
+def test_no_tail_means_no_workspace():
+    """Where the host decides against a tail the workspace is 0 bytes, which allocates nothing
+    and puts no memset on the stream (~3 us a launch at 4096^3): tl_scratch_alloc hands back a
+    non-null dummy for it, and tl_scratch_free knows it."""
+    from tilelang_cuda.hopper.intrinsics import SCRATCH_HOST
+
+    alloc = SCRATCH_HOST[SCRATCH_HOST.index("tl_scratch_alloc("):]
+    assert alloc.index("if (bytes == 0) return &tl_scratch_none;") < alloc.index("cudaMallocFromPoolAsync")
+    free = SCRATCH_HOST[SCRATCH_HOST.index("tl_scratch_free("):]
+    assert free.index("if (scratch == &tl_scratch_none) return 0;") < free.index("cudaFreeAsync")
+    source, _ = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES))
+    host = source[source.find("#include <tvm/ffi/c_api.h>"):]
+    call = "tl_stream_k = (void*)((void*)tl_scratch_alloc("
+    size = host[host.index(call) + len(call):].split(",")[0]  # a name bound to (tail ? bytes : 0)
+    assert "(int64_t)0" in host[host.index(f"int64_t {size} = "):].split(";")[0]
 
 
 def test_stream_k_by_default_where_the_cost_model_says_it_pays():

@@ -81,7 +81,8 @@ static CUresult tl_cuGetErrorString(CUresult error, const char** text) {
 
 #: Host side of per-launch scratch memory: the dynamic tile scheduler's counter
 #: (tile_scheduler.py) and the stream-K workspace (stream_k.py), allocated on the launch stream
-#: with its first ``zeroed`` bytes cleared, and freed the same way after the launch
+#: with its first ``zeroed`` bytes cleared (0 bytes: nothing allocated, a non-null dummy), and
+#: freed the same way after the launch
 #: (stream-ordered: concurrent launches never share one). From a memory pool of our own that keeps
 #: what it has mapped: the device's default pool gives its memory back at every synchronization,
 #: and mapping 17 MB again cost each stream-K launch ~20 us on the H200 (bench/NOTES.md). Both
@@ -106,7 +107,9 @@ SCRATCH_HOST = r"""static cudaMemPool_t tl_scratch_pool(int device) {
   }
   return pool;
 }
+static char tl_scratch_none;  // what a request for 0 bytes gets: not null, nothing to free
 extern "C" void* tl_scratch_alloc(int64_t bytes, int64_t zeroed) {
+  if (bytes == 0) return &tl_scratch_none;
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return nullptr;
   cudaMemPool_t pool = tl_scratch_pool(device);
@@ -121,6 +124,7 @@ extern "C" void* tl_scratch_alloc(int64_t bytes, int64_t zeroed) {
   return scratch;
 }
 extern "C" int32_t tl_scratch_free(void* scratch) {
+  if (scratch == &tl_scratch_none) return 0;
   int device = 0;
   cudaGetDevice(&device);
   return cudaFreeAsync(scratch, static_cast<cudaStream_t>(TVMFFIEnvGetStream(kDLCUDA, device))) == cudaSuccess ? 0 : -1;

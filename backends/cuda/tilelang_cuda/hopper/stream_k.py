@@ -166,10 +166,6 @@ class StreamKTiles:
         self.offsets = [sum(sizes[:i]) for i in range(len(sizes))]
         # flag words, then each CTA's slot (the partial sums of every accumulator)
         self.scratch = scratch = tirx.Var("tl_stream_k", "handle")
-        total_bytes = tirx.Cast("int64", static.ctas) * (4 * self.slot) + 4 * FLAGS
-        host, self.after = scratch_statements(scratch, total_bytes, tirx.const(4 * FLAGS, "int64"),
-                                              "the stream-K workspace of a persistent kernel")
-        self.host = static.host + host
         # the tail's size in tiles and each CTA's share of its k-iterations, decided on the host
         # (kernel arguments; all values here are non-negative, so C's / and % are floor's)
         div, mod = tirx.truncdiv, tirx.truncmod
@@ -177,11 +173,19 @@ class StreamKTiles:
         tiles, ctas = i32(self.total), static.ctas
         rest = mod(tiles, ctas)
         self.sk, self.q = tirx.Var("tl_sk_tiles", "int32"), tirx.Var("tl_sk_share", "int32")
-        self.host += [
+        self.host = static.host + [
             tirx.Bind(self.sk, tirx.Select(tirx.Or(tirx.Or(rest == 0, n <= 0), (ctas - rest) * n <= fixup * ctas),
                                            i32(0), tirx.Select(
                 tirx.And(2 * rest < ctas, tiles >= rest + ctas), rest + ctas, rest))),
             tirx.Bind(self.q, div(self.sk * n + ctas - 1, ctas))]
+        # no tail, no workspace: no allocation, no memset on the stream (measured ~3 us a launch
+        # at 4096^3, where the cost model keeps whole tiles)
+        total_bytes = tirx.Select(self.sk > 0, tirx.Cast("int64", ctas) * (4 * self.slot) + 4 * FLAGS,
+                                  tirx.const(0, "int64"))
+        zeroed = tirx.Min(total_bytes, tirx.const(4 * FLAGS, "int64"))  # the flags
+        host, self.after = scratch_statements(scratch, total_bytes, zeroed,
+                                              "the stream-K workspace of a persistent kernel")
+        self.host += host
 
     def _get(self, field):
         return tirx.BufferLoad(self.state, [self.FIELDS.index(field)])
