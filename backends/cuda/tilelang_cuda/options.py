@@ -50,7 +50,9 @@ class CudaOptions(BackendOptions):
         of 8 heads (hopper/tile_scheduler.py; causal S4096 D128: 555 against 528). Kernels that
         run two blocks per SM or a cluster pair keep those.
     enable_persistent: the persistent schedule for every warp-specialized kernel that can take it,
-        GEMM included (measured neutral there, and it gives up two blocks per SM).
+        also those that would run two blocks per SM (it gives those up). GEMM-like kernels with one
+        block per SM are persistent by default anyway (stream-K, below); with
+        ``tl.disable_stream_k`` this gives them the plain static walk.
     disable_stream_k: on sm_90a, GEMM-like kernels (a pipelined loop of gemms accumulating into
         float32 fragments cleared before it) with one block per SM keep one CTA per tile. By
         default they run persistent, whole waves of tiles first, and where the last wave is
