@@ -29,22 +29,24 @@ def _walk(total, ctas, n, fixup=0):
         if isinstance(bind, tirx.Bind) and (bind.var.same_as(walk.sk) or bind.var.same_as(walk.q)):
             host[bind.var] = tirx.const(int(analyzer.simplify(substitute(bind.value, host))), "int32")
 
+    def value(expr, env, state):
+        expr = tvm_ffi.structural_map(expr, [(tvm.ir.TensorLoad, lambda load: tirx.const(
+            state[int(load.indices[0])], "int32"))])
+        return int(analyzer.simplify(substitute(expr, env)))
+
     def run(stmts, env, state):
         for store in stmts:
-            value = tvm_ffi.structural_map(store.value, [(tvm.ir.TensorLoad, lambda load: tirx.const(
-                state[int(load.indices[0])], "int32"))])
-            state[int(store.indices[0])] = int(analyzer.simplify(substitute(value, env)))
+            state[int(store.indices[0])] = value(store.value, env, state)
 
     units = {}
     fields = walk.FIELDS
+    loop = walk.loop(tirx.Evaluate(tirx.const(0, "int32"))).seq[-1]  # after the launch values
     for c in range(min(total, ctas)):
         env = {**host, static.cta: tirx.const(c, "int32")}
         state = [0] * len(fields)
         run(walk._launch_values(), env, state)
-        lo, hi, waves = (state[fields.index(f)] for f in ("lo", "hi", "waves"))
-        pieces = (hi - 1) // max(n, 1) - lo // max(n, 1) + 1 if lo < hi else 0
         units[c] = []
-        for u in range(waves + pieces):
+        for u in range(value(loop.extent, env, state)):
             run(walk._piece_values(), {**env, walk.t: tirx.const(u, "int32")}, state)
             units[c].append(tuple(state[fields.index(f)] for f in ("tile", "k0", "end", "done", "first")))
     return units, int(host[walk.sk])
