@@ -172,27 +172,6 @@ def make_dynamic_gemm(N=256, K=128, bm=64, bn=64, bk=32):
     return dyn_gemm
 
 
-def make_dynamic_k_gemm(M, N, bm=128, bn=256, bk=64, threads=256, stages=4):
-    """K is known only at call time: the loop's trip count (and stream-K's split of it) too."""
-    k = T.dynamic("k")
-
-    @T.prim_func
-    def dyn_k_gemm(A: T.Tensor((M, k), T.float16), B: T.Tensor((k, N), T.float16),
-                   C: T.Tensor((M, N), T.float16)):
-        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
-            A_s = T.alloc_shared((bm, bk), T.float16)
-            B_s = T.alloc_shared((bk, bn), T.float16)
-            C_f = T.alloc_fragment((bm, bn), T.float32)
-            T.clear(C_f)
-            for ko in T.Pipelined(T.ceildiv(k, bk), num_stages=stages):
-                T.copy(A[by * bm, ko * bk], A_s)
-                T.copy(B[ko * bk, bx * bn], B_s)
-                T.gemm(A_s, B_s, C_f)
-            T.copy(C_f, C[by * bm, bx * bn])
-
-    return dyn_k_gemm
-
-
 def make_flash_attention(B, H, S, D, block_m=64, block_n=64, threads=128, stages=2):
     """FlashAttention forward (non-causal), TileLang's example shape: Q/K/V/O are (B, S, H, D).
     P = softmax numerator goes from one gemm's accumulator to the next gemm's A in registers."""

@@ -22,7 +22,7 @@ def _walk(total, ctas, n, fixup=0):
 
     bx = tirx.Var("bx", "int32")
     static = _PersistentTiles([(bx, total)], tirx.const(n, "int32"))
-    walk = StreamKTiles(static, tirx.const(n, "int32"), [], fixup=fixup)
+    walk = StreamKTiles(static, tirx.const(n, "int32"), [], [], fixup=fixup)
     analyzer = tvm.sym.Analyzer()
     host = {static.sms: tirx.const(ctas, "int32")}
     for bind in walk.host:

@@ -43,6 +43,7 @@ from tilelang_core.ir import Fill, Gemm, TileOp, is_tile_op
 from tilelang_core.ir import region as R
 from tilelang_core.simt import intrinsics as I
 from tilelang_core.simt.transform.insert_barriers import accesses
+from tilelang_core.simt.transform.split_masked_fills import is_const_zero
 from tilelang_core.simt.transform.state import if_then, seq, substitute
 
 from .intrinsics import scratch_statements
@@ -93,7 +94,7 @@ def accumulators(before, loop_stmts) -> tuple[list, str]:
     cleared = set()
     for stmt in before:
         op = TileOp.from_stmt(stmt) if is_tile_op(stmt) else None
-        if isinstance(op, Fill) and op.dst.source in accs and _zero(op.value):
+        if isinstance(op, Fill) and op.dst.source in accs and is_const_zero(op.value):
             cleared.add(op.dst.source)
         elif any(acc in accesses(stmt)[1] for acc in accs):
             return [], "an accumulator is written before the loop other than by a clear"
@@ -132,11 +133,7 @@ def with_stream_k(tiles, mode: str, declined: str, tile_boxes, before, loop_stmt
     if notes is not None:
         notes.append("stream-K: whole waves of tiles, then the rest shared along K by every CTA"
                      + (f" where that saves a CTA more than {fixup} iterations" if fixup else ""))
-    return StreamKTiles(tiles, n, accs, [layouts.get(acc) for acc in accs], fixup=fixup)
-
-
-def _zero(value) -> bool:
-    return isinstance(value, (tirx.IntImm, tirx.FloatImm)) and float(value.value) == 0.0
+    return StreamKTiles(tiles, n, accs, [layouts[acc] for acc in accs], fixup=fixup)
 
 
 class StreamKTiles:
@@ -147,14 +144,14 @@ class StreamKTiles:
     init = []
     #: the walk's values, in one per-thread array (registers): read as loads, the analyzer cannot
     #: fold them back into ever longer expressions, and both walks compute them alike
-    FIELDS = ("waves", "lo", "hi", "tile", "k0", "end", "done", "first")
+    FIELDS = ("waves", "lo", "hi", "top", "tile", "k0", "end", "done", "first")
 
-    def __init__(self, static, n, accs, layouts=(), fixup: int = 0):
+    def __init__(self, static, n, accs, layouts, fixup: int = 0):
         """``fixup``: share the tail only where it saves a CTA more loop iterations than this
         (decided on the host, where the number of SMs is known; 0: whenever there is a tail)."""
         self.static, self.fixup = static, fixup
         self.blocks, self.total = static.blocks, static.total
-        self.n, self.accs, self.layouts = n, accs, list(layouts)
+        self.n, self.accs, self.layouts = n, accs, list(layouts)  # the accumulators' fragment layouts
         self.state = tirx.decl_buffer((len(self.FIELDS),), "int32", name="tl_stream_k_state", scope="local")
         self.allocs = [tirx.AllocBuffer(self.state)]
         self.t = tirx.Var("u", "int32")
@@ -169,13 +166,12 @@ class StreamKTiles:
         # the tail's size in tiles and each CTA's share of its k-iterations, decided on the host
         # (kernel arguments; all values here are non-negative, so C's / and % are floor's)
         div, mod = tirx.truncdiv, tirx.truncmod
-        i32 = lambda v: tirx.const(v, "int32")  # noqa: E731
-        tiles, ctas = i32(self.total), static.ctas
+        tiles, ctas = _i32(self.total), static.ctas
         rest = mod(tiles, ctas)
         self.sk, self.q = tirx.Var("tl_sk_tiles", "int32"), tirx.Var("tl_sk_share", "int32")
         self.host = static.host + [
             tirx.Bind(self.sk, tirx.Select(tirx.Or(tirx.Or(rest == 0, n <= 0), (ctas - rest) * n <= fixup * ctas),
-                                           i32(0), tirx.Select(
+                                           _i32(0), tirx.Select(
                 tirx.And(2 * rest < ctas, tiles >= rest + ctas), rest + ctas, rest))),
             tirx.Bind(self.q, div(self.sk * n + ctas - 1, ctas))]
         # no tail, no workspace: no allocation, no memset on the stream (measured ~3 us a launch
@@ -195,42 +191,44 @@ class StreamKTiles:
 
     def _launch_values(self):
         """This CTA's share of the tail (module docstring): waves of whole tiles, then the range
-        [lo, hi) of the tail's k-iterations."""
+        [lo, hi) of the tail's k-iterations and the tail tile ``top`` that holds its last one."""
         ctas, cta, q = self.static.ctas, self.static.cta, self.q
         # whole tiles cta, cta + CTAs, ... below the tail (a ragged last wave only without a tail:
         # a loop of no iterations)
         waves = tirx.truncdiv(self.total - self.sk - cta + ctas - 1, ctas)
-        return [self._set("waves", waves), self._set("lo", cta * q),
-                self._set("hi", tirx.Min(cta * q + q, self.sk * self.n))]
+        hi = tirx.Min(cta * q + q, self.sk * self.n)
+        return [self._set("waves", waves), self._set("lo", cta * q), self._set("hi", hi),
+                self._set("top", tirx.truncdiv(hi - 1, self._nz()))]
+
+    def _nz(self):
+        """The trip count as a divisor: the divisions stay defined when the loop is empty (there
+        is no tail then)."""
+        return tirx.Max(self.n, _i32(1))
 
     def _piece_values(self):
         """The current unit ``t``: a whole tile of the waves, or a piece of the tail taken top
         down (its tile, k-range, ring position and the lowest CTA sharing its tile)."""
-        i32 = lambda v: tirx.const(v, "int32")  # noqa: E731
-        div, n, ctas, cta = tirx.truncdiv, self.n, self.static.ctas, self.static.cta
-        nz = tirx.Max(n, i32(1))  # divisions stay defined when the loop is empty (no tail then)
+        n, ctas, cta = self.n, self.static.ctas, self.static.cta
         waves, lo, hi = self._get("waves"), self._get("lo"), self._get("hi")
         in_tail = self.t >= waves
-        ts = div(hi - 1, nz) - (self.t - waves)  # the piece's tile, counted in the tail
+        ts = self._get("top") - (self.t - waves)  # the piece's tile, counted in the tail
         return [
             self._set("tile", tirx.Select(in_tail, self.total - self.sk + ts, cta + self.t * ctas)),
-            self._set("k0", tirx.Select(in_tail, tirx.Max(lo - ts * n, i32(0)), i32(0))),
+            self._set("k0", tirx.Select(in_tail, tirx.Max(lo - ts * n, _i32(0)), _i32(0))),
             self._set("end", tirx.Select(in_tail, tirx.Min(hi - ts * n, n), n)),
             self._set("done", tirx.Select(in_tail, waves * n + hi - tirx.Min(hi, (ts + 1) * n), self.t * n)),
-            self._set("first", div(ts * n, tirx.Max(self.q, i32(1))))]
+            self._set("first", tirx.truncdiv(ts * n, tirx.Max(self.q, _i32(1))))]
 
     def loop(self, body, role: str = "", n=None):
         """``body`` once per piece of this CTA: whole tiles first, then its share of the tail."""
-        i32 = lambda v: tirx.const(v, "int32")  # noqa: E731
-        nz = tirx.Max(self.n, i32(1))
         lo, hi = self._get("lo"), self._get("hi")
-        pieces = tirx.Select(lo < hi, tirx.truncdiv(hi - 1, nz) - tirx.truncdiv(lo, nz) + 1, i32(0))
+        pieces = tirx.Select(lo < hi, self._get("top") - tirx.truncdiv(lo, self._nz()) + 1, _i32(0))
         vmap, stride = {}, 1
         for var, extent in self.blocks:
             vmap[var] = tirx.floormod(tirx.floordiv(self.tile, stride), extent)
             stride *= extent
         return seq(self._launch_values() + [
-            tirx.For(self.t, i32(0), self._get("waves") + pieces, tirx.ForKind.SERIAL,
+            tirx.For(self.t, _i32(0), self._get("waves") + pieces, tirx.ForKind.SERIAL,
                      seq(self._piece_values() + [substitute(body, vmap)]))])
 
     def launch(self, chain, inner, thread_var):
@@ -247,11 +245,6 @@ class StreamKTiles:
         registers of all threads one after another, so that a warp's 8-byte accesses (the
         accumulator's registers hold column pairs) cover 256 contiguous bytes. In logical order
         they touched half of each 32-byte sector and cost the 4096^3 GEMM 9% (ncu, session 9)."""
-        if layout is None:  # no layout known: logical row-major order
-            index, stride = tirx.const(0, "int32"), 1
-            for i, extent in reversed(list(zip(idx, acc.ty.shape))):
-                index, stride = index + i * stride, stride * int(extent)
-            return index
         pair = 2 if layout.local_size % 2 == 0 else 1
         reg, thread = layout.local_of(*idx), layout.thread_of(*idx)
         return (tirx.floordiv(reg, pair) * layout.num_threads + thread) * pair + tirx.floormod(reg, pair)
@@ -260,11 +253,10 @@ class StreamKTiles:
         """The consumers' code after the loop of a piece: a writer stores its partial sums and
         raises its flag; a finisher adds the lower CTAs' partials, then runs ``after``."""
         cta = self.static.cta
-        layouts = self.layouts or [None] * len(self.accs)
 
         def each(cta, fn):
             out = []
-            for acc, layout, off in zip(self.accs, layouts, self.offsets):
+            for acc, layout, off in zip(self.accs, self.layouts, self.offsets):
                 decl, view = self._slot(acc, off, cta)
                 out += [decl, _parallel(acc, lambda idx: fn(acc, view, [self._where(acc, layout, idx)], idx))]
             return seq(out)
@@ -280,6 +272,10 @@ class StreamKTiles:
             each(partner, lambda acc, view, at, idx: tirx.BufferStore(
                 acc, tirx.BufferLoad(acc, idx) + tirx.BufferLoad(view, at), idx))]))
         return tirx.IfThenElse(self.end < self.n, store, seq([if_then(self.k0 > 0, gather), after]))
+
+
+def _i32(value):
+    return tirx.const(value, "int32")
 
 
 def _elements(buf) -> int:
