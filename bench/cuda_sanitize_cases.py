@@ -87,8 +87,13 @@ def main():
     # stream-K: 17 x 8 = 136 tiles on 132 SMs, all shared along K (partial sums through the workspace)
     gemm_sk = build(kernels.make_gemm(2176, 2048, 1000, bm=128, bn=256, bk=64, threads=256, stages=4),
                     enable_stream_k=True)
+    # stream-K attention: 48 heads x 3 row blocks = 144 tiles all shared along the keys (384 keys:
+    # no mask, which stream-K needs), partial softmax states (O, row sum, row max) combined by the
+    # finisher
+    attn_sk = build(kernels.make_flash_attention(1, 48, 384, 128, 128, 128, 256), enable_stream_k=True)
     failures = []
 
+    check_attention(attn_sk, (1, 384, 48, 128), "flash attention 1x48x384x128 (stream-K)", failures)
     check_gemm(gemm_sk, (2176, 2048, 1000), "gemm 2176x2048x1000 (stream-K)", failures)
     check_gemm(gemm_ws, (1000, 520, 264), "gemm 1000x520x264 (TMA + wgmma)", failures)
     check_gemm(gemm_two, (1000, 520, 264), "gemm 1000x520x264 (two blocks per SM)", failures)

@@ -172,9 +172,12 @@ def make_dynamic_gemm(N=256, K=128, bm=64, bn=64, bk=32):
     return dyn_gemm
 
 
-def make_flash_attention(B, H, S, D, block_m=64, block_n=64, threads=128, stages=2):
+def make_flash_attention(B, H, S, D, block_m=64, block_n=64, threads=128, stages=2, variant="online"):
     """FlashAttention forward (non-causal), TileLang's example shape: Q/K/V/O are (B, S, H, D).
-    P = softmax numerator goes from one gemm's accumulator to the next gemm's A in registers."""
+    P = softmax numerator goes from one gemm's accumulator to the next gemm's A in registers.
+    ``variant`` changes one thing, for what stream-K may cut along the keys: "unscaled_sum" (the
+    row sum is never rescaled: not an online softmax), "scale_read_after" (the epilogue reads the
+    rescale factor, which the combine reuses), "max_from_zero" (the running max starts at 0)."""
     scale = (1.0 / D) ** 0.5 * 1.44269504  # log2(e): exp2 instead of exp
     shape = (B, S, H, D)
     full_row = T.GemmWarpPolicy.FullRow
@@ -197,7 +200,10 @@ def make_flash_attention(B, H, S, D, block_m=64, block_n=64, threads=128, stages
             T.copy(Q[bz, bx * block_m:(bx + 1) * block_m, by, :], Q_s)
             T.fill(acc_o, 0)
             T.fill(logsum, 0)
-            T.fill(scores_max, -T.infinity(T.float32))
+            if variant == "max_from_zero":
+                T.fill(scores_max, 0)
+            else:
+                T.fill(scores_max, -T.infinity(T.float32))
             for k in T.Pipelined(T.ceildiv(S, block_n), num_stages=stages):
                 T.copy(K[bz, k * block_n:(k + 1) * block_n, by, :], K_s)
                 T.clear(acc_s)
@@ -214,13 +220,21 @@ def make_flash_attention(B, H, S, D, block_m=64, block_n=64, threads=128, stages
                 for i, j in T.Parallel(block_m, block_n):
                     acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
                 T.reduce_sum(acc_s, scores_sum, dim=1)
-                for i in T.Parallel(block_m):
-                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+                if variant == "unscaled_sum":
+                    for i in T.Parallel(block_m):
+                        logsum[i] = logsum[i] + scores_sum[i]
+                else:
+                    for i in T.Parallel(block_m):
+                        logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
                 T.copy(acc_s, acc_s_cast)
                 T.copy(V[bz, k * block_n:(k + 1) * block_n, by, :], V_s)
                 T.gemm(acc_s_cast, V_s, acc_o, policy=full_row)
-            for i, j in T.Parallel(block_m, D):
-                acc_o[i, j] = acc_o[i, j] / logsum[i]
+            if variant == "scale_read_after":
+                for i, j in T.Parallel(block_m, D):
+                    acc_o[i, j] = acc_o[i, j] * scores_scale[i] / logsum[i]
+            else:
+                for i, j in T.Parallel(block_m, D):
+                    acc_o[i, j] = acc_o[i, j] / logsum[i]
             T.copy(acc_o, Out[bz, bx * block_m:(bx + 1) * block_m, by, :])
 
     return flash_attn

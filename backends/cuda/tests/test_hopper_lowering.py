@@ -454,6 +454,17 @@ def test_a_provably_zero_mask_becomes_the_gemms_zero_init(seq_len, causal, folde
     assert ("acc_s_ptr[vi" in body[:body.index("tl_wgmma_ss_f16")]) == (not folded)
 
 
+@pytest.mark.parametrize("seq_len,dropped", [(1024, True), (1000, False)])
+def test_a_mask_after_the_gemm_that_masks_nothing_is_dropped(seq_len, dropped):
+    """``S = if_then_else(k * 128 + j < seq_len, S, -inf)`` after S = Q K^T changes nothing when the
+    keys divide the tiles (1024): the statement is gone from the loop (it read the iteration index
+    for nothing); at 1000 the last key block is masked and it stays."""
+    func = kernels.make_flash_attention(1, 2, seq_len, 128, 128, 128, 256)
+    _, kernel = cuda_source(func, disable_persistent=True)
+    body = loop_body(kernel, "for (int k = 1;")
+    assert ("-CUDART_INF_F" in body) == (not dropped)
+
+
 def test_conditional_mask_skips_the_fill_left_of_the_diagonal(tmp_path):
     """Causal attention: the mask fill runs only where the derived condition fails, and Q K^T's
     first k-step starts from zero (accumulate 0) where it holds; the kernel compiles without
@@ -489,7 +500,8 @@ def test_tma_store_epilogue_stores_in_swizzled_strips(tmp_path):
 
     func = kernels.make_gemm(1000, 520, 264, **{**HOPPER_TILES, "stages": 4})
     source, kernel = cuda_source(func)
-    assert kernel.count("tl_tma_store<2>") == 4 and kernel.count("tl_bulk_wait_read<0>") == 2
+    # the loop body twice (stream-K: whole tiles, then the tail's pieces), the epilogue with it
+    assert kernel.count("tl_tma_store<2>") == 2 * 4 and kernel.count("tl_bulk_wait_read<0>") == 2 * 2
     first_round = kernel[kernel.index("tl_tma_store<2>"):kernel.index("tl_bulk_wait_read<0>")]
     buffers = re.findall(r"tl_tma_store<2>\(\(&\(smem_ptr\[(\d+)\]\)\)", first_round)
     assert len(buffers) == 2 and len(set(buffers)) == 2  # one round: two strips, two buffers

@@ -10,7 +10,7 @@ import tvm_ffi
 from tvm import tirx
 
 import kernels
-from test_hopper_lowering import HOPPER_TILES, Target, cuda_source
+from test_hopper_lowering import HOPPER_TILES, Target, cuda_source, example_module
 from tilelang_core.simt.transform.state import substitute
 
 
@@ -26,7 +26,7 @@ def _walk(total, ctas, n, fixup=0):
     analyzer = tvm.sym.Analyzer()
     host = {static.sms: tirx.const(ctas, "int32")}
     for bind in walk.host:
-        if isinstance(bind, tirx.Bind) and (bind.var.same_as(walk.sk) or bind.var.same_as(walk.q)):
+        if isinstance(bind, tirx.Bind) and any(bind.var.same_as(v) for v in (walk.sk, walk.q, walk.whole, walk.extra)):
             host[bind.var] = tirx.const(int(analyzer.simplify(substitute(bind.value, host))), "int32")
 
     def value(expr, env, state):
@@ -40,14 +40,20 @@ def _walk(total, ctas, n, fixup=0):
 
     units = {}
     fields = walk.FIELDS
-    loop = walk.loop(tirx.Evaluate(tirx.const(0, "int32"))).seq[-1]  # after the launch values
+    whole, tail = walk.loop(tirx.Evaluate(tirx.const(0, "int32"))).seq[-2:]  # after the launch values
     for c in range(min(total, ctas)):
         env = {**host, static.cta: tirx.const(c, "int32")}
         state = [0] * len(fields)
         run(walk._launch_values(), env, state)
         units[c] = []
-        for u in range(value(loop.extent, env, state)):
-            run(walk._piece_values(), {**env, walk.t: tirx.const(u, "int32")}, state)
+        waves = value(whole.extent, env, state)
+        for u in range(waves + value(tail.extent, env, state)):
+            at = {**env, walk.t: tirx.const(u, "int32")}
+            run(walk._piece_values(), at, state)
+            if u < waves:  # the whole tiles' loop has the values as expressions of its own
+                state = state[:]
+                for f, expr in walk.whole_values().items():
+                    state[fields.index(f)] = value(expr, at, state)
             units[c].append(tuple(state[fields.index(f)] for f in ("tile", "k0", "end", "done", "first")))
     return units, int(host[walk.sk])
 
@@ -104,7 +110,10 @@ def test_stream_k_gemm_stores_partials_and_finishes_in_the_last_cta():
         host.index("tl_scratch_free(tl_stream_k)")
     producer, consumers = kernel.split("tl_setmaxnreg_inc<232>();")
     assert "tl_stream_k_publish" not in producer and "tl_mbar_wait" in producer
-    writer, finisher = consumers.split("} else {", 1)[0], consumers
+    # whole tiles first (no workspace), then the tail's pieces: writers, or finishers
+    whole, tail = consumers.split("for (int p", 1)
+    assert "tl_stream_k_publish" not in whole and "tl_stream_k_wait" not in whole
+    writer, finisher = tail.split("} else {", 1)[0], tail
     assert writer.index("*(float2*)(((float*)tl_stream_k) + ") < writer.index("tl_named_barrier_sync(1, 256);") < \
         writer.index("tl_stream_k_publish(tl_stream_k, ((int)blockIdx.x));")
     assert "((int)threadIdx.x) * 2)) + 1024)) = *(float2*)(C_f_ptr + 0);" in writer  # slot: pairs by thread
@@ -125,16 +134,17 @@ def _fresh_dir(name):
     return Path(tempfile.mkdtemp(prefix=f"stream_k_{name}_"))
 
 
-def test_stream_k_only_where_the_loop_only_accumulates():
-    """Attention (a softmax in the loop) says why it keeps its schedule when stream-K is asked
-    for, and says nothing by default; tl.disable_persistent wins over stream-K; with
-    tl.disable_stream_k a GEMM keeps one CTA per tile."""
-    source, kernel = cuda_source(kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256), enable_stream_k=True)
-    assert "no stream-K (an operand is loaded once per tile)" in source and "tl_stream_k" not in kernel
+def test_stream_k_declines_where_the_grid_or_options_forbid_it():
+    """Causal attention (row blocks of different lengths, on the dynamic scheduler) says why it
+    keeps its schedule; tl.disable_persistent wins over stream-K; with tl.disable_stream_k a GEMM
+    keeps one CTA per tile. Which loops combine is test_hopper_stream_k_state.py's."""
+    attention = example_module("attention/flash_attention.py").flash_attention
+    source, kernel = cuda_source(attention.get_tir(2, 4, 1000, 128, True, block_M=128, block_N=128, threads=256),
+                                 enable_stream_k=True)
+    assert "no stream-K (the grid is not static)" in source and "tl_stream_k" not in kernel
     source, kernel = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES), enable_stream_k=True,
                                  disable_persistent=True)
     assert "no stream-K (tl.disable_persistent)" in source and "tl_stream_k" not in kernel
-    assert "stream-K" not in cuda_source(kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256))[0]
     _, plain = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES), disable_stream_k=True)
     assert "tl_stream_k" not in plain and "for (int u" not in plain
 

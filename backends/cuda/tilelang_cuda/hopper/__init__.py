@@ -16,7 +16,8 @@ tma.py, tma_store.py TMA boxes and tensor maps; the epilogue through TMA stores
 cluster.py          opt-in: two CTAs sharing tiles by TMA multicast
 persistent.py       one resident CTA per SM walking the tiles (attention by default)
 tile_scheduler.py   persistent tiles of different lengths (causal attention, by default) handed out by a counter
-stream_k.py         GEMM's partial last wave shared along K by every resident CTA (by default where it pays)
+stream_k.py         a partial last wave shared along K by every resident CTA (by default where it pays)
+stream_k_state.py   which loops it may cut: GEMM's sums, attention's online softmax, and how pieces combine
 occupancy.py        setmaxnreg's register split; two resident blocks per SM where they fit
 pingpong.py         attention's two consumer warpgroups taking turns at the tensor cores
 planner.py          what is chosen for one kernel, and why (notes at the top of the source)

@@ -1,5 +1,6 @@
-"""Stream-K tail for persistent GEMM-like kernels (the default where it pays; ``tl.disable_stream_k``
-turns it off, ``tl.enable_stream_k`` skips the cost model).
+"""Stream-K tail for persistent kernels whose loop state combines: GEMM and non-causal
+FlashAttention (the default where it pays; ``tl.disable_stream_k`` turns it off,
+``tl.enable_stream_k`` skips the cost model).
 
 One CTA per tile leaves the last wave partial: GEMM 8192^3 in 128x256 tiles is 2048 tiles on
 132 SMs, 15.5 waves that take 16 tile-times (3% over the mean; 4096^3: 3.88 waves -> 4). Here
@@ -27,27 +28,32 @@ which did their piece first: nothing waits on a CTA that may not have started. T
 allocates the workspace (4 KB of flags, zeroed, then one slot of the accumulators per CTA) on
 the launch stream and frees it after the launch, like the dynamic scheduler's counter.
 
-It applies where the loop only accumulates: every statement left in the pipelined loop after
-the producer's copies is a T.gemm into a float32 fragment without clear_accum, those fragments
-are only cleared before the loop (a piece starts from zero), and nothing else the epilogue reads
-is written in the loop. A piece runs the loop over its own k-range; the producer walks the same
-pieces, its ring position the running sum of their lengths.
+It applies where stream_k_state.py finds the loop's carried state combinable: GEMM's
+accumulators (summed) or an online softmax's O, row sum and row max (rescaled to the larger
+maximum, then summed), and no statement but tile ops reads the iteration index (attention's
+key mask; in the tail's copy of the loop it cost spills and serialized wgmma). A piece runs the
+loop over its own k-range; the producer walks the same pieces, its ring position the running
+sum of their lengths. Whole tiles and tail pieces are two copies of the body (``loop``), so
+that the waves keep the persistent walk's code.
+
+Measured on the H200 (session 10, in turns): attention B8 H16 S4096 D128 628 against 616
+TFLOP/s with whole tiles (cuDNN 591), S8192 D64 (192x128 tiles) 473 against 457.
 """
 
 from __future__ import annotations
 
 import tvm
+import tvm_ffi
 from tvm import tirx
 
-from tilelang_core.ir import Fill, Gemm, TileOp, is_tile_op
+from tilelang_core.ir import Gemm, TileOp, is_tile_op
 from tilelang_core.ir import region as R
 from tilelang_core.simt import intrinsics as I
-from tilelang_core.simt.transform.insert_barriers import accesses
-from tilelang_core.simt.transform.split_masked_fills import is_const_zero
-from tilelang_core.simt.transform.state import if_then, seq, substitute
+from tilelang_core.simt.transform.state import if_then, seq, substitute, uses_var
 
 from .intrinsics import scratch_statements
 from .persistent import _PersistentTiles
+from .stream_k_state import carried_state
 
 #: flag words reserved at the workspace's start (one per resident CTA; SMs per GPU stay below)
 FLAGS = 1024
@@ -60,51 +66,26 @@ FLAGS = 1024
 FLOPS_PER_FIXUP_BYTE = 300
 
 
-def fixup_iterations(loop_stmts, accs) -> int:
+def fixup_iterations(loop_stmts, carried) -> int:
     """Loop iterations a CTA could run in the time one partial-sum round trip costs: a tail is
-    shared along K only where that saves more iterations per CTA than this."""
+    shared along K only where that saves more iterations per CTA than this. A loop's time is
+    counted as its gemms' (attention's softmax makes the real count a little larger)."""
     work = 0.0
     for stmt in loop_stmts:
-        op = TileOp.from_stmt(stmt)
+        op = TileOp.from_stmt(stmt) if is_tile_op(stmt) else None
+        if not isinstance(op, Gemm):
+            continue
         m, n = (int(e) for e in R.extents_of(op.C)[-2:])
         a = R.extents_of(op.A)[-2:]
         k = int(a[0] if op.transpose_A else a[1])
         bits = tvm.runtime.DataType(str(op.A.source.ty.dtype)).bits
         work += 2 * m * n * k * 16 / bits  # fp8 runs twice, tf32 half the 16-bit rate
-    slot_bytes = 4 * sum(_elements(acc) for acc in accs)
+    slot_bytes = 4 * sum(_elements(buf) for buf in carried)
     return max(1, round(2 * slot_bytes * FLOPS_PER_FIXUP_BYTE / work))
 
 
-def accumulators(before, loop_stmts) -> tuple[list, str]:
-    """(the accumulator fragments, "") when the loop fits stream-K (module docstring), else
-    ([], why not)."""
-    accs = []
-    for stmt in loop_stmts:
-        op = TileOp.from_stmt(stmt) if is_tile_op(stmt) else None
-        if not isinstance(op, Gemm):
-            return [], "the loop does more than accumulate gemms"
-        if op.clear_accum:
-            return [], "a gemm of the loop clears its accumulator"
-        if str(op.C.source.ty.dtype) != "float32":
-            return [], f"accumulator {op.C.source.name} is not float32"
-        if op.C.source not in accs:
-            accs.append(op.C.source)
-    if not accs:
-        return [], "no gemm in the loop"
-    cleared = set()
-    for stmt in before:
-        op = TileOp.from_stmt(stmt) if is_tile_op(stmt) else None
-        if isinstance(op, Fill) and op.dst.source in accs and is_const_zero(op.value):
-            cleared.add(op.dst.source)
-        elif any(acc in accesses(stmt)[1] for acc in accs):
-            return [], "an accumulator is written before the loop other than by a clear"
-    if cleared != set(accs):
-        return [], "an accumulator is not cleared before the loop"
-    return accs, ""
-
-
-#: "auto" (the default): GEMM-like loops share a partial last wave where the cost model says it
-#: pays; "always": wherever there is one (``tl.enable_stream_k``); "off" (``tl.disable_stream_k``)
+#: "auto" (the default): loops whose state combines share a partial last wave where the cost
+#: model says it pays; "always": wherever there is one (``tl.enable_stream_k``); "off" (``tl.disable_stream_k``)
 MODES = ("off", "auto", "always")
 
 
@@ -118,22 +99,30 @@ def stream_k_declined(mode: str, persistent: str, two_fit: bool, cluster: bool) 
             "two blocks per SM" if two_fit else "tl.enable_cluster_multicast" if cluster else "")
 
 
-def with_stream_k(tiles, mode: str, declined: str, tile_boxes, before, loop_stmts, n, layouts, notes):
-    """``tiles`` (the persistent walk or None), or a StreamKTiles over it where the loop only
-    accumulates; a note says which, for GEMM-like loops and wherever stream-K was asked for."""
+def with_stream_k(tiles, mode: str, declined: str, before, loop_stmts, after, n, index, layouts, notes):
+    """``tiles`` (the persistent walk or None), or a StreamKTiles over it where the loop's state
+    combines (stream_k_state.py) and no statement but tile ops reads the iteration ``index``; a
+    note says which, for such loops and wherever stream-K was asked for."""
     if mode == "off":
         return tiles
-    accs, why = accumulators(before, loop_stmts) if not tile_boxes else ([], "an operand is loaded once per tile")
+    state, why = carried_state(before, loop_stmts, after)
     why = declined or why or ("the grid is not static" if not isinstance(tiles, _PersistentTiles) else "")
+    if not why and any(not is_tile_op(s) and uses_var(s, index) for s in loop_stmts):
+        # attention's key mask: in the tail's copy of the loop (iterations from a piece's own
+        # start) ptxas 13.0 spilled 328 bytes and serialized every wgmma of the kernel (C7512)
+        why = "the loop masks by its iteration index"
     if why:
-        if notes is not None and (accs or mode == "always"):
+        if notes is not None and (state or mode == "always"):
             notes.append(f"no stream-K ({why})")
         return tiles
-    fixup = 0 if mode == "always" else fixup_iterations(loop_stmts, accs)
+    carried = state.fragments
+    fixup = 0 if mode == "always" else fixup_iterations(loop_stmts, carried)
     if notes is not None:
         notes.append("stream-K: whole waves of tiles, then the rest shared along K by every CTA"
-                     + (f" where that saves a CTA more than {fixup} iterations" if fixup else ""))
-    return StreamKTiles(tiles, n, accs, [layouts[acc] for acc in accs], fixup=fixup)
+                     + (f" where that saves a CTA more than {fixup} iterations" if fixup else "")
+                     + (f" (partial softmax states combined by their row maxima, {state.row_max.max.name})"
+                        if state.row_max else ""))
+    return StreamKTiles(tiles, n, carried, [layouts[buf] for buf in carried], fixup=fixup, row_max=state.row_max)
 
 
 class StreamKTiles:
@@ -146,10 +135,12 @@ class StreamKTiles:
     #: fold them back into ever longer expressions, and both walks compute them alike
     FIELDS = ("waves", "lo", "hi", "top", "tile", "k0", "end", "done", "first")
 
-    def __init__(self, static, n, accs, layouts, fixup: int = 0):
-        """``fixup``: share the tail only where it saves a CTA more loop iterations than this
-        (decided on the host, where the number of SMs is known; 0: whenever there is a tail)."""
-        self.static, self.fixup = static, fixup
+    def __init__(self, static, n, accs, layouts, fixup: int = 0, row_max=None):
+        """``accs``: the fragments a piece carries (stream_k_state.py), ``row_max`` their
+        RowMax if they are an online softmax's; ``fixup``: share the tail only where it saves a
+        CTA more loop iterations than this (decided on the host, where the number of SMs is
+        known; 0: whenever there is a tail)."""
+        self.static, self.fixup, self.row_max = static, fixup, row_max
         self.blocks, self.total = static.blocks, static.total
         self.n, self.accs, self.layouts = n, accs, list(layouts)  # the accumulators' fragment layouts
         self.state = tirx.decl_buffer((len(self.FIELDS),), "int32", name="tl_stream_k_state", scope="local")
@@ -169,11 +160,15 @@ class StreamKTiles:
         tiles, ctas = _i32(self.total), static.ctas
         rest = mod(tiles, ctas)
         self.sk, self.q = tirx.Var("tl_sk_tiles", "int32"), tirx.Var("tl_sk_share", "int32")
+        # whole waves as a quotient and remainder from the host: no division by the CTA count in
+        # the kernel
+        self.whole, self.extra = tirx.Var("tl_sk_waves", "int32"), tirx.Var("tl_sk_waves_rest", "int32")
         self.host = static.host + [
             tirx.Bind(self.sk, tirx.Select(tirx.Or(tirx.Or(rest == 0, n <= 0), (ctas - rest) * n <= fixup * ctas),
                                            _i32(0), tirx.Select(
                 tirx.And(2 * rest < ctas, tiles >= rest + ctas), rest + ctas, rest))),
-            tirx.Bind(self.q, div(self.sk * n + ctas - 1, ctas))]
+            tirx.Bind(self.q, div(self.sk * n + ctas - 1, ctas)),
+            tirx.Bind(self.whole, div(tiles - self.sk, ctas)), tirx.Bind(self.extra, mod(tiles - self.sk, ctas))]
         # no tail, no workspace: no allocation, no memset on the stream (measured ~3 us a launch
         # at 4096^3, where the cost model keeps whole tiles)
         total_bytes = tirx.Select(self.sk > 0, tirx.Cast("int64", ctas) * (4 * self.slot) + 4 * FLAGS,
@@ -192,10 +187,10 @@ class StreamKTiles:
     def _launch_values(self):
         """This CTA's share of the tail (module docstring): waves of whole tiles, then the range
         [lo, hi) of the tail's k-iterations and the tail tile ``top`` that holds its last one."""
-        ctas, cta, q = self.static.ctas, self.static.cta, self.q
+        cta, q = self.static.cta, self.q
         # whole tiles cta, cta + CTAs, ... below the tail (a ragged last wave only without a tail:
         # a loop of no iterations)
-        waves = tirx.truncdiv(self.total - self.sk - cta + ctas - 1, ctas)
+        waves = self.whole + tirx.Select(cta < self.extra, _i32(1), _i32(0))
         hi = tirx.Min(cta * q + q, self.sk * self.n)
         return [self._set("waves", waves), self._set("lo", cta * q), self._set("hi", hi),
                 self._set("top", tirx.truncdiv(hi - 1, self._nz()))]
@@ -220,16 +215,45 @@ class StreamKTiles:
             self._set("first", tirx.truncdiv(ts * n, tirx.Max(self.q, _i32(1))))]
 
     def loop(self, body, role: str = "", n=None):
-        """``body`` once per piece of this CTA: whole tiles first, then its share of the tail."""
-        lo, hi = self._get("lo"), self._get("hi")
+        """``body`` once per unit of this CTA: its whole tiles, then its pieces of the tail, in
+        two copies. In the first the walk's values are plain expressions of the tile counter, as
+        in the persistent walk: read from the state array, ptxas computed the ring slots and
+        wgmma descriptors of every iteration on the vector datapath (48 R2UR against 16 per
+        attention iteration, WARPSYNC and BSSY in the loop; 8% slower on the H200, session 10)."""
+        waves, lo, hi = self._get("waves"), self._get("lo"), self._get("hi")
         pieces = tirx.Select(lo < hi, self._get("top") - tirx.truncdiv(lo, self._nz()) + 1, _i32(0))
+        whole = self.whole_values()
+        p = tirx.Var("p", "int32")
+        tail = substitute(seq(self._piece_values() + [substitute(_renamed(body), self._block_values(self.tile))]),
+                          {self.t: waves + p})
+        return seq(self._launch_values() + [
+            tirx.For(self.t, _i32(0), waves, tirx.ForKind.SERIAL,
+                     self._fields_as(substitute(body, self._block_values(whole["tile"])), whole)),
+            tirx.For(p, _i32(0), pieces, tirx.ForKind.SERIAL, tail)])
+
+    def whole_values(self) -> dict:
+        """The walk's values for whole tile number ``t`` of this CTA (``t`` below ``waves``)."""
+        return {"tile": self.static.cta + self.t * self.static.ctas, "k0": _i32(0), "end": self.n,
+                "done": self.t * self.n, "first": _i32(0)}
+
+    def _block_values(self, tile):
+        """The block indices of tile number ``tile`` (x fastest, as the launch grid had them)."""
         vmap, stride = {}, 1
         for var, extent in self.blocks:
-            vmap[var] = tirx.floormod(tirx.floordiv(self.tile, stride), extent)
+            vmap[var] = tirx.floormod(tirx.floordiv(tile, stride), extent)
             stride *= extent
-        return seq(self._launch_values() + [
-            tirx.For(self.t, _i32(0), self._get("waves") + pieces, tirx.ForKind.SERIAL,
-                     seq(self._piece_values() + [substitute(body, vmap)]))])
+        return vmap
+
+    def _fields_as(self, stmt, values: dict):
+        """``stmt`` with the walk's state array read replaced by ``values`` (field -> expression)."""
+        index = {self.FIELDS.index(f): v for f, v in values.items()}
+
+        def on_load(load):
+            if load.source.same_as(self.state) and int(load.indices[0]) in index:
+                return index[int(load.indices[0])]
+            return load
+
+        return tvm_ffi.structural_map(stmt, [(tvm.ir.TensorLoad, on_load)])
 
     def launch(self, chain, inner, thread_var):
         return self.static.launch(chain, inner, thread_var)
@@ -244,7 +268,14 @@ class StreamKTiles:
         """Where element ``idx`` of ``acc`` lies in a slot: by thread and register, pairs of
         registers of all threads one after another, so that a warp's 8-byte accesses (the
         accumulator's registers hold column pairs) cover 256 contiguous bytes. In logical order
-        they touched half of each 32-byte sector and cost the 4096^3 GEMM 9% (ncu, session 9)."""
+        they touched half of each 32-byte sector and cost the 4096^3 GEMM 9% (ncu, session 9).
+        A fragment that several threads hold alike (a softmax's row maximum) goes in logical
+        order, every copy to the same place."""
+        if layout.replicas > 1:
+            flat = idx[0]
+            for d in range(1, len(idx)):
+                flat = flat * acc.ty.shape[d] + idx[d]
+            return flat
         pair = 2 if layout.local_size % 2 == 0 else 1
         reg, thread = layout.local_of(*idx), layout.thread_of(*idx)
         return (tirx.floordiv(reg, pair) * layout.num_threads + thread) * pair + tirx.floormod(reg, pair)
@@ -269,9 +300,53 @@ class StreamKTiles:
         gather = tirx.For(partner, self.first, cta - self.first, tirx.ForKind.SERIAL, seq([
             if_then(tx == 0, I.call("tl_stream_k_wait", self.scratch, partner)),
             I.syncthreads(),
-            each(partner, lambda acc, view, at, idx: tirx.BufferStore(
-                acc, tirx.BufferLoad(acc, idx) + tirx.BufferLoad(view, at), idx))]))
+            self._combine(partner)]))
         return tirx.IfThenElse(self.end < self.n, store, seq([if_then(self.k0 > 0, gather), after]))
+
+    def _combine(self, partner):
+        """This CTA's state combined with ``partner``'s slot: sums added, or with a row max
+        rescaled to the larger maximum first (stream_k_state.py's docstring, using the
+        kernel's own M' copy and S statement)."""
+        views = {}
+        decls = []
+        for acc, layout, off in zip(self.accs, self.layouts, self.offsets):
+            decl, view = self._slot(acc, off, partner)
+            decls.append(decl)
+            views[acc] = (view, layout)
+
+        def theirs(acc, idx):
+            view, layout = views[acc]
+            return tirx.BufferLoad(view, [self._where(acc, layout, idx)])
+
+        rm = self.row_max
+        if rm is None:
+            return seq(decls + [_parallel(acc, lambda idx, acc=acc: tirx.BufferStore(
+                acc, tirx.BufferLoad(acc, idx) + theirs(acc, idx), idx)) for acc in self.accs])
+        sums = [acc for acc in self.accs if not acc.same_as(rm.max)]
+
+        def rescaled(acc, extra):
+            axis = rm.axes[acc]
+            return _parallel(acc, lambda idx: tirx.BufferStore(acc, extra(
+                tirx.BufferLoad(acc, idx), idx, tirx.BufferLoad(rm.scale, [idx[axis]])), idx))
+
+        return seq(decls + [
+            rm.copy,                                                   # M' = M
+            _parallel(rm.max, lambda idx: tirx.BufferStore(rm.max, tirx.Max(
+                tirx.BufferLoad(rm.max, idx), theirs(rm.max, idx)), idx)),  # M = max(M, Mp)
+            rm.scale_stmt,                                             # S = f(M', M)
+            *[rescaled(acc, lambda x, idx, s: x * s) for acc in sums],
+            _parallel(rm.prev, lambda idx: tirx.BufferStore(rm.prev, theirs(rm.max, idx), idx)),  # M' = Mp
+            rm.scale_stmt,                                             # S = f(Mp, M)
+            *[rescaled(acc, lambda x, idx, s, acc=acc: x + theirs(acc, idx) * s) for acc in sums]])
+
+
+def _renamed(stmt):
+    """``stmt`` with fresh variables for the loops and bindings it defines: the body appears
+    twice in a walk, and the analyzer refuses one variable with two different ranges."""
+    defs = []
+    tvm_ffi.structural_walk(stmt, [(tirx.For, lambda f: defs.append(f.loop_var)),
+                                   (tirx.Bind, lambda b: defs.append(b.var))])
+    return substitute(stmt, {v: tirx.Var(str(v.name), str(v.ty.dtype)) for v in defs})
 
 
 def _i32(value):
@@ -296,5 +371,5 @@ def _parallel(buf, body_fn):
     return stmt
 
 
-__all__ = ["FLAGS", "MODES", "StreamKTiles", "accumulators", "fixup_iterations", "stream_k_declined",
+__all__ = ["FLAGS", "MODES", "StreamKTiles", "fixup_iterations", "stream_k_declined",
            "with_stream_k"]

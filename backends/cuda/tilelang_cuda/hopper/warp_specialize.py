@@ -185,8 +185,8 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     # persistent: tiles the consumers copied in before the loop (attention's Q) come from the
     # producer, one load per tile issued under the previous tile's epilogue (tile_operands)
     before, tile_boxes = tile_operands(before, body_stmts, after, written) if tiles else (before, [])
-    # GEMM-like loops: the tail shared along K (stream_k.py)
-    tiles = with_stream_k(tiles, stream_k, sk_declined, tile_boxes, before, body_stmts, n, st.layouts, notes)
+    # loops whose state combines (GEMM, attention): the tail shared along K (stream_k.py)
+    tiles = with_stream_k(tiles, stream_k, sk_declined, before, body_stmts, after, n, loop.loop_var, st.layouts, notes)
     if persistent == "tile_operands" and not tile_boxes and not isinstance(tiles, StreamKTiles):
         tiles = None  # other kernels without a per-tile operand: one CTA per tile
     stream = isinstance(tiles, StreamKTiles)

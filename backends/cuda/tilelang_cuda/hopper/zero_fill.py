@@ -1,5 +1,7 @@
 """FoldZeroFill: ``T.Parallel`` filling a gemm's accumulator with zeros, right before that gemm,
-becomes the gemm's own ``clear_accum`` (wgmma with scale-d 0 on its first k-step).
+becomes the gemm's own ``clear_accum`` (wgmma with scale-d 0 on its first k-step); a mask that
+provably masks nothing (``S[i, j] = if_then_else(c, S[i, j], -inf)`` with c true throughout) is
+dropped.
 
 Attention writes its mask into S before ``S += Q K^T``; where the mask is provably all zeros for
 every iteration (no key past the sequence end: ``k * block_N + j < seq_len`` for all k and j),
@@ -47,6 +49,8 @@ def fold_zero_fill(body: list, loop, conditional=None) -> list:
             continue
         nxt = body[i + 1] if i + 1 < len(body) else None
         nest = fill_nest(stmt)
+        if nest is not None and _is_identity(nest, loop):
+            continue  # a mask after the gemm that masks nothing in any iteration (keys divide the tiles)
         if nest is not None and nxt is not None and is_tile_op(nxt):
             op = TileOp.from_stmt(nxt)
             buf, loops, value = nest
@@ -67,9 +71,23 @@ def fold_zero_fill(body: list, loop, conditional=None) -> list:
     return out
 
 
-def _is_zero(value, loop, loops) -> bool:
+def _simplified(value, loop, loops):
     analyzer = tvm.sym.Analyzer()
     analyzer.bind(loop.loop_var, tvm.ir.Range.from_min_extent(loop.min, loop.extent))
     for f in loops:
         analyzer.bind(f.loop_var, tvm.ir.Range.from_min_extent(f.min, f.extent))
-    return is_const_zero(analyzer.simplify(value))
+    return analyzer.simplify(value)
+
+
+def _is_zero(value, loop, loops) -> bool:
+    return is_const_zero(_simplified(value, loop, loops))
+
+
+def _is_identity(nest, loop) -> bool:
+    """``buf[i, j] = value`` where ``value`` is provably ``buf[i, j]`` itself over the loop's and
+    the nest's ranges (``if_then_else(k * block_N + j < seq_len, S[i, j], -inf)`` where the keys
+    divide the tiles): a statement that changes nothing, yet reads the iteration index."""
+    buf, loops, value = nest
+    value = _simplified(value, loop, loops)
+    return isinstance(value, tvm.ir.TensorLoad) and value.source.same_as(buf) and all(
+        idx.same_as(f.loop_var) for idx, f in zip(value.indices, loops))
