@@ -3,6 +3,7 @@ many grids, the generated kernel's writer/finisher protocol, and where it does n
 (numerics run in tests/gpu)."""
 
 import itertools
+import subprocess
 
 import pytest
 import tvm
@@ -18,7 +19,7 @@ def _walk(total, ctas, n, fixup=0):
     """Every CTA's units as (tile, k0, end, ring position, first partner), evaluated from the
     expressions StreamKTiles emits (host values, launch values, then each unit's)."""
     from tilelang_cuda.hopper.persistent import _PersistentTiles
-    from tilelang_cuda.hopper.stream_k import StreamKTiles
+    from tilelang_cuda.hopper.stream_k import OPAQUE, StreamKTiles
 
     bx = tirx.Var("bx", "int32")
     static = _PersistentTiles([(bx, total)], tirx.const(n, "int32"))
@@ -27,7 +28,11 @@ def _walk(total, ctas, n, fixup=0):
     host = {static.sms: tirx.const(ctas, "int32")}
     for bind in walk.host:
         if isinstance(bind, tirx.Bind) and any(bind.var.same_as(v) for v in (walk.sk, walk.q, walk.whole, walk.extra)):
-            host[bind.var] = tirx.const(int(analyzer.simplify(substitute(bind.value, host))), "int32")
+            value = bind.value
+            if isinstance(value, tvm.ir.Call) and str(value.op.name) == "tirx.call_extern":
+                assert str(value.args[0].value) == OPAQUE  # the host's identity helper
+                value = value.args[1]
+            host[bind.var] = tirx.const(int(analyzer.simplify(substitute(value, host))), "int32")
 
     def value(expr, env, state):
         expr = tvm_ffi.structural_map(expr, [(tvm.ir.TensorLoad, lambda load: tirx.const(
@@ -96,7 +101,7 @@ def test_stream_k_gemm_stores_partials_and_finishes_in_the_last_cta():
     its accumulator to its CTA's slot and publishes a flag after a consumer barrier; a piece that
     starts inside its tile waits for each lower partner's flag, adds its slot, then runs the TMA
     store epilogue. The partial sums go as 8-byte pairs, a warp's 256 contiguous bytes at a time.
-    Both host build routes compile it, without spills."""
+    Both host build routes compile it, without spills, with every tl_ host helper defined."""
     from tilelang_cuda.options import CudaOptions
     from tilelang_cuda.pipeline import CudaBackend
 
@@ -123,8 +128,14 @@ def test_stream_k_gemm_stores_partials_and_finishes_in_the_last_cta():
         backend, options = CudaBackend(Target("sm_90a")), CudaOptions(host_build=route, enable_stream_k=True,
                                                                       ptxas_verbose=True)
         mod = backend.lower(func, options)
-        backend.build(mod, backend.codegen(mod, options), options, _fresh_dir(route))
+        workdir = _fresh_dir(route)
+        backend.build(mod, backend.codegen(mod, options), options, workdir)
         assert "0 bytes spill stores" in backend.last_build.log
+        # every host helper the wrapper calls is defined in the library (an undefined one only
+        # fails at the first launch, with a symbol lookup error that kills the process)
+        undefined = subprocess.run(["nm", "-D", "--undefined-only", str(workdir / "kernel.so")],
+                                   capture_output=True, text=True, check=True).stdout
+        assert not [line for line in undefined.splitlines() if line.split()[-1].startswith("tl_")], undefined
 
 
 def _fresh_dir(name):

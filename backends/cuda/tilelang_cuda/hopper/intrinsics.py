@@ -39,6 +39,9 @@ NUM_SMS_HOST = r"""extern "C" int32_t tl_num_sms() {
   if (*slot == 0) cudaDeviceGetAttribute(slot, cudaDevAttrMultiProcessorCount, device);
   return *slot;
 }
+// A host value the compiler does not look through (stream_k.py's tail size, a Select over the SM
+// count: bound as itself, TVM's simplifier expanded it into every later use, ~0.3 s a kernel).
+extern "C" int32_t tl_opaque_i32(int32_t value) { return value; }
 """
 
 #: Host side of TMA kernels: the driver functions TVM's wrapper calls (cuTensorMapEncodeTiled, and

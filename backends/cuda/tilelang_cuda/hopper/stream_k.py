@@ -58,6 +58,9 @@ from .stream_k_state import carried_state
 #: flag words reserved at the workspace's start (one per resident CTA; SMs per GPU stay below)
 FLAGS = 1024
 
+#: the host helper (intrinsics.NUM_SMS_HOST) that hides the tail size from TVM's simplifier
+OPAQUE = "tl_opaque_i32"
+
 #: matrix flops (16-bit operands) an SM runs in the time its share of a tail's partial sums costs
 #: per byte (a writer's store plus a finisher's load). H200: 5.98 TFLOP/s per SM, and a 128 KB
 #: slot cost ~13 us on the critical path at both 4096^3 and 8192^3 (bench/stream_k.py and
@@ -164,9 +167,9 @@ class StreamKTiles:
         # the kernel
         self.whole, self.extra = tirx.Var("tl_sk_waves", "int32"), tirx.Var("tl_sk_waves_rest", "int32")
         self.host = static.host + [
-            tirx.Bind(self.sk, tirx.Select(tirx.Or(tirx.Or(rest == 0, n <= 0), (ctas - rest) * n <= fixup * ctas),
-                                           _i32(0), tirx.Select(
-                tirx.And(2 * rest < ctas, tiles >= rest + ctas), rest + ctas, rest))),
+            tirx.Bind(self.sk, tirx.call_extern("int32", OPAQUE, tirx.Select(
+                tirx.Or(tirx.Or(rest == 0, n <= 0), (ctas - rest) * n <= fixup * ctas), _i32(0),
+                tirx.Select(tirx.And(2 * rest < ctas, tiles >= rest + ctas), rest + ctas, rest)))),
             tirx.Bind(self.q, div(self.sk * n + ctas - 1, ctas)),
             tirx.Bind(self.whole, div(tiles - self.sk, ctas)), tirx.Bind(self.extra, mod(tiles - self.sk, ctas))]
         # no tail, no workspace: no allocation, no memset on the stream (measured ~3 us a launch
@@ -253,7 +256,7 @@ class StreamKTiles:
                 return index[int(load.indices[0])]
             return load
 
-        return tvm_ffi.structural_map(stmt, [(tvm.ir.TensorLoad, on_load)])
+        return _constant_branches(tvm_ffi.structural_map(stmt, [(tvm.ir.TensorLoad, on_load)]))
 
     def launch(self, chain, inner, thread_var):
         return self.static.launch(chain, inner, thread_var)
@@ -340,6 +343,21 @@ class StreamKTiles:
             *[rescaled(acc, lambda x, idx, s, acc=acc: x + theirs(acc, idx) * s) for acc in sums]])
 
 
+def _constant_branches(stmt):
+    """``stmt`` with each ``if`` whose condition is a constant replaced by the branch taken: a
+    whole tile's copy of the loop has no writer or finisher (``end < n`` is false there), which
+    TVM's passes would otherwise unroll before simplifying it away."""
+    analyzer = tvm.sym.Analyzer()
+
+    def on_if(node):
+        cond = analyzer.simplify(node.condition)
+        if isinstance(cond, tirx.IntImm):
+            return node.then_case if int(cond) else (node.else_case or tirx.Evaluate(_i32(0)))
+        return node
+
+    return tvm_ffi.structural_map(stmt, [(tirx.IfThenElse, on_if)])
+
+
 def _renamed(stmt):
     """``stmt`` with fresh variables for the loops and bindings it defines: the body appears
     twice in a walk, and the analyzer refuses one variable with two different ranges."""
@@ -371,5 +389,5 @@ def _parallel(buf, body_fn):
     return stmt
 
 
-__all__ = ["FLAGS", "MODES", "StreamKTiles", "fixup_iterations", "stream_k_declined",
+__all__ = ["FLAGS", "MODES", "OPAQUE", "StreamKTiles", "fixup_iterations", "stream_k_declined",
            "with_stream_k"]
