@@ -29,12 +29,15 @@ EVERY_MASK = {"tl.disable_conditional_mask": True}
 LONGEST = {"tl.enable_longest_first": True}
 #: with PRECISE_DIV the epilogue's acc_o / logsum are IEEE divisions (transform/fast_divide.py)
 PRECISE_DIV = {"tl.precise_div": True}
+#: with PER_THREAD_O each thread stores its own O elements (by default O goes through Q's shared
+#: tile for 16-byte row stores: transform/stage_epilogue.py)
+PER_THREAD_O = {"tl.disable_staged_epilogue": True}
 CONFIGS = {128: [(128, 128, 2, 256, {}), (128, 64, 2, 128, {}), (128, 64, 3, 128, {}),
                  (128, 64, 2, 128, EVERY_MASK), (128, 64, 2, 128, LONGEST), (128, 64, 2, 128, PRECISE_DIV),
                  # s10, fewer registers than 128x64 on 4 warps (255, 68 bytes of spill stores):
                  # 128x32 (242, no spill), 8 warps (159), 64-row blocks (158-176)
                  (128, 32, 2, 128, {}), (128, 32, 3, 128, {}), (128, 64, 2, 256, {}), (64, 64, 2, 128, {}),
-                 (64, 128, 2, 128, {}), (128, 64, 2, 128, {"stage_output": True})],
+                 (64, 128, 2, 128, {}), (128, 64, 2, 128, PER_THREAD_O)],
            64: [(128, 128, 2, 256, {}), (128, 64, 2, 128, {}), (128, 128, 2, 128, {})]}
 
 
@@ -57,17 +60,16 @@ def main():
         name = f"attn B{B} H{H} S{S} D{D}{' causal' if causal else ''}"
         built = {}
         for bm, bn, stages, threads, extra in CONFIGS[D]:
-            if extra and extra is not PRECISE_DIV and not causal:
+            if extra and extra not in (PRECISE_DIV, PER_THREAD_O) and not causal:
                 continue  # a non-causal fill is the same either way (only the ragged block masks)
-            kw = {k: v for k, v in extra.items() if not k.startswith("tl.")}  # the example's own options
-            cfg = {k: v for k, v in extra.items() if k.startswith("tl.")}
             kernel, secs = compile_timed(ex.flash_attention, B, H, S, D, causal, block_M=bm, block_N=bn,
-                                         num_stages=stages, threads=threads, pass_configs={**AMPERE, **cfg}, **kw)
+                                         num_stages=stages, threads=threads, pass_configs={**AMPERE, **extra})
             err = (kernel(q, k, v).float() - ref).abs().max().item()
             label = f"{bm}x{bn}/{stages}/{threads}" + next((name for cfg, name in ((EVERY_MASK, " every mask"),
                                                                                  (LONGEST, " longest first"),
-                                                                                 (PRECISE_DIV, " IEEE division"))
-                                                            if extra is cfg), " O through shared" if kw else "")
+                                                                                 (PRECISE_DIV, " IEEE division"),
+                                                                                 (PER_THREAD_O, " per-thread O"))
+                                                            if extra is cfg), "")
             built[label] = (lambda kernel=kernel: kernel(q, k, v)), err, secs
 
         def flash():

@@ -95,6 +95,11 @@ class CudaOptions(BackendOptions):
         blockIdx.x in reverse x order (the kit's longest_first: causal attention's longest row
         blocks start first instead of making up the last wave). On the H200, causal S4096 D128 on
         the mma.sync path (128x64 tiles): 310 vs 308 TFLOP/s, no gain beyond noise: opt-in.
+    disable_staged_epilogue: off the warp-specialized path, keep a fragment -> global copy after
+        the pipelined loop as per-thread stores. By default it goes through a shared tile the
+        loop has left dead, of the destination's shape and dtype (attention's Q tile for O), for
+        16-byte row-contiguous stores (transform/stage_epilogue.py; causal attention on the
+        mma.sync path +2% on the H200).
     disable_rasterization: on sm_90a, keep the launch order of a 2-D gemm grid where the kernel
         has no T.use_swizzle (by default the planner walks it in panels of block rows).
     extra_nvcc_flags: appended to every nvcc call, verbatim.
@@ -138,6 +143,7 @@ class CudaOptions(BackendOptions):
     enable_cluster_multicast: bool = False
     disable_two_blocks_per_sm: bool = False
     enable_longest_first: bool = False
+    disable_staged_epilogue: bool = False
     extra_nvcc_flags: tuple = ()
 
     def __post_init__(self):
@@ -150,7 +156,7 @@ class CudaOptions(BackendOptions):
                      "disable_tma_lower", "disable_warp_specialized", "disable_pingpong",
                      "enable_persistent", "enable_stream_k", "disable_stream_k", "disable_persistent", "disable_rasterization", "disable_wgmma_overlap", "disable_tma_store", "enable_overlap_block",
                      "disable_conditional_mask", "enable_cluster_multicast", "disable_two_blocks_per_sm", "enable_longest_first",
-                     "disable_tf32"):
+                     "disable_tf32", "disable_staged_epilogue"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"cuda option {name}={getattr(self, name)!r} must be True or False")
         if self.enable_stream_k and self.disable_stream_k:

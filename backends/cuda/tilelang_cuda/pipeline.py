@@ -41,6 +41,7 @@ from .hopper.wgmma import operand_plan, wgmma_accumulator_layout
 from .hopper.intrinsics import with_kernel_attributes
 from .intrinsics import with_on_demand_helpers
 from .transform import fast_divide, fast_exp2
+from .transform.stage_epilogue import stage_epilogue
 from .layouts import mma_accumulator_layout
 from .lower_gemm import gemm_shape, gemm_warps
 from .lowering import CUDA
@@ -93,6 +94,8 @@ def lower_function(func: tirx.PrimFunc, arch: str, options: CudaOptions) -> tirx
     check_dtypes(func, arch, "cuda", ARCHS, capability)
     dialect = replace(CUDA, async_copy=False) if options.disable_cp_async else CUDA
     planner = HopperPlanner(arch, options, func)
+    if not options.disable_staged_epilogue and (not planner.enabled or options.disable_warp_specialized):
+        func = stage_epilogue(func)  # the warp-specialized path stores through TMA instead
     limit = capability(arch, "max_shared_memory_per_block")
     func = lower_simt(func, dialect, options, accumulator_layout=partial(accumulator_layout, planner=planner),
                       operand_layout=partial(operand_layout, planner=planner), backend=planner,

@@ -1,0 +1,75 @@
+"""StageEpilogue: off the warp-specialized path, a fragment -> global ``T.copy`` after the
+kernel's pipelined loop goes through a shared tile the loop has left dead, where one has the
+destination tile's shape and dtype (``tl.disable_staged_epilogue`` keeps the direct copy).
+
+From registers each thread stores its own fragment elements: on the mma.sync path a thread
+holds pairs of columns in rows 8 apart, so one warp's store touches 8 rows and half of each
+32-byte sector. Through shared memory the same tile leaves as 16-byte row-contiguous vectors,
+FlashAttention-2's epilogue. FlashAttention's Q tile is such a dead tile for O: written before
+the loop, only read in it, and of O's tile shape and dtype. Causal attention S4096 D128 on the
+H200's mma.sync path (128x64 tiles, 4 warps): 316 against 310 TFLOP/s (bench/NOTES.md, s10).
+
+A tile qualifies when the loop does not write it (no copy into it can still be in flight after
+the loop) and nothing after the loop touches it; each serves one copy. The barriers between the
+loop's last reads and the new writes come from InsertBarriers like any other shared access. The
+warp-specialized sm_90a path has its own epilogue through shared memory (TMA stores).
+"""
+
+from __future__ import annotations
+
+import tvm_ffi
+from tvm import tirx
+
+from tilelang_core.ir import Copy, TileOp, is_tile_op
+from tilelang_core.ir import region as R
+from tilelang_core.simt.lowering import SHARED, scope
+from tilelang_core.simt.transform.insert_barriers import touched
+from tilelang_core.simt.transform.software_pipeline import _num_stages
+
+
+def stage_epilogue(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """``func`` with its epilogue copies staged (module docstring)."""
+    return func.with_body(tvm_ffi.structural_map(func.body, [(tirx.SeqStmt, _stage_in)]))
+
+
+def _stage_in(node):
+    stmts = list(node.seq)
+    loops = [i for i, s in enumerate(stmts) if isinstance(s, tirx.For) and _num_stages(s)]
+    if len(loops) != 1:
+        return node
+    at = loops[0]
+    after = stmts[at + 1:]
+    busy = set(touched(stmts[at])[1])  # tiles the loop writes
+    for s in after:
+        busy |= set().union(*touched(s))
+    free = [s.buffer for s in stmts[:at] if isinstance(s, tirx.AllocBuffer)
+            and str(s.buffer.ty.storage_scope) in SHARED and s.buffer not in busy]
+    out, changed = stmts[:at + 1], False
+    for stmt in after:
+        op = TileOp.from_stmt(stmt) if is_tile_op(stmt) else None
+        tile = _staging_tile(op, free) if isinstance(op, Copy) else None
+        if tile is None:
+            out.append(stmt)
+            continue
+        free.remove(tile)
+        out += [op.replace(dst=R.full_region(tile)).to_stmt(), op.replace(src=R.full_region(tile)).to_stmt()]
+        changed = True
+    return tirx.SeqStmt(out) if changed else node
+
+
+def _staging_tile(op: Copy, free: list):
+    """A free shared tile of the copy's destination shape and dtype, when ``op`` copies a whole
+    fragment to global memory; else None."""
+    if scope(op.src) != "local.fragment" or scope(op.dst) != "global":
+        return None
+    shape = [int(s) for s in op.src.source.ty.shape]
+    if not (R.same_extents(R.squeeze(R.extents_of(op.dst)), R.squeeze(shape))
+            and R.same_extents(R.extents_of(op.src), shape)):
+        return None
+    for tile in free:
+        if str(tile.ty.dtype) == str(op.dst.source.ty.dtype) and [int(s) for s in tile.ty.shape] == shape:
+            return tile
+    return None
+
+
+__all__ = ["stage_epilogue"]
