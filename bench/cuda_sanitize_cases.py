@@ -91,7 +91,13 @@ def main():
     # no mask, which stream-K needs), partial softmax states (O, row sum, row max) combined by the
     # finisher
     attn_sk = build(kernels.make_flash_attention(1, 48, 384, 128, 128, 128, 256), enable_stream_k=True)
+    # the mma.sync path: O leaves through Q's shared tile after the loop (transform/stage_epilogue.py)
+    causal_mma = build(causal.get_tir(1, 2, 200, 64, True, block_M=64, block_N=64, threads=128),
+                       disable_wgmma=True, disable_warp_specialized=True)
     failures = []
+
+    check_attention(causal_mma, (1, 200, 2, 64), "causal flash attention 1x2x200x64 (mma.sync, staged O)",
+                    failures, causal=True, name="main")
 
     check_attention(attn_sk, (1, 384, 48, 128), "flash attention 1x48x384x128 (stream-K)", failures)
     check_gemm(gemm_sk, (2176, 2048, 1000), "gemm 2176x2048x1000 (stream-K)", failures)
