@@ -177,7 +177,10 @@ def make_flash_attention(B, H, S, D, block_m=64, block_n=64, threads=128, stages
     P = softmax numerator goes from one gemm's accumulator to the next gemm's A in registers.
     ``variant`` changes one thing, for what stream-K may cut along the keys: "unscaled_sum" (the
     row sum is never rescaled: not an online softmax), "scale_read_after" (the epilogue reads the
-    rescale factor, which the combine reuses), "max_from_zero" (the running max starts at 0)."""
+    rescale factor, which the combine reuses), "max_from_zero" (the running max starts at 0),
+    "counted_sum" (the row sum adds 1 per iteration, not the probabilities' sum), "sum_before_exp"
+    (the row sum of the raw scores, taken before the exponential), "cast_before_exp" (P V's P
+    cast from the raw scores)."""
     scale = (1.0 / D) ** 0.5 * 1.44269504  # log2(e): exp2 instead of exp
     shape = (B, S, H, D)
     full_row = T.GemmWarpPolicy.FullRow
@@ -217,16 +220,25 @@ def make_flash_attention(B, H, S, D, block_m=64, block_n=64, threads=128, stages
                     scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
                 for i, j in T.Parallel(block_m, D):
                     acc_o[i, j] = acc_o[i, j] * scores_scale[i]
+                if variant == "sum_before_exp":
+                    T.reduce_sum(acc_s, scores_sum, dim=1)
+                if variant == "cast_before_exp":
+                    T.copy(acc_s, acc_s_cast)
                 for i, j in T.Parallel(block_m, block_n):
                     acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
-                T.reduce_sum(acc_s, scores_sum, dim=1)
+                if variant != "sum_before_exp":
+                    T.reduce_sum(acc_s, scores_sum, dim=1)
                 if variant == "unscaled_sum":
                     for i in T.Parallel(block_m):
                         logsum[i] = logsum[i] + scores_sum[i]
+                elif variant == "counted_sum":
+                    for i in T.Parallel(block_m):
+                        logsum[i] = logsum[i] * scores_scale[i] + 1.0
                 else:
                     for i in T.Parallel(block_m):
                         logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
-                T.copy(acc_s, acc_s_cast)
+                if variant != "cast_before_exp":
+                    T.copy(acc_s, acc_s_cast)
                 T.copy(V[bz, k * block_n:(k + 1) * block_n, by, :], V_s)
                 T.gemm(acc_s_cast, V_s, acc_o, policy=full_row)
             if variant == "scale_read_after":

@@ -51,11 +51,18 @@ def test_gemm_carries_its_accumulator_only(monkeypatch):
     ("unscaled_sum", "logsum is written in the loop other than by accumulating gemms and one rescaling by "
                      "scores_scale"),
     ("scale_read_after", "scores_scale is read after the loop"),
+    ("counted_sum", "logsum is written in the loop other than by accumulating gemms and one rescaling by "
+                    "scores_scale"),
+    ("sum_before_exp", "logsum is written in the loop other than by accumulating gemms and one rescaling by "
+                       "scores_scale"),
+    ("cast_before_exp", "acc_o accumulates acc_s_cast, not exp2(x c - scores_max c) or a copy"),
     ("max_from_zero", "scores_max is a running maximum initialized to 0, not -inf"),
 ])
 def test_loops_that_do_not_combine_keep_whole_tiles(monkeypatch, variant, why):
     """A row sum never rescaled, a rescale factor the epilogue still reads (the combine reuses
-    it), a running max that starts at 0: each is named, and the kernel keeps whole tiles."""
+    it), a running max that starts at 0, a row sum or a P V whose terms are not the probabilities'
+    (a count, the raw scores: pieces would combine them wrongly): each is named, and the kernel
+    keeps whole tiles."""
     (state, found), source, kernel = _state(monkeypatch, _attention(variant), enable_stream_k=True)
     assert state is None and found == why
     assert f"no stream-K ({why})" in source and "tl_stream_k" not in kernel

@@ -6,7 +6,7 @@ piece runs that code again, so it starts from the initial state). Two kinds are 
 
     sums      float32 fragments cleared to 0 before the loop, written in the loop only by gemms
               accumulating into them (GEMM) and, with a row max, by one rescaling statement
-              ``X[i, j] = X[i, j] * S[i] (+ terms)``: combined by addition
+              ``X[i, j] = X[i, j] * S[i]`` (``+ rowsum[i]`` for a row sum): combined by addition
     row max   one fragment M filled with -inf, written in the loop only by
               ``T.reduce_max(..., M, clear=False)``, after the loop copied it to M' and before
               ``S[i] = exp2(M'[i] * c - M[i] * c)`` (or exp, or ``(M' - M) * c``): the online
@@ -18,9 +18,12 @@ holding (M, X) combines a partner's (Mp, Xp) with the kernel's own S statement:
     M' = M;  M = max(M, Mp);  S = f(M', M);  X *= S      (its own state, rescaled to the new max)
     M' = Mp;                  S = f(M', M);  X += Xp * S (the partner's, rescaled likewise)
 
-M' and S are the kernel's temporaries, dead after the loop unless the code after it reads them
-(then this declines). Anything else carried is declined with the reason, and the kernel keeps
-whole tiles.
+That holds when each iteration's terms are relative to the max they were computed with: the
+sums may add only P = exp2(x c - M c) (written after the reduce_max, the same c and exp as S)
+through gemms whose A is P or a copy of it, and the row sums of P (T.reduce_sum). M' and S are
+the kernel's temporaries, dead after the loop unless the code after it reads them (then this
+declines). Anything else carried is declined with the reason, and the kernel keeps whole
+tiles.
 """
 
 from __future__ import annotations
@@ -45,6 +48,10 @@ class RowMax:
     scale: object        # S
     scale_stmt: object   # S[i] = f(M'[i], M[i]), reused by the combine
     scale_index: int     # its position in the loop
+    #: what the sums may add: P = exp(c (x - M)) (FlashAttention's probabilities, after the
+    #: reduce_max) and its copies as gemm A operands, its row sums as the row sum's terms
+    operands: set = field(default_factory=set)
+    row_sums: set = field(default_factory=set)
     axes: dict = field(default_factory=dict)  # sum fragment -> which of its indices S is read at
 
 
@@ -118,8 +125,10 @@ def _check_sum(buf, loop_stmts, written, row_max) -> str:
                 return f"a gemm of the loop clears {buf.name}"
             if row_max is not None and scaled_at is None:
                 return f"{buf.name} is accumulated before it is rescaled by {row_max.scale.name}"
+            if row_max is not None and op.A.source not in row_max.operands:
+                return f"{buf.name} accumulates {op.A.source.name}, not exp2(x c - {row_max.max.name} c) or a copy"
             continue
-        axis = _rescale_axis(stmt, buf, row_max.scale) if row_max is not None else None
+        axis = _rescale_axis(stmt, buf, row_max) if row_max is not None else None
         if axis is None or scaled_at is not None:
             return f"{buf.name} is written in the loop other than by accumulating gemms" + \
                 (f" and one rescaling by {row_max.scale.name}" if row_max is not None else "")
@@ -148,11 +157,13 @@ def _row_max(m, loop_stmts, written):
     if sum(prev in w for w in written) != 1:
         return None, f"{prev.name} is written in the loop other than by the copy of {m.name}"
     for i in range(at + 1, len(loop_stmts)):
-        scale = _scale_of(loop_stmts[i], prev, m)
-        if scale is not None:
+        found = _scale_of(loop_stmts[i], prev, m)
+        if found is not None:
+            scale, form = found
             if sum(scale in w for w in written) != 1:
                 return None, f"{scale.name} is written in the loop more than once"
-            return RowMax(m, prev, loop_stmts[copies[0]], scale, loop_stmts[i], i), ""
+            operands, row_sums = _probabilities(loop_stmts, written, m, form, at)
+            return RowMax(m, prev, loop_stmts[copies[0]], scale, loop_stmts[i], i, operands, row_sums), ""
     return None, f"no statement S[i] = exp2(({prev.name}[i] - {m.name}[i]) * c) after the reduce_max"
 
 
@@ -170,32 +181,67 @@ def _load_of(expr, buf, indices) -> bool:
         all(a.same_as(b) for a, b in zip(expr.indices, indices))
 
 
+def _relative_exp(value, m, i):
+    """(exp op name, c, x) when ``value`` is exp2 or exp of x c - M[i] c, (x - M[i]) c or x - M[i]
+    (c = 1); else None."""
+    if not (isinstance(value, tvm.ir.Call) and str(value.op.name) in ("tirx.exp2", "tirx.exp")):
+        return None
+    f, is_m = value.args[0], (lambda e: _load_of(e, m, [i]))
+    if isinstance(f, tirx.Sub) and is_m(f.b):
+        return str(value.op.name), 1.0, f.a
+    if isinstance(f, tirx.Sub) and all(isinstance(t, tirx.Mul) for t in (f.a, f.b)) and is_m(f.b.a) \
+            and _same_const(f.a.b, f.b.b):
+        return str(value.op.name), float(f.a.b.value), f.a.a
+    if isinstance(f, tirx.Mul) and isinstance(f.a, tirx.Sub) and is_m(f.a.b) and isinstance(f.b, tirx.FloatImm):
+        return str(value.op.name), float(f.b.value), f.a.a
+    return None
+
+
 def _scale_of(stmt, prev, m):
-    """S when ``stmt`` is ``S[i] = exp2(f)`` (or exp) with f = M'[i] c - M[i] c, (M'[i] - M[i]) c
-    or M'[i] - M[i], for one constant c; else None."""
+    """(S, its exp and c) when ``stmt`` is ``S[i] = exp2((M'[i] - M[i]) c)`` in one of
+    _relative_exp's forms; else None."""
     found = _parallel_store(stmt)
     if found is None or len(found[0]) != 1:
         return None
     (i,), store = found
-    call = store.value
-    if not (isinstance(call, tvm.ir.Call) and str(call.op.name) in ("tirx.exp2", "tirx.exp")):
+    rel = _relative_exp(store.value, m, i)
+    if rel is None or not _load_of(rel[2], prev, [i]) or not store.indices[0].same_as(i):
         return None
-    f = call.args[0]
-    a, b = (lambda x: _load_of(x, prev, [i])), (lambda x: _load_of(x, m, [i]))
-    if isinstance(f, tirx.Sub) and a(f.a) and b(f.b):
-        ok = True
-    elif isinstance(f, tirx.Sub) and all(isinstance(t, tirx.Mul) for t in (f.a, f.b)):
-        ok = a(f.a.a) and b(f.b.a) and _same_const(f.a.b, f.b.b)
-    elif isinstance(f, tirx.Mul) and isinstance(f.a, tirx.Sub):
-        ok = a(f.a.a) and b(f.a.b) and isinstance(f.b, tirx.FloatImm)
-    else:
-        ok = False
-    return store.buffer if ok and len(store.indices) == 1 and store.indices[0].same_as(i) else None
+    return store.buffer, rel[:2]
 
 
-def _rescale_axis(stmt, buf, scale):
-    """The index of ``buf`` that S is read at when ``stmt`` is ``X[...] = X[...] * S[v] (+ terms
-    not reading X)``, else None."""
+def _probabilities(loop_stmts, written, m, form, after: int) -> tuple[set, set]:
+    """(P and its copies, P's row sums): P written after index ``after`` by ``P[i, j] = exp2(x c -
+    M[i] c)`` with S's exp and c (``form``) and not again; its copies and row sums taken after that
+    and written nowhere else."""
+    operands, row_sums = set(), set()
+    for at in range(after + 1, len(loop_stmts)):
+        found = _parallel_store(loop_stmts[at])
+        if found is None or len(found[0]) != 2:
+            continue
+        (i, _), store = found
+        rel = _relative_exp(store.value, m, i)
+        p = store.buffer
+        if rel is None or rel[:2] != form or any(p in w for w in written[at + 1:]):
+            continue
+        operands.add(p)
+        for k in range(at + 1, len(loop_stmts)):
+            op = TileOp.from_stmt(loop_stmts[k]) if is_tile_op(loop_stmts[k]) else None
+            if isinstance(op, (Copy, Reduce)) and op.src.source.same_as(p) and _whole(op.src) and _whole(op.dst):
+                dst = op.dst.source
+                if sum(dst in w for w in written) != 1:
+                    continue
+                if isinstance(op, Copy):
+                    operands.add(dst)
+                elif op.kind == "sum" and op.clear and op.dim in (1, -1):
+                    row_sums.add(dst)
+    return operands, row_sums
+
+
+def _rescale_axis(stmt, buf, row_max):
+    """The index of ``buf`` that S is read at when ``stmt`` is ``X[...] = X[...] * S[v]``, or that
+    plus a row sum of P at the same row (``l[i] = l[i] * S[i] + rowsum[i]``); else None."""
+    scale = row_max.scale
     found = _parallel_store(stmt)
     if found is None or not found[1].buffer.same_as(buf):
         return None
@@ -210,6 +256,9 @@ def _rescale_axis(stmt, buf, scale):
     x, s = (value.a, value.b) if _load_of(value.a, buf, loop_vars) else (value.b, value.a)
     if not _load_of(x, buf, loop_vars) or not (isinstance(s, tvm.ir.TensorLoad) and s.source.same_as(scale)
                                                and len(s.indices) == 1):
+        return None
+    if rest is not None and not (isinstance(rest, tvm.ir.TensorLoad) and rest.source in row_max.row_sums
+                                 and len(rest.indices) == 1 and rest.indices[0].same_as(s.indices[0])):
         return None
     return next((d for d, v in enumerate(loop_vars) if s.indices[0].same_as(v)), None)
 
