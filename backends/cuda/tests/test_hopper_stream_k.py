@@ -53,12 +53,12 @@ def _walk(total, ctas, n, fixup=0):
         units[c] = []
         waves = value(whole.extent, env, state)
         for u in range(waves + value(tail.extent, env, state)):
-            at = {**env, walk.t: tirx.const(u, "int32")}
-            run(walk._piece_values(), at, state)
-            if u < waves:  # the whole tiles' loop has the values as expressions of its own
-                state = state[:]
+            if u < waves:  # the whole tiles' loop: the walk's values as expressions of its counter
+                at = {**env, walk.t: tirx.const(u, "int32")}
                 for f, expr in walk.whole_values().items():
                     state[fields.index(f)] = value(expr, at, state)
+            else:  # the tail's loop: its p-th piece
+                run(walk._piece_values(tirx.const(u - waves, "int32")), env, state)
             units[c].append(tuple(state[fields.index(f)] for f in ("tile", "k0", "end", "done", "first")))
     return units, int(host[walk.sk])
 

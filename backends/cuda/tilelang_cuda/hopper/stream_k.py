@@ -134,8 +134,8 @@ class StreamKTiles:
     k-range of the current piece, for the loops) and ``epilogue(after, tx)``."""
 
     init = []
-    #: the walk's values, in one per-thread array (registers): read as loads, the analyzer cannot
-    #: fold them back into ever longer expressions, and both walks compute them alike
+    #: the tail's walk values, in one per-thread array (registers): read as loads, the analyzer
+    #: cannot fold them back into ever longer expressions (whole tiles use whole_values instead)
     FIELDS = ("waves", "lo", "hi", "top", "tile", "k0", "end", "done", "first")
 
     def __init__(self, static, n, accs, layouts, fixup: int = 0, row_max=None):
@@ -203,18 +203,17 @@ class StreamKTiles:
         is no tail then)."""
         return tirx.Max(self.n, _i32(1))
 
-    def _piece_values(self):
-        """The current unit ``t``: a whole tile of the waves, or a piece of the tail taken top
-        down (its tile, k-range, ring position and the lowest CTA sharing its tile)."""
-        n, ctas, cta = self.n, self.static.ctas, self.static.cta
+    def _piece_values(self, p):
+        """This CTA's ``p``-th piece of the tail, taken top down: its tile, k-range, ring position
+        and the lowest CTA sharing its tile."""
+        n = self.n
         waves, lo, hi = self._get("waves"), self._get("lo"), self._get("hi")
-        in_tail = self.t >= waves
-        ts = self._get("top") - (self.t - waves)  # the piece's tile, counted in the tail
+        ts = self._get("top") - p  # the piece's tile, counted in the tail
         return [
-            self._set("tile", tirx.Select(in_tail, self.total - self.sk + ts, cta + self.t * ctas)),
-            self._set("k0", tirx.Select(in_tail, tirx.Max(lo - ts * n, _i32(0)), _i32(0))),
-            self._set("end", tirx.Select(in_tail, tirx.Min(hi - ts * n, n), n)),
-            self._set("done", tirx.Select(in_tail, waves * n + hi - tirx.Min(hi, (ts + 1) * n), self.t * n)),
+            self._set("tile", self.total - self.sk + ts),
+            self._set("k0", tirx.Max(lo - ts * n, _i32(0))),
+            self._set("end", tirx.Min(hi - ts * n, n)),
+            self._set("done", waves * n + hi - tirx.Min(hi, (ts + 1) * n)),
             self._set("first", tirx.truncdiv(ts * n, tirx.Max(self.q, _i32(1))))]
 
     def loop(self, body, role: str = "", n=None):
@@ -227,8 +226,8 @@ class StreamKTiles:
         pieces = tirx.Select(lo < hi, self._get("top") - tirx.truncdiv(lo, self._nz()) + 1, _i32(0))
         whole = self.whole_values()
         p = tirx.Var("p", "int32")
-        tail = substitute(seq(self._piece_values() + [substitute(_renamed(body), self._block_values(self.tile))]),
-                          {self.t: waves + p})
+        tail = seq(self._piece_values(p) + [substitute(_renamed(body), {
+            **self._block_values(self.tile), self.t: waves + p})])
         return seq(self._launch_values() + [
             tirx.For(self.t, _i32(0), waves, tirx.ForKind.SERIAL,
                      self._fields_as(substitute(body, self._block_values(whole["tile"])), whole)),
@@ -261,11 +260,21 @@ class StreamKTiles:
     def launch(self, chain, inner, thread_var):
         return self.static.launch(chain, inner, thread_var)
 
-    def _slot(self, acc, offset, cta):
-        """(declaration, buffer): the workspace slot of ``cta`` for ``acc``, flat over the scratch."""
-        view = tirx.decl_buffer((_elements(acc),), "float32", name=f"{acc.name}_partial", scope="global",
-                                elem_offset=FLAGS + cta * self.slot + offset)
-        return tirx.DeclBuffer(view, data=self.scratch), view
+    def _slots(self, cta):
+        """(declarations, {fragment: (its view, its layout)}): ``cta``'s workspace slot, one flat
+        float32 view over the scratch per carried fragment."""
+        decls, views = [], {}
+        for acc, layout, off in zip(self.accs, self.layouts, self.offsets):
+            view = tirx.decl_buffer((_elements(acc),), "float32", name=f"{acc.name}_partial", scope="global",
+                                    elem_offset=FLAGS + cta * self.slot + off)
+            decls.append(tirx.DeclBuffer(view, data=self.scratch))
+            views[acc] = (view, layout)
+        return decls, views
+
+    def _in_slot(self, views, acc, idx):
+        """(view, indices): where element ``idx`` of ``acc`` lies in the slot of ``views``."""
+        view, layout = views[acc]
+        return view, [self._where(acc, layout, idx)]
 
     def _where(self, acc, layout, idx):
         """Where element ``idx`` of ``acc`` lies in a slot: by thread and register, pairs of
@@ -287,16 +296,13 @@ class StreamKTiles:
         """The consumers' code after the loop of a piece: a writer stores its partial sums and
         raises its flag; a finisher adds the lower CTAs' partials, then runs ``after``."""
         cta = self.static.cta
+        decls, views = self._slots(cta)
 
-        def each(cta, fn):
-            out = []
-            for acc, layout, off in zip(self.accs, self.layouts, self.offsets):
-                decl, view = self._slot(acc, off, cta)
-                out += [decl, _parallel(acc, lambda idx: fn(acc, view, [self._where(acc, layout, idx)], idx))]
-            return seq(out)
+        def stored(acc, idx):
+            view, at = self._in_slot(views, acc, idx)
+            return tirx.BufferStore(view, tirx.BufferLoad(acc, idx), at)
 
-        store = seq([
-            each(cta, lambda acc, view, at, idx: tirx.BufferStore(view, tirx.BufferLoad(acc, idx), at)),
+        store = seq(decls + [_parallel(acc, lambda idx, acc=acc: stored(acc, idx)) for acc in self.accs] + [
             I.syncthreads(),
             if_then(tx == 0, I.call("tl_stream_k_publish", self.scratch, cta))])
         partner = tirx.Var("tl_sk_partner", "int32")
@@ -310,16 +316,10 @@ class StreamKTiles:
         """This CTA's state combined with ``partner``'s slot: sums added, or with a row max
         rescaled to the larger maximum first (stream_k_state.py's docstring, using the
         kernel's own M' copy and S statement)."""
-        views = {}
-        decls = []
-        for acc, layout, off in zip(self.accs, self.layouts, self.offsets):
-            decl, view = self._slot(acc, off, partner)
-            decls.append(decl)
-            views[acc] = (view, layout)
+        decls, views = self._slots(partner)
 
         def theirs(acc, idx):
-            view, layout = views[acc]
-            return tirx.BufferLoad(view, [self._where(acc, layout, idx)])
+            return tirx.BufferLoad(*self._in_slot(views, acc, idx))
 
         rm = self.row_max
         if rm is None:
