@@ -148,12 +148,12 @@ def _row_max(m, loop_stmts, written):
     if len(writers) != 1 or not isinstance(op, Reduce) or op.kind != "max" or op.clear or not op.dst.source.same_as(m):
         return None, f"{m.name} (initialized to -inf) is written in the loop other than by one T.reduce_max(clear=False)"
     at = writers[0]
-    copies = [i for i, s in enumerate(loop_stmts[:at]) if is_tile_op(s) and isinstance(TileOp.from_stmt(s), Copy)
-              and TileOp.from_stmt(s).src.source.same_as(m) and _whole(TileOp.from_stmt(s).src)
-              and _whole(TileOp.from_stmt(s).dst)]
+    ops = [TileOp.from_stmt(s) if is_tile_op(s) else None for s in loop_stmts[:at]]
+    copies = [i for i, c in enumerate(ops) if isinstance(c, Copy) and c.src.source.same_as(m)
+              and _whole(c.src) and _whole(c.dst)]
     if len(copies) != 1:
         return None, f"the loop does not copy {m.name} once before its reduce_max"
-    prev = TileOp.from_stmt(loop_stmts[copies[0]]).dst.source
+    prev = ops[copies[0]].dst.source
     if sum(prev in w for w in written) != 1:
         return None, f"{prev.name} is written in the loop other than by the copy of {m.name}"
     for i in range(at + 1, len(loop_stmts)):

@@ -7,7 +7,8 @@ holds pairs of columns in rows 8 apart, so one warp's store touches 8 rows and h
 32-byte sector. Through shared memory the same tile leaves as 16-byte row-contiguous vectors,
 FlashAttention-2's epilogue. FlashAttention's Q tile is such a dead tile for O: written before
 the loop, only read in it, and of O's tile shape and dtype. Causal attention S4096 D128 on the
-H200's mma.sync path (128x64 tiles, 4 warps): 316 against 310 TFLOP/s (bench/NOTES.md, s10).
+H200's mma.sync path (128x64 tiles, 4 warps): 315 against 307 TFLOP/s with the per-thread stores,
+same run (bench/NOTES.md, s10).
 
 A tile qualifies when the loop does not write it (no copy into it can still be in flight after
 the loop) and nothing after the loop touches it; each serves one copy. The barriers between the
@@ -22,7 +23,7 @@ from tvm import tirx
 
 from tilelang_core.ir import Copy, TileOp, is_tile_op
 from tilelang_core.ir import region as R
-from tilelang_core.simt.lowering import SHARED, scope
+from tilelang_core.simt.lowering import FRAGMENT, SHARED, scope
 from tilelang_core.simt.transform.insert_barriers import touched
 from tilelang_core.simt.transform.software_pipeline import _num_stages
 
@@ -60,7 +61,7 @@ def _stage_in(node):
 def _staging_tile(op: Copy, free: list):
     """A free shared tile of the copy's destination shape and dtype, when ``op`` copies a whole
     fragment to global memory; else None."""
-    if scope(op.src) != "local.fragment" or scope(op.dst) != "global":
+    if scope(op.src) != FRAGMENT or scope(op.dst) != "global":
         return None
     shape = [int(s) for s in op.src.source.ty.shape]
     if not (R.same_extents(R.squeeze(R.extents_of(op.dst)), R.squeeze(shape))
