@@ -56,7 +56,8 @@ def _on_body(transform):
 def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
                accumulator_layout=fma_accumulator_layout, operand_layout=None, backend=None,
                specialize=None, finalize=None, shared_limit: int | None = None,
-               split_fills: bool = True, longest_first_blocks: bool = False) -> tirx.PrimFunc:
+               split_fills: bool = True, longest_first_blocks: bool = False,
+               async_preload: bool = True) -> tirx.PrimFunc:
     """Lower one kernel with the kit's passes and the rules registered for ``dialect.kind``.
 
     ``accumulator_layout(gemm_op, num_threads)`` and ``operand_layout(gemm_op, name, num_threads)``
@@ -70,6 +71,8 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
     run split_masked_fills (a backend's switch to keep every mask fill as written).
     ``longest_first_blocks``: launch blocks whose loops grow along blockIdx.x in reverse x order
     (transform/longest_first.py; causal attention's longest row blocks first).
+    ``async_preload``: copies global -> shared before a pipelined loop join its first async
+    commit group (software_pipeline; False keeps them synchronous).
     """
     kind = dialect.kind
     name = kernel_name(func)
@@ -91,7 +94,7 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
     if split_fills:
         func = run_pass(f"{kind}.SplitMaskedFills", _on_body(split_masked_fills), func)
     func = run_pass(f"{kind}.SoftwarePipeline", _on_body(software_pipeline), func,
-                    use_async=dialect.async_copy, shared_limit=shared_limit)
+                    use_async=dialect.async_copy, shared_limit=shared_limit, async_preload=async_preload)
     func = run_pass(f"{kind}.InsertBarriers", _on_body(insert_barriers), func)
     # lower_tile_ops binds the loop ranges and bound values into st.analyzer (via ctx) first
     ctx = SimtLoweringContext(backend_kind=kind, kernel=name, analyzer=st.analyzer,

@@ -161,7 +161,12 @@ def test_a_missing_wait_for_v_is_caught():
     they land at once, so the interpreter mode is what catches it)."""
     S, D = 100, 32
     func = fa_func(S, D, False, 2)
-    broken = _split_v_out_of_the_waited_group(func)
+    assert_only_the_wait_catches(func, _split_v_out_of_the_waited_group(func), S, D)
+
+
+def assert_only_the_wait_catches(func, broken, S, D):
+    """``func`` is right either way; ``broken`` (a copy moved out of the group its first reader's
+    wait covers) is right when async copies land at once and wrong when they land at their wait."""
     for fn, lands_at_wait, ok in ((func, True, True), (broken, False, True), (broken, True, False)):
         out, ref = run_fa(fn, S, D, False, cp_async_lands_at_wait=lands_at_wait)
         assert (np.isfinite(out).all() and rel_err(out, ref) < 2e-3) == ok

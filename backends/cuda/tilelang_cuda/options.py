@@ -100,6 +100,10 @@ class CudaOptions(BackendOptions):
         loop has left dead, of the destination's shape and dtype (attention's Q tile for O), for
         16-byte row-contiguous stores (transform/stage_epilogue.py; causal attention on the
         mma.sync path +2% on the H200).
+    disable_async_preload: keep a copy global -> shared before a pipelined loop (attention's Q)
+        synchronous. By default it is issued as cp.async with the loop's first tiles and waited
+        for with them (the kit's software_pipeline), instead of a load, store and barrier of its
+        own before any of them is issued.
     disable_rasterization: on sm_90a, keep the launch order of a 2-D gemm grid where the kernel
         has no T.use_swizzle (by default the planner walks it in panels of block rows).
     extra_nvcc_flags: appended to every nvcc call, verbatim.
@@ -144,6 +148,7 @@ class CudaOptions(BackendOptions):
     disable_two_blocks_per_sm: bool = False
     enable_longest_first: bool = False
     disable_staged_epilogue: bool = False
+    disable_async_preload: bool = False
     extra_nvcc_flags: tuple = ()
 
     def __post_init__(self):
@@ -156,7 +161,7 @@ class CudaOptions(BackendOptions):
                      "disable_tma_lower", "disable_warp_specialized", "disable_pingpong",
                      "enable_persistent", "enable_stream_k", "disable_stream_k", "disable_persistent", "disable_rasterization", "disable_wgmma_overlap", "disable_tma_store", "enable_overlap_block",
                      "disable_conditional_mask", "enable_cluster_multicast", "disable_two_blocks_per_sm", "enable_longest_first",
-                     "disable_tf32", "disable_staged_epilogue"):
+                     "disable_tf32", "disable_staged_epilogue", "disable_async_preload"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"cuda option {name}={getattr(self, name)!r} must be True or False")
         if self.enable_stream_k and self.disable_stream_k:

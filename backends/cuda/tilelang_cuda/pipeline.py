@@ -101,7 +101,8 @@ def lower_function(func: tirx.PrimFunc, arch: str, options: CudaOptions) -> tirx
                       operand_layout=partial(operand_layout, planner=planner), backend=planner,
                       specialize=planner.specialize, finalize=planner.finalize, shared_limit=limit,
                       split_fills=not options.disable_conditional_mask,
-                      longest_first_blocks=options.enable_longest_first)
+                      longest_first_blocks=options.enable_longest_first,
+                      async_preload=not options.disable_async_preload)
     check_shared_memory(func, arch, limit)
     if planner.notes:
         func = func.with_attr(SCHEDULE_NOTES, "\n".join(planner.notes))

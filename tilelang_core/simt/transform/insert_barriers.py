@@ -6,7 +6,9 @@ known: tile ops declare them, loops and stores are scanned. In a statement list,
 before a statement that reads what an earlier one wrote (RAW) or writes what an earlier one read
 or wrote (WAR/WAW) since the last barrier. A loop whose body writes shared memory also ends its
 body with a barrier when the next iteration's first accesses would race with this iteration's
-last ones. Loops already planned by the software pipeline (``tl.pipelined``) place their own.
+last ones. Loops already planned by the software pipeline (``tl.pipelined``) place their own,
+and such a region is ordered against earlier statements by its prologue only (its loop starts
+with a wait and a barrier).
 Known limit: a tile op under a thread-dependent ``if`` would get a barrier inside the branch.
 """
 
@@ -19,7 +21,7 @@ from tvm import tirx
 from tilelang_core.ir import TileOp, is_tile_op
 
 from .. import intrinsics as I
-from .state import PIPELINE_REGION
+from .state import PIPELINE_REGION, is_pipeline_region, region_entry
 
 SHARED = ("shared", "shared.dyn")
 
@@ -104,13 +106,15 @@ def _visit_seq(stmts, ignore=frozenset()):
     out = []
     pending_r, pending_w = set(), set()
     for s in stmts:
-        r, w = accesses(s)
+        # a pipeline region's loop starts with a wait and a barrier: only its prologue can race
+        # with what came before (an async preload of Q has nothing else between it and that wait)
+        r, w = accesses(region_entry(s) if is_pipeline_region(s) else s)
         r, w = {b for b in r if b not in ignore}, {b for b in w if b not in ignore}
         if conflict(r, w, pending_r, pending_w):
             out.append(I.syncthreads())
             pending_r, pending_w = set(), set()
         out.append(_visit(s))
-        if isinstance(s, tirx.AttrStmt) and s.attr_key == PIPELINE_REGION:
+        if is_pipeline_region(s):
             pending_r, pending_w = set(), set()  # it ends with wait_group(0) + barrier
         else:
             pending_r |= r

@@ -32,6 +32,13 @@ K, and that barrier orders V's slot refill after iteration k-1's last read (a se
 alone would need a second wait and barrier before its consumer, and gives V less time to land).
 A copy that does not qualify stays a synchronous consumer, as before.
 
+A copy global -> shared before the loop whose tile nothing between it and the loop touches
+(attention's Q) is issued as an async copy too (``_async_preloads``; ``async_preload=False``
+keeps it synchronous): it joins the prologue's first commit group, so the first iteration's
+wait and barrier cover it, and the block no longer waits for Q's round trip before the first
+K/V tiles are even issued. insert_barriers orders a pipeline region against earlier statements
+by its prologue only, for the same reason: the loop's first barrier precedes every consumer.
+
 Without async copies (``use_async=False``: SimtDialect.async_copy is False, or CUDA's
 disable_cp_async) the loop is left as written: synchronous copies into one buffer, with the
 barriers insert_barriers places (multi-buffering synchronous copies would only pay off with a
@@ -49,8 +56,8 @@ from tilelang_core.ir import Copy, Gemm, TileOp, is_tile_op
 from tilelang_core.ir import region as R
 
 from .. import intrinsics as I
-from .insert_barriers import accesses, insert_barriers_in_seq
-from .state import FRAGMENT_PREFETCH, PIPELINE_REGION, if_then, seq, substitute
+from .insert_barriers import accesses, insert_barriers_in_seq, touched
+from .state import FRAGMENT_PREFETCH, PIPELINE_REGION, if_then, is_pipeline_region, seq, substitute
 
 SHARED = ("shared", "shared.dyn")
 GLOBAL = ("global", "")
@@ -67,13 +74,14 @@ def _is_producer(stmt) -> bool:
     return isinstance(op, Copy) and _scope(op.src) in GLOBAL and _scope(op.dst) in SHARED
 
 
-def software_pipeline(body, use_async: bool = True, shared_limit: int | None = None):
+def software_pipeline(body, use_async: bool = True, shared_limit: int | None = None, async_preload: bool = True):
     staged: dict = {}  # old shared buffer -> (new buffer, stages)
     kernel = body
 
     def visit(node):
         if isinstance(node, tirx.SeqStmt):
-            return seq([visit(s) for s in node.seq])
+            stmts = [visit(s) for s in node.seq]
+            return seq(_async_preloads(stmts, staged) if use_async and async_preload else stmts)
         if isinstance(node, tirx.AttrStmt):
             return tirx.AttrStmt(node.node, node.attr_key, node.value, visit(node.body))
         if isinstance(node, tirx.IfThenElse):
@@ -94,6 +102,31 @@ def software_pipeline(body, use_async: bool = True, shared_limit: int | None = N
         return body
     _check_no_stale_uses(body, staged)
     return _restage_allocs(body, staged)
+
+
+def _async_preloads(stmts: list, staged: dict) -> list:
+    """Copies global -> shared that fill a tile before a pipelined loop (attention's Q) issued as
+    async copies: they join the prologue's first commit group, which the first iteration's wait
+    and barrier already cover, so the load overlaps the first K/V tiles' instead of stalling the
+    block on its own round trip (LDG, STS, barrier) before any of them is issued. Only where no
+    statement between the copy and the loop touches its tile or writes its source; a copy the
+    lowering cannot vectorize stays synchronous, which the same barrier orders as well."""
+    out = list(stmts)
+    start = 0
+    for j, stmt in enumerate(out):
+        if not is_pipeline_region(stmt):
+            continue
+        for i in range(start, j):
+            if not _is_producer(out[i]):
+                continue
+            op = TileOp.from_stmt(out[i])
+            tile, source = op.dst.source, op.src.source
+            between = [touched(s) for s in out[i + 1:j]]
+            if tile in staged or any(tile in r or tile in w or source in w for r, w in between):
+                continue
+            out[i] = op.replace(options={**op.options, "tl_async": True}).to_stmt()
+        start = j + 1
+    return out
 
 
 def _check_no_stale_uses(body, staged: dict) -> None:

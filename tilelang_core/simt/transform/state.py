@@ -143,3 +143,15 @@ def if_then(cond, body):
     if isinstance(cond, tirx.IntImm):
         return body if int(cond.value) else None
     return tirx.IfThenElse(cond, body, None)
+
+
+def is_pipeline_region(stmt) -> bool:
+    return isinstance(stmt, tirx.AttrStmt) and stmt.attr_key == PIPELINE_REGION
+
+
+def region_entry(region):
+    """The statements of a pipeline region that run before its first wait and barrier (the
+    prologue: software_pipeline builds a region as [prologue, loop, wait, barrier] and the
+    prologue writes only the staged slots): what insert_barriers orders against earlier
+    statements. Everything after them is ordered by that barrier."""
+    return region.body.seq[0]
