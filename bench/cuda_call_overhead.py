@@ -48,6 +48,16 @@ def main():
     samples = measure(rows, args.calls, args.rounds, sync=torch.cuda.synchronize)
     report(rows, samples, f"cuda, {torch.cuda.get_device_name()}, torch {torch.__version__}, "
                           f"{n} floats, {args.rounds} x {args.calls} calls per path")
+    # the same rows with a side stream current: torch's default is the legacy default stream, whose
+    # launches the driver orders against every other blocking stream (cuda_launch_floor.py has both)
+    side = torch.cuda.Stream()
+    torch.cuda.set_stream(side)
+    x, y = torch.randn(n, device="cuda"), torch.empty(n, device="cuda")
+    rows = [row for row in paths(x, y, "cuda") if not row[0].startswith(("@jit", "raw tvm-ffi call +"))
+            and "allocates" not in row[0]]
+    samples = measure(rows, args.calls, args.rounds, sync=torch.cuda.synchronize)
+    report(rows, samples, "the same on a side stream (torch.cuda.set_stream)")
+    torch.cuda.set_stream(torch.cuda.default_stream())
     allocation_costs(n)
 
 

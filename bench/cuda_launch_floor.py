@@ -9,7 +9,9 @@ prints the median per launch for each way of launching:
 - ``cudaLaunchKernelEx``: what the wrapper TVM generates for our kernels calls;
 - ``cuLaunchKernel``: the driver API with the function handle looked up once;
 - ``wrapper steps``: cudaGetDevice twice (device guard + stream lookup) and cudaLaunchKernelEx,
-  the C-side work of our entry function besides the argument checks.
+  the C-side work of our entry function besides the argument checks;
+- ``<<<>>> stream 0``: the same launch on the legacy default stream, torch's current stream
+  unless a program sets another (the Python table's launches go there).
 
     python bench/cuda_launch_floor.py [--launches 20000] [--rounds 7]
 """
@@ -80,11 +82,14 @@ int main(int argc, char** argv) {
     CHECK(cudaGetDevice(&device));
     CHECK(cudaLaunchKernelEx(&config, add_one, (const float*)x, y));
   };
+  // torch's current stream by default is the legacy default stream (0), where the JIT's launches go
+  auto legacy = [&] { add_one<<<8, 128, 0, 0>>>(x, y); };
   per_launch_us(chevrons, launches, 1, stream);  // warm-up: module load, first launch
   std::printf("<<<>>>              %6.2f us\n", per_launch_us(chevrons, launches, rounds, stream));
   std::printf("cudaLaunchKernelEx  %6.2f us\n", per_launch_us(launch_ex, launches, rounds, stream));
   std::printf("cuLaunchKernel      %6.2f us\n", per_launch_us(driver, launches, rounds, stream));
   std::printf("wrapper steps       %6.2f us\n", per_launch_us(wrapper, launches, rounds, stream));
+  std::printf("<<<>>> stream 0     %6.2f us\n", per_launch_us(legacy, launches, rounds, 0));
   std::vector<float> host(1024), back(1024);
   for (int i = 0; i < 1024; ++i) host[i] = 0.5f * i;
   CHECK(cudaMemcpy(x, host.data(), 1024 * sizeof(float), cudaMemcpyHostToDevice));
