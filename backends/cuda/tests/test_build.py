@@ -295,3 +295,18 @@ def test_tma_kernel_libraries_leave_no_driver_symbol_undefined(tmp_path, host_bu
     undefined = subprocess.run(["nm", "-D", "--undefined-only", str(tmp_path / "kernel.so")],
                                capture_output=True, text=True, check=True).stdout.split()
     assert not [s for s in undefined if s.startswith("cu") and not s.startswith("cuda")], undefined
+
+
+def test_split_host_asks_cuda_for_the_device_once_per_launch(tmp_path):
+    """The split wrapper's device guard records the device it made current; the stream lookup
+    and the dynamic shared memory opt-in read it (tl_current_device) instead of calling
+    cudaGetDevice again. Attention opts in to dynamic shared memory, so it had three calls."""
+    from tilelang_cuda.codegen import split_source
+
+    _, source = compile_kernel(kernels.make_flash_attention(1, 2, 200, 64, 64, 64, 128), "sm_80", tmp_path,
+                               host_build="split", device_compiler="nvcc")
+    host = split_source(source).host
+    wrapper = host[host.index("__tvm_ffi_"):]
+    assert "cudaGetDevice" not in wrapper and "tl_current_device(&cuda_device" in wrapper
+    guard = host[host.index("struct CUDADeviceGuard"):host.index("static cudaError_t tl_current_device")]
+    assert guard.count("cudaGetDevice") == 1 and "tl_device = target_;" in guard and "tl_device = -1;" in guard
