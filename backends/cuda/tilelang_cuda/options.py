@@ -98,12 +98,15 @@ class CudaOptions(BackendOptions):
     disable_staged_epilogue: off the warp-specialized path, keep a fragment -> global copy after
         the pipelined loop as per-thread stores. By default it goes through a shared tile the
         loop has left dead, of the destination's shape and dtype (attention's Q tile for O), for
-        16-byte row-contiguous stores (transform/stage_epilogue.py; causal attention on the
-        mma.sync path +2% on the H200).
+        16-byte row-contiguous stores (transform/stage_epilogue.py). On the H200's mma.sync
+        path, attention S4096 D128 128x64: non-causal +2% staged, causal -5% (ptxas clusters
+        the softmax's ex2 in the staged build; bench/NOTES.md, s11): set it per kernel.
     disable_async_preload: keep a copy global -> shared before a pipelined loop (attention's Q)
         synchronous. By default it is issued as cp.async with the loop's first tiles and waited
         for with them (the kit's software_pipeline), instead of a load, store and barrier of its
-        own before any of them is issued.
+        own before any of them is issued. On the H200's mma.sync path, causal attention S4096
+        D128: 305-311 vs 305-308 TFLOP/s with the staged epilogue, 320-323 vs 298-299 with
+        per-thread O stores.
     disable_rasterization: on sm_90a, keep the launch order of a 2-D gemm grid where the kernel
         has no T.use_swizzle (by default the planner walks it in panels of block rows).
     extra_nvcc_flags: appended to every nvcc call, verbatim.
