@@ -36,8 +36,13 @@ PER_THREAD_O = {"tl.disable_staged_epilogue": True}
 #: group: the kit's software_pipeline, _async_preloads)
 SYNC_Q = {"tl.disable_async_preload": True}
 SYNC_Q_PER_THREAD_O = {**SYNC_Q, **PER_THREAD_O}
-#: --ab: only the 128x64 tile, Q's copy and O's store each both ways
-AB = [(128, 64, 2, 128, extra) for extra in ({}, SYNC_Q, PER_THREAD_O, SYNC_Q_PER_THREAD_O)]
+#: ptxas -O1 (nvcc route): ptxas's default -O3 schedule of the causal loop sits at 255 registers
+#: and, depending on the epilogue, issues the softmax's ex2 in runs of 16-20 (bench/NOTES.md, s11)
+PTXAS_O1 = {"tl.extra_nvcc_flags": ["-Xptxas", "-O1"], "tl.device_compiler": "nvcc"}
+PER_THREAD_O_PTXAS_O1 = {**PER_THREAD_O, **PTXAS_O1}
+#: --ab: only the 128x64 tile, Q's copy and O's store each both ways, and ptxas -O1
+AB = [(128, 64, 2, 128, extra) for extra in ({}, SYNC_Q, PER_THREAD_O, SYNC_Q_PER_THREAD_O, PTXAS_O1,
+                                             PER_THREAD_O_PTXAS_O1)]
 #: s10 also measured, all slower than 128x64/2/128 and dropped here (bench/NOTES.md): 128x64 with
 #: 3 stages, 128x32 with 2 and 3 stages, 128x64 on 8 warps, 64x64, 64x128
 CONFIGS = {128: [(128, 128, 2, 256, {}), (128, 64, 2, 128, {}), (128, 64, 2, 128, SYNC_Q),
@@ -68,7 +73,8 @@ def main():
         name = f"attn B{B} H{H} S{S} D{D}{' causal' if causal else ''}"
         built = {}
         for bm, bn, stages, threads, extra in AB if args.ab else CONFIGS[D]:
-            if extra and extra not in (PRECISE_DIV, PER_THREAD_O, SYNC_Q, SYNC_Q_PER_THREAD_O) and not causal:
+            if extra and extra not in (PRECISE_DIV, PER_THREAD_O, SYNC_Q, SYNC_Q_PER_THREAD_O, PTXAS_O1,
+                                       PER_THREAD_O_PTXAS_O1) and not causal:
                 continue  # a non-causal fill is the same either way (only the ragged block masks)
             kernel, secs = compile_timed(ex.flash_attention, B, H, S, D, causal, block_M=bm, block_N=bn,
                                          num_stages=stages, threads=threads, pass_configs={**AMPERE, **extra})
@@ -79,7 +85,10 @@ def main():
                                                                                  (PER_THREAD_O, " per-thread O"),
                                                                                  (SYNC_Q, " synchronous Q"),
                                                                                  (SYNC_Q_PER_THREAD_O,
-                                                                                  " synchronous Q, per-thread O"))
+                                                                                  " synchronous Q, per-thread O"),
+                                                                                 (PTXAS_O1, " ptxas -O1"),
+                                                                                 (PER_THREAD_O_PTXAS_O1,
+                                                                                  " per-thread O, ptxas -O1"))
                                                             if extra is cfg), "")
             built[label] = (lambda kernel=kernel: kernel(q, k, v)), err, secs
 

@@ -95,13 +95,30 @@ def available() -> bool:
     return library() is not None
 
 
-def version() -> str:
+def version_tuple() -> tuple[int, int] | None:
     lib = library()
     if lib is None:
-        return "none"
+        return None
     major, minor = ctypes.c_int(), ctypes.c_int()
     lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
-    return f"nvrtc {major.value}.{minor.value}"
+    return major.value, minor.value
+
+
+def version() -> str:
+    found = version_tuple()
+    return "none" if found is None else f"nvrtc {found[0]}.{found[1]}"
+
+
+#: NVRTC releases whose device code is worse than nvcc's from the same source: 13.0 leaves the
+#: 64-bit address arithmetic unnarrowed (the causal mma.sync attention loop: 1150 instructions,
+#: 94 IADD3, against 1075 and 23 from nvcc 13.0 and from NVRTC 13.1 to 13.5), which measured
+#: 0.3-5.6% slower on the H200 over eight kernels, mma.sync attention the most (bench/NOTES.md,
+#: s11; bench/ptxas_level.py). device_compiler="auto" takes nvcc instead where it is installed.
+SLOWER_THAN_NVCC = {(13, 0)}
+
+
+def slower_than_nvcc() -> bool:
+    return version_tuple() in SLOWER_THAN_NVCC
 
 
 def options_for(arch: str, options: CudaOptions, include_dirs: list[str]) -> list[str]:
