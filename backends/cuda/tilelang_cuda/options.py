@@ -100,8 +100,9 @@ class CudaOptions(BackendOptions):
         the pipelined loop as per-thread stores. By default it goes through a shared tile the
         loop has left dead, of the destination's shape and dtype (attention's Q tile for O), for
         16-byte row-contiguous stores (transform/stage_epilogue.py). On the H200's mma.sync
-        path, attention S4096 D128 128x64: non-causal +2% staged, causal -5% (ptxas clusters
-        the softmax's ex2 in the staged build; bench/NOTES.md, s11): set it per kernel.
+        path, attention S4096 D128 128x64: non-causal +2% staged, causal -3% with nvcc's code
+        and -5% with NVRTC 13.0's (ptxas issues the softmax's ex2 back to back in the staged
+        build; bench/NOTES.md, s11): set it per kernel.
     disable_async_preload: keep a copy global -> shared before a pipelined loop (attention's Q)
         synchronous. By default it is issued as cp.async with the loop's first tiles and waited
         for with them (the kit's software_pipeline), instead of a load, store and barrier of its

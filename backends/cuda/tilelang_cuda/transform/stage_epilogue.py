@@ -9,9 +9,9 @@ FlashAttention-2's epilogue. FlashAttention's Q tile is such a dead tile for O: 
 the loop, only read in it, and of O's tile shape and dtype. Causal attention S4096 D128 on the
 H200's mma.sync path (128x64 tiles, 4 warps): 315 against 307 TFLOP/s with the per-thread stores,
 same run (bench/NOTES.md, s10). Since Q loads asynchronously (s11) the staged build is the slower
-one for causal attention (305-311 vs 320-327) and still the faster one non-causal (340-352 vs
-334-347): what decides it is ptxas's schedule of the softmax at 255 registers, not the stores
-(bench/NOTES.md, s11); tl.disable_staged_epilogue picks per kernel.
+one for causal attention (NVRTC 13.0: 305-311 vs 320-327; nvcc: 320 vs 330) and still the faster
+one non-causal (363 vs 357 with nvcc): what decides it is ptxas's schedule of the softmax at 255
+registers, not the stores (bench/NOTES.md, s11); tl.disable_staged_epilogue picks per kernel.
 
 A tile qualifies when the loop does not write it (no copy into it can still be in flight after
 the loop) and nothing after the loop touches it; each serves one copy. The barriers between the
