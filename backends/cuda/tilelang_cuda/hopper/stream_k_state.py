@@ -34,7 +34,7 @@ import tvm
 from tvm import tirx
 
 from tilelang_core.ir import Copy, Fill, Gemm, Reduce, TileOp, is_tile_op
-from tilelang_core.ir import region as R
+from tilelang_core.simt.lowering import covers_whole_buffer
 from tilelang_core.simt.transform.insert_barriers import touched
 from tilelang_core.simt.transform.split_masked_fills import is_const_zero
 
@@ -75,7 +75,8 @@ def carried_state(before, loop_stmts, after) -> tuple[CarriedState | None, str]:
     for stmt in before:
         op = TileOp.from_stmt(stmt) if is_tile_op(stmt) else None
         for buf in touched(stmt)[1] & in_loop:
-            if buf in initial or not isinstance(op, Fill) or not op.dst.source.same_as(buf) or not _whole(op.dst):
+            if buf in initial or not isinstance(op, Fill) or not op.dst.source.same_as(buf) \
+                    or not covers_whole_buffer(op.dst):
                 return None, f"{buf.name} is written before the loop other than by one T.fill"
             initial[buf] = op.value
     if not any(isinstance(TileOp.from_stmt(s), Gemm) for s in loop_stmts if is_tile_op(s)):
@@ -150,7 +151,7 @@ def _row_max(m, loop_stmts, written):
     at = writers[0]
     ops = [TileOp.from_stmt(s) if is_tile_op(s) else None for s in loop_stmts[:at]]
     copies = [i for i, c in enumerate(ops) if isinstance(c, Copy) and c.src.source.same_as(m)
-              and _whole(c.src) and _whole(c.dst)]
+              and covers_whole_buffer(c.src) and covers_whole_buffer(c.dst)]
     if len(copies) != 1:
         return None, f"the loop does not copy {m.name} once before its reduce_max"
     prev = ops[copies[0]].dst.source
@@ -227,7 +228,8 @@ def _probabilities(loop_stmts, written, m, form, after: int) -> tuple[set, set]:
         operands.add(p)
         for k in range(at + 1, len(loop_stmts)):
             op = TileOp.from_stmt(loop_stmts[k]) if is_tile_op(loop_stmts[k]) else None
-            if isinstance(op, (Copy, Reduce)) and op.src.source.same_as(p) and _whole(op.src) and _whole(op.dst):
+            if isinstance(op, (Copy, Reduce)) and op.src.source.same_as(p) and covers_whole_buffer(op.src) \
+                    and covers_whole_buffer(op.dst):
                 dst = op.dst.source
                 if sum(dst in w for w in written) != 1:
                     continue
@@ -269,10 +271,6 @@ def _same_const(x, y) -> bool:
 
 def _is_neg_inf(x) -> bool:
     return isinstance(x, tirx.FloatImm) and float(x.value) == float("-inf")
-
-
-def _whole(region) -> bool:
-    return all(int(e) == int(s) for e, s in zip(R.extents_of(region), region.source.ty.shape))
 
 
 __all__ = ["CarriedState", "RowMax", "carried_state"]
