@@ -18,9 +18,8 @@ import argparse
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from cuda_bench import compile_timed, example, side_by_side
+from cuda_bench import AMPERE, compile_timed, example, side_by_side
 
-AMPERE = {"tl.disable_wgmma": True, "tl.disable_warp_specialized": True}
 CASES = ((8, 16, 4096, 128, False), (8, 16, 4096, 128, True), (8, 16, 8192, 64, False))
 #: (block_M, block_N, num_stages, threads, extra pass configs) per head dim; with EVERY_MASK the
 #: causal fill is evaluated in every iteration (without the kit's split_masked_fills)
@@ -43,6 +42,12 @@ PER_THREAD_O_PTXAS_O1 = {**PER_THREAD_O, **PTXAS_O1}
 #: --ab: only the 128x64 tile, Q's copy and O's store each both ways, and ptxas -O1
 AB = [(128, 64, 2, 128, extra) for extra in ({}, SYNC_Q, PER_THREAD_O, SYNC_Q_PER_THREAD_O, PTXAS_O1,
                                              PER_THREAD_O_PTXAS_O1)]
+#: each variant's label in the table; the causal-only ones change nothing without a causal mask
+LABELS = ((EVERY_MASK, " every mask"), (LONGEST, " longest first"), (PRECISE_DIV, " IEEE division"),
+          (PER_THREAD_O, " per-thread O"), (SYNC_Q, " synchronous Q"),
+          (SYNC_Q_PER_THREAD_O, " synchronous Q, per-thread O"), (PTXAS_O1, " ptxas -O1"),
+          (PER_THREAD_O_PTXAS_O1, " per-thread O, ptxas -O1"))
+CAUSAL_ONLY = (EVERY_MASK, LONGEST)
 #: s10 also measured, all slower than 128x64/2/128 and dropped here (bench/NOTES.md): 128x64 with
 #: 3 stages, 128x32 with 2 and 3 stages, 128x64 on 8 warps, 64x64, 64x128
 CONFIGS = {128: [(128, 128, 2, 256, {}), (128, 64, 2, 128, {}), (128, 64, 2, 128, SYNC_Q),
@@ -73,23 +78,12 @@ def main():
         name = f"attn B{B} H{H} S{S} D{D}{' causal' if causal else ''}"
         built = {}
         for bm, bn, stages, threads, extra in AB if args.ab else CONFIGS[D]:
-            if extra and extra not in (PRECISE_DIV, PER_THREAD_O, SYNC_Q, SYNC_Q_PER_THREAD_O, PTXAS_O1,
-                                       PER_THREAD_O_PTXAS_O1) and not causal:
+            if not causal and any(extra is cfg for cfg in CAUSAL_ONLY):
                 continue  # a non-causal fill is the same either way (only the ragged block masks)
             kernel, secs = compile_timed(ex.flash_attention, B, H, S, D, causal, block_M=bm, block_N=bn,
                                          num_stages=stages, threads=threads, pass_configs={**AMPERE, **extra})
             err = (kernel(q, k, v).float() - ref).abs().max().item()
-            label = f"{bm}x{bn}/{stages}/{threads}" + next((name for cfg, name in ((EVERY_MASK, " every mask"),
-                                                                                 (LONGEST, " longest first"),
-                                                                                 (PRECISE_DIV, " IEEE division"),
-                                                                                 (PER_THREAD_O, " per-thread O"),
-                                                                                 (SYNC_Q, " synchronous Q"),
-                                                                                 (SYNC_Q_PER_THREAD_O,
-                                                                                  " synchronous Q, per-thread O"),
-                                                                                 (PTXAS_O1, " ptxas -O1"),
-                                                                                 (PER_THREAD_O_PTXAS_O1,
-                                                                                  " per-thread O, ptxas -O1"))
-                                                            if extra is cfg), "")
+            label = f"{bm}x{bn}/{stages}/{threads}" + next((name for cfg, name in LABELS if extra is cfg), "")
             built[label] = (lambda kernel=kernel: kernel(q, k, v)), err, secs
 
         def flash():

@@ -10,9 +10,8 @@ times are medians of CUDA-event timings after warm-up (cuda_bench.bench). About 
 
 import torch
 
-from cuda_bench import bench, compile_timed, example, side_by_side
+from cuda_bench import AMPERE, bench, compile_timed, example, side_by_side
 
-PASS_CONFIGS = {"tl.disable_wgmma": True, "tl.disable_warp_specialized": True}
 #: (block_M, block_N, block_K, num_stages, threads): 64x64 warp tiles on 8 warps (128x256, 256x128)
 #: or 4 warps (128x128); BK=64 halves the barriers per FLOP
 CONFIGS = [(128, 256, 32, 3, 256), (128, 256, 64, 4, 256), (256, 128, 64, 3, 256), (128, 128, 32, 4, 128)]
@@ -32,7 +31,7 @@ def main():
         cublas = flops / bench(lambda: torch.matmul(a, b)) / 1e9
         for bm, bn, bk, stages, threads in CONFIGS:
             kernel, secs = compile_timed(ex.gemm, size, size, size, block_M=bm, block_N=bn, block_K=bk,
-                                         num_stages=stages, threads=threads, pass_configs=PASS_CONFIGS)
+                                         num_stages=stages, threads=threads, pass_configs=AMPERE)
             c = kernel(a, b)
             err = ((c.double() - ref).norm() / ref.norm()).item()
             ours = flops / bench(lambda: kernel(a, b)) / 1e9
@@ -62,7 +61,7 @@ def other_dtypes(ex):
         for name, a, b, trans_b, kw, reference in cases:
             try:
                 kernel, secs = compile_timed(ex.gemm, size, size, size, False, trans_b, block_M=128, block_N=256,
-                                             num_stages=3, threads=256, pass_configs=PASS_CONFIGS, **kw)
+                                             num_stages=3, threads=256, pass_configs=AMPERE, **kw)
                 c = kernel(a, b)
                 ref = a.double() @ (b.double().T if trans_b else b.double())
                 err = ((c.double() - ref).norm() / ref.norm()).item()

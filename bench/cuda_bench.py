@@ -22,6 +22,11 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 
 
+#: pass configs for Ampere-class instructions on sm_90a: mma.sync + ldmatrix + cp.async, no wgmma
+#: or TMA producer warpgroup (the mma.sync benchmarks: ampere_*.py, ptxas_level.py, ncu_profile.py)
+AMPERE = {"tl.disable_wgmma": True, "tl.disable_warp_specialized": True}
+
+
 def example(relpath):
     spec = importlib.util.spec_from_file_location("bench_" + Path(relpath).stem, ROOT / "examples" / relpath)
     module = importlib.util.module_from_spec(spec)
@@ -128,13 +133,11 @@ def triton_matmul():
     return run
 
 
-#: GEMM tiles per size, timed in turns with cuBLAS on the H200 (bench/NOTES.md, s6). 8192^3: one
-#: consumer warpgroup on 128x128 tiles, which the compiler runs two blocks per SM
-#: (hopper/occupancy.py): 652-661 vs 643-644 TFLOP/s fp16 and 680 vs 676 bf16 for 128x256 on two
-#: warpgroups (cuBLAS 644-693, power-capped). 4096^3: 128x256, which held 0.95-0.98x in every run,
-#: while 128x128 ranged 0.90-0.97x (0.90x in the run where cuBLAS reached 792 at full clocks)
-#: the GEMM tile per size (the kernel author's choice; the schedule is the compiler's). 8192^3 took
-#: 128x128 on two blocks per SM until stream-K (session 9) made 128x256 as fast or faster there:
+#: the GEMM tile per size (the kernel author's choice; the schedule is the compiler's), timed in
+#: turns with cuBLAS on the H200 (bench/NOTES.md). 4096^3: 128x256, which held 0.95-0.98x in every
+#: run of s6, while 128x128 ranged 0.90-0.97x (0.90x in the run where cuBLAS reached 792 at full
+#: clocks). 8192^3 took 128x128 on two blocks per SM (hopper/occupancy.py; s6: 652-661 vs 643-644
+#: TFLOP/s fp16 for 128x256) until stream-K (session 9) made 128x256 as fast or faster there:
 #: fp16 1.00x / 1.00x of cuBLAS against 1.00x / 1.00x, bf16 1.01x / 1.01x against 0.99x / 1.00x
 #: (bench/stream_k.py, two rounds of one run)
 GEMM_TILES = {4096: dict(block_M=128, block_N=256, block_K=64, num_stages=4, threads=256),

@@ -15,7 +15,7 @@ import sys
 
 import torch
 
-from cuda_bench import attention_inputs, compile_timed, example
+from cuda_bench import AMPERE, attention_inputs, compile_timed, example
 
 
 def profiled(name, fn, warmup=3):
@@ -67,7 +67,7 @@ def gemm_cases():
     profiled("cublas_gemm_8192", lambda: torch.matmul(a, b))
 
 
-def stream_k_cases(only=False, size=4096):
+def stream_k_cases(only="", size=4096):
     """128x256 fp16 tiles (512 on 132 SMs at 4096^3, 2048 at 8192^3): one CTA per tile, the
     persistent walk without a tail split, and stream-K forced; ``only``: one of the last two
     ("stream-k-only" / "stream-k-8192": stream-K, "persistent-8192": the plain walk), for source
@@ -110,14 +110,13 @@ def ampere_attention_cases(causal_only=False, full_only=False, kernels=("ours", 
     from torch.nn.attention import SDPBackend
 
     attention = example("attention/flash_attention.py")
-    ampere = {"tl.disable_wgmma": True, "tl.disable_warp_specialized": True}
     B, H, S, D = 8, 16, 4096, 128
     for causal in (True,) if causal_only else (False,) if full_only else (False, True):
         tag = "causal" if causal else "full"
         q, k, v, sdpa = attention_inputs(B, H, S, D, causal)
         if "ours" in kernels:
             fa, _ = compile_timed(attention.flash_attention, B, H, S, D, causal, block_M=128, block_N=64,
-                                  num_stages=2, threads=128, pass_configs=ampere)
+                                  num_stages=2, threads=128, pass_configs=AMPERE)
             profiled(f"ours_mma_sync_attn_{tag}", lambda: fa(q, k, v))
         if "flash" in kernels:
             profiled(f"flash_attn_{tag}", sdpa(SDPBackend.FLASH_ATTENTION))

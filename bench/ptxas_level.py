@@ -14,12 +14,11 @@ import argparse
 
 import torch
 
-from cuda_bench import attention_inputs, compile_timed, example, side_by_side
+from cuda_bench import AMPERE, attention_inputs, compile_timed, example, side_by_side
 
 NVCC = {"tl.device_compiler": "nvcc"}
 LEVELS = {"nvrtc": {"tl.device_compiler": "nvrtc"}, "-O3": NVCC,
           "-O1": {**NVCC, "tl.extra_nvcc_flags": ["-Xptxas", "-O1"]}}
-AMPERE = {"tl.disable_wgmma": True, "tl.disable_warp_specialized": True}
 
 
 def cases(only):

@@ -95,7 +95,7 @@ def test_stream_k_walk_covers_every_k_iteration_once(total, ctas, n):
         assert max(len(w) for w in writers.values()) <= 2 if writers else True
 
 
-def test_stream_k_gemm_stores_partials_and_finishes_in_the_last_cta():
+def test_stream_k_gemm_stores_partials_and_finishes_in_the_last_cta(tmp_path):
     """tl.enable_stream_k on a GEMM: one resident CTA per SM; the host allocates the workspace
     (flags zeroed) on the launch stream and frees it after; a piece ending inside its tile stores
     its accumulator to its CTA's slot and publishes a flag after a consumer barrier; a piece that
@@ -128,7 +128,8 @@ def test_stream_k_gemm_stores_partials_and_finishes_in_the_last_cta():
         backend, options = CudaBackend(Target("sm_90a")), CudaOptions(host_build=route, enable_stream_k=True,
                                                                       ptxas_verbose=True)
         mod = backend.lower(func, options)
-        workdir = _fresh_dir(route)
+        workdir = tmp_path / route
+        workdir.mkdir()
         backend.build(mod, backend.codegen(mod, options), options, workdir)
         assert "0 bytes spill stores" in backend.last_build.log
         # every host helper the wrapper calls is defined in the library (an undefined one only
@@ -136,13 +137,6 @@ def test_stream_k_gemm_stores_partials_and_finishes_in_the_last_cta():
         undefined = subprocess.run(["nm", "-D", "--undefined-only", str(workdir / "kernel.so")],
                                    capture_output=True, text=True, check=True).stdout
         assert not [line for line in undefined.splitlines() if line.split()[-1].startswith("tl_")], undefined
-
-
-def _fresh_dir(name):
-    import tempfile
-    from pathlib import Path
-
-    return Path(tempfile.mkdtemp(prefix=f"stream_k_{name}_"))
 
 
 def test_stream_k_declines_where_the_grid_or_options_forbid_it():

@@ -78,7 +78,7 @@ def test_loops_that_mask_by_the_iteration_keep_whole_tiles(monkeypatch):
     assert "no stream-K (the loop masks by its iteration index)" in source and "tl_stream_k" not in kernel
 
 
-def test_attention_finisher_rescales_before_it_adds():
+def test_attention_finisher_rescales_before_it_adds(tmp_path):
     """The writer stores O, l and m after 1024 flag words and O (m and l in row order, each row's
     copies to one place); the
     finisher, after its partner's flag: m_prev = m, m = max(m, partner's), S, O and l rescaled,
@@ -104,8 +104,5 @@ def test_attention_finisher_rescales_before_it_adds():
         places.append(finisher.index(text, places[-1]))
     backend, options = CudaBackend(Target("sm_90a")), CudaOptions(enable_stream_k=True, ptxas_verbose=True)
     mod = backend.lower(func, options)
-    import tempfile
-    from pathlib import Path
-
-    backend.build(mod, backend.codegen(mod, options), options, Path(tempfile.mkdtemp(prefix="stream_k_attn_")))
+    backend.build(mod, backend.codegen(mod, options), options, tmp_path)
     assert "0 bytes spill stores" in backend.last_build.log
