@@ -3,14 +3,18 @@ the GEMM example on cuda:sm_90a with wgmma and warp specialization turned off, f
 configurations, next to cuBLAS (torch.matmul) in the same run.   python bench/ampere_gemm.py
 Then int8 (mma.sync m16n8k32, int32 out) against torch._int_mm and float32 on tf32 tensor cores
 against torch.matmul with TF32 allowed, each timed in turns with its reference.
+    python bench/ampere_gemm.py --configs 128x128x64/3/128,256x128x64/3/256 --sizes 8192 --fp16-only
 
 Each case is checked against torch in float64 (relative Frobenius error) before it is timed;
-times are medians of CUDA-event timings after warm-up (cuda_bench.bench). About a minute.
+times are medians of CUDA-event timings after warm-up, every tile of a size and cuBLAS in turns
+(cuda_bench.side_by_side). About a minute.
 """
+
+import argparse
 
 import torch
 
-from cuda_bench import AMPERE, bench, compile_timed, example, side_by_side
+from cuda_bench import AMPERE, compile_timed, example, side_by_side, sustained
 
 #: (block_M, block_N, block_K, num_stages, threads): 64x64 warp tiles on 8 warps (128x256, 256x128)
 #: or 4 warps (128x128); BK=64 halves the barriers per FLOP
@@ -19,29 +23,67 @@ SIZES = (4096, 8192)
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--configs", help="tiles to time, e.g. 128x128x64/3/128,256x128x64/3/256 "
+                        "(block_M x block_N x block_K / stages / threads; default: CONFIGS)")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="square GEMM sizes (default: 4096,8192)")
+    parser.add_argument("--fp16-only", action="store_true", help="skip the int8 and tf32 table")
+    parser.add_argument("--clocks", action="store_true", help="also time each tile and cuBLAS alone for 2 s with "
+                        "the SM clock and power sampled: TFLOP/s per GHz compares the kernels at equal clocks")
+    args = parser.parse_args()
+    configs = [parse_config(c) for c in args.configs.split(",")] if args.configs else CONFIGS
     ex = example("gemm/gemm.py")
     header = ["size", "tile (MxNxK/stages/threads)", "rel err", "TFLOP/s", "cuBLAS", "ratio", "compile s"]
-    rows = []
+    rows, clock_rows = [], []
     print(" | ".join(header), flush=True)
-    for size in SIZES:
+    for size in map(int, args.sizes.split(",")):
         a = torch.randn(size, size, device="cuda", dtype=torch.float16)
         b = torch.randn(size, size, device="cuda", dtype=torch.float16)
         ref = a.double() @ b.double()
         flops = 2 * size ** 3
-        cublas = flops / bench(lambda: torch.matmul(a, b)) / 1e9
-        for bm, bn, bk, stages, threads in CONFIGS:
+        kernels, checked = {}, {}
+        for bm, bn, bk, stages, threads in configs:
+            name = f"{bm}x{bn}x{bk}/{stages}/{threads}"
             kernel, secs = compile_timed(ex.gemm, size, size, size, block_M=bm, block_N=bn, block_K=bk,
                                          num_stages=stages, threads=threads, pass_configs=AMPERE)
             c = kernel(a, b)
-            err = ((c.double() - ref).norm() / ref.norm()).item()
-            ours = flops / bench(lambda: kernel(a, b)) / 1e9
-            rows.append([f"{size}^3", f"{bm}x{bn}x{bk}/{stages}/{threads}", f"{err:.1e}", f"{ours:.0f}",
-                         f"{cublas:.0f}", f"{ours / cublas:.2f}x", f"{secs:.1f}"])
+            checked[name] = (((c.double() - ref).norm() / ref.norm()).item(), secs)
+            kernels[name] = lambda kernel=kernel: kernel(a, b)
+        # every tile and cuBLAS in turns, so that clock drift falls on all of them alike
+        ms = side_by_side({**kernels, "cuBLAS": lambda: torch.matmul(a, b)})
+        cublas = flops / ms["cuBLAS"] / 1e9
+        for name, (err, secs) in checked.items():
+            ours = flops / ms[name] / 1e9
+            rows.append([f"{size}^3", name, f"{err:.1e}", f"{ours:.0f}", f"{cublas:.0f}", f"{ours / cublas:.2f}x",
+                         f"{secs:.1f}"])
             print(" | ".join(rows[-1]), flush=True)
+        if args.clocks:
+            clock_rows.extend(clock_table(size, {**kernels, "cuBLAS": lambda: torch.matmul(a, b)}))
     print()
     table(header, rows)
-    print()
-    table(*other_dtypes(ex))
+    if clock_rows:
+        print()
+        table(["size", "kernel", "TFLOP/s", "SM MHz", "W", "TFLOP/s per GHz"], clock_rows)
+    if not args.fp16_only:
+        print()
+        table(*other_dtypes(ex))
+
+
+def clock_table(size, fns):
+    """Each kernel alone for 2 s (cuda_bench.sustained): TFLOP/s, SM clock, power, TFLOP/s per GHz."""
+    rows = []
+    for name, fn in fns.items():
+        ms, mhz, watts = sustained(fn)
+        tflops = 2 * size ** 3 / ms / 1e9
+        rows.append([f"{size}^3", name, f"{tflops:.0f}", f"{mhz:.0f}", f"{watts:.0f}", f"{tflops / mhz * 1e3:.0f}"])
+        print(" | ".join(rows[-1]), flush=True)
+    return rows
+
+
+def parse_config(text):
+    """"128x256x64/4/256" -> (128, 256, 64, 4, 256)."""
+    tile, stages, threads = text.strip().split("/")
+    return (*map(int, tile.split("x")), int(stages), int(threads))
 
 
 def other_dtypes(ex):

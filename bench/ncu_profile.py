@@ -4,7 +4,7 @@ Each kernel runs once inside an NVTX range named ``prof``, after warm-up outside
 ``--nvtx-include prof/`` profiles exactly those launches:
 
     ncu --clock-control none --nvtx --nvtx-include "prof/" --section SpeedOfLight \\
-        --section ComputeWorkloadAnalysis --section WarpStateStats python3 bench/ncu_profile.py [gemm|attention|ampere]
+        --section ComputeWorkloadAnalysis --section WarpStateStats python3 bench/ncu_profile.py [gemm|attention|ampere|ampere-gemm-128x256x64/4/256 ...]
 
 (``--clock-control none``: the device's notes say to leave the clocks alone; ncu's default locks
 them to base, which is not the speed the benchmarks see.) Without ncu the script only checks
@@ -50,6 +50,8 @@ def main():
         if len(parts) == 3 and parts[0] == "ampere" and parts[1] in ("causal", "full"):
             ampere_attention_cases(causal_only=parts[1] == "causal", full_only=parts[1] == "full",
                                    kernels=(parts[2],))
+        if case.startswith("ampere-gemm-"):  # e.g. ampere-gemm-128x256x64/4/256 (bench/ampere_gemm.py's tiles)
+            ampere_gemm_case(case[len("ampere-gemm-"):])
     print(f"profiled: {', '.join(which)}")
     return 0
 
@@ -65,6 +67,18 @@ def gemm_cases():
                                   threads=256, pass_configs=configs)
         profiled(label, lambda: kernel(a, b))
     profiled("cublas_gemm_8192", lambda: torch.matmul(a, b))
+
+
+def ampere_gemm_case(tile, size=8192):
+    """The mma.sync GEMM at one tile (``128x256x64/4/256``), 8192^3 fp16."""
+    from ampere_gemm import parse_config
+
+    bm, bn, bk, stages, threads = parse_config(tile)
+    gemm = example("gemm/gemm.py")
+    a, b = (torch.randn(size, size, device="cuda", dtype=torch.float16) for _ in range(2))
+    kernel, _ = compile_timed(gemm.gemm, size, size, size, block_M=bm, block_N=bn, block_K=bk, num_stages=stages,
+                              threads=threads, pass_configs=AMPERE)
+    profiled(f"ampere_gemm_{bm}x{bn}x{bk}_{stages}_{threads}", lambda: kernel(a, b))
 
 
 def stream_k_cases(only="", size=4096):
