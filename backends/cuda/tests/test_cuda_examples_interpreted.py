@@ -51,16 +51,18 @@ def test_layer_norm():
     assert rel_err(y, ref) < 2e-3
 
 
-@pytest.mark.parametrize("is_causal,staged", [(False, True), (True, True), (True, False)])
+@pytest.mark.parametrize("is_causal,staged", [(False, True), (False, False), (True, True), (True, False)])
 def test_flash_attention(is_causal, staged):
-    """O goes through Q's shared tile by default (transform/stage_epilogue.py), per thread with
-    tl.disable_staged_epilogue; either way rows past S = 80 (a ragged row block) are not stored."""
+    """O goes through Q's shared tile (transform/stage_epilogue.py; causal: with
+    tl.enable_staged_epilogue), per thread with tl.disable_staged_epilogue; either way rows past
+    S = 80 (a ragged row block) are not stored."""
     attention = example("attention/flash_attention.py")
     B, H, S, D = 1, 1, 80, 32
     q, k, v = (torch.randn(B, S, H, D).half() for _ in range(3))
     o = np.full((B, S, H, D), np.nan, np.float16)
     func = attention.flash_attention.get_tir(B, H, S, D, is_causal, block_M=64, block_N=32, threads=128)
-    run(func, CudaOptions(disable_staged_epilogue=not staged), Q=q.numpy(), K=k.numpy(), V=v.numpy(), O=o)
+    run(func, CudaOptions(disable_staged_epilogue=not staged, enable_staged_epilogue=staged and is_causal),
+        Q=q.numpy(), K=k.numpy(), V=v.numpy(), O=o)
     assert rel_err(o, attention.reference(q, k, v, is_causal).numpy()) < 2e-3
 
 

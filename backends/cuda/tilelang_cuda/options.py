@@ -99,10 +99,11 @@ class CudaOptions(BackendOptions):
     disable_staged_epilogue: off the warp-specialized path, keep a fragment -> global copy after
         the pipelined loop as per-thread stores. By default it goes through a shared tile the
         loop has left dead, of the destination's shape and dtype (attention's Q tile for O), for
-        16-byte row-contiguous stores (transform/stage_epilogue.py). On the H200's mma.sync
-        path, attention S4096 D128 128x64: non-causal +2% staged, causal -3% with nvcc's code
-        and -5% with NVRTC 13.0's (ptxas issues the softmax's ex2 back to back in the staged
-        build; bench/NOTES.md, s11): set it per kernel.
+        16-byte row-contiguous stores (transform/stage_epilogue.py), except after a loop whose
+        trip count depends on the block index (causal attention): on the H200's mma.sync path,
+        attention S4096 D128 128x64 ran +1-2% staged non-causal and -3% staged causal (ptxas
+        issues the softmax's ex2 back to back in the staged causal build; bench/NOTES.md, s11).
+    enable_staged_epilogue: stage the epilogue after such a loop too (for comparisons).
     disable_async_preload: keep a copy global -> shared before a pipelined loop (attention's Q)
         synchronous. By default it is issued as cp.async with the loop's first tiles and waited
         for with them (the kit's software_pipeline), instead of a load, store and barrier of its
@@ -153,6 +154,7 @@ class CudaOptions(BackendOptions):
     disable_two_blocks_per_sm: bool = False
     enable_longest_first: bool = False
     disable_staged_epilogue: bool = False
+    enable_staged_epilogue: bool = False
     disable_async_preload: bool = False
     extra_nvcc_flags: tuple = ()
 
@@ -166,15 +168,13 @@ class CudaOptions(BackendOptions):
                      "disable_tma_lower", "disable_warp_specialized", "disable_pingpong",
                      "enable_persistent", "enable_stream_k", "disable_stream_k", "disable_persistent", "disable_rasterization", "disable_wgmma_overlap", "disable_tma_store", "enable_overlap_block",
                      "disable_conditional_mask", "enable_cluster_multicast", "disable_two_blocks_per_sm", "enable_longest_first",
-                     "disable_tf32", "disable_staged_epilogue", "disable_async_preload"):
+                     "disable_tf32", "disable_staged_epilogue", "enable_staged_epilogue", "disable_async_preload"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"cuda option {name}={getattr(self, name)!r} must be True or False")
-        if self.enable_stream_k and self.disable_stream_k:
-            raise ConfigError("cuda options tl.enable_stream_k and tl.disable_stream_k contradict each other; "
-                              "set one of them")
-        if self.enable_persistent and self.disable_persistent:
-            raise ConfigError("cuda options tl.enable_persistent and tl.disable_persistent contradict each other; "
-                              "set one of them")
+        for feature in ("stream_k", "persistent", "staged_epilogue"):
+            if getattr(self, f"enable_{feature}") and getattr(self, f"disable_{feature}"):
+                raise ConfigError(f"cuda options tl.enable_{feature} and tl.disable_{feature} contradict each "
+                                  f"other; set one of them")
         if isinstance(self.opt_level, bool) or self.opt_level not in (0, 1, 2, 3):
             raise ConfigError(f"cuda option opt_level={self.opt_level!r} must be 0, 1, 2 or 3")
         flags = self.extra_nvcc_flags

@@ -95,7 +95,7 @@ def lower_function(func: tirx.PrimFunc, arch: str, options: CudaOptions) -> tirx
     dialect = replace(CUDA, async_copy=False) if options.disable_cp_async else CUDA
     planner = HopperPlanner(arch, options, func)
     if not options.disable_staged_epilogue and (not planner.enabled or options.disable_warp_specialized):
-        func = stage_epilogue(func)  # the warp-specialized path stores through TMA instead
+        func = stage_epilogue(func, triangular=options.enable_staged_epilogue)  # WS: TMA stores instead
     limit = capability(arch, "max_shared_memory_per_block")
     func = lower_simt(func, dialect, options, accumulator_layout=partial(accumulator_layout, planner=planner),
                       operand_layout=partial(operand_layout, planner=planner), backend=planner,

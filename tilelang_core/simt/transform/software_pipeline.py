@@ -88,7 +88,7 @@ def software_pipeline(body, use_async: bool = True, shared_limit: int | None = N
             return tirx.IfThenElse(node.condition, visit(node.then_case),
                                    visit(node.else_case) if node.else_case is not None else None)
         if isinstance(node, tirx.For):
-            stages = _num_stages(node)
+            stages = num_stages(node)
             if stages >= 2 and use_async:
                 planned = _pipeline(node, stages, staged, kernel, shared_limit)
                 if planned is not None:
@@ -152,7 +152,8 @@ def _check_no_stale_uses(body, staged: dict) -> None:
             f"the loop num_stages=1")
 
 
-def _num_stages(loop) -> int:
+def num_stages(loop) -> int:
+    """A loop's ``T.Pipelined(num_stages=...)``; 0 for a loop that is not pipelined."""
     ann = loop.annotations
     if ann is None or "tl.num_stages" not in ann:
         return 0

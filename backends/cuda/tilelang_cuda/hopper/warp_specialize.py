@@ -43,7 +43,7 @@ from tilelang_core.ir import Gemm, TileOp, is_tile_op
 from tilelang_core.simt import intrinsics as I
 from tilelang_core.simt.transform.insert_barriers import accesses, insert_barriers
 from tilelang_core.simt.transform.software_pipeline import (
-    _check_no_stale_uses, _is_producer, _num_stages, _restage_accesses, _restage_allocs, _restage_op,
+    _check_no_stale_uses, _is_producer, num_stages, _restage_accesses, _restage_allocs, _restage_op,
     _staged_buffer, leading_bindings, shared_bytes)
 from tilelang_core.simt.transform.state import PIPELINE_REGION, if_then, seq, substitute
 
@@ -79,7 +79,7 @@ def _rebuild_chain(chain, inner):
 
 def _contains_pipelined(stmt) -> bool:
     found = []
-    tvm_ffi.structural_walk(stmt, [(tirx.For, lambda f: found.append(1) if _num_stages(f) else None)])
+    tvm_ffi.structural_walk(stmt, [(tirx.For, lambda f: found.append(1) if num_stages(f) else None)])
     return bool(found)
 
 
@@ -124,7 +124,7 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     if not chain:
         raise NotSpecialized("no thread launch")
     stmts = list(inner.seq) if isinstance(inner, tirx.SeqStmt) else [inner]
-    loops = [i for i, s in enumerate(stmts) if isinstance(s, tirx.For) and _num_stages(s) >= 1]
+    loops = [i for i, s in enumerate(stmts) if isinstance(s, tirx.For) and num_stages(s) >= 1]
     if not loops and not _contains_pipelined(inner):
         raise NotSpecialized("no T.Pipelined loop")
     if len(loops) != 1 or any(_contains_pipelined(s) for i, s in enumerate(stmts) if i != loops[0]):
@@ -133,7 +133,7 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     loop = stmts[at]
     if _contains_pipelined(loop.body):
         raise NotSpecialized("nested T.Pipelined loops")
-    stages = max(1, _num_stages(loop))
+    stages = max(1, num_stages(loop))
     binds, values, body_stmts = leading_bindings(loop)
     # Every TMA-loadable global -> shared copy of the body moves to the producer (FlashAttention's
     # V copy sits mid-body), unless the body touches its tile before it.

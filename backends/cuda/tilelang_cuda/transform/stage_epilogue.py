@@ -9,9 +9,13 @@ FlashAttention-2's epilogue. FlashAttention's Q tile is such a dead tile for O: 
 the loop, only read in it, and of O's tile shape and dtype. Causal attention S4096 D128 on the
 H200's mma.sync path (128x64 tiles, 4 warps): 315 against 307 TFLOP/s with the per-thread stores,
 same run (bench/NOTES.md, s10). Since Q loads asynchronously (s11) the staged build is the slower
-one for causal attention (NVRTC 13.0: 305-311 vs 320-327; nvcc: 320 vs 330) and still the faster
-one non-causal (363 vs 357 with nvcc): what decides it is ptxas's schedule of the softmax at 255
-registers, not the stores (bench/NOTES.md, s11); tl.disable_staged_epilogue picks per kernel.
+one for causal attention and still the faster one non-causal: what decides it is ptxas's schedule
+of the softmax at 255 registers, not the stores (bench/NOTES.md, s11). Measured with nvcc's code,
+staged vs per-thread: non-causal 363 vs 357 and 353 vs 348, causal 320 vs 330 and 314 vs 324
+(s11, s12; NVRTC 13.0: causal 305-311 vs 320-327). So a loop whose trip count depends on the block
+index (causal attention's triangle: row block bx runs about bx + 1 key blocks) keeps the
+per-thread stores; ``tl.enable_staged_epilogue`` stages it anyway, ``tl.disable_staged_epilogue``
+stages nothing.
 
 A tile qualifies when the loop does not write it (no copy into it can still be in flight after
 the loop) and nothing after the loop touches it; each serves one copy. The barriers between the
@@ -28,18 +32,38 @@ from tilelang_core.ir import Copy, TileOp, is_tile_op
 from tilelang_core.ir import region as R
 from tilelang_core.simt.lowering import FRAGMENT, SHARED, scope
 from tilelang_core.simt.transform.insert_barriers import touched
-from tilelang_core.simt.transform.software_pipeline import _num_stages
+from tilelang_core.simt.transform.software_pipeline import num_stages
+from tilelang_core.simt.transform.state import substitute, uses_var
 
 
-def stage_epilogue(func: tirx.PrimFunc) -> tirx.PrimFunc:
-    """``func`` with its epilogue copies staged (module docstring)."""
-    return func.with_body(tvm_ffi.structural_map(func.body, [(tirx.SeqStmt, _stage_in)]))
+def stage_epilogue(func: tirx.PrimFunc, triangular: bool = False) -> tirx.PrimFunc:
+    """``func`` with its epilogue copies staged (module docstring); ``triangular``: also after a
+    loop whose trip count depends on the block index."""
+    per_block = (lambda loop: False) if triangular else _trip_count_per_block(func.body)
+    return func.with_body(tvm_ffi.structural_map(func.body, [(tirx.SeqStmt, lambda n: _stage_in(n, per_block))]))
 
 
-def _stage_in(node):
+def _trip_count_per_block(body):
+    """A test of whether a loop's extent, with the kernel's bound names (``loop_range = ...``)
+    resolved, depends on a blockIdx variable."""
+    bound, blocks = {}, []
+
+    def on_bind(node):
+        bound[node.var] = substitute(node.value, bound)
+
+    def on_attr(attr):
+        if attr.attr_key == "thread_extent" and isinstance(attr.node, tirx.IterVar) \
+                and str(attr.node.thread_tag).startswith("blockIdx"):
+            blocks.append(attr.node.var)
+
+    tvm_ffi.structural_walk(body, [(tirx.Bind, on_bind), (tirx.AttrStmt, on_attr)])
+    return lambda loop: any(uses_var(substitute(loop.extent, bound), b) for b in blocks)
+
+
+def _stage_in(node, per_block):
     stmts = list(node.seq)
-    loops = [i for i, s in enumerate(stmts) if isinstance(s, tirx.For) and _num_stages(s)]
-    if len(loops) != 1:
+    loops = [i for i, s in enumerate(stmts) if isinstance(s, tirx.For) and num_stages(s)]
+    if len(loops) != 1 or per_block(stmts[loops[0]]):
         return node
     at = loops[0]
     after = stmts[at + 1:]
