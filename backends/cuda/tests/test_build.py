@@ -313,17 +313,19 @@ def test_split_host_asks_cuda_for_the_device_once_per_launch(tmp_path):
 
 
 def test_auto_takes_nvcc_over_an_nvrtc_release_whose_code_is_slower(monkeypatch):
-    """NVRTC 13.0 leaves 64-bit address arithmetic unnarrowed (0.3-5.6% slower kernels on the
-    H200): device_compiler="auto" takes nvcc over it where nvcc is installed, and keeps NVRTC for
-    other releases, or when there is no nvcc to take."""
+    """NVRTC 12.x and 13.0 leave 64-bit address arithmetic unnarrowed (0.3-5.6% slower kernels
+    on the H200 with 13.0): device_compiler="auto" takes nvcc over them where nvcc is installed,
+    and keeps NVRTC from 13.1 on, or when there is no nvcc to take."""
     from tilelang_cuda import compiler, nvrtc
 
     monkeypatch.setattr(nvrtc, "available", lambda: True)
-    monkeypatch.setattr(nvrtc, "version_tuple", lambda: (13, 0))
     monkeypatch.setattr(compiler, "find_nvcc", lambda: "/usr/local/cuda/bin/nvcc")
-    assert not compiler.prefers_nvrtc()
-    monkeypatch.setattr(nvrtc, "version_tuple", lambda: (13, 5))
-    assert compiler.prefers_nvrtc()
+    for release in ((12, 0), (12, 4), (12, 9), (13, 0)):
+        monkeypatch.setattr(nvrtc, "version_tuple", lambda release=release: release)
+        assert not compiler.prefers_nvrtc(), release
+    for release in ((13, 1), (13, 5), (14, 0)):
+        monkeypatch.setattr(nvrtc, "version_tuple", lambda release=release: release)
+        assert compiler.prefers_nvrtc(), release
 
     def no_nvcc():
         raise CompileError("nvcc not found")

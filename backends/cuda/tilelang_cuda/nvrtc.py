@@ -109,16 +109,20 @@ def version() -> str:
     return "none" if found is None else f"nvrtc {found[0]}.{found[1]}"
 
 
-#: NVRTC releases whose device code is worse than nvcc's from the same source: 13.0 leaves the
-#: 64-bit address arithmetic unnarrowed (the causal mma.sync attention loop: 1150 instructions,
-#: 94 IADD3, against 1075 and 23 from nvcc 13.0 and from NVRTC 13.1 to 13.5), which measured
-#: 0.3-5.6% slower on the H200 over eight kernels, mma.sync attention the most (bench/NOTES.md,
-#: s11; bench/ptxas_level.py). device_compiler="auto" takes nvcc instead where it is installed.
-SLOWER_THAN_NVCC = {(13, 0)}
+#: The first NVRTC release whose device code matches nvcc's from the same source. Before it the
+#: PTX leaves 64-bit address arithmetic unnarrowed: the causal mma.sync attention loop on sm_90a
+#: is 1150 instructions / 94 IADD3 with NVRTC 13.0 against 1075 / 22 from nvcc 13.0 and from NVRTC
+#: 13.1 to 13.5, and 1144-1150 / 92-96 with every NVRTC 12 release, 12.0 to 12.9 (pip wheels; its
+#: PTX through ptxas 13.0 gives the same, so the PTX is the cause); the mma.sync GEMM loop 271-273
+#: against 253, the wgmma kernels 2-15% more instructions. On the H200, NVRTC 13.0's code ran
+#: 0.3-5.6% slower over eight kernels (bench/NOTES.md, s11, s12; bench/ptxas_level.py).
+#: device_compiler="auto" takes nvcc over an older NVRTC where nvcc is installed.
+AS_FAST_AS_NVCC = (13, 1)
 
 
 def slower_than_nvcc() -> bool:
-    return version_tuple() in SLOWER_THAN_NVCC
+    found = version_tuple()
+    return found is not None and found < AS_FAST_AS_NVCC
 
 
 def options_for(arch: str, options: CudaOptions, include_dirs: list[str]) -> list[str]:

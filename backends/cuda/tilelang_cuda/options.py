@@ -24,7 +24,7 @@ class CudaOptions(BackendOptions):
     device_compiler: "auto" (default) compiles device code with NVRTC in-process when libnvrtc is
         found (toolkit lib64, or `pip install nvidia-cuda-nvrtc`), falling back to nvcc if NVRTC is
         missing or fails, and taking nvcc over an NVRTC release whose code is slower than nvcc's
-        (13.0: nvrtc.SLOWER_THAN_NVCC); "nvrtc" or "nvcc" force one.
+        (12.x and 13.0: nvrtc.AS_FAST_AS_NVCC); "nvrtc" or "nvcc" force one.
     fast_math: --use_fast_math (approximate exp/div/sqrt).
     precise_exp2: T.exp2 on float32 as CUDA's exp2f (subnormal results kept) instead of one
         ex2.approx.ftz instruction (transform/fast_exp2.py).
