@@ -42,3 +42,32 @@ def test_a_retired_key_says_what_replaced_it():
 def test_options_hash_is_stable_and_sensitive():
     assert AcmeOptions().stable_hash() == AcmeOptions().stable_hash()
     assert AcmeOptions(num_threads=1).stable_hash() != AcmeOptions().stable_hash()
+
+
+def test_a_flag_given_anything_but_a_bool_is_an_error_naming_it():
+    """check_flags: every field declared bool, whichever backend declares it (each backend's
+    __post_init__ calls it). A "1" from a config file would otherwise turn the feature on."""
+    @dataclass(frozen=True)
+    class Checked(AcmeOptions):
+        def __post_init__(self):
+            self.check_flags("acme")
+
+    assert Checked.from_pass_configs({"tl.disable_tma_lower": True}).disable_tma_lower is True
+    for value in ("1", 1, None):
+        with pytest.raises(ConfigError, match=f"acme option disable_tma_lower={value!r} must be True or False"):
+            Checked.from_pass_configs({"tl.disable_tma_lower": value})
+
+
+@pytest.mark.parametrize("module,cls", [
+    ("tilelang_cuda.options", "CudaOptions"), ("tilelang_hip.options", "HipOptions"),
+    ("tilelang_metal.options", "MetalOptions"), ("tilelang_cpu.options", "CpuOptions"),
+    ("tilelang_ascend.options", "AscendOptions")])
+def test_every_backends_flags_refuse_non_bools(module, cls):
+    import dataclasses
+
+    options = getattr(pytest.importorskip(module), cls)
+    flags = [f.name for f in dataclasses.fields(options) if f.type in (bool, "bool")]
+    assert flags
+    for name in flags:
+        with pytest.raises(ConfigError, match=f"option {name}='yes' must be True or False"):
+            options(**{name: "yes"})

@@ -39,6 +39,15 @@ class BackendOptions:
 
     RETIRED: ClassVar[Mapping[str, str]] = {}
 
+    def check_flags(self, kind: str) -> None:
+        """ConfigError naming the option for a field declared ``bool`` that holds anything else
+        (a pass config of "1" or 1 would otherwise switch a feature on silently). Backends call it
+        from ``__post_init__``; ``kind`` is the backend's name for the message."""
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.type in (bool, "bool") and not isinstance(value, bool):
+                raise ConfigError(f"{kind} option {field.name}={value!r} must be True or False")
+
     def stable_hash(self) -> str:
         payload = json.dumps(dataclasses.asdict(self), sort_keys=True, default=str)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]

@@ -24,3 +24,4 @@ class AscendOptions(BackendOptions):
             raise ConfigError(f"unknown Ascend arch {self.arch!r}; use one of {', '.join(ARCHS)}")
         if self.opt_level not in (0, 1, 2, 3):
             raise ConfigError(f"opt_level must be 0..3, got {self.opt_level!r}")
+        self.check_flags("ascend")

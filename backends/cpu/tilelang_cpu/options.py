@@ -39,8 +39,7 @@ class CpuOptions(BackendOptions):
         if self.num_threads > 1:
             raise ConfigError(f"cpu option num_threads={self.num_threads} is not supported per kernel: "
                               f"use 0 (thread pool, sized by TVM_NUM_THREADS) or 1 (serial)")
-        if not isinstance(self.vectorize, bool):
-            raise ConfigError(f"cpu option vectorize={self.vectorize!r} must be True or False")
+        self.check_flags("cpu")
         if self.mcpu is not None and self.mcpu not in MCPU_LEVELS:
             raise ConfigError(f"cpu option mcpu={self.mcpu!r} is not one of {', '.join(MCPU_LEVELS)} "
                               f"(leave it unset to pick from the host CPU)")

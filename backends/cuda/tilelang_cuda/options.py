@@ -164,13 +164,7 @@ class CudaOptions(BackendOptions):
         if self.device_compiler not in DEVICE_COMPILERS:
             raise ConfigError(f"cuda option device_compiler={self.device_compiler!r} must be one of "
                               f"{DEVICE_COMPILERS}")
-        for name in ("fast_math", "precise_exp2", "precise_div", "lineinfo", "ptxas_verbose", "disable_cp_async", "disable_wgmma",
-                     "disable_tma_lower", "disable_warp_specialized", "disable_pingpong",
-                     "enable_persistent", "enable_stream_k", "disable_stream_k", "disable_persistent", "disable_rasterization", "disable_wgmma_overlap", "disable_tma_store", "enable_overlap_block",
-                     "disable_conditional_mask", "enable_cluster_multicast", "disable_two_blocks_per_sm", "enable_longest_first",
-                     "disable_tf32", "disable_staged_epilogue", "enable_staged_epilogue", "disable_async_preload"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"cuda option {name}={getattr(self, name)!r} must be True or False")
+        self.check_flags("cuda")
         for feature in ("stream_k", "persistent", "staged_epilogue"):
             if getattr(self, f"enable_{feature}") and getattr(self, f"disable_{feature}"):
                 raise ConfigError(f"cuda options tl.enable_{feature} and tl.disable_{feature} contradict each "

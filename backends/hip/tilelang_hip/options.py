@@ -37,9 +37,7 @@ class HipOptions(BackendOptions):
     def __post_init__(self):
         if self.mfma not in MFMA_SHAPES:
             raise ConfigError(f"hip option mfma={self.mfma!r} must be one of {MFMA_SHAPES}")
-        for name in ("fast_math", "disable_pipelining"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"hip option {name}={getattr(self, name)!r} must be True or False")
+        self.check_flags("hip")
         if isinstance(self.opt_level, bool) or self.opt_level not in (0, 1, 2, 3):
             raise ConfigError(f"hip option opt_level={self.opt_level!r} must be 0, 1, 2 or 3")
         flags = self.extra_clang_flags

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilelang_core.backend import BackendOptions
-from tilelang_core.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -23,6 +22,4 @@ class MetalOptions(BackendOptions):
     disable_simdgroup_matrix: bool = False
 
     def __post_init__(self):
-        for name in ("disable_simdgroup_matrix",):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"metal option {name}={getattr(self, name)!r} must be True or False")
+        self.check_flags("metal")
