@@ -19,6 +19,8 @@ from pathlib import Path
 
 import torch
 
+from gpu_clocks import ClockSampler
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -85,22 +87,14 @@ def sustained(fn, seconds=2.0, chunk=20):
     back-to-back calls, with nvidia-smi sampling every 20 ms: what one kernel runs at once the
     clocks have settled under its own load (the H200 lowered its SM clock to 1.67-1.72 GHz under
     the mma.sync GEMM, from 1.98, so a ratio to cuBLAS also compares clocks)."""
-    import subprocess
-
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
-    sampler = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
-                                "-lms", "20", "-i", str(torch.cuda.current_device())],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     times, end = [], time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        times.append(_cuda_events(fn, chunk) / chunk)
-    sampler.terminate()
-    samples = [line.split(",") for line in sampler.communicate()[0].splitlines() if line.count(",") == 1]
-    clocks = [float(c) for c, _ in samples[len(samples) // 4:]] or [float("nan")]  # after the first quarter
-    power = [float(w) for _, w in samples[len(samples) // 4:]] or [float("nan")]
-    return statistics.median(times), statistics.median(clocks), statistics.median(power)
+    with ClockSampler(torch.cuda.current_device()) as clocks:
+        while time.perf_counter() < end:
+            times.append(_cuda_events(fn, chunk) / chunk)
+    return statistics.median(times), clocks.mhz, clocks.watts
 
 
 def compile_timed(jit_fn, *args, pass_configs=None, **kwargs):

@@ -19,10 +19,11 @@ With --clocks, the fp16 ways again, each sustained for 2 s with the SM clock and
 """
 
 import argparse
-import statistics
 import subprocess
 import tempfile
 from pathlib import Path
+
+from gpu_clocks import ClockSampler
 
 SOURCE = r"""
 #include <cuda_runtime.h>
@@ -211,17 +212,11 @@ def sustained_rows(exe: Path, seconds=2.0):
     print(f"\nfp16 -> f32, each way alone for {seconds:.0f} s (clock and power: medians of 20 ms samples)")
     print(f"{'way':10} {'TFLOP/s':>8} {'SM MHz':>7} {'W':>5} {'TFLOP/s per GHz':>16}")
     for way, warps in (("regs", 8), ("regs", 16), ("ldsm", 8)):
-        sampler = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
-                                    "-lms", "20", "-i", "0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                   text=True)
-        tflops = float(subprocess.run([str(exe), way, str(warps), str(seconds)], check=True, capture_output=True,
-                                      text=True).stdout)
-        sampler.terminate()
-        samples = [line.split(",") for line in sampler.communicate()[0].splitlines() if line.count(",") == 1]
-        settled = samples[len(samples) // 4:] or [("nan", "nan")]  # after the process start and the ramp
-        mhz = statistics.median(float(c) for c, _ in settled)
-        watts = statistics.median(float(w) for _, w in settled)
-        print(f"{way + ' w' + str(warps):10} {tflops:8.0f} {mhz:7.0f} {watts:5.0f} {tflops / mhz * 1e3:16.0f}")
+        with ClockSampler() as clocks:
+            tflops = float(subprocess.run([str(exe), way, str(warps), str(seconds)], check=True,
+                                          capture_output=True, text=True).stdout)
+        print(f"{way + ' w' + str(warps):10} {tflops:8.0f} {clocks.mhz:7.0f} {clocks.watts:5.0f} "
+              f"{tflops / clocks.mhz * 1e3:16.0f}")
 
 
 def main():

@@ -24,7 +24,7 @@ import tvm_ffi
 from tvm import tirx
 
 from .block_swizzle import below_launch, block_launches, has_swizzle
-from .state import substitute, uses_var
+from .state import bound_values, substitute, uses_var
 
 #: grids larger than this along x are left alone (the check evaluates every block's extent)
 MAX_BLOCKS_CHECKED = 4096
@@ -33,18 +33,15 @@ MAX_BLOCKS_CHECKED = 4096
 def trip_counts(body, bx, gx: int) -> list[int] | None:
     """The extent of the first loop that depends on ``bx``, for bx = 0 .. gx - 1; None when there
     is no such loop or an extent is not a constant once bx is."""
-    bound = {}  # values of Bind statements (``loop_range = T.min(...)``), resolved in order
+    bound = bound_values(body)
     extents = []
-
-    def on_bind(node):
-        bound[node.var] = substitute(node.value, bound)
 
     def on_for(loop):
         extent = substitute(loop.extent, bound)
         if not extents and uses_var(extent, bx):
             extents.append(extent)
 
-    tvm_ffi.structural_walk(body, [(tirx.Bind, on_bind), (tirx.For, on_for)])
+    tvm_ffi.structural_walk(body, [(tirx.For, on_for)])
     return extents_along_x(extents[0], bx, gx) if extents else None
 
 

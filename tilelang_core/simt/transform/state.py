@@ -155,3 +155,15 @@ def region_entry(region):
     prologue writes only the staged slots): what insert_barriers orders against earlier
     statements. Everything after them is ordered by that barrier."""
     return region.body.seq[0]
+
+
+def bound_values(body) -> dict:
+    """{var: value} of every Bind in ``body`` (``loop_range = T.min(...)``), each value with the
+    Binds before it inlined, so that substituting the dict resolves a name in one step."""
+    bound = {}
+
+    def on_bind(node):
+        bound[node.var] = substitute(node.value, bound)
+
+    tvm_ffi.structural_walk(body, [(tirx.Bind, on_bind)])
+    return bound

@@ -33,7 +33,7 @@ from tilelang_core.ir import region as R
 from tilelang_core.simt.lowering import FRAGMENT, SHARED, scope
 from tilelang_core.simt.transform.insert_barriers import touched
 from tilelang_core.simt.transform.software_pipeline import num_stages
-from tilelang_core.simt.transform.state import substitute, uses_var
+from tilelang_core.simt.transform.state import bound_values, substitute, uses_var
 
 
 def stage_epilogue(func: tirx.PrimFunc, triangular: bool = False) -> tirx.PrimFunc:
@@ -46,17 +46,14 @@ def stage_epilogue(func: tirx.PrimFunc, triangular: bool = False) -> tirx.PrimFu
 def _trip_count_per_block(body):
     """A test of whether a loop's extent, with the kernel's bound names (``loop_range = ...``)
     resolved, depends on a blockIdx variable."""
-    bound, blocks = {}, []
-
-    def on_bind(node):
-        bound[node.var] = substitute(node.value, bound)
+    bound, blocks = bound_values(body), []
 
     def on_attr(attr):
         if attr.attr_key == "thread_extent" and isinstance(attr.node, tirx.IterVar) \
                 and str(attr.node.thread_tag).startswith("blockIdx"):
             blocks.append(attr.node.var)
 
-    tvm_ffi.structural_walk(body, [(tirx.Bind, on_bind), (tirx.AttrStmt, on_attr)])
+    tvm_ffi.structural_walk(body, [(tirx.AttrStmt, on_attr)])
     return lambda loop: any(uses_var(substitute(loop.extent, bound), b) for b in blocks)
 
 
