@@ -38,18 +38,24 @@ def _unwrap(x):
 def region_from_start(start, other, what: str):
     """The region of ``start``'s buffer beginning at ``start``'s indices, shaped like ``other``.
 
-    ``T.copy(A[by * 128, k * 32], A_s)`` copies a (128, 32) block of A: the non-unit extents
-    of the other operand fill the trailing dimensions, leading ones get extent 1.
+    ``T.copy(A[by * 128, k * 32], A_s)`` copies a (128, 32) block of A. TileLang's rule: the
+    other operand's extents, unit ones included, fill the trailing dimensions in order and the
+    leading ones get extent 1, so ``T.copy(X[i, 0], x)`` with ``x`` of shape (64, 1) copies a
+    column of X, not a row. When the other operand has more dimensions than ``start``, its
+    leading unit extents are dropped (TileLang refuses that case; it has one meaning).
     """
     start = _unwrap(start)
     other_region = R.to_region(other, what)
-    extents = R.squeeze(R.extents_of(other_region))
+    extents = list(R.extents_of(other_region))
     rank = len(start.indices)
+    while len(extents) > rank and R.as_int(extents[0]) == 1:
+        extents.pop(0)
     if len(extents) > rank:
         raise FrontendError(
             f"{what}: {start.source.name} has {rank} dimensions but the other operand "
-            f"{R.fmt_region(other_region)} has {len(extents)} non-unit dimensions")
-    extents = [1] * (rank - len(extents)) + list(extents)
+            f"{R.fmt_region(other_region)} has {len(R.squeeze(extents))} non-unit dimensions; "
+            f"index every dimension of {start.source.name} or slice it")
+    extents = [1] * (rank - len(extents)) + extents
     return R.make_region(start.source, list(start.indices), extents)
 
 

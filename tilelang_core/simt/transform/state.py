@@ -96,7 +96,8 @@ def substitute(node, vmap: dict):
     """Replace variables (matched by identity) in any IR node."""
     if not vmap:
         return node
-    pairs = list(vmap.items())
+    # A layout's index of a unit dimension can be a plain Python 0; the IR needs an IntImm there.
+    pairs = [(k, tirx.const(v, str(k.ty)) if isinstance(v, int) else v) for k, v in vmap.items()]
 
     def on_var(v):
         for key, value in pairs:
