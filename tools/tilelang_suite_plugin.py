@@ -1,0 +1,94 @@
+"""The pytest plugin (``-p tlsuite_plugin``) that tools/tilelang_suite.py runs TileLang's suite with.
+
+- A per-test time limit (TLSUITE_TIMEOUT seconds, SIGALRM): a test past it fails with a
+  ``SuiteTimeout`` instead of stalling the directory.
+- TLSUITE_FAKE_CUDA=1 (triage without a GPU only): tensors asked for on ``cuda`` are made on the
+  CPU, and the few ``torch.cuda`` calls the examples make answer as a Hopper device would.
+"""
+
+import os
+import signal
+import time
+
+import pytest
+
+TIMEOUT = int(os.environ.get("TLSUITE_TIMEOUT", "300"))
+
+
+class SuiteTimeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise SuiteTimeout(f"the test ran past {TIMEOUT} s (tools/tilelang_suite.py --timeout)")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(TIMEOUT)
+    # Entered per test: a function mode entered at import time is gone by the time tests run.
+    mode = _FAKE_CUDA_MODE() if _FAKE_CUDA_MODE is not None else None
+    if mode is not None:
+        mode.__enter__()
+    try:
+        yield
+    finally:
+        if mode is not None:
+            mode.__exit__(None, None, None)
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _install_fake_cuda():
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    def cpu(dev):
+        text = str(dev)
+        return "cpu" if text.startswith("cuda") else dev
+
+    class CpuForCuda(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = dict(kwargs or {})
+            if "device" in kwargs and kwargs["device"] is not None:
+                kwargs["device"] = cpu(kwargs["device"])
+            if func is torch.Tensor.cuda:
+                return args[0]
+            if func is torch.Tensor.to:
+                args = tuple(cpu(a) if isinstance(a, (str, torch.device)) else a for a in args)
+            return func(*args, **kwargs)
+
+    class Event:
+        def __init__(self, *a, **k):
+            self.t = None
+
+        def record(self, *a, **k):
+            self.t = time.perf_counter()
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, other):
+            return (other.t - self.t) * 1e3
+
+    cuda = torch.cuda
+    cuda.is_available = lambda: True
+    cuda.synchronize = lambda *a, **k: None
+    cuda.get_device_capability = lambda *a, **k: (9, 0)
+    cuda.get_device_name = lambda *a, **k: "fake cuda (tilelang_suite --fake-cuda)"
+    cuda.current_device = lambda: 0
+    cuda.device_count = lambda: 1
+    cuda.manual_seed = lambda *a, **k: None
+    cuda.manual_seed_all = lambda *a, **k: None
+    cuda.empty_cache = lambda: None
+    cuda.Event = Event
+    torch.Tensor.cuda = lambda self, *a, **k: self
+    return CpuForCuda
+
+
+_FAKE_CUDA_MODE = None
+
+
+if os.environ.get("TLSUITE_FAKE_CUDA") == "1":
+    _FAKE_CUDA_MODE = _install_fake_cuda()
