@@ -29,14 +29,40 @@ _LAZY = {
     "JITKernel": "tilelang_core.jit:JITKernel",
     "language": "tilelang_core.language:",
     "resolve_target": "tilelang_core.target:resolve_target",
+    # TileLang's top-level names: its modules, re-exports of TVM, cache switches
+    "tvm": "tvm:",
+    "DataType": "tvm:DataType",
+    "layout": "tilelang_core.layout:",
+    "Layout": "tilelang_core.layout:Layout",
+    "Fragment": "tilelang_core.layout:Fragment",
+    "math": "tilelang_core.math:",
+    "env": "tilelang_core.env:",
+    "carver": "tilelang_core.carver:",
+    "contrib": "tilelang_core.contrib:",
+    "tileop": "tilelang_core.tileop:",
+    "transform": "tilelang_core.transform:",
+    "profiler": "tilelang_core.profiler:",
+    "testing": "tilelang_core.testing:",
+    "disable_cache": "tilelang_core.env:disable_cache",
+    "enable_cache": "tilelang_core.env:enable_cache",
+    "is_cache_enabled": "tilelang_core.env:is_cache_enabled",
+    "lower": "tilelang_core.jit.compiler:lower",
 }
 
 __all__ = [
     "AutotuneError", "CacheError", "CompileError", "ConfigError", "FrontendError", "LaunchError", "LayoutError",
     "LoweringError", "PassConfigKey", "PluginError", "Target", "TargetError", "TileLangError", "__version__", "autotune", "cdiv", "compile", "jit", "next_power_of_2",
-    "prev_power_of_2",
+    "prev_power_of_2", "set_log_level",
     *_LAZY,
 ]
+
+
+def set_log_level(level) -> None:
+    """Set the level of the ``tilelang_core`` logger (TileLang's ``tilelang.set_log_level``):
+    a ``logging`` level or its name ("INFO", "DEBUG")."""
+    import logging
+
+    logging.getLogger("tilelang_core").setLevel(level.upper() if isinstance(level, str) else level)
 
 
 def __getattr__(name: str):

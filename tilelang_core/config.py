@@ -110,8 +110,20 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     return Path.home() / ".cache" / "tilelang_core"
 
 
+# TileLang's tilelang.disable_cache() / enable_cache(): a process-wide switch over the variable.
+_cache_switch: bool | None = None
+
+
 def cache_disabled(environ: Mapping[str, str] | None = None) -> bool:
+    if environ is None and _cache_switch is not None:
+        return not _cache_switch
     return _flag("TILELANG_DISABLE_CACHE", environ)
+
+
+def set_cache_enabled(enabled: bool | None) -> None:
+    """Turn the disk cache on or off for this process (None: back to TILELANG_DISABLE_CACHE)."""
+    global _cache_switch
+    _cache_switch = None if enabled is None else bool(enabled)
 
 
 def dump_ir_dir(environ: Mapping[str, str] | None = None) -> Path | None:

@@ -265,3 +265,32 @@ def _dump_ir(name: str, tirx_text: str, asm: Mapping[str, str]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for i, (stage, text) in enumerate(asm.items()):
         (out / f"{i}-{stage}.txt").write_text(text)
+
+
+class LoweredArtifact:
+    """What :func:`lower` returns: the generated source and every stage (TileLang's
+    ``CompiledArtifact``: ``artifact.kernel_source``)."""
+
+    def __init__(self, kernel: JITKernel):
+        self.kernel = kernel
+        self.kernel_source = kernel.get_kernel_source()
+        self.asm = kernel.asm
+        self.params = kernel.params
+
+    def __repr__(self) -> str:
+        return f"LoweredArtifact({self.kernel.name}, target={self.kernel.target})"
+
+
+def lower(func, target: Any = "auto", target_host: Any = None, runtime_only: bool = False,
+          enable_host_codegen: bool = False, enable_device_compile: bool = False,
+          pass_configs: Mapping[str, Any] | None = None) -> LoweredArtifact:
+    """TileLang's ``tilelang.lower(func, target=...)``: compile ``func`` and return its source.
+
+    ``target_host``, ``runtime_only`` and the ``enable_*`` flags are TileLang's staging knobs;
+    here every stage always runs (the binary too), so they change nothing.
+
+    Example::
+
+        src = tilelang.lower(add, target="cuda:sm_90a").kernel_source
+    """
+    return LoweredArtifact(compile(func, target=target, pass_configs=pass_configs))

@@ -25,6 +25,10 @@ from ..jit import compile  # T.compile(func, out_idx=None, target="auto", pass_c
 from . import dtypes as _dtypes
 from .allocate import alloc_buffer, alloc_fragment, alloc_local, alloc_shared, alloc_var
 from .annotations import annotate_layout, use_swizzle
+from .builtins import (Broadcast, Ramp, Serial, Shuffle, address_of, assume, atan, attr, bitwise_and,
+                       bitwise_not, bitwise_or, bitwise_xor, call_extern, call_intrin, clz, comm_reducer,
+                       cosh, evaluate, fmod, handle, isfinite, likely, log1p, nearbyint, popcount,
+                       reinterpret, shift_left, shift_right, sinh, sync_threads, tan, tvm_thread_allreduce)
 from .dtypes import DType, canonical_dtype
 from .eager import EagerProgram, Specialization, const, empty, looks_eager
 from .expr import (Cast, Select, abs, cast, ceil, ceildiv, clamp, cos, erf, exp, exp2, exp10, floor,

@@ -32,6 +32,24 @@ class DType(str):
     def __repr__(self) -> str:
         return f"T.{str(self)}"
 
+    @property
+    def bits(self) -> int:
+        """Bits of one element (TileLang's dtypes are tvm.DataType, which has this)."""
+        return int(tvm.DataType(str(self)).bits)
+
+    @property
+    def lanes(self) -> int:
+        return int(tvm.DataType(str(self)).lanes)
+
+    def as_torch(self):
+        """The torch dtype of the same name: ``T.float16.as_torch() is torch.float16``."""
+        import torch
+
+        found = getattr(torch, str(self), None)
+        if not isinstance(found, torch.dtype):
+            raise FrontendError(f"T.{self} has no torch dtype")
+        return found
+
 
 _NAMES = [
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -42,6 +60,7 @@ _NAMES = [
 DTYPES: dict[str, DType] = {n: DType(n) for n in _NAMES}
 # TileLang's short aliases
 _ALIASES = {"half": "float16", "float": "float32", "double": "float64", "int": "int32",
+            "long": "int64", "short": "int16", "uint": "uint32",
             "float8_e4m3": "float8_e4m3fn", "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}
 
 _TORCH_NAMES = {"half": "float16", "float": "float32", "double": "float64", "long": "int64",
@@ -76,6 +95,31 @@ def canonical_dtype(dtype, what: str = "dtype") -> str:
 # Names exported as ``T.<name>`` (set on the package by language/__init__.py; not on this module,
 # where ``int``/``bool`` would shadow the builtins).
 EXPORTED: dict[str, DType] = {**DTYPES, "half": DTYPES["float16"],
-                              "float8_e4m3": DTYPES["float8_e4m3fn"]}
+                              "float8_e4m3": DTYPES["float8_e4m3fn"],
+                              # TileLang's C-style names; T.float is float32, as in TileLang
+                              **{alias: DTYPES[name] for alias, name in (
+                                  ("float", "float32"), ("double", "float64"), ("int", "int32"),
+                                  ("long", "int64"), ("short", "int16"), ("uint", "uint32"))},
+                              # vector types (TileLang's T.float32x2, T.float16x2, ...)
+                              **{f"{n}x{k}": DType(f"{n}x{k}") for n in (
+                                  "float16", "bfloat16", "float32", "float64", "int8", "int16",
+                                  "int32", "int64", "uint8", "uint16", "uint32")
+                                 for k in (2, 4, 8)}}
 
-__all__ = ["DTYPES", "EXPORTED", "DType", "canonical_dtype"]
+#: TileLang's name for the dtype type: ``dtype("float16")`` is ``T.float16``
+dtype = DType
+
+
+def __getattr__(name: str):
+    # torch -> dtype name, built on first use so that importing this module needs no torch
+    if name == "_TORCH_DTYPE_TO_STR":
+        import torch
+
+        table = {v: str(k) for k, v in ((n, getattr(torch, n, None)) for n in _NAMES)
+                 if isinstance(v, torch.dtype)}
+        globals()[name] = table
+        return table
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["DTYPES", "EXPORTED", "DType", "canonical_dtype", "dtype"]

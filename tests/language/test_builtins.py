@@ -1,0 +1,73 @@
+"""TVM's scalar intrinsics and low-level statements under TileLang's ``T.`` names: numerics on the
+cpu backend against torch, and the CUDA source compiled for sm_80 and sm_90a."""
+
+import numpy as np
+import pytest
+import torch
+
+import tilelang_core as tilelang
+import tilelang_core.language as T
+from tilelang_core import FrontendError
+
+
+def bit_kernel(n=256, threads=128):
+    @T.prim_func
+    def bits(X: T.Tensor((n,), "float32"), Y: T.Tensor((n,), "uint32"), Z: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, threads), threads=threads) as bx:
+            s = T.alloc_shared((threads,), "float32")
+            tx = T.get_thread_binding()
+            s[tx] = X[bx * threads + tx]
+            T.sync_threads()  # each thread reads its mirror's value
+            Y[bx * threads + tx] = T.bitwise_or(T.shift_right(T.reinterpret(s[threads - 1 - tx], T.uint32), 1),
+                                                T.shift_left(T.uint32(1), 31))
+            Z[bx * threads + tx] = T.log1p(T.abs(s[tx])) + T.Cast("float32", T.popcount(T.uint32(tx)))
+            T.assume(tx < threads)
+
+    return bits
+
+
+def test_bit_manipulation_and_barrier_on_cpu():
+    k = tilelang.compile(bit_kernel(), target="cpu")
+    x = torch.randn(256)
+    y = torch.zeros(256, dtype=torch.uint32)
+    z = torch.zeros(256)
+    k(x, y, z)
+    mirrored = x.view(2, 128).flip(1).reshape(-1).numpy().view(np.uint32)
+    np.testing.assert_array_equal(y.numpy(), (mirrored >> 1) | np.uint32(1 << 31))
+    popcounts = torch.tensor([bin(t).count("1") for t in range(128)] * 2, dtype=torch.float64)
+    torch.testing.assert_close(z.double(), torch.log1p(x.double().abs()) + popcounts, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_cuda_source_has_the_intrinsics(arch):
+    src = tilelang.compile(bit_kernel(), target=f"cuda:{arch}").get_kernel_source()
+    assert "__syncthreads()" in src
+    assert "__popc" in src and "log1pf" in src
+
+
+def test_reinterpret_takes_either_argument_order():
+    import tvm
+
+    x = tvm.tirx.Var("x", "float32")
+    assert str(T.reinterpret(x, T.uint32).ty) == "uint32"
+    assert str(T.reinterpret(T.uint32, x).ty) == "uint32"
+
+
+def test_named_barrier_is_refused():
+    with pytest.raises(FrontendError, match="named barrier"):
+        @T.prim_func
+        def named(A: T.Tensor((128,), "float32")):
+            with T.Kernel(1, threads=128):
+                T.sync_threads(3, 64)
+
+
+def test_serial_is_tilelangs_spelling_of_serial():
+    @T.prim_func
+    def prefix(A: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=1):
+            for i in T.Serial(1, 16):
+                A[i] = A[i] + A[i - 1]
+
+    a = torch.rand(16)
+    tilelang.compile(prefix, target="cpu")(a_copy := a.clone())
+    torch.testing.assert_close(a_copy, torch.cumsum(a, 0))

@@ -1,0 +1,133 @@
+"""Scalar intrinsics and low-level statements TileLang re-exports from TVM's script builder.
+
+Bit manipulation (``T.reinterpret``, ``T.shift_left``, ``T.bitwise_and``, ...), extra math
+(``T.fmod``, ``T.log1p``, ...), external calls (``T.call_extern``), and the statement forms
+``T.evaluate``, ``T.attr``, ``T.sync_threads``, ``T.assume``. They build plain TIRX, which every
+backend's code generator prints; a backend that cannot lower one says so at compile time.
+
+Example::
+
+    bits = T.reinterpret(x, T.uint32)          # the float's bit pattern
+    sign = T.shift_right(bits, 31)
+    T.sync_threads()                           # __syncthreads(): a block-wide barrier
+"""
+
+from __future__ import annotations
+
+from tvm import tirx
+from tvm.script.ir_builder import tirx as B
+
+from ..errors import FrontendError
+from .dtypes import canonical_dtype
+from .expr import _expr, _unary
+from .kernel import current_kernel
+
+
+def reinterpret(value, dtype):
+    """The bits of ``value`` read as ``dtype`` (same width): ``T.reinterpret(x, T.uint32)``.
+
+    TileLang also accepts ``T.reinterpret(dtype, value)``; both orders work.
+    """
+    if isinstance(value, str) and not isinstance(dtype, str):
+        value, dtype = dtype, value
+    return tirx.reinterpret(canonical_dtype(dtype, "T.reinterpret"), _expr(value, "T.reinterpret"))
+
+
+def _binary(name: str, fn):
+    def op(a, b):
+        return fn(_expr(a, f"T.{name}"), _expr(b, f"T.{name}"))
+    op.__name__ = name
+    op.__doc__ = f"``{name}`` of two scalar expressions."
+    return op
+
+
+shift_left = _binary("shift_left", tirx.shift_left)
+shift_right = _binary("shift_right", tirx.shift_right)
+bitwise_and = _binary("bitwise_and", tirx.bitwise_and)
+bitwise_or = _binary("bitwise_or", tirx.bitwise_or)
+bitwise_xor = _binary("bitwise_xor", tirx.bitwise_xor)
+fmod = _binary("fmod", tirx.fmod)
+
+
+def bitwise_not(x):
+    """``~x`` of an integer expression."""
+    return tirx.bitwise_not(_expr(x, "T.bitwise_not"))
+
+
+popcount = _unary("popcount", tirx.popcount)
+clz = _unary("clz", tirx.clz)
+nearbyint = _unary("nearbyint", tirx.nearbyint)
+log1p = _unary("log1p", tirx.log1p)
+tan = _unary("tan", tirx.tan)
+atan = _unary("atan", tirx.atan)
+cosh = _unary("cosh", tirx.cosh)
+sinh = _unary("sinh", tirx.sinh)
+isfinite = _unary("isfinite", tirx.isfinite)
+
+
+def likely(cond):
+    """A branch hint: ``cond``, expected true."""
+    return tirx.likely(_expr(cond, "T.likely"))
+
+
+def call_extern(dtype, func_name: str, *args):
+    """A call of the device function ``func_name`` returning ``dtype`` (``"handle"`` for void);
+    it must exist in the generated source (a backend's headers or ``T.import_source``)."""
+    return tirx.call_extern(canonical_dtype(dtype, "T.call_extern") if dtype != "handle" else "handle",
+                            func_name, *args)
+
+
+def call_intrin(dtype, op_name: str, *args):
+    """A call of the TVM intrinsic ``op_name`` (``"tirx.popcount"``, ...)."""
+    return tirx.call_intrin(dtype, op_name, *args)
+
+
+def evaluate(value):
+    """A statement that evaluates ``value`` (a call made for its effect)."""
+    return B.evaluate(value)
+
+
+def attr(node, attr_key: str, value):
+    """``with T.attr(node, key, value):`` a TVM attribute around the body (TileLang's low-level
+    form, e.g. the ``reduce_scope`` of a ``T.tvm_thread_allreduce``)."""
+    return B.attr(node, attr_key, value)
+
+
+def sync_threads(barrier_id=None, arrive_count=None):
+    """A barrier for every thread of the block (``__syncthreads()`` on CUDA).
+
+    TileLang's named form ``T.sync_threads(id, count)`` (a subset of the threads) is refused:
+    an ordinary barrier would wait for threads that never arrive.
+    """
+    current_kernel("T.sync_threads")
+    if barrier_id is not None or arrive_count is not None:
+        raise FrontendError("T.sync_threads(barrier_id, arrive_count) (a named barrier over part of "
+                            "the block) is not supported; use T.sync_threads() for the whole block")
+    B.evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+
+
+def assume(cond):
+    """A fact the compiler may rely on (``T.assume(n % 16 == 0)``). Accepted and not used: the
+    kernel is compiled as if the fact were unknown, which is always correct."""
+    _expr(cond, "T.assume")
+
+
+def Serial(start, stop=None, step=None, annotations=None):  # noqa: N802 - TileLang's name
+    """TileLang's spelling of ``T.serial``."""
+    from .loops import serial
+
+    return serial(start, stop, step, annotations)
+
+
+comm_reducer = B.comm_reducer
+tvm_thread_allreduce = B.tvm_thread_allreduce
+Ramp = B.Ramp
+Broadcast = B.Broadcast
+Shuffle = B.Shuffle
+address_of = B.address_of
+handle = B.handle
+
+__all__ = ["Broadcast", "Ramp", "Serial", "Shuffle", "address_of", "assume", "atan", "attr", "bitwise_and",
+           "bitwise_not", "bitwise_or", "bitwise_xor", "call_extern", "call_intrin", "clz", "comm_reducer",
+           "cosh", "evaluate", "fmod", "handle", "isfinite", "likely", "log1p", "nearbyint", "popcount",
+           "reinterpret", "shift_left", "shift_right", "sinh", "sync_threads", "tan", "tvm_thread_allreduce"]
