@@ -122,7 +122,8 @@ def suite_dirs(src: Path, include_all: bool, language: bool, only: list[str] | N
             continue
         dirs.append(f"examples/{d.name}")
     if language and (src / LANGUAGE_DIR).is_dir() and (only is None or "language" in only):
-        dirs.append(LANGUAGE_DIR)
+        # one unit per file: the language tests are many small files, run in parallel
+        dirs += [f"{LANGUAGE_DIR}/{p.name}" for p in sorted((src / LANGUAGE_DIR).glob("test_*.py"))]
     return dirs
 
 
@@ -144,10 +145,15 @@ def prepare(src: Path, work: Path, impl: str) -> None:
 
 
 def run_dir(work: Path, rel: str, impl: str, timeout: int, env: dict, log_dir: Path) -> dict:
-    """Run pytest on one directory; returns {test id: {outcome, message, seconds, output}}."""
+    """Run pytest on one directory (or one test file); returns {test id: {outcome, message,
+    seconds, output}}."""
     d = work / rel
-    junit = log_dir / (rel.replace("/", "_") + ".xml")
-    files = sorted(p.name for p in d.glob("test_*.py"))
+    unit = rel.replace("/", "_")
+    junit = log_dir / (unit + ".xml")
+    if d.is_file():
+        d, files, rel = d.parent, [d.name], str(Path(rel).parent)
+    else:
+        files = sorted(p.name for p in d.glob("test_*.py"))
     cmd = [sys.executable, "-m", "pytest", "-q", "-rN", "-p", "tlsuite_plugin", "-p", "no:cacheprovider",
            f"--junitxml={junit}",
            "-o", "junit_logging=all", "-o", "junit_family=xunit1", *files]
@@ -160,9 +166,10 @@ def run_dir(work: Path, rel: str, impl: str, timeout: int, env: dict, log_dir: P
         tail = f"the directory ran past {budget} s and was stopped\n" + str(err.stdout or "")[-2000:]
     results = parse_junit(junit, rel) if junit.exists() else {}
     if not results:
-        results[f"{rel}::<collect>"] = {"outcome": "error", "message": _last_error(tail),
+        where = f"{rel}/{files[0]}" if len(files) == 1 else rel
+        results[f"{where}::<collect>"] = {"outcome": "error", "message": _last_error(tail),
                                         "seconds": round(time.monotonic() - started, 1), "output": tail}
-    (log_dir / (rel.replace("/", "_") + ".log")).write_text(tail)
+    (log_dir / (unit + ".log")).write_text(tail)
     return results
 
 

@@ -27,7 +27,7 @@ from .allocate import alloc_buffer, alloc_fragment, alloc_local, alloc_shared, a
 from .annotations import annotate_layout, use_swizzle
 from .builtins import (Broadcast, Ramp, Serial, Shuffle, address_of, assume, atan, attr, bitwise_and,
                        bitwise_not, bitwise_or, bitwise_xor, call_extern, call_intrin, clz, comm_reducer,
-                       cosh, evaluate, fmod, handle, isfinite, likely, log1p, nearbyint, popcount,
+                       cosh, disable_warp_group_reg_alloc, evaluate, fmod, handle, isfinite, likely, log1p, nearbyint, popcount,
                        reinterpret, shift_left, shift_right, sinh, sync_threads, tan, tvm_thread_allreduce)
 from .dtypes import DType, canonical_dtype
 from .eager import EagerProgram, Specialization, const, empty, looks_eager
@@ -42,7 +42,7 @@ from .macro import macro
 from .loops import Parallel, Pipelined, grid, serial, thread_binding, unroll, vectorized
 from .tensor import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, Tensor, TensorType, dynamic,
                      symbolic)
-from .tile_ops import (atomic_add, atomic_max, atomic_min, clear, copy, cumsum, fill, gemm,
+from .tile_ops import (atomic_add, atomic_addx2, atomic_addx4, atomic_max, atomic_min, clear, copy, cumsum, fill, gemm,
                        reduce, reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum)
 
 globals().update(_dtypes.EXPORTED)  # T.float16, T.int32, T.bool, ...

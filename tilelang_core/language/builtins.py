@@ -112,6 +112,13 @@ def assume(cond):
     _expr(cond, "T.assume")
 
 
+def disable_warp_group_reg_alloc():
+    """TileLang's switch that stops warp specialization from moving registers between warpgroups
+    (``setmaxnreg``). A performance hint here, accepted inside a kernel: the cuda backend chooses
+    the register split itself, and a kernel computes the same values either way."""
+    current_kernel("T.disable_warp_group_reg_alloc")
+
+
 def Serial(start, stop=None, step=None, annotations=None):  # noqa: N802 - TileLang's name
     """TileLang's spelling of ``T.serial``."""
     from .loops import serial
@@ -128,6 +135,7 @@ address_of = B.address_of
 handle = B.handle
 
 __all__ = ["Broadcast", "Ramp", "Serial", "Shuffle", "address_of", "assume", "atan", "attr", "bitwise_and",
+           "disable_warp_group_reg_alloc",
            "bitwise_not", "bitwise_or", "bitwise_xor", "call_extern", "call_intrin", "clz", "comm_reducer",
            "cosh", "evaluate", "fmod", "handle", "isfinite", "likely", "log1p", "nearbyint", "popcount",
            "reinterpret", "shift_left", "shift_right", "sinh", "sync_threads", "tan", "tvm_thread_allreduce"]

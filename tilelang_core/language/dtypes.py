@@ -61,6 +61,9 @@ DTYPES: dict[str, DType] = {n: DType(n) for n in _NAMES}
 # TileLang's short aliases
 _ALIASES = {"half": "float16", "float": "float32", "double": "float64", "int": "int32",
             "long": "int64", "short": "int16", "uint": "uint32",
+            # TileLang's tf32 operand type: stored as float32; gemms on float32 operands already
+            # run on the TF32 tensor-core path where the target has one (tl.disable_tf32 off)
+            "tfloat32": "float32",
             "float8_e4m3": "float8_e4m3fn", "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}
 
 _TORCH_NAMES = {"half": "float16", "float": "float32", "double": "float64", "long": "int64",
@@ -99,7 +102,8 @@ EXPORTED: dict[str, DType] = {**DTYPES, "half": DTYPES["float16"],
                               # TileLang's C-style names; T.float is float32, as in TileLang
                               **{alias: DTYPES[name] for alias, name in (
                                   ("float", "float32"), ("double", "float64"), ("int", "int32"),
-                                  ("long", "int64"), ("short", "int16"), ("uint", "uint32"))},
+                                  ("long", "int64"), ("short", "int16"), ("uint", "uint32"),
+                                  ("tfloat32", "float32"))},
                               # vector types (TileLang's T.float32x2, T.float16x2, ...)
                               **{f"{n}x{k}": DType(f"{n}x{k}") for n in (
                                   "float16", "bfloat16", "float32", "float64", "int8", "int16",

@@ -91,13 +91,20 @@ def swizzle_period(row_bytes: int) -> int:
     return period
 
 
-def make_swizzled_layout(rows: int, cols: int, dtype_bits: int) -> Layout:
+def make_swizzled_layout(rows, cols: int | None = None, dtype_bits: int | None = None,
+                         k_major: bool = True, allow_pad: bool = True) -> Layout:
     """Row-major ``rows x cols`` tile whose 16-byte chunks are XOR-swizzled by row.
 
     Rows of 128 bytes or more: chunk ^= row % 8. Rows of 64 bytes: two rows share a 128-byte line,
     so chunk ^= (row // 2) % 4; rows of 32 bytes: chunk ^= (row // 4) % 2. Rows narrower than 32
     bytes, or not a whole number of 16-byte chunks, stay row-major.
+
+    TileLang's form ``make_swizzled_layout(A_shared)`` takes the shared buffer itself: its last
+    dimension is the row, the others are stacked rows. (``k_major``/``allow_pad`` are TileLang's
+    knobs for its own swizzle family; the swizzle chosen here depends on the row width only.)
     """
+    if cols is None:
+        return _swizzled_like(rows)
     row_bytes = cols * dtype_bits // 8
     if row_bytes < 32 or row_bytes % 16 or (rows * row_bytes) % 128 or swizzle_period(row_bytes) == 1:
         return Layout.row_major((rows, cols))
@@ -112,3 +119,31 @@ def make_swizzled_layout(rows: int, cols: int, dtype_bits: int) -> Layout:
         return i * cols + swizzled * vec + j % vec
 
     return Layout((rows, cols), fn, f"swizzle{period}x16B")
+
+
+def _swizzled_like(buffer) -> Layout:
+    """``make_swizzled_layout`` for a buffer of any rank: leading dimensions stack rows."""
+    shape = getattr(getattr(buffer, "ty", None), "shape", None)
+    if shape is None or not len(shape):
+        raise LayoutError(f"make_swizzled_layout takes a buffer or (rows, cols, dtype_bits), got {buffer!r}")
+    try:
+        dims = tuple(int(d) for d in shape)
+    except (TypeError, ValueError):
+        raise LayoutError(f"make_swizzled_layout: {buffer.name} has a symbolic shape {list(shape)}") from None
+    import tvm
+
+    bits = tvm.DataType(str(buffer.ty.dtype)).bits
+    if len(dims) == 1:
+        return Layout.row_major(dims)
+    rows = math.prod(dims[:-1])
+    tile = make_swizzled_layout(rows, dims[-1], bits)
+    if len(dims) == 2:
+        return tile
+
+    def fn(*idx):
+        row = 0
+        for i, s in zip(idx[:-1], dims[:-1]):
+            row = row * s + i
+        return tile.offset(row, idx[-1])
+
+    return Layout(dims, fn, tile.kind, tile.align_bytes)
