@@ -71,3 +71,24 @@ def test_serial_is_tilelangs_spelling_of_serial():
     a = torch.rand(16)
     tilelang.compile(prefix, target="cpu")(a_copy := a.clone())
     torch.testing.assert_close(a_copy, torch.cumsum(a, 0))
+
+
+def test_disable_warp_group_reg_alloc_is_a_hint_inside_a_kernel():
+    @T.prim_func
+    def hinted(A: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            T.disable_warp_group_reg_alloc()
+            for i in T.Parallel(128):
+                A[i] = A[i] * 2.0
+
+    a = torch.rand(128)
+    out = a.clone()
+    tilelang.compile(hinted, target="cpu")(out)
+    torch.testing.assert_close(out, a * 2)
+    with pytest.raises(FrontendError, match="inside 'with T.Kernel"):
+        @T.prim_func
+        def outside(A: T.Tensor((128,), "float32")):
+            T.disable_warp_group_reg_alloc()
+            with T.Kernel(1, threads=128):
+                for i in T.Parallel(128):
+                    A[i] = A[i] * 2.0

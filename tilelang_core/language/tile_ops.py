@@ -137,6 +137,42 @@ def atomic_add(dst, value, memory_order=None, return_prev: bool = False, use_tma
     _atomic("add", dst, value, memory_order, return_prev, use_tma)
 
 
+def _atomic_vector(lanes: int, dst, value, return_prev: bool):
+    what = f"T.atomic_addx{lanes}"
+    if return_prev:
+        raise FrontendError(f"{what}(return_prev=True) is not supported")
+    if not is_element(dst) or not is_element(value):
+        raise FrontendError(f"{what} takes two elements, e.g. {what}(dst[i, j * {lanes}], src[i, j * {lanes}]): "
+                            f"it adds the {lanes} consecutive values starting there")
+    dst, value = _scalar(dst), _scalar(value)
+    # Element by element: each add is atomic, as each lane of the vector atomic is.
+    for lane in range(lanes):
+        _atomic("add", _shifted(dst, lane), _shifted(value, lane), None, False, False)
+
+
+def _scalar(x):
+    return x.scalar if hasattr(x, "scalar") else x
+
+
+def _shifted(load, lane: int):
+    import tvm
+
+    indices = list(load.indices)
+    indices[-1] = indices[-1] + lane
+    return tvm.tirx.BufferLoad(load.source, indices)
+
+
+def atomic_addx2(dst, value, return_prev: bool = False):
+    """Atomically add the two consecutive values starting at ``value`` into those starting at
+    ``dst`` (TileLang's paired atomic; each element's add is atomic)."""
+    _atomic_vector(2, dst, value, return_prev)
+
+
+def atomic_addx4(dst, value, return_prev: bool = False):
+    """Atomically add four consecutive values (TileLang's ``float4`` atomic), element by element."""
+    _atomic_vector(4, dst, value, return_prev)
+
+
 def atomic_max(dst, value, memory_order=None, return_prev: bool = False):
     """Atomic maximum into ``dst``."""
     _atomic("max", dst, value, memory_order, return_prev, False)
