@@ -136,3 +136,16 @@ def test_names_stay_lazy_on_import():
             "print(any(m == 'tvm' or m.startswith(('tvm.', 'torch')) for m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True).stdout.strip() == "False"
+
+
+def test_every_dtype_is_a_tvm_datatype_and_all_dtypes_lists_them():
+    import tvm
+
+    from tilelang_core.language.dtypes import _all_dtypes
+
+    assert len(_all_dtypes) > 150
+    for name in _all_dtypes:
+        dt = getattr(T, name)
+        assert isinstance(dt, tvm.DataType), name
+    assert T.float32x4.lanes == 4 and T.float8_e4m3x2 == "float8_e4m3fnx2" and T.int4.bits == 4
+    assert str(T.float16(1.5).ty) == "float16"

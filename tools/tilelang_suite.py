@@ -207,11 +207,15 @@ def parse_junit(path: Path, rel: str) -> dict:
 
 def _decisive(message: str, text: str) -> str:
     """The line that says why a test failed: the exception line of the traceback."""
-    for ln in reversed(text.splitlines()):
-        if ln.startswith("E   ") and ln[4:].strip():
-            found = ln[4:].strip()
-            # pytest prints the exception type on the first E line of a block
-            return found[:400]
+    lines = [ln[4:].strip() for ln in text.splitlines() if ln.startswith("E   ") and ln[4:].strip()]
+    # pytest prints the exception type on the first E line of a block; our errors continue with
+    # "--> file:line" and the source line, so take the last line that names an exception
+    for ln in reversed(lines):
+        if re.match(r"^[\w.]+(Error|Exception|Timeout|Exit)\b|^[\w.]+: ", ln):
+            where = next((x for x in lines[lines.index(ln) + 1:] if x.startswith("-->")), "")
+            return (ln + (f" [{where}]" if where else ""))[:400]
+    if lines:
+        return lines[-1][:400]
     return (message.splitlines()[0] if message else "")[:400]
 
 

@@ -14,8 +14,12 @@ import tvm
 from ..errors import FrontendError
 
 
-class DType(str):
-    """A dtype name that is also a constructor of constants (and of parameters when bare)."""
+class DType(tvm.DataType):
+    """A dtype name that is also a constructor of constants (and of parameters when bare).
+
+    A ``tvm.DataType`` (itself a ``str``), as TileLang's dtypes are: ``.bits``, ``.lanes`` and
+    comparison with plain strings come with it.
+    """
 
     __slots__ = ()
 
@@ -31,15 +35,6 @@ class DType(str):
 
     def __repr__(self) -> str:
         return f"T.{str(self)}"
-
-    @property
-    def bits(self) -> int:
-        """Bits of one element (TileLang's dtypes are tvm.DataType, which has this)."""
-        return int(tvm.DataType(str(self)).bits)
-
-    @property
-    def lanes(self) -> int:
-        return int(tvm.DataType(str(self)).lanes)
 
     def as_torch(self):
         """The torch dtype of the same name: ``T.float16.as_torch() is torch.float16``."""
@@ -58,6 +53,11 @@ _NAMES = [
     "float4_e2m1fn",
 ]
 DTYPES: dict[str, DType] = {n: DType(n) for n in _NAMES}
+_NARROW = ("int4", "float8_e3m4", "float8_e4m3b11fnuz", "float6_e2m3fn", "float6_e3m2fn")
+_VECTOR_BASES = ("bfloat16", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
+                 "uint8", "uint16", "uint32", "uint64", "float8_e3m4", "float8_e4m3fn",
+                 "float8_e4m3fnuz", "float8_e4m3b11fnuz", "float8_e5m2", "float8_e5m2fnuz",
+                 "float8_e8m0fnu", "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn")
 # TileLang's short aliases
 _ALIASES = {"half": "float16", "float": "float32", "double": "float64", "int": "int32",
             "long": "int64", "short": "int16", "uint": "uint32",
@@ -104,11 +104,17 @@ EXPORTED: dict[str, DType] = {**DTYPES, "half": DTYPES["float16"],
                                   ("float", "float32"), ("double", "float64"), ("int", "int32"),
                                   ("long", "int64"), ("short", "int16"), ("uint", "uint32"),
                                   ("tfloat32", "float32"))},
-                              # vector types (TileLang's T.float32x2, T.float16x2, ...)
-                              **{f"{n}x{k}": DType(f"{n}x{k}") for n in (
-                                  "float16", "bfloat16", "float32", "float64", "int8", "int16",
-                                  "int32", "int64", "uint8", "uint16", "uint32")
-                                 for k in (2, 4, 8)}}
+                              # narrow types TileLang names besides the ones above
+                              **{n: DType(n) for n in _NARROW},
+                              # vector types (TileLang's T.float32x2, T.float16x2, ..., x64)
+                              **{f"{n}x{k}": DType(f"{n}x{k}") for n in _VECTOR_BASES
+                                 for k in (2, 4, 8, 16, 32, 64)},
+                              **{f"{alias}x{k}": DType(f"{name}x{k}") for alias, name in (
+                                  ("float8_e4m3", "float8_e4m3fn"), ("tfloat32", "float32"))
+                                 for k in (2, 4, 8, 16, 32, 64)}}
+
+#: every dtype name ``T.`` exports (TileLang's ``tilelang.language.dtypes._all_dtypes``)
+_all_dtypes: list[str] = list(EXPORTED)
 
 #: TileLang's name for the dtype type: ``dtype("float16")`` is ``T.float16``
 dtype = DType
@@ -126,4 +132,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["DTYPES", "EXPORTED", "DType", "canonical_dtype", "dtype"]
+__all__ = ["DTYPES", "EXPORTED", "DType", "_all_dtypes", "canonical_dtype", "dtype"]
