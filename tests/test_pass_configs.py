@@ -71,3 +71,18 @@ def test_every_backends_flags_refuse_non_bools(module, cls):
     for name in flags:
         with pytest.raises(ConfigError, match=f"option {name}='yes' must be True or False"):
             options(**{name: "yes"})
+
+
+def test_keys_of_the_newest_tilelang_are_accepted():
+    from tilelang_core import PassConfigKey
+
+    from tilelang_core.pass_configs import TILELANG_PASS_CONFIGS
+
+    for key in ("tl.reducer_force_baseline", "tl.layout_cost_model", "tl.emit_line_directives",
+                "tl.disable_buffer_init_check", "tirx.disable_cse_tir"):
+        assert key in TILELANG_PASS_CONFIGS
+    assert PassConfigKey.TL_REDUCER_FORCE_BASELINE == "tl.reducer_force_baseline"
+    assert PassConfigKey.TIR_DISABLE_CSE == "tirx.disable_cse_tir"
+    # the Simplify option names are members, not pass-config keys
+    assert PassConfigKey.TL_SIMPLIFY_ENABLE_LET_INLINE == "enable_simplify_let_inline"
+    assert "enable_simplify_let_inline" not in TILELANG_PASS_CONFIGS

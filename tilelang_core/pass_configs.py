@@ -23,6 +23,8 @@ _TL = (
     "storage_rewrite_detect_inplace", "disable_out_of_bound_warning", "enable_dump_ir", "dump_ir_path",
     "pass_profile", "pass_profile_threshold_ms", "disable_dynamic_tail_split", "dynamic_alignment",
     "disable_remove_redundant_syncs", "disable_merge_loop", "disable_loop_peeling", "disable_gemm_pad",
+    "disable_buffer_init_check", "emit_line_directives", "enable_reducer_plan_verbose", "layout_cost_model",
+    "reducer_force_baseline", "if_stmt_binding_inline_replayable_binds",
 )
 # TileLang spelled TVM's own keys "tir.*" before TVM's TIRX rename and "tirx.*" after.
 _TIR = ("enable_equiv_terms_in_cse_tir", "disable_cse_tir", "Simplify", "disable_storage_rewrite",
@@ -40,9 +42,15 @@ def _member_name(key: str) -> str:
 
 # TileLang's enum members whose names do not follow the key (kept for source compatibility)
 _RENAMED = {"TL_DISABLE_SAFE_MEMORY_ACCESS": "tl.disable_safe_memory_legalize",
-            "TL_DUMP_IR_DIR": "tl.dump_ir_path", "TIR_ENABLE_EQUIV_TERMS_IN_CSE": "tir.enable_equiv_terms_in_cse_tir"}
+            "TL_DUMP_IR_DIR": "tl.dump_ir_path", "TIR_ENABLE_EQUIV_TERMS_IN_CSE": "tir.enable_equiv_terms_in_cse_tir",
+            "TIR_DISABLE_CSE": "tirx.disable_cse_tir"}
+# TileLang's members naming options *inside* its Simplify config (not pass-config keys themselves)
+_SIMPLIFY_OPTIONS = {f"TL_SIMPLIFY_{name.upper()}": name for name in (
+    "transitively_prove_inequalities", "convert_boolean_to_and_of_ors", "apply_constraints_to_boolean_branches",
+    "propagate_knowns_to_prove_conditional", "propagate_knowns_to_simplify_expressions")}
+_SIMPLIFY_OPTIONS["TL_SIMPLIFY_ENABLE_LET_INLINE"] = "enable_simplify_let_inline"
 
 #: ``tilelang.PassConfigKey`` under the same member names, e.g. ``PassConfigKey.TL_DISABLE_TMA_LOWER``
 PassConfigKey = enum.Enum("PassConfigKey", {
     **{_member_name(k): k for k in sorted(TILELANG_PASS_CONFIGS) if not k.startswith("tir.")},
-    **_RENAMED}, type=str, module=__name__)
+    **_RENAMED, **_SIMPLIFY_OPTIONS}, type=str, module=__name__)

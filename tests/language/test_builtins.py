@@ -92,3 +92,31 @@ def test_disable_warp_group_reg_alloc_is_a_hint_inside_a_kernel():
             with T.Kernel(1, threads=128):
                 for i in T.Parallel(128):
                     A[i] = A[i] * 2.0
+
+
+FAST = ["__exp", "__exp10", "__log", "__log2", "__log10", "__tan", "__cos", "__sin"]
+
+
+@pytest.mark.parametrize("name", FAST)
+def test_fast_math_refuses_non_float_inputs(name):
+    from tvm import tirx
+
+    for dtype in ("int32", "uint8", "bool", "float8_e4m3fn"):
+        with pytest.raises(TypeError, match=rf"T\.{name} only supports floating-point inputs, but got {dtype}"):
+            getattr(T, name)(tirx.Var("v", dtype))
+    assert str(getattr(T, name)(tirx.Var("v", "bfloat16")).ty) == "bfloat16"
+
+
+def test_fast_math_computes_the_function():
+    fexp, fsin = getattr(T, "__exp"), getattr(T, "__sin")
+
+    @T.prim_func
+    def fast(X: T.Tensor((64,), "float32"), Y: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                Y[i] = fexp(X[i]) + fsin(X[i])
+
+    x = torch.randn(64)
+    y = torch.zeros(64)
+    tilelang.compile(fast, target="cpu")(x, y)
+    torch.testing.assert_close(y.double(), x.double().exp() + x.double().sin(), rtol=1e-5, atol=1e-5)

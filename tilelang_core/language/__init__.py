@@ -46,4 +46,9 @@ from .tile_ops import (atomic_add, atomic_addx2, atomic_addx4, atomic_max, atomi
                        reduce, reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum)
 
 globals().update(_dtypes.EXPORTED)  # T.float16, T.int32, T.bool, ...
+# TileLang's fast-math names start with "__", which `from .builtins import` cannot spell inside a
+# module without mangling worries; bind them explicitly.
+from . import builtins as _builtins  # noqa: E402
+for _name in ("__exp", "__exp10", "__log", "__log2", "__log10", "__tan", "__cos", "__sin"):
+    globals()[_name] = getattr(_builtins, _name)
 dtype = DType  # TileLang's annotation for dtype parameters: `dtype: T.dtype = T.float16`

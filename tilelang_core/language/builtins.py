@@ -65,6 +65,31 @@ sinh = _unary("sinh", tirx.sinh)
 isfinite = _unary("isfinite", tirx.isfinite)
 
 
+def _fast(name: str, fn):
+    def op(x):
+        x = _expr(x, f"T.{name}")
+        dtype = str(x.ty)
+        if not dtype.startswith(("float", "bfloat")) or dtype.startswith(("float8", "float6", "float4")):
+            raise TypeError(f"T.{name} only supports floating-point inputs, but got {dtype}")
+        return fn(x)
+    op.__name__ = name
+    op.__doc__ = (f"TileLang's fast-math ``{name}``: here the precise function, which every backend "
+                  "has (a fast approximation is the backend's choice, never a different result "
+                  "beyond the function's own rounding).")
+    return op
+
+
+# TileLang's fast-math intrinsics (CUDA's __expf family); floating-point inputs only
+__exp = _fast("__exp", tirx.exp)
+__exp10 = _fast("__exp10", tirx.exp10)
+__log = _fast("__log", tirx.log)
+__log2 = _fast("__log2", tirx.log2)
+__log10 = _fast("__log10", tirx.log10)
+__tan = _fast("__tan", tirx.tan)
+__cos = _fast("__cos", tirx.cos)
+__sin = _fast("__sin", tirx.sin)
+
+
 def likely(cond):
     """A branch hint: ``cond``, expected true."""
     return tirx.likely(_expr(cond, "T.likely"))
