@@ -39,6 +39,7 @@ from .function import prim_func
 from .kernel import (Kernel, get_block_binding, get_block_bindings, get_thread_binding,
                      get_thread_bindings)
 from .macro import macro
+from .reducers import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .loops import Parallel, Pipelined, grid, serial, thread_binding, unroll, vectorized
 from .tensor import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, Tensor, TensorType, dynamic,
                      symbolic)

@@ -34,6 +34,7 @@ from tvm.tirx import is_buffer_var
 from tvm.tirx.script.parser import parser as tirx_parser
 
 from ..errors import FrontendError
+from . import reducers
 from .kernel import reset_kernel_stack
 
 TOKEN = "tl"
@@ -153,15 +154,23 @@ def parse_kernel(func: Callable, extra_vars: dict[str, Any] | None = None,
     with _PARSE_LOCK:
         token = current_eager.set(eager)
         parser_token = current_parser.set(parser)
+        reducers_token = reducers.begin_kernel()
         try:
             with IRBuilder() as builder:
                 parser.parse(extra_vars=scope)
             result = builder.get()
+            found = reducers.end_kernel(reducers_token)
+            reducers_token = None
+            if found and isinstance(result, tvm.tirx.PrimFunc):
+                result = reducers.lower_reducers(result, found, lambda msg: make_error(
+                    source, _def_node(source), msg, kernel=func.__name__))
         except FrontendError as err:
             raise _fresh(err) from None
         except Exception as err:  # noqa: BLE001 - anything escaping the parser is reported at the def
             raise _fresh(make_error(source, _def_node(source), err, kernel=func.__name__)) from None
         finally:
+            if reducers_token is not None:
+                reducers.end_kernel(reducers_token)
             current_eager.reset(token)
             current_parser.reset(parser_token)
             reset_kernel_stack()

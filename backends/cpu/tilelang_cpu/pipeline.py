@@ -6,6 +6,8 @@ Lowering, in order (each a pass; see transform/ and tilelang_core/transform/):
 2. LowerTileOps     every tile op -> loop nest, with this backend's rules (lowering.py)
 3. BlocksToLoops    blockIdx launches -> one fused loop over blocks, parallel unless atomics on
                     global memory or num_threads=1 ask for serial
+   GuardParallelGlobals  global accesses in T.Parallel loops past a tensor's end: loads read 0,
+                    stores are skipped (TileLang's safe memory access, as on the GPU backends)
 4. LegalizeForCpu   T.Parallel loops -> serial, buffers -> plain arrays, tl.* annotations dropped,
                     gemm inner loops -> vectorized
 5. VerifyNoTileOps  a leftover tile op is a LoweringError naming it
@@ -36,7 +38,7 @@ from tilelang_core.transform.instrumented import run_pass
 from . import codegen, compiler, lowering  # noqa: F401  (lowering registers the rules)
 from .options import CpuOptions
 from .runtime import load_module
-from .transform import blocks_to_loops, legalize_for_cpu, threads_to_loops
+from .transform import blocks_to_loops, guard_parallel_globals, legalize_for_cpu, threads_to_loops
 
 ATOMIC_OP = "tl.tile.atomic"
 
@@ -65,6 +67,7 @@ def lower_func(func: tirx.PrimFunc, options: CpuOptions) -> tirx.PrimFunc:
     func = run_pass("cpu.ThreadsToLoops", threads_to_loops, func)
     func = run_pass("cpu.LowerTileOps", lower_tile_ops, func, CpuBackend.kind, options)
     func = run_pass("cpu.BlocksToLoops", blocks_to_loops, func, parallel=parallel)
+    func = run_pass("cpu.GuardParallelGlobals", guard_parallel_globals, func)
     func = run_pass("cpu.LegalizeForCpu", legalize_for_cpu, func, vectorize=options.vectorize)
     return run_pass("cpu.VerifyNoTileOps", verify_no_tile_ops, func, CpuBackend.kind)
 

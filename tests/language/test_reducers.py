@@ -1,0 +1,150 @@
+"""Reducers (``T.alloc_reducer`` / ``T.reducer_init`` / ``T.reducer_update`` / ``T.finalize_reducer``,
+and TileLang's legacy ``replication=`` form) on every reference path against numpy in float64."""
+
+import numpy as np
+import pytest
+
+import tilelang_core.language as T
+from tilelang_core import FrontendError
+from tilelang_core.testing.oracle import PATHS, run
+
+RNG = np.random.default_rng(5)
+REF = {"sum": np.sum, "max": np.max, "min": np.min}
+
+
+def row_reduce(M, K, bK, op, seed=None):
+    @T.prim_func
+    def rows(A: T.Tensor((M, K), "float32"), Out: T.Tensor((M,), "float32")):
+        with T.Kernel(1, threads=128):
+            acc = T.alloc_reducer((M,), "float32", op=op)
+            a = T.alloc_fragment((M, bK), "float32")
+            out = T.alloc_fragment((M,), "float32")
+            if seed is None:
+                T.reducer_init(acc)
+            else:
+                T.reducer_init(acc, seed)
+            for k in T.serial(K // bK):  # contributions deferred across tiles
+                T.copy(A[0, k * bK], a)
+                for i, j in T.Parallel(M, bK):
+                    T.reducer_update(acc[i], a[i, j])
+            T.finalize_reducer(acc, out)
+            T.copy(out, Out)
+
+    return rows
+
+
+def scalar_two_sites(N1, N2):
+    @T.prim_func
+    def two(X: T.Tensor((N1,), "float32"), Y: T.Tensor((N2,), "float32"), Out: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=64):
+            acc = T.alloc_reducer((1,), "float32", op="sum")
+            x = T.alloc_fragment((N1,), "float32")
+            y = T.alloc_fragment((N2,), "float32")
+            out = T.alloc_fragment((1,), "float32")
+            T.copy(X, x)
+            T.copy(Y, y)
+            T.reducer_init(acc)
+            for i in T.Parallel(N1):
+                T.reducer_update(acc[0], x[i])
+            for j in T.Parallel(N2):
+                T.reducer_update(acc[0], y[j] * 2.0)
+            T.finalize_reducer(acc, out)
+            T.copy(out, Out)
+
+    return two
+
+
+def legacy_gemv(N, K, bN, bK):
+    @T.prim_func
+    def gemv(A: T.Tensor((K,), "float32"), B: T.Tensor((N, K), "float32"), C: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, bN), threads=128) as bn:
+            red = T.alloc_reducer(bN, "float32", replication="all")
+            T.clear(red)
+            for k in T.serial(T.ceildiv(K, bK)):
+                for n, kk in T.Parallel(bN, bK):
+                    red[n] += A[k * bK + kk] * B[bn * bN + n, k * bK + kk]
+            T.finalize_reducer(red)
+            for n in T.Parallel(bN):
+                C[bn * bN + n] = red[n]
+
+    return gemv
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("op", ["sum", "max", "min"])
+def test_row_reduction_deferred_across_tiles(path, op):
+    M, K, bK = 16, 96, 32
+    a = RNG.standard_normal((M, K)).astype(np.float32)
+    out = np.full(M, np.nan, np.float32)
+    run(path, row_reduce(M, K, bK, op), A=a, Out=out)
+    np.testing.assert_allclose(out, REF[op](a.astype(np.float64), axis=1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_seed_is_combined_exactly_once(path):
+    M, K, bK = 16, 64, 32
+    a = RNG.standard_normal((M, K)).astype(np.float32)
+    out = np.full(M, np.nan, np.float32)
+    run(path, row_reduce(M, K, bK, "sum", seed=3.0), A=a, Out=out)
+    np.testing.assert_allclose(out, 3.0 + a.astype(np.float64).sum(1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_scalar_reducer_with_two_update_sites(path):
+    x = RNG.standard_normal(37).astype(np.float32)
+    y = RNG.standard_normal(100).astype(np.float32)
+    out = np.full(1, np.nan, np.float32)
+    run(path, scalar_two_sites(37, 100), X=x, Y=y, Out=out)
+    np.testing.assert_allclose(out[0], x.astype(np.float64).sum() + 2 * y.astype(np.float64).sum(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_legacy_replicated_reducer_gemv(path):
+    N, K = 100, 200  # ragged against the 32 x 64 tiles
+    a = RNG.standard_normal(K).astype(np.float32)
+    b = RNG.standard_normal((N, K)).astype(np.float32)
+    c = np.full(N, np.nan, np.float32)
+    run(path, legacy_gemv(N, K, 32, 64), A=a, B=b, C=c)
+    np.testing.assert_allclose(c, b.astype(np.float64) @ a.astype(np.float64), rtol=1e-4, atol=1e-4)
+
+
+def test_update_outside_parallel_is_refused():
+    with pytest.raises(FrontendError, match="must be inside a T.Parallel loop"):
+        @T.prim_func
+        def outside(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=32):
+                acc = T.alloc_reducer((1,), "float32")
+                out = T.alloc_fragment((1,), "float32")
+                T.reducer_init(acc)
+                for i in T.serial(8):
+                    T.reducer_update(acc[0], A[i])
+                T.finalize_reducer(acc, out)
+
+
+def test_index_that_is_not_a_loop_variable_is_refused():
+    with pytest.raises(FrontendError, match="must be a loop variable"):
+        @T.prim_func
+        def folded(A: T.Tensor((16, 8), "float32")):
+            with T.Kernel(1, threads=32):
+                acc = T.alloc_reducer((8,), "float32")
+                out = T.alloc_fragment((8,), "float32")
+                T.reducer_init(acc)
+                for i, j in T.Parallel(16, 8):
+                    T.reducer_update(acc[i // 2], A[i, j])
+                T.finalize_reducer(acc, out)
+
+
+def test_bitwise_reducers_and_bad_batch_are_refused():
+    with pytest.raises(FrontendError, match="bitwise reducers are not supported"):
+        @T.prim_func
+        def bits(A: T.Tensor((8,), "int32")):
+            with T.Kernel(1, threads=32):
+                T.alloc_reducer((1,), "int32", op="bitor")
+    with pytest.raises(FrontendError, match="batch must be a positive integer"):
+        @T.prim_func
+        def batch(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=32):
+                acc = T.alloc_reducer((8,), "float32")
+                out = T.alloc_fragment((8,), "float32")
+                T.reducer_init(acc)
+                T.finalize_reducer(acc, out, batch=0)

@@ -1,0 +1,434 @@
+"""Reducers: TileLang's deferred reductions (``T.alloc_reducer`` ... ``T.finalize_reducer``).
+
+A reducer collects contributions from ``T.Parallel`` loops and combines them once, at finalize::
+
+    acc = T.alloc_reducer((M,), T.float32, op="sum")
+    T.reducer_init(acc)                       # or T.reducer_init(acc, seed): seed counted once
+    for k in T.serial(K // bK):
+        for i, j in T.Parallel(M, bK):
+            T.reducer_update(acc[i], A[i, k * bK + j])
+    out = T.alloc_fragment((M,), T.float32)
+    T.finalize_reducer(acc, out)              # out[i] = seed + sum of every contribution to i
+
+TileLang's legacy form, ``T.alloc_reducer(..., replication="all")``, is a fragment the kernel
+clears and updates in place (``acc[i] += v`` inside ``T.Parallel``) and finalizes in place
+(``T.finalize_reducer(acc)``); it has the same meaning here.
+
+How it lowers (:func:`lower_reducers`, run on the parsed kernel, so every backend sees plain tile
+IR): each update site gets a staging fragment shaped like its ``T.Parallel`` nest, which the site
+accumulates into element-wise (one element per logical iteration, whatever thread runs it);
+finalize reduces each staging fragment over the loop dimensions the target index does not name
+(``T.reduce_*`` with ``clear=False``) into the reducer, which ``reducer_init`` set to the seed.
+Every logical contribution is combined exactly once. Update targets must name loop variables of
+the nest directly and in order (``acc[i]`` in ``T.Parallel(M, K)``, ``acc[0]`` for a scalar);
+anything else is refused with the source line.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass, field
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+from tvm.script.ir_builder import tirx as B
+from tvm.tirx import CallEffectKind, is_buffer_var
+
+from ..errors import FrontendError
+from ..ir import Fill, Reduce
+from ..ir import region as R
+from .allocate import alloc_fragment
+from .dtypes import canonical_dtype
+from .kernel import current_kernel
+
+_OPS = {"sum": "sum", "max": "max", "min": "min"}
+_MARKERS = ("tl.reducer_init", "tl.reducer_update", "tl.finalize_reducer")
+for _name in _MARKERS:
+    tvm.ir.register_op_attr(_name, "TCallEffectKind", CallEffectKind.Opaque.value)
+
+
+@dataclass
+class _Reducer:
+    buffer: object
+    op: str
+    legacy: bool
+
+
+# reducers of the kernel being parsed (buffer handle -> _Reducer)
+_current: contextvars.ContextVar[dict | None] = contextvars.ContextVar("tl_reducers", default=None)
+
+
+def begin_kernel():
+    """Start collecting the reducers of a kernel; returns the token for :func:`end_kernel`."""
+    return _current.set({})
+
+
+def end_kernel(token) -> dict:
+    found = _current.get() or {}
+    _current.reset(token)
+    return found
+
+
+def _registry() -> dict:
+    found = _current.get()
+    if found is None:
+        raise FrontendError("reducers can only be used inside a T.prim_func kernel")
+    return found
+
+
+def alloc_reducer(shape, dtype, op: str = "sum", replication=None):
+    """A reducer of logical ``shape``: see the module docs. ``op``: "sum", "max" or "min"."""
+    current_kernel("T.alloc_reducer")
+    if op in ("bitand", "bitor", "bitxor"):
+        raise FrontendError(f"T.alloc_reducer(op={op!r}): bitwise reducers are not supported yet; "
+                            "use op='sum', 'max' or 'min'")
+    if op not in _OPS:
+        raise FrontendError(f"T.alloc_reducer: op must be 'sum', 'max' or 'min', got {op!r}")
+    if replication is not None and replication not in ("all", "none"):
+        raise FrontendError(f"T.alloc_reducer: replication must be 'all' or 'none', got {replication!r}")
+    buf = alloc_fragment(shape, canonical_dtype(dtype, "T.alloc_reducer"))
+    _registry()[buf.__chandle__()] = _Reducer(buf, op, legacy=replication is not None)
+    return buf
+
+
+def _reducer_of(buf, what: str) -> _Reducer:
+    found = _registry().get(buf.__chandle__()) if is_buffer_var(buf) else None
+    if found is None:
+        raise FrontendError(f"{what} takes a buffer made by T.alloc_reducer, got {buf!r}")
+    return found
+
+
+def reducer_init(reducer, init=None):
+    """Open the reducer's epoch: contributions start from ``init`` (the op's identity if None)."""
+    red = _reducer_of(reducer, "T.reducer_init")
+    if red.legacy:
+        raise FrontendError("T.reducer_init is for reducers without replication=; a legacy "
+                            "replication= reducer starts from T.clear/T.fill")
+    dtype = str(reducer.ty.dtype)
+    value = _identity(red.op, dtype) if init is None else _as_value(init, dtype)
+    B.evaluate(tirx.call_intrin("handle", "tl.reducer_init", _handle(reducer), value))
+
+
+def reducer_update(target, value):
+    """Contribute ``value`` to ``target`` (written ``acc[indices]``) once per logical iteration of
+    the enclosing ``T.Parallel`` loop."""
+    target = target.scalar if hasattr(target, "scalar") else target
+    if not isinstance(target, tvm.ir.TensorLoad) or not is_buffer_var(target.source):
+        raise FrontendError("T.reducer_update expects acc[indices] as its first argument")
+    red = _reducer_of(target.source, "T.reducer_update")
+    value = _as_value(value, str(red.buffer.ty.dtype))
+    B.evaluate(tirx.call_intrin("handle", "tl.reducer_update", target, value))
+
+
+def finalize_reducer(reducer, dst=None, batch: int = 1, annotations=None):
+    """Combine every contribution (and the init value once) into ``dst``, or in place for a
+    legacy ``replication=`` reducer. ``batch`` (TileLang's AllReduce grouping) changes nothing
+    here but must be positive."""
+    red = _reducer_of(reducer, "T.finalize_reducer")
+    if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+        raise FrontendError(f"T.finalize_reducer: batch must be a positive integer, got {batch!r}")
+    if dst is None and not red.legacy:
+        raise FrontendError("T.finalize_reducer(acc) without a destination is the legacy form; "
+                            "write T.finalize_reducer(acc, dst) with dst = T.alloc_fragment(shape, dtype)")
+    args = [_handle(reducer)]
+    if dst is not None:
+        if not is_buffer_var(dst) or [int(s) for s in dst.ty.shape] != [int(s) for s in reducer.ty.shape]:
+            raise FrontendError(f"T.finalize_reducer: dst must be a buffer of the reducer's shape "
+                                f"{[int(s) for s in reducer.ty.shape]}, got {dst!r}")
+        args.append(_handle(dst))
+    B.evaluate(tirx.call_intrin("handle", "tl.finalize_reducer", *args))
+
+
+def _handle(buf):
+    return tvm.tirx.BufferLoad(buf, [tirx.const(0, "int32")] * len(buf.ty.shape))
+
+
+def _as_value(value, dtype: str):
+    if hasattr(value, "scalar"):
+        value = value.scalar
+    if isinstance(value, (bool, int, float)):
+        return tirx.const(value, dtype)
+    return value if str(value.ty) == dtype else tirx.Cast(dtype, value)
+
+
+def _identity(op: str, dtype: str):
+    if op == "sum":
+        return tirx.const(0, dtype)
+    if op == "max":
+        return tirx.min_value(dtype) if not dtype.startswith(("float", "bfloat")) else -tirx.infinity(dtype)
+    return tirx.max_value(dtype) if not dtype.startswith(("float", "bfloat")) else tirx.infinity(dtype)
+
+
+def _combine(op: str, a, b):
+    return a + b if op == "sum" else tirx.max(a, b) if op == "max" else tirx.min(a, b)
+
+
+# ---------------------------------------------------------------------------------------------
+# lowering, on the parsed kernel
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class _Site:
+    reducer: _Reducer
+    staging: object
+    loop_vars: list
+    extents: list
+    dims: list  # for each reducer dim: the nest dim its index names, or None for a constant 0
+
+
+@dataclass
+class _Plan:
+    reducers: dict
+    sites: list = field(default_factory=list)
+    temps: list = field(default_factory=list)
+
+
+def lower_reducers(func, reducers: dict, source_error):
+    """Rewrite the reducer markers of ``func`` (see the module docs); ``source_error(msg)`` makes
+    the FrontendError for a refusal."""
+    if not reducers:
+        return func
+    plan = _Plan(reducers)
+    body = _rewrite_updates(func.body, plan, source_error, [])
+    body = _rewrite_epochs(body, plan, source_error)
+    body = _insert_allocs(body, [s.staging for s in plan.sites] + plan.temps)
+    leftover = []
+    tvm_ffi.structural_walk(body, [(tvm.ir.Call, lambda c: leftover.append(c)
+                                    if getattr(c.op, "name", "") in _MARKERS else None)])
+    if leftover:  # pragma: no cover - every marker is rewritten above
+        raise source_error(f"internal error: reducer operation {leftover[0].op.name} was not lowered")
+    return func.with_body(body)
+
+
+def _is_parallel(loop) -> bool:
+    return loop.annotations is not None and "tl.parallel" in loop.annotations
+
+
+def _marker(stmt, name):
+    return (isinstance(stmt, tirx.Evaluate) and isinstance(stmt.value, tvm.ir.Call)
+            and getattr(stmt.value.op, "name", "") == name)
+
+
+def _map_children(node, fn):
+    """``node`` with ``fn`` applied to each child statement (statements with bodies), else None."""
+    if isinstance(node, tirx.SeqStmt):
+        return tirx.SeqStmt([fn(s) for s in node.seq])
+    if isinstance(node, tirx.For):
+        return tirx.For(node.loop_var, node.min, node.extent, node.kind, fn(node.body),
+                        node.thread_binding, node.annotations, node.step)
+    if isinstance(node, tirx.While):
+        return tirx.While(node.condition, fn(node.body))
+    if isinstance(node, tirx.IfThenElse):
+        return tirx.IfThenElse(node.condition, fn(node.then_case),
+                               None if node.else_case is None else fn(node.else_case))
+    if isinstance(node, tirx.AttrStmt):
+        return tirx.AttrStmt(node.node, node.attr_key, node.value, fn(node.body))
+    if isinstance(node, tirx.LetStmt):
+        return tirx.LetStmt(node.var, node.value, fn(node.body))
+    return None
+
+
+def _rewrite_updates(node, plan, error, nest):
+    """Update sites (markers, and in-place updates of legacy reducers) -> staging accumulations."""
+    if isinstance(node, tirx.For):
+        inner = nest + [node] if _is_parallel(node) else []
+        return _map_children(node, lambda s: _rewrite_updates(s, plan, error, inner))
+    mapped = _map_children(node, lambda s: _rewrite_updates(s, plan, error, nest))
+    if mapped is not None:
+        return mapped
+    if _marker(node, "tl.reducer_update"):
+        target, value = node.value.args
+        red = plan.reducers[target.source.__chandle__()]
+        return _accumulate(red, list(target.indices), value, plan, error, nest)
+    if isinstance(node, tirx.BufferStore):
+        red = plan.reducers.get(node.buffer.__chandle__())
+        if red is not None and red.legacy and nest:
+            value = _legacy_contribution(node, red, error)
+            return _accumulate(red, list(node.indices), value, plan, error, nest)
+    return node
+
+
+def _legacy_contribution(store, red, error):
+    """``acc[idx] = acc[idx] (op) v`` -> v: the only in-place write a legacy reducer allows."""
+    value = store.value
+    same = lambda x: (isinstance(x, tvm.ir.TensorLoad) and x.source.same_as(store.buffer)  # noqa: E731
+                      and len(x.indices) == len(store.indices)
+                      and all(tvm_ffi.structural_equal(a, b) for a, b in zip(x.indices, store.indices)))
+    kinds = {"sum": tirx.Add, "max": tirx.Max, "min": tirx.Min}
+    if isinstance(value, kinds[red.op]):
+        if same(value.a):
+            return value.b
+        if same(value.b):
+            return value.a
+    raise error(f"reducer {store.buffer.name} (replication=) may only be updated as "
+                f"{store.buffer.name}[i] = {store.buffer.name}[i] {'+' if red.op == 'sum' else red.op} value "
+                "inside T.Parallel")
+
+
+def _accumulate(red, indices, value, plan, error, nest):
+    if not nest:
+        raise error(f"T.reducer_update of {red.buffer.name} must be inside a T.Parallel loop")
+    loop_vars = [loop.loop_var for loop in nest]
+    extents = [R.as_int(loop.extent) for loop in nest]
+    if any(e is None for e in extents):
+        raise error(f"T.reducer_update of {red.buffer.name}: the enclosing T.Parallel loops need constant extents")
+    dims = []
+    for idx in indices:
+        pos = next((d for d, v in enumerate(loop_vars) if isinstance(idx, tirx.Var) and idx.same_as(v)), None)
+        if pos is None and R.as_int(idx) != 0:
+            raise error(f"T.reducer_update of {red.buffer.name}: index {idx} must be a loop variable of the "
+                        f"enclosing T.Parallel nest ({', '.join(str(v) for v in loop_vars)}) or 0")
+        dims.append(pos)
+    named = [d for d in dims if d is not None]
+    if named != sorted(named) or len(set(named)) != len(named):
+        raise error(f"T.reducer_update of {red.buffer.name}: the index names the loop variables out of "
+                    "order; index the reducer in the order of the T.Parallel loops")
+    site = next((s for s in plan.sites if s.reducer is red and len(s.loop_vars) == len(loop_vars)
+                 and all(a.same_as(b) for a, b in zip(s.loop_vars, loop_vars))), None)
+    if site is None:
+        dtype = str(red.buffer.ty.dtype)
+        staging = tirx.decl_buffer(extents, dtype, f"{red.buffer.name}_part{len(plan.sites)}",
+                                   scope="local.fragment")
+        site = _Site(red, staging, loop_vars, extents, dims)
+        plan.sites.append(site)
+    elif site.dims != dims:
+        raise error(f"T.reducer_update of {red.buffer.name}: two updates in one T.Parallel loop must "
+                    "target the same index")
+    cur = tirx.BufferLoad(site.staging, loop_vars)
+    return tirx.BufferStore(site.staging, _combine(red.op, cur, value), loop_vars)
+
+
+def _rewrite_epochs(node, plan, error):
+    """init -> seed the reducer and clear its staging; finalize -> reduce the staging into it."""
+    def visit(stmt):
+        mapped = _map_children(stmt, visit)
+        if mapped is not None:
+            return mapped
+        if _marker(stmt, "tl.reducer_init"):
+            handle, value = stmt.value.args
+            red = plan.reducers[handle.source.__chandle__()]
+            return _seq([_fill(red.buffer, value)] + _clear_staging(red, plan))
+        if _marker(stmt, "tl.finalize_reducer"):
+            args = stmt.value.args
+            red = plan.reducers[args[0].source.__chandle__()]
+            sites = [site for site in plan.sites if site.reducer is red]
+            # one site folds straight into the reducer; several each fold into a fresh fragment
+            # first (the kit derives a reduction's output layout from its input, so two sites
+            # cannot share one destination), then combine element-wise
+            out = [_reduce_site(site, plan, direct=len(sites) == 1) for site in sites]
+            if len(args) > 1:
+                from ..ir import Copy
+
+                out.append(Copy(R.full_region(red.buffer), R.full_region(args[1].source)).to_stmt())
+            return _seq(out)
+        if isinstance(stmt, tvm.tirx.TilePrimitiveCall):
+            # a legacy reducer starts from the kernel's own T.clear / T.fill
+            from ..ir import TileOp
+
+            op = TileOp.from_stmt(stmt)
+            if isinstance(op, Fill):
+                red = plan.reducers.get(op.dst.source.__chandle__())
+                if red is not None and red.legacy:
+                    return _seq([stmt] + _clear_staging(red, plan))
+        return stmt
+
+    return visit(node)
+
+
+def _clear_staging(red, plan):
+    dtype = str(red.buffer.ty.dtype)
+    return [_fill(site.staging, _identity(red.op, dtype)) for site in plan.sites if site.reducer is red]
+
+
+def _fill(buf, value):
+    return Fill(R.full_region(buf), value).to_stmt()
+
+
+def _reduce_site(site, plan, direct: bool):
+    """Fold one staging fragment into the reducer: reduce the unnamed loop dims (the last
+    reduction with clear=False into the reducer itself when ``direct``)."""
+    red = site.reducer
+    named = [d for d in site.dims if d is not None]
+    drop = [d for d in range(len(site.extents)) if d not in named]
+    kept = [site.extents[d] for d in named]
+    target_ext = []
+    it = iter(kept)
+    for d in site.dims:
+        target_ext.append(next(it) if d is not None else 1)
+    target = R.make_region(red.buffer, [0] * len(site.dims), target_ext)
+    if not drop:  # the nest is the reducer's shape: combine element-wise
+        return _elementwise_combine(site, target)
+    stmts = []
+    src = site.staging
+    shape = list(site.extents)
+    for step, d in enumerate(sorted(drop, reverse=True)):
+        last = step == len(drop) - 1
+        shape = shape[:d] + shape[d + 1:]
+        if last and direct:
+            dst = target
+        else:
+            # the last fold lands in a fragment shaped like the target region (unit dims kept)
+            tmp = tirx.decl_buffer(target_ext if last else (shape or [1]), str(red.buffer.ty.dtype),
+                                   f"{red.buffer.name}_fold{len(plan.temps)}", scope="local.fragment")
+            plan.temps.append(tmp)
+            dst = R.full_region(tmp)
+        stmts.append(Reduce(R.full_region(src), dst, kind=red.op, dim=d,
+                            clear=not (last and direct)).to_stmt())
+        if not (last and direct):
+            src = tmp
+    if not direct:
+        # src: the folded partial, shaped like the target region. It reaches the reducer through
+        # shared memory: an element-wise loop over two fragments would tie their layouts together,
+        # and each site's fold has the layout its own reduction gives it.
+        scratch = tirx.decl_buffer(list(target_ext), str(red.buffer.ty.dtype),
+                                   f"{red.buffer.name}_xfer{len(plan.temps)}", scope="shared.dyn")
+        plan.temps.append(scratch)
+        from ..ir import Copy
+
+        stmts.append(Copy(R.full_region(src), R.full_region(scratch)).to_stmt())
+        folded = _Site(red, scratch, [], list(target_ext), list(range(len(target_ext))))
+        stmts.append(_elementwise_combine(folded, target))
+    return _seq(stmts)
+
+
+def _elementwise_combine(site, target):
+    red = site.reducer
+    loop_vars = [tirx.Var(f"r{d}", "int32") for d in range(len(site.extents))]
+    idx, it = [], iter(loop_vars)
+    for d in site.dims:
+        idx.append(next(it) if d is not None else tirx.const(0, "int32"))
+    body = tirx.BufferStore(red.buffer, _combine(red.op, tirx.BufferLoad(red.buffer, idx),
+                                                 tirx.BufferLoad(site.staging, loop_vars)), idx)
+    for v, e in reversed(list(zip(loop_vars, site.extents))):
+        body = tirx.For(v, tirx.const(0, "int32"), tirx.const(e, "int32"), tirx.ForKind.PARALLEL, body,
+                        None, {"tl.parallel": tirx.const(1, "int32")})
+    return body
+
+
+def _seq(stmts):
+    stmts = [s for s in stmts if s is not None]
+    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
+
+
+def _insert_allocs(body, buffers):
+    """Allocate ``buffers`` at the top of the kernel body (after its launch attributes)."""
+    if not buffers:
+        return body
+    allocs = [tirx.AllocBuffer(b) for b in buffers]
+
+    def place(node):
+        if isinstance(node, tirx.AttrStmt) and node.attr_key == "thread_extent" and \
+                isinstance(node.body, tirx.AttrStmt) and node.body.attr_key == "thread_extent":
+            return tirx.AttrStmt(node.node, node.attr_key, node.value, place(node.body))
+        if isinstance(node, tirx.AttrStmt) and node.attr_key == "thread_extent":
+            inner = node.body
+            seq = list(inner.seq) if isinstance(inner, tirx.SeqStmt) else [inner]
+            return tirx.AttrStmt(node.node, node.attr_key, node.value, tirx.SeqStmt(allocs + seq))
+        if isinstance(node, tirx.SeqStmt):
+            return tirx.SeqStmt([place(s) for s in node.seq])
+        return node
+
+    return place(body)
+
+
+__all__ = ["alloc_reducer", "finalize_reducer", "lower_reducers", "reducer_init", "reducer_update"]
