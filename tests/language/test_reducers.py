@@ -148,3 +148,31 @@ def test_bitwise_reducers_and_bad_batch_are_refused():
                 out = T.alloc_fragment((8,), "float32")
                 T.reducer_init(acc)
                 T.finalize_reducer(acc, out, batch=0)
+
+
+@pytest.mark.parametrize("path", ["cpu", "cuda:sm_80"])
+def test_reduce_batch_is_a_schedule_hint(path):
+    @T.prim_func
+    def batched(A: T.Tensor((16, 32), "float32"), Out: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=64):
+            a = T.alloc_fragment((16, 32), "float32")
+            s = T.alloc_fragment((16,), "float32")
+            T.copy(A, a)
+            T.reduce_max(a, s, dim=1, batch=4)
+            T.copy(s, Out)
+
+    a = RNG.standard_normal((16, 32)).astype(np.float32)
+    out = np.full(16, np.nan, np.float32)
+    run(path, batched, A=a, Out=out)
+    np.testing.assert_array_equal(out, a.max(1))
+
+
+def test_nan_propagating_reduction_is_refused():
+    with pytest.raises(FrontendError, match="nan_propagate=True"):
+        @T.prim_func
+        def nan(A: T.Tensor((16, 32), "float16")):
+            with T.Kernel(1, threads=64):
+                a = T.alloc_fragment((16, 32), "float16")
+                s = T.alloc_fragment((16,), "float16")
+                T.copy(A, a)
+                T.reduce_max(a, s, dim=1, nan_propagate=True)

@@ -67,37 +67,54 @@ def gemm(A, B, C, transpose_A: bool = False, transpose_B: bool = False,
               wg_wait=wg_wait))
 
 
-def reduce(buffer, out, reduce_type: str, dim: int = -1, clear: bool = True):
+def reduce(buffer, out, reduce_type: str, dim: int = -1, clear: bool = True, batch: int = 1,
+           nan_propagate: bool = False, annotations=None):
     """Reduce ``buffer`` along ``dim`` into ``out`` with ``reduce_type`` in
-    max/min/sum/abssum/absmax."""
+    max/min/sum/abssum/absmax.
+
+    ``batch`` (TileLang's grouping of cross-thread reductions) and ``annotations`` are schedule
+    hints with no effect on the values. ``nan_propagate=True`` (NaN-propagating half max/min) is
+    refused: how a NaN input combines is not specified across backends here.
+    """
+    what = f"T.reduce_{reduce_type}"
+    if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+        raise FrontendError(f"{what}: batch must be a positive integer, got {batch!r}")
+    if nan_propagate:
+        raise FrontendError(f"{what}(nan_propagate=True) is not supported: NaN propagation through "
+                            "reductions is not guaranteed on every backend; keep NaNs out of the input")
     emit(Reduce(_whole(buffer, f"T.reduce_{reduce_type} source"),
                 _whole(out, f"T.reduce_{reduce_type} destination"), kind=str(reduce_type),
                 dim=dim, clear=clear))
 
 
-def reduce_max(buffer, out, dim: int = -1, clear: bool = True):
+def reduce_max(buffer, out, dim: int = -1, clear: bool = True, batch: int = 1,
+               nan_propagate: bool = False, annotations=None):
     """Row/column maximum: ``out[i] = max_j buffer[i, j]`` for ``dim=1``."""
-    reduce(buffer, out, "max", dim, clear)
+    reduce(buffer, out, "max", dim, clear, batch, nan_propagate, annotations)
 
 
-def reduce_min(buffer, out, dim: int = -1, clear: bool = True):
+def reduce_min(buffer, out, dim: int = -1, clear: bool = True, batch: int = 1,
+               nan_propagate: bool = False, annotations=None):
     """Minimum along ``dim``."""
-    reduce(buffer, out, "min", dim, clear)
+    reduce(buffer, out, "min", dim, clear, batch, nan_propagate, annotations)
 
 
-def reduce_sum(buffer, out, dim: int = -1, clear: bool = True):
+def reduce_sum(buffer, out, dim: int = -1, clear: bool = True, batch: int = 1,
+               nan_propagate: bool = False, annotations=None):
     """Sum along ``dim``; ``clear=False`` adds to ``out``'s current values."""
-    reduce(buffer, out, "sum", dim, clear)
+    reduce(buffer, out, "sum", dim, clear, batch, nan_propagate, annotations)
 
 
-def reduce_abssum(buffer, out, dim: int = -1, clear: bool = True):
+def reduce_abssum(buffer, out, dim: int = -1, clear: bool = True, batch: int = 1,
+               nan_propagate: bool = False, annotations=None):
     """Sum of absolute values along ``dim``."""
-    reduce(buffer, out, "abssum", dim, clear)
+    reduce(buffer, out, "abssum", dim, clear, batch, nan_propagate, annotations)
 
 
-def reduce_absmax(buffer, out, dim: int = -1, clear: bool = True):
+def reduce_absmax(buffer, out, dim: int = -1, clear: bool = True, batch: int = 1,
+               nan_propagate: bool = False, annotations=None):
     """Maximum absolute value along ``dim``."""
-    reduce(buffer, out, "absmax", dim, clear)
+    reduce(buffer, out, "absmax", dim, clear, batch, nan_propagate, annotations)
 
 
 def cumsum(src, dst=None, dim: int = 0, reverse: bool = False):
