@@ -23,14 +23,7 @@ def quad_accumulate(M, N, lanes, blocks=3):
     return acc
 
 
-# KNOWN WRONG on the SIMT kit (cuda/hip/metal): an atomic inside T.Parallel is lowered for one
-# thread only ("if tx < 1"), so most adds are lost; TileLang's split-K example fails on the H200 the
-# same way. strict: the mark must go when the lowering is fixed.
-SIMT_ATOMIC_BUG = pytest.mark.xfail(strict=True, reason="SIMT kit: atomic in T.Parallel runs on one thread")
-ATOMIC_PATHS = [p if p == "cpu" else pytest.param(p, marks=SIMT_ATOMIC_BUG) for p in PATHS]
-
-
-@pytest.mark.parametrize("path", ATOMIC_PATHS)
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("lanes", [2, 4])
 def test_every_block_adds_every_element(path, lanes):
     M, N = 16, 32
@@ -49,3 +42,21 @@ def test_a_tile_operand_is_refused():
             with T.Kernel(1, threads=32):
                 s = T.alloc_shared((16,), "float32")
                 T.atomic_addx4(D, s)
+
+
+def test_relaxed_memory_order_is_accepted_and_others_refused():
+    @T.prim_func
+    def relaxed(A: T.Tensor((8,), "float32"), S: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=32):
+            for i in T.serial(8):
+                T.atomic_add(S[0], A[i], memory_order="relaxed")
+
+    a = np.arange(8, dtype=np.float32)
+    s = np.zeros(1, np.float32)
+    run("cpu", relaxed, A=a, S=s)
+    assert s[0] == 28.0
+    with pytest.raises(FrontendError, match="memory_order='acquire'"):
+        @T.prim_func
+        def acquire(A: T.Tensor((8,), "float32"), S: T.Tensor((1,), "float32")):
+            with T.Kernel(1, threads=32):
+                T.atomic_add(S[0], A[0], memory_order="acquire")

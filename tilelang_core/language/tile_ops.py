@@ -128,10 +128,11 @@ def _atomic(kind: str, dst, value, memory_order, return_prev, use_tma):
     what = f"T.atomic_{kind}"
     if return_prev:
         raise FrontendError(f"{what}(return_prev=True) is not supported")
-    if memory_order is not None:
-        raise FrontendError(f"{what}(memory_order=...) is not supported; atomics are relaxed")
-    if use_tma:
-        raise FrontendError(f"{what}(use_tma=True) is not supported")
+    if memory_order not in (None, "relaxed"):
+        raise FrontendError(f"{what}(memory_order={memory_order!r}) is not supported: atomics here are "
+                            "relaxed (memory_order='relaxed' is accepted); order other accesses with a barrier")
+    # use_tma=True asks TileLang for a TMA reduce-add of the whole tile: the same sums, so here a
+    # hint the backend may take (it lowers to element atomics today)
     if is_element(dst) and not is_element(value) and _is_tile(value):
         dst_r = region_from_start(dst, value, f"{what} destination")
         emit(Atomic(dst_r, R.to_region(value, f"{what} source"), kind=kind))

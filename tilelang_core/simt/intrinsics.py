@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from tvm import tirx
 
+#: prefix of the atomic helpers (``tl_atomic_add``, ``tl_atomic_max``, ``tl_atomic_min``)
+ATOMIC_HELPER = "tl_atomic_"
+
 
 def call(name: str, *args, dtype: str = "void"):
     """``name(args...)`` as an Evaluate statement (void helpers) or an expression (``dtype``)."""
@@ -30,3 +33,11 @@ def syncthreads():
     (shared memory merging, liveness) know what it is; each codegen prints its own barrier
     (``__syncthreads()`` on CUDA and HIP, ``threadgroup_barrier`` on Metal)."""
     return tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+
+
+def is_call_of(stmt, prefix: str) -> bool:
+    """Whether ``stmt`` is the Evaluate of a helper whose name starts with ``prefix``."""
+    if not isinstance(stmt, tirx.Evaluate) or not hasattr(stmt.value, "op"):
+        return False
+    call = stmt.value
+    return getattr(call.op, "name", "") == "tirx.call_extern" and str(call.args[0].value).startswith(prefix)

@@ -5,6 +5,7 @@
    split_masked_fills  a loop's mask fill that is all zeros in some iterations writes zeros there
 2. software_pipeline   T.Pipelined -> multi-stage async-copy pipeline (SimtDialect.async_copy)
 3. insert_barriers     block barriers where shared accesses of different threads conflict
+   parallel_tile_ops   tile ops in T.Parallel bodies -> one per element (atomics; others refused)
 4. LowerTileOps        tile ops -> per-thread code (the rules registered for ``dialect.kind``)
 5. lower_parallel      T.Parallel nests -> per-thread register loops
 6. apply_layouts       fragments -> registers, shared -> flat swizzled arrays, scratch allocated
@@ -34,7 +35,8 @@ from tilelang_core.transform.verify_no_tile_ops import verify_no_tile_ops
 from .dialect import SimtDialect
 from .lower_gemm_fma import fma_accumulator_layout
 from .transform import (KernelState, apply_layouts, block_swizzle, insert_barriers, longest_first,
-                        lower_parallel, prefetch_fragments, software_pipeline, split_masked_fills, thread_binding)
+                        lower_parallel, parallel_tile_ops, prefetch_fragments, software_pipeline, split_masked_fills,
+                        thread_binding)
 from .transform.apply_layouts import annotated_layouts
 
 
@@ -96,6 +98,7 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
     func = run_pass(f"{kind}.SoftwarePipeline", _on_body(software_pipeline), func,
                     use_async=dialect.async_copy, shared_limit=shared_limit, async_preload=async_preload)
     func = run_pass(f"{kind}.InsertBarriers", _on_body(insert_barriers), func)
+    func = run_pass(f"{kind}.ParallelTileOps", _on_body(parallel_tile_ops), func, st)
     # lower_tile_ops binds the loop ranges and bound values into st.analyzer (via ctx) first
     ctx = SimtLoweringContext(backend_kind=kind, kernel=name, analyzer=st.analyzer,
                               options=options, state=st)

@@ -13,10 +13,11 @@ from tvm import tirx
 
 from ..errors import LoweringError
 from ..lowering import LoweringContext, get_lowering, source_location
+from .bindings import is_pure, unique_bindings, uses_any
 from .structural import structural_map
 
 
-def bind_loop_ranges(analyzer, stmt) -> None:
+def bind_loop_ranges(analyzer, stmt, _elementwise=None) -> None:
     """Bind every loop variable and launch index in ``stmt`` to its range, and every name bound
     in kernel code (``k0 = (bz * k_tiles + ko) * 32``) to its value.
 
@@ -24,15 +25,30 @@ def bind_loop_ranges(analyzer, stmt) -> None:
     scope by scope, and lets rules prove bounds checks away (``bx * 64 + i < 256``) and alignment
     (a copy from ``A[row, k0]`` is 16-byte aligned, so it may become cp.async). It goes in program
     order: a loop's extent or a value may use names bound before it, and the analyzer refuses to
-    rebind a name with different bounds (so a second call must bind exactly the same facts).
+    rebind a name with different bounds (so a second call must bind exactly the same facts; passes
+    that copy code leave duplicates, which ``unique_bindings`` renames first).
+
+    The analyzer rewrites a bound name into its value wherever it simplifies, so a value goes in
+    only where that rewrite is always right: a value that reads memory (``v = idx[i]``) could be
+    rewritten past a store to that memory, and one that uses a T.Parallel loop variable
+    (``q_idx = bx * 64 + i``) would bring back ``i`` after LowerParallel replaced it by the
+    thread's element. Those names get their range only (or nothing, for memory reads).
     """
+    elementwise = [] if _elementwise is None else _elementwise  # T.Parallel variables, and names bound from them
     if isinstance(stmt, tirx.For):
         analyzer.bind(stmt.loop_var, tvm.ir.Range.from_min_extent(stmt.min, stmt.extent))
+        if stmt.annotations is not None and "tl.parallel" in stmt.annotations:
+            elementwise = elementwise + [stmt.loop_var]
     elif isinstance(stmt, tirx.AttrStmt):
         if stmt.attr_key == "thread_extent" and isinstance(stmt.node, tirx.IterVar):
             analyzer.bind(stmt.node.var, tvm.ir.Range.from_min_extent(0, stmt.value))
-    elif isinstance(stmt, tirx.Bind) and isinstance(stmt.value.ty, tvm.ir.PrimType):
-        analyzer.bind(stmt.var, stmt.value)  # (not host-side handles such as tensor maps)
+    elif isinstance(stmt, tirx.Bind) and isinstance(stmt.value.ty, tvm.ir.PrimType) and is_pure(stmt.value):
+        # (not host-side handles such as tensor maps)
+        if uses_any(stmt.value, elementwise):
+            elementwise.append(stmt.var)
+            analyzer.update(stmt.var, analyzer.const_int_bound(stmt.value))
+        else:
+            analyzer.bind(stmt.var, stmt.value)
     if isinstance(stmt, tirx.SeqStmt):
         children = list(stmt.seq)
     elif isinstance(stmt, tirx.IfThenElse):
@@ -41,7 +57,7 @@ def bind_loop_ranges(analyzer, stmt) -> None:
         body = getattr(stmt, "body", None)
         children = [body] if isinstance(body, tirx.Stmt) else []
     for child in children:
-        bind_loop_ranges(analyzer, child)
+        bind_loop_ranges(analyzer, child, elementwise)
 
 
 def kernel_name(func) -> str:
@@ -59,6 +75,7 @@ def lower_tile_ops(func: tirx.PrimFunc, backend_kind: str, options=None,
     """
     ctx = context or LoweringContext(backend_kind=backend_kind, kernel=kernel_name(func),
                                      analyzer=tvm.sym.Analyzer(), options=options)
+    func = func.with_body(unique_bindings(func.body))
     bind_loop_ranges(ctx.analyzer, func.body)
 
     def rewrite(call):

@@ -15,8 +15,10 @@ from tvm import tirx
 
 from tilelang_core.layout import Fragment
 from tilelang_core.lowering import in_bounds
+from tilelang_core.transform.bindings import bound_vars, drop_bindings, is_pure
 from tilelang_core.transform.layout_inference import access_dims, is_fragment, parallel_nests
 
+from .. import intrinsics as I
 from .state import KernelState, if_then, substitute
 
 
@@ -82,7 +84,15 @@ def guard_global_accesses(body, st: KernelState):
                 return tirx.IfThenElse(cond, store, None)
         return store
 
-    body = tvm_ffi.structural_map(body, [(tirx.BufferStore, on_store)])
+    def on_bind(bind):  # a bound value reads memory where it stands (v = A[r, c] * 2)
+        return tirx.Bind(bind.var, tvm_ffi.structural_map(bind.value, [(tvm.ir.TensorLoad, on_load)]), bind.span)
+
+    def on_if(node):
+        cond = tvm_ffi.structural_map(node.condition, [(tvm.ir.TensorLoad, on_load)])
+        return tirx.IfThenElse(cond, node.then_case, node.else_case, node.span)
+
+    body = tvm_ffi.structural_map(body, [(tirx.BufferStore, on_store), (tirx.Bind, on_bind),
+                                         (tirx.IfThenElse, on_if)])
     return body, guards[0] > 0
 
 
@@ -166,6 +176,9 @@ def _emit(nest, st: KernelState, anchor, guard_replicas: bool):
     body, needs_guards = guard_global_accesses(body, st)
     if guard_replicas and anchor.replicas > 1:
         body = if_then(anchor.replica_of(st.thread_var) == 0, body)
+    elif anchor.replicas > 1:
+        # every replica updates its own registers, but an element's atomic happens once
+        body = _atomics_on_one_replica(body, anchor.replica_of(st.thread_var) == 0)
     if anchor.local_size == 1:
         return substitute(body, {l_var: tirx.const(0, "int32")}), False
     vec = _register_run(anchor)
@@ -175,6 +188,13 @@ def _emit(nest, st: KernelState, anchor, guard_replicas: bool):
             return vectorized, True
     return tirx.For(l_var, tirx.const(0, "int32"), tirx.const(anchor.local_size, "int32"),
                     tirx.ForKind.UNROLLED, body), False
+
+
+def _atomics_on_one_replica(body, first_replica):
+    def on_eval(ev):
+        return tirx.IfThenElse(first_replica, ev, None) if I.is_call_of(ev, I.ATOMIC_HELPER) else ev
+
+    return tvm_ffi.structural_map(body, [(tirx.Evaluate, on_eval)])
 
 
 def _register_run(anchor) -> int:
@@ -190,6 +210,9 @@ def _register_run(anchor) -> int:
 def _vectorized(body, l_var, local_size: int, vec: int, st: KernelState):
     """``for lo: for vi in vectorized(vec): body[l = lo * vec + vi]`` when every memory access in
     it is a provably aligned, contiguous run along vi; else None (the scalar loop is kept)."""
+    body = _inline_pure_bindings(body)
+    if body is None:
+        return None
     lo, vi = tirx.Var("lo", "int32"), tirx.Var("vi", "int32")
     st.analyzer.bind(lo, tvm.ir.Range.from_min_extent(0, local_size // vec))
     st.analyzer.bind(vi, tvm.ir.Range.from_min_extent(0, vec))
@@ -227,12 +250,42 @@ def _vectorized(body, l_var, local_size: int, vec: int, st: KernelState):
             ok[0] = False  # every lane would write the same register: a race in vector form
         check(store.buffer, store.indices)
 
+    def on_call(ev):  # a call statement (an atomic) has effects per lane TVM's vectorizer does not model
+        if not isinstance(ev.value, tirx.IntImm):  # (a dropped binding leaves a no-op)
+            ok[0] = False
+
     tvm_ffi.structural_walk(candidate, [(tvm.ir.TensorLoad, lambda l: check(l.source, l.indices)),
                                         (tirx.BufferStore, on_store),
-                                        (tirx.IfThenElse, lambda _: ok.__setitem__(0, False))])
+                                        (tirx.IfThenElse, lambda _: ok.__setitem__(0, False)),
+                                        (tirx.Evaluate, on_call)])
     if not ok[0]:
         return None
     inner = tirx.For(vi, tirx.const(0, "int32"), tirx.const(vec, "int32"), tirx.ForKind.VECTORIZED,
                      candidate)
     return tirx.For(lo, tirx.const(0, "int32"), tirx.const(local_size // vec, "int32"),
                     tirx.ForKind.UNROLLED, inner)
+
+
+def _inline_pure_bindings(body):
+    """``body`` with its pure bindings (``q_idx = bx * 64 + i``) inlined, ready to become vector
+    lanes; None when a binding reads memory. TVM 0.27's VectorizeLoop turns a Bind into a vector
+    binding and then, where it must scalarize a statement (an ``if_then_else`` whose condition is
+    a vector), emits the scalar copy with the original, now unbound, name: the kernel then fails
+    in codegen ("variables (k_idx, q_idx) are used, but are not passed in as API arguments").
+    A binding that reads memory stays a binding, in the scalar loop."""
+    variables = bound_vars(body)
+    if not variables:
+        return body
+    values = {}
+    for bind in _binds_in_order(body):
+        value = substitute(bind.value, values)
+        if not is_pure(value):
+            return None
+        values[bind.var] = value
+    return substitute(drop_bindings(body, variables), values)
+
+
+def _binds_in_order(body) -> list:
+    found = []
+    tvm_ffi.structural_walk(body, [(tirx.Bind, found.append)], order="pre")
+    return found

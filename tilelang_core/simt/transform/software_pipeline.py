@@ -54,6 +54,7 @@ from tvm import tirx
 from tilelang_core.errors import LoweringError
 from tilelang_core.ir import Copy, Gemm, TileOp, is_tile_op
 from tilelang_core.ir import region as R
+from tilelang_core.transform.bindings import is_invariant, uses_any, written_buffers
 
 from .. import intrinsics as I
 from .insert_barriers import accesses, insert_barriers_in_seq, touched
@@ -161,22 +162,34 @@ def num_stages(loop) -> int:
     return int(value.value) if hasattr(value, "value") else int(value)
 
 
-def leading_bindings(loop) -> tuple[list, dict, list]:
-    """(the Binds at the top of a loop body, {var: value with earlier bindings inlined}, the
-    statements after them). Names bound there (split-K's ``k0 = (bz * k_tiles + ko) * block_K``)
-    are used by copies that a pipeline runs stages ahead: those get the values inlined, while
-    the consumers keep the bindings themselves."""
+def leading_bindings(loop, kernel=None) -> tuple[list, dict, list]:
+    """(the bindings of a loop body that run at the top of an iteration, {var: value with earlier
+    bindings inlined}, the other statements in order). Names bound there (split-K's
+    ``k0 = (bz * k_tiles + ko) * block_K``) are used by copies that a pipeline runs stages ahead,
+    or a producer warpgroup runs: those get the values inlined, while the consumers keep the
+    bindings themselves.
+
+    A binding further down the body joins them when its value is the same wherever it is
+    evaluated (``is_invariant``: pure, or read from a tensor ``kernel`` never writes) and uses no
+    name bound in place: moving it to the top changes nothing, and copies or deferred statements
+    that use it get its value for their own iteration. A binding that reads memory the kernel
+    writes stays where it is, and so does every binding that uses its name."""
     stmts = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else [loop.body]
-    bindings, values = [], {}
-    while stmts and isinstance(stmts[0], tirx.Bind):
-        bind = stmts.pop(0)
-        bindings.append(bind)
-        values[bind.var] = substitute(bind.value, values)
-    return bindings, values, stmts
+    written = written_buffers(kernel if kernel is not None else loop)
+    bindings, values, rest, in_place = [], {}, [], []
+    for stmt in stmts:
+        if isinstance(stmt, tirx.Bind):
+            if is_invariant(stmt.value, written) and not uses_any(stmt.value, in_place):
+                bindings.append(stmt)
+                values[stmt.var] = substitute(stmt.value, values)
+                continue
+            in_place.append(stmt.var)
+        rest.append(stmt)
+    return bindings, values, rest
 
 
 def _pipeline(loop, stages: int, staged: dict, kernel=None, shared_limit: int | None = None):
-    bindings, values, stmts = leading_bindings(loop)
+    bindings, values, stmts = leading_bindings(loop, kernel)
     producers = []
     while stmts and _is_producer(stmts[0]):
         producers.append(substitute(stmts.pop(0), values))

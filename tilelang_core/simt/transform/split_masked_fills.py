@@ -28,7 +28,9 @@ import tvm_ffi
 from tvm import tirx
 from tvm.tirx.analysis import undefined_vars
 
-from .state import uses_var
+from tilelang_core.transform.bindings import is_pure
+
+from .state import substitute, uses_var
 
 
 def split_masked_fills(body):
@@ -76,11 +78,14 @@ def _split_fill(stmt, loop):
 
 
 def _with_value(nest, value):
-    """A copy of the fill nest with fresh loop variables, storing ``value``."""
+    """A copy of the fill nest with fresh loop variables, storing ``value`` (its bindings, which
+    only fed the mask, dropped)."""
     loops, stmt = [], nest
     while isinstance(stmt, tirx.For):
         loops.append(stmt)
         stmt = stmt.body
+    if isinstance(stmt, tirx.SeqStmt):
+        stmt = stmt.seq[-1]
     fresh = {f.loop_var: tirx.Var(str(f.loop_var.name), f.loop_var.ty) for f in loops}
     indices = [fresh[i] for i in stmt.indices]
     inner = tirx.BufferStore(stmt.buffer, value, indices)
@@ -91,18 +96,26 @@ def _with_value(nest, value):
 
 def fill_nest(stmt):
     """(buffer, [loops], value) of ``for i: for j: buf[i, j] = value`` (loops from 0, one index per
-    loop, in order), else None."""
+    loop, in order), else None. Pure bindings before the store (TileLang's causal mask binds
+    ``q_idx = bx * block_M + i``, ``k_idx = k * block_N + j``) are inlined into ``value``."""
     loops = []
     while isinstance(stmt, tirx.For):
         loops.append(stmt)
         stmt = stmt.body
+    values = {}
+    if isinstance(stmt, tirx.SeqStmt):
+        *binds, stmt = list(stmt.seq)
+        for b in binds:
+            if not isinstance(b, tirx.Bind) or not is_pure(b.value):
+                return None
+            values[b.var] = substitute(b.value, values)
     if not loops or not isinstance(stmt, tirx.BufferStore):
         return None
     if len(stmt.indices) != len(loops) or any(not idx.same_as(f.loop_var) for idx, f in zip(stmt.indices, loops)):
         return None
     if any(not (isinstance(f.min, tirx.IntImm) and int(f.min) == 0) for f in loops):
         return None
-    return stmt.buffer, loops, stmt.value
+    return stmt.buffer, loops, substitute(stmt.value, values)
 
 
 def zero_when(value, loops):

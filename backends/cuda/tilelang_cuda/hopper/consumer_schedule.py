@@ -41,8 +41,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tvm import tirx
+
 from tilelang_core.ir import Gemm, TileOp, is_tile_op
 from tilelang_core.simt.transform.insert_barriers import conflict, touched
+from tilelang_core.transform.bindings import uses_any
 
 PROLOGUE, STEADY, EPILOGUE, PLAIN, LAST = "prologue", "steady", "epilogue", "plain", "last"
 
@@ -92,6 +95,12 @@ def plan_overlap(body: list, is_wgmma, stages: int = 2) -> tuple[tuple[int, tupl
         return None, "no work between the first and the last gemm"
     if not all(is_wgmma(TileOp.from_stmt(body[i])) for i in (g1, g2)):
         return None, "a gemm not on wgmma"
+    # Names the body binds in place (to memory the kernel writes; the others were hoisted to the
+    # top and are inlined into deferred statements): D(j-1) runs after iteration j bound them
+    # again, so neither such a binding nor a statement using its name may be deferred.
+    in_place = [s.var for s in body if isinstance(s, tirx.Bind)]
+    if uses_any(body[g2], in_place):
+        return None, "the last gemm uses a name bound in the loop body"
     access = [touched(s) for s in body]
     pre = [access[i] for i in range(g1 + 1)]
     deferred = [g2]
@@ -100,6 +109,8 @@ def plan_overlap(body: list, is_wgmma, stages: int = 2) -> tuple[tuple[int, tupl
     for i in range(g2 - 1, g1, -1):
         later = [access[j] for j in range(i + 1, g2) if j not in deferred]
         if any(_conflict(access[i], a) for a in pre + later):
+            continue
+        if isinstance(body[i], tirx.Bind) or uses_any(body[i], in_place):
             continue
         deferred.append(i)
     return (g1, tuple(sorted(deferred))), ""

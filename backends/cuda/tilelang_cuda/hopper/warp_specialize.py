@@ -46,6 +46,7 @@ from tilelang_core.simt.transform.software_pipeline import (
     _check_no_stale_uses, _is_producer, num_stages, _restage_accesses, _restage_allocs, _restage_op,
     _staged_buffer, leading_bindings, shared_bytes)
 from tilelang_core.simt.transform.state import PIPELINE_REGION, if_then, seq, substitute
+from tilelang_core.transform.bindings import bound_vars, uses_any
 
 from .cluster import cluster_pair, cluster_rank
 from .consumer_schedule import EPILOGUE, LAST, PLAIN, PROLOGUE, STEADY, plan_overlap, schedule, tile_groups
@@ -134,7 +135,8 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     if _contains_pipelined(loop.body):
         raise NotSpecialized("nested T.Pipelined loops")
     stages = max(1, num_stages(loop))
-    binds, values, body_stmts = leading_bindings(loop)
+    binds, values, body_stmts = leading_bindings(loop, body)
+    in_place = bound_vars(seq(body_stmts))  # bound to memory the kernel writes: not hoisted
     # Every TMA-loadable global -> shared copy of the body moves to the producer (FlashAttention's
     # V copy sits mid-body), unless the body touches its tile before it.
     producers, boxes, rest, touched = [], [], [], set()
@@ -143,6 +145,9 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
             box = load_box(stmt)  # a copy TMA cannot carry: the cp.async pipeline takes the loop
             if box.op.dst.source in touched:
                 raise NotSpecialized(f"{box.op.dst.source.name} is used in the loop before its copy")
+            if uses_any(stmt, in_place):
+                raise NotSpecialized(f"the copy into {box.op.dst.source.name} uses a name bound in the loop "
+                                     f"to a value read from memory the kernel writes")
             producers.append(stmt)
             boxes.append(box)
             continue
