@@ -21,6 +21,7 @@ import. Example::
 """
 
 from ..ir import GemmWarpPolicy
+from ..layout import Layout  # T.Layout(shape, forward): TileLang's layouts, flat or multi-dimensional
 from ..jit import compile  # T.compile(func, out_idx=None, target="auto", pass_configs=None)
 from . import dtypes as _dtypes
 from .allocate import alloc_buffer, alloc_fragment, alloc_local, alloc_shared, alloc_var

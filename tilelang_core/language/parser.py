@@ -34,7 +34,7 @@ from tvm.tirx import is_buffer_var
 from tvm.tirx.script.parser import parser as tirx_parser
 
 from ..errors import FrontendError
-from . import reducers
+from . import bounds_check, global_layouts, reducers
 from .kernel import reset_kernel_stack
 
 TOKEN = "tl"
@@ -161,9 +161,12 @@ def parse_kernel(func: Callable, extra_vars: dict[str, Any] | None = None,
             result = builder.get()
             found = reducers.end_kernel(reducers_token)
             reducers_token = None
+            refuse = lambda msg: make_error(source, _def_node(source), msg, kernel=func.__name__)  # noqa: E731
             if found and isinstance(result, tvm.tirx.PrimFunc):
-                result = reducers.lower_reducers(result, found, lambda msg: make_error(
-                    source, _def_node(source), msg, kernel=func.__name__))
+                result = reducers.lower_reducers(result, found, refuse)
+            if isinstance(result, tvm.tirx.PrimFunc):
+                result = global_layouts.apply_global_layouts(result, refuse)
+                bounds_check.check_on_chip_bounds(result, refuse)
         except FrontendError as err:
             raise _fresh(err) from None
         except Exception as err:  # noqa: BLE001 - anything escaping the parser is reported at the def

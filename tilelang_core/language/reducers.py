@@ -223,9 +223,7 @@ def _map_children(node, fn):
                                None if node.else_case is None else fn(node.else_case))
     if isinstance(node, tirx.AttrStmt):
         return tirx.AttrStmt(node.node, node.attr_key, node.value, fn(node.body))
-    if isinstance(node, tirx.LetStmt):
-        return tirx.LetStmt(node.var, node.value, fn(node.body))
-    return None
+    return None  # leaves, Bind (x = expr; TVM 0.27's LetStmt is the same flat node) included
 
 
 def _rewrite_updates(node, plan, error, nest):

@@ -46,6 +46,28 @@ class Layout:
     #: alignment the tile's base needs in memory (1024 for the wgmma/TMA 128-byte swizzle period)
     align_bytes: int = field(default=16, compare=False)
 
+    def __post_init__(self):
+        # TileLang's T.Layout(buffer.shape, forward) passes TVM integers
+        try:
+            shape = tuple(int(s) for s in self.shape)
+        except (TypeError, ValueError):
+            raise LayoutError(f"a layout needs a constant shape, got {list(self.shape)}") from None
+        object.__setattr__(self, "shape", shape)
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        """The extent of each index ``fn`` returns (TileLang's layouts map an index to a
+        multi-dimensional one); ``(size,)`` for a flat-offset layout."""
+        cached = self.__dict__.get("_output_shape")
+        if cached is None:
+            cached = self.__dict__["_output_shape"] = _output_shape(self)
+        return cached
+
+    def forward(self, *indices) -> list:
+        """The index ``fn`` maps ``indices`` to, as a list (one entry for a flat-offset layout)."""
+        out = self.fn(*indices)
+        return list(out) if isinstance(out, (list, tuple)) else [out]
+
     @staticmethod
     def row_major(shape: Sequence[int]) -> Layout:
         shape = tuple(int(s) for s in shape)
@@ -63,9 +85,18 @@ class Layout:
         return math.prod(self.shape)
 
     def offset(self, *indices):
+        """The flat offset of ``indices``: ``fn``'s value, or for a multi-dimensional forward
+        index (TileLang's ``T.Layout(shape, lambda i, j: [i // 8, j, i % 8])``) its row-major
+        offset in :attr:`output_shape`."""
         if len(indices) != len(self.shape):
             raise LayoutError(f"layout of shape {list(self.shape)} indexed with {len(indices)} indices")
-        return self.fn(*indices)
+        out = self.fn(*indices)
+        if not isinstance(out, (list, tuple)):
+            return out
+        off = 0
+        for i, s in zip(out, self.output_shape):
+            off = off * s + i
+        return off
 
     def is_bijective(self) -> bool:
         """Every offset in [0, size) used exactly once (enumerates: for tiles, not for tensors)."""
@@ -147,3 +178,26 @@ def _swizzled_like(buffer) -> Layout:
         return tile.offset(row, idx[-1])
 
     return Layout(dims, fn, tile.kind, tile.align_bytes)
+
+
+def _output_shape(layout: Layout) -> tuple[int, ...]:
+    """Each forward index's largest value + 1, over the whole input shape (TileLang's rule)."""
+    import tvm
+
+    probe = layout.fn(*[0] * len(layout.shape)) if layout.shape else layout.fn()
+    if not isinstance(probe, (list, tuple)):
+        return (layout.size,)
+    analyzer = tvm.sym.Analyzer()
+    idx = [tvm.tirx.Var(f"i{d}", "int32") for d in range(len(layout.shape))]
+    for v, extent in zip(idx, layout.shape):
+        analyzer.bind(v, tvm.ir.Range.from_min_extent(0, extent))
+    dims = []
+    for expr in layout.fn(*idx):
+        if isinstance(expr, int):
+            dims.append(expr + 1)
+            continue
+        bound = analyzer.const_int_bound(analyzer.simplify(expr))
+        if bound.min_value < 0:
+            raise LayoutError(f"layout {layout.kind}: forward index {expr} can be negative")
+        dims.append(int(bound.max_value) + 1)
+    return tuple(dims)
