@@ -67,8 +67,8 @@ def run_times(sizes, threads):
             kernel = gemm(n, n, n, dtype="float32")
             c = kernel(a, b)
             err = ((c.double() - a.double() @ b.double()).norm() / (a.double() @ b.double()).norm()).item()
-            ours = do_bench(lambda: kernel(a, b), warmup_ms=50, rep_ms=500)
-            torch_ms = do_bench(lambda: torch.matmul(a, b), warmup_ms=50, rep_ms=500)
+            ours = do_bench(lambda: kernel(a, b), warmup_ms=50, rep_ms=500, return_mode="median")
+            torch_ms = do_bench(lambda: torch.matmul(a, b), warmup_ms=50, rep_ms=500, return_mode="median")
             rows.append((n, ours, torch_ms, err))
     return rows
 

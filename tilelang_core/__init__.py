@@ -42,6 +42,7 @@ _LAZY = {
     "tileop": "tilelang_core.tileop:",
     "transform": "tilelang_core.transform:",
     "profiler": "tilelang_core.profiler:",
+    "TensorSupplyType": "tilelang_core.profiler.supply:TensorSupplyType",
     "testing": "tilelang_core.testing:",
     "disable_cache": "tilelang_core.env:disable_cache",
     "enable_cache": "tilelang_core.env:enable_cache",

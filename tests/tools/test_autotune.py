@@ -116,8 +116,8 @@ def test_a_config_key_that_is_not_a_parameter_is_refused_before_compiling():
         tuner.tune(N, N, N)
 
 
-def test_autotune_must_sit_on_a_lazy_jit_function():
-    with pytest.raises(ConfigError, match="on top of a lazy @jit"):
+def test_autotune_must_sit_on_a_jit_function():
+    with pytest.raises(ConfigError, match="on top of a @jit function"):
         tl.autotune(configs=[{}])(lambda: None)
 
 

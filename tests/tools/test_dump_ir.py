@@ -19,7 +19,7 @@ def test_dump_ir_writes_stages_every_pass_and_timing(tmp_path, monkeypatch):
     # our passes, in pipeline order, before TVM's own
     ours = [n for n in names if n.startswith("cpu.")]
     assert ours == ["cpu.ThreadsToLoops", "cpu.LowerTileOps", "cpu.BlocksToLoops",
-                    "cpu.LegalizeForCpu", "cpu.VerifyNoTileOps"]
+                    "cpu.GuardParallelGlobals", "cpu.LegalizeForCpu", "cpu.VerifyNoTileOps"]
     assert "tirx.MakePackedAPI" in names
     lowered_tiles = (folder / "passes" / passes[names.index("cpu.LowerTileOps")]).read_text()
     assert "tl.tile" not in lowered_tiles and "for" in lowered_tiles

@@ -74,8 +74,9 @@ def ray_check_and_time(sys_path, spec_payload: bytes, settings_payload: bytes, c
 class RayTuner:
     """Runs one search of ``tuner`` (an AutoTuner) on the Ray instance this process is connected to."""
 
-    def __init__(self, tuner):
+    def __init__(self, tuner, settings=None):
         self.tuner = tuner
+        self.settings = tuner.settings if settings is None else settings
 
     def run(self, spec, configs: Sequence[Mapping], backend):
         try:
@@ -97,7 +98,7 @@ class RayTuner:
         env = _config.snapshot()
         path = list(sys.path)
         spec_payload = cloudpickle.dumps(spec)
-        settings_payload = cloudpickle.dumps(self.tuner.settings)
+        settings_payload = cloudpickle.dumps(self.settings)
         compile_task = ray.remote(num_cpus=1, max_retries=0)(ray_compile)
         time_task = ray.remote(num_cpus=0 if gpu else 1, num_gpus=1 if gpu else 0,
                                max_retries=0)(ray_check_and_time)

@@ -4,6 +4,8 @@ A ``@jit`` object holds a lock and a memo of compiled kernels, so it cannot trav
 process. ``KernelSpec`` names the kernel factory instead: by module and qualified name for the local
 process pool (the worker imports the module, from its file when it is a script), or by value for
 Ray (``factory``, serialized with Ray's cloudpickle, so a remote node needs no copy of the file).
+An eager ``@jit`` kernel (written on tensors) travels the same way; its tensor arguments travel as
+``TensorSpec`` stand-ins (shape and dtype: all a specialization reads), never as data.
 
     spec = KernelSpec.from_jit(jit_fn, args, kwargs, target)
     outcome = compile_candidate(spec, {"block_M": 64}, config.snapshot())   # in a worker
@@ -39,6 +41,8 @@ class KernelSpec:
     pass_configs: dict | None = None
     factory: Callable | None = None
     sys_path: list = field(default_factory=list)
+    #: the factory is an eager kernel: specialize it on ``args`` (stand-ins) instead of calling it
+    eager: bool = False
 
     @classmethod
     def from_jit(cls, jit_fn, args, kwargs, target, *, by_value: bool = False) -> "KernelSpec":
@@ -47,7 +51,8 @@ class KernelSpec:
         return cls(name=fn.__name__, module=fn.__module__, qualname=fn.__qualname__,
                    file=getattr(module, "__file__", None), args=tuple(args), kwargs=dict(kwargs),
                    target=str(target), out_idx=jit_fn.out_idx, pass_configs=jit_fn.pass_configs,
-                   factory=fn if by_value else None, sys_path=list(sys.path))
+                   factory=fn if by_value else None, sys_path=list(sys.path),
+                   eager=getattr(jit_fn, "mode", "lazy") == "eager")
 
     def importable(self) -> str | None:
         """None when a fresh process can find the factory by name; else why not."""
@@ -79,20 +84,59 @@ class KernelSpec:
             obj = inner
         return obj
 
-    def build_func(self, config: Mapping):
+    def build(self, config: Mapping):
+        """``(PrimFunc, out_idx)`` of one candidate."""
         import tvm
 
-        func = self.resolve()(*self.args, **{**self.kwargs, **config})
+        merged = {**self.kwargs, **config}
+        if self.eager:
+            program = _eager_program(self.resolve())
+            args, kwargs = program.tensors_from_consts(self.args, merged)
+            spec = program.specialize(args, kwargs)
+            return spec.func, (self.out_idx if self.out_idx is not None else spec.out_idx)
+        func = self.resolve()(*self.args, **merged)
         if not isinstance(func, tvm.tirx.PrimFunc):
             raise ConfigError(f"'{self.name}' returned {type(func).__name__}, not a T.prim_func")
-        return func
+        return func, self.out_idx
+
+    def build_func(self, config: Mapping):
+        return self.build(config)[0]
 
     def compile(self, config: Mapping):
         """Compile one candidate in this process (through the disk cache) -> JITKernel."""
         from ..jit.compiler import compile as _compile
 
-        return _compile(self.build_func(config), out_idx=self.out_idx, target=self.target,
-                        pass_configs=self.pass_configs)
+        func, out_idx = self.build(config)
+        return _compile(func, out_idx=out_idx, target=self.target, pass_configs=self.pass_configs)
+
+
+_eager_programs: dict = {}
+
+
+def _eager_program(fn):
+    """One EagerProgram per kernel function in this process (it parses the source once)."""
+    from ..language.eager import EagerProgram
+
+    program = _eager_programs.get(fn)
+    if program is None:
+        program = _eager_programs[fn] = EagerProgram(fn)
+    return program
+
+
+def stand_ins(values):
+    """``values`` with every tensor-like entry (one with ``shape`` and ``dtype``) replaced by a
+    ``TensorSpec``: what an eager specialization reads, without the data."""
+    from ..language.eager import TensorSpec
+
+    def one(v):
+        if isinstance(v, TensorSpec) or not (hasattr(v, "shape") and hasattr(v, "dtype")):
+            return v
+        dtype = str(v.dtype)
+        return TensorSpec(tuple(int(d) for d in v.shape), dtype[6:] if dtype.startswith("torch.") else dtype)
+
+    if isinstance(values, dict):
+        return {k: one(v) for k, v in values.items()}
+    return tuple(one(v) for v in values)
 
 
 def _is_plain_function(obj) -> bool:

@@ -7,7 +7,7 @@ Two schedules, same measurements:
   compiles run on the CPU, so one thread checks and times each candidate as soon as it is ready,
   still one at a time.
 
-    timer = SerialTimer(tuner, spec, target, total=16, overlap=True)
+    timer = SerialTimer(tuner, spec, target, total=16, overlap=True, settings=tuner.settings)
     timer.submit(candidate)     # from the compile loop, for every candidate that compiled
     timer.finish()              # waits until every submitted candidate is measured
 """
@@ -23,12 +23,14 @@ from .spec import error_summary
 
 
 class SerialTimer:
-    def __init__(self, tuner, spec, target, total: int, overlap: bool):
+    def __init__(self, tuner, spec, target, total: int, overlap: bool, settings=None):
         self.tuner, self.spec, self.target = tuner, spec, target
+        self.settings = tuner.settings if settings is None else settings
         self.overlap = overlap
         self.bar = tuner._bar(total, "bench")
         self.best = None
         self.submitted = 0
+        self.inputs: dict = {}  # the inputs kept between candidates (cache_input_tensors)
         self._pending: list = []
         self._queue: queue.Queue | None = None
         self._thread: threading.Thread | None = None
@@ -68,7 +70,8 @@ class SerialTimer:
             except Exception as exc:  # noqa: BLE001 - e.g. a corrupt artifact
                 return {"ok": False, "latency": None, "stage": "compile",
                         "error": error_summary(exc), "detail": None}
-            return check_and_time(kernel, tuner.settings)
+            best = self.best.latency if self.best is not None else None
+            return check_and_time(kernel, self.settings, best, self.inputs)
 
         outcome = run_with_timeout(job, tuner.timeout, "check and bench")
         tuner.record(c, outcome, self.bar)

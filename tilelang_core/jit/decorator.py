@@ -51,6 +51,21 @@ if TYPE_CHECKING:  # pragma: no cover - only for annotations; kernel.py imports 
 
 MODES = ("auto", "lazy", "eager")
 
+#: TileLang's execution backends (how a compiled kernel is called from Python). Each of our
+#: backends launches through its own tvm-ffi runtime, so the choice changes nothing here; the names
+#: are accepted so that ported code runs unchanged, and anything else is refused.
+EXECUTION_BACKENDS = (None, "auto", "tvm_ffi", "cython", "nvrtc", "torch", "cutedsl")
+
+
+def check_tilelang_options(where: str, execution_backend=None, target_host=None) -> None:
+    """Refuse the TileLang compile options we cannot honour, naming them."""
+    if execution_backend not in EXECUTION_BACKENDS:
+        raise ConfigError(f"{where}(execution_backend={execution_backend!r}) is not one of "
+                          f"{', '.join(str(b) for b in EXECUTION_BACKENDS[1:])}")
+    if target_host is not None:
+        raise ConfigError(f"{where}(target_host={target_host!r}): the target's backend builds its own "
+                          f"host side here; drop target_host")
+
 # Entries of EagerJIT's per-call memo before it starts over: keys keep exact shapes, so a kernel
 # with dynamic extents gains one per size seen; a bound keeps a long-running loop's memory flat.
 _CALL_MEMO_LIMIT = 4096
@@ -125,6 +140,37 @@ class _JITBase:
     def _compile_func(self, func, out_idx) -> JITKernel:
         return _compile(func, out_idx=out_idx, target=self.target, pass_configs=self.pass_configs,
                         _backend=self._backend)
+
+    def par_compile(self, configs, num_workers: int | None = None, ignore_error: bool = False) -> list:
+        """TileLang's ``JITImpl.par_compile``: one kernel per config (a dict of keyword arguments
+        or a tuple of positional ones), in order. They compile one after another here (lowering
+        holds the GIL; the autotuner's process pool is the parallel path); ``num_workers`` is
+        accepted for the signature. ``ignore_error=True`` puts None (and a warning) where a config
+        fails instead of raising."""
+        import warnings
+
+        del num_workers
+        kernels = []
+        for cfg in configs:
+            if not isinstance(cfg, (dict, tuple)):
+                raise ConfigError(f"par_compile config {cfg!r}: give a dict of keyword arguments or a "
+                                  f"tuple of positional ones")
+            try:
+                kernels.append(self.compile(**cfg) if isinstance(cfg, dict) else self.compile(*cfg))
+            except Exception as exc:  # noqa: BLE001 - reported, or raised when not ignoring errors
+                if not ignore_error:
+                    raise
+                warnings.warn(f"par_compile of '{self.fn.__name__}' with {cfg!r} failed: {exc}",
+                              RuntimeWarning, stacklevel=2)
+                kernels.append(None)
+        return kernels
+
+    def get_kernel_source(self, *args, **kwargs) -> str:
+        """The source of the kernel these arguments compile to (TileLang's
+        ``JITImpl.get_kernel_source``): ``self.compile(*args, **kwargs).get_kernel_source()``, for
+        this function's target (``target="auto"``: the one a call would use now). Eager functions
+        take tensors or, as in ``compile``, sizes: ``f.get_kernel_source(M=128, N=128, K=64)``."""
+        return self.compile(*args, **kwargs).get_kernel_source()
 
 
 class LazyJIT(_JITBase):
@@ -251,6 +297,12 @@ class EagerJIT(_JITBase):
 
     get_kernel = compile
 
+    def get_tir(self, *args, **kwargs):
+        """The PrimFunc these arguments specialize to (not compiled); tensors or sizes, as in
+        ``compile``."""
+        args, kwargs = self.program.tensors_from_consts(args, kwargs)
+        return self.program.specialize(args, kwargs).func
+
     def _specialize(self, args: tuple, kwargs: Mapping[str, Any]):
         spec = self.program.specialize(args, kwargs)
         out_idx = self.out_idx if self.out_idx is not None else spec.out_idx
@@ -296,6 +348,7 @@ def _all_args(args, kwargs):
 
 def jit(func: Callable | None = None, *, out_idx: Sequence[int] | int | None = None,
         target: Any = "auto", pass_configs: Mapping[str, Any] | None = None, mode: str = "auto",
+        execution_backend: str | None = None, verbose: bool | None = None, target_host: Any = None,
         _backend: Any = None, _program_factory: Any = None):
     """Decorate a TileLang kernel factory (lazy) or kernel (eager); see the module docstring.
 
@@ -306,7 +359,12 @@ def jit(func: Callable | None = None, *, out_idx: Sequence[int] | int | None = N
 
         @jit(out_idx=[-1], target="cuda", pass_configs={"tl.disable_tma_lower": True})
         def k(...): ...
+
+    TileLang's ``execution_backend`` (see ``EXECUTION_BACKENDS``) and ``verbose`` are accepted;
+    ``target_host`` other than None is refused.
     """
+    check_tilelang_options("jit", execution_backend, target_host)
+    del verbose  # TileLang's compile log switch; TILELANG_DUMP_IR shows every stage here
     if mode not in MODES:
         raise ConfigError(f"@jit(mode={mode!r}) is not one of {', '.join(MODES)}")
 

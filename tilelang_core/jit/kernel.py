@@ -54,6 +54,10 @@ class JITKernel:
         self.device_type = device_type
         # a temporary folder holding the artifact when the disk cache is off: lives as we do
         self._keepalive = keepalive
+        #: set by the autotuner on the kernel it picked (TileLang's ``update_tuner_result``)
+        self.latency: float | None = None
+        self.config: dict | None = None
+        self.ref_latency: float | None = None
         check_outputs_allocatable(self.params, name)
         self._binder = ArgBinder(name, self.params, function, device_type)
         self._launch = make_launcher(self._binder, device_type, entry_checks, entry_aligns)
@@ -71,14 +75,30 @@ class JITKernel:
 
     def get_profiler(self, tensor_supply_type=None, dynamic_shapes=None):
         """A ``Profiler`` for this kernel: ``do_bench``, ``assert_allclose``, ``run_once``.
+        ``tensor_supply_type`` (first, as in TileLang) defaults to ``TensorSupplyType.Auto``.
 
-            profiler = kernel.get_profiler(tensor_supply_type="randn")
+            profiler = kernel.get_profiler(TensorSupplyType.Integer)
             profiler.assert_allclose(lambda a, b: a @ b, atol=1e-2, rtol=1e-2)
             ms = profiler.do_bench(warmup=25, rep=100)
         """
         from ..profiler import Profiler, TensorSupplyType
 
-        return Profiler(self, tensor_supply_type or TensorSupplyType.Auto, dynamic_shapes)
+        supply = TensorSupplyType.Auto if tensor_supply_type is None else tensor_supply_type
+        return Profiler(self, supply, dynamic_shapes)
+
+    def run_once(self, func=None):
+        """Run the kernel (or ``func``) once on fresh profiler inputs and return the result."""
+        return self.get_profiler().run_once(func)
+
+    def update_tuner_result(self, latency: float, config: dict, ref_latency: float | None) -> "JITKernel":
+        """Record what the autotuner measured for this kernel (``kernel.latency``, ``.config``,
+        ``.ref_latency``: ms and the winning config); returns the kernel."""
+        self.latency, self.config, self.ref_latency = latency, config, ref_latency
+        return self
+
+    def get_tuner_result(self) -> dict:
+        """``{"latency", "config", "ref_latency"}`` as the autotuner recorded them (None: untuned)."""
+        return {"latency": self.latency, "config": self.config, "ref_latency": self.ref_latency}
 
     def export_library(self, path: str | Path) -> Path:
         """Copy the loadable artifact to ``path``; load it with ``tvm_ffi.load_module(path)``."""

@@ -111,9 +111,17 @@ class EagerProgram:
         tensor_params: list[str] = []
         consts: list[str] = []
         outputs: list[str] = []
+        # TileLang also takes the tensor type in the signature: def f(A: T.Tensor[[M, N], dt]).
+        for arg in fdef.args.posonlyargs + fdef.args.args:
+            if arg.annotation is not None and _is_tensor_annotation(arg.annotation):
+                tensor_params.append(arg.arg)
+                self._stmts.append(_Stmt("tensor", (arg.arg,), self._compile(arg.annotation), arg))
         for node in ast.walk(fdef):
             if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) \
                     and node.target.id in params and node.value is None:
+                if node.target.id in tensor_params:
+                    raise self._error(node, f"parameter '{node.target.id}' already has a tensor type "
+                                            f"(in the signature or above); annotate it once")
                 tensor_params.append(node.target.id)
                 self._stmts.append(_Stmt("tensor", (node.target.id,),
                                          self._compile(node.annotation), node))
@@ -127,17 +135,14 @@ class EagerProgram:
                     raise self._error(node, "assign each T.empty(...) to one name")
                 outputs.append(names[0])
                 self._stmts.append(_Stmt("empty", tuple(names), self._compile(node.value), node))
-        # Top-level assignments before the kernel (``dtype = T.float16``) may feed annotations.
+        # Top-level statements before the kernel may feed annotations: assignments
+        # (``dtype = T.float16``, ``shape = [M, N]``, ``x += 1``) and ``if`` blocks of them
+        # (``if scale is None: scale = ...``). They run in the header's namespace, in order.
         for node in fdef.body:
             if isinstance(node, ast.With):
                 break
-            if isinstance(node, ast.Assign) and not _is_call_to(node.value, "const") \
-                    and not _is_call_to(node.value, "empty"):
-                try:
-                    names = self._target_names(node.targets[0])
-                except FrontendError:
-                    continue
-                self._stmts.append(_Stmt("plain", tuple(names), self._compile(node.value), node))
+            if _is_header_statement(node, params):
+                self._stmts.append(_Stmt("plain", _assigned_names(node), self._compile_stmt(node), node))
         self._stmts.sort(key=lambda s: (s.node.lineno, s.node.col_offset))
         # Parameters are declared in signature order, whatever order the annotations have.
         ordered_tensors = tuple(p for p in params if p in tensor_params)
@@ -156,6 +161,9 @@ class EagerProgram:
     # -- helpers ---------------------------------------------------------------------------
     def _compile(self, expr: ast.expr):
         return compile(ast.Expression(expr), self._filename, "eval")
+
+    def _compile_stmt(self, node: ast.stmt):
+        return compile(ast.Module(body=[node], type_ignores=[]), self._filename, "exec")
 
     def _target_names(self, target: ast.expr) -> list[str]:
         if isinstance(target, ast.Name):
@@ -322,8 +330,10 @@ class EagerProgram:
                     ann = _eval(self, stmt, ns)
                 except FrontendError as err:
                     unset = [n for n in self.signature.const_names if n not in sizes]
+                    if not unset:  # every size was given: the error is the annotation's own
+                        raise
                     raise self._error(stmt.node, f"{err.message}; give every size the annotation uses "
-                                                 f"(not given: {', '.join(unset) or 'none'})") from None
+                                                 f"(not given: {', '.join(unset)})") from None
                 if not all(isinstance(d, int) for d in ann.shape):
                     raise self._error(stmt.node, f"parameter '{stmt.names[0]}' has a size known only at "
                                                  f"call time ({ann}); pass a tensor for it instead")
@@ -470,12 +480,29 @@ def _is_static(dim, const_vars: set) -> bool:
     return all(v in const_vars for v in tvm.tirx.analysis.undefined_vars(dim))
 
 
+# The key under which a header namespace records the plain statements that failed: name ->
+# (statement, exception). Not an identifier a kernel can spell.
+_FAILED = "<tilelang failed header statements>"
+
+
 def _eval(program: EagerProgram, stmt: _Stmt, ns: dict):
     token = current_eager.set(_HeaderEval())
     try:
         return eval(stmt.code, ns)  # noqa: S307 - the user's own kernel source
     except FrontendError as err:
         raise program._error(stmt.node, err.message) from None
+    except NameError as err:
+        # A name an earlier header statement should have set: report that statement's failure,
+        # not this line's NameError (``dtype = T.no_such`` then ``A: T.Tensor(.., dtype)``).
+        failed = ns.get(_FAILED, {}).get(getattr(err, "name", None))
+        if failed is not None:
+            cause_stmt, cause = failed
+            raise program._error(cause_stmt.node, f"{type(cause).__name__}: {cause} (needed by the "
+                                                  f"annotation on line {stmt.node.lineno})") from None
+        raise program._error(stmt.node, f"NameError: {err}; the header of an eager kernel (the "
+                                        f"statements before its first 'with') sees the module's "
+                                        f"globals, the function's parameters and defaults, and "
+                                        f"names assigned above this line") from None
     except Exception as err:  # noqa: BLE001 - report any failure at the user's line
         raise program._error(stmt.node, f"{type(err).__name__}: {err}") from None
     finally:
@@ -483,18 +510,56 @@ def _eval(program: EagerProgram, stmt: _Stmt, ns: dict):
 
 
 def _eval_plain(stmt: _Stmt, ns: dict) -> None:
-    """Best effort: a failing plain statement is left to the parser, which reports it."""
+    """Best effort: a failing plain statement is left to the parser, which reports it; it is
+    recorded so that an annotation needing one of its names reports it too."""
     token = current_eager.set(_HeaderEval())
     try:
-        value = eval(stmt.code, ns)  # noqa: S307 - the user's own kernel source
-    except Exception:  # noqa: BLE001 - see docstring
-        return
+        exec(stmt.code, ns)  # noqa: S102 - the user's own kernel source
+    except Exception as err:  # noqa: BLE001 - see docstring
+        failed = ns.setdefault(_FAILED, {})
+        for name in stmt.names:
+            failed.setdefault(name, (stmt, err))
     finally:
         current_eager.reset(token)
-    if len(stmt.names) == 1:
-        ns[stmt.names[0]] = value
-    elif isinstance(value, (tuple, list)) and len(value) == len(stmt.names):
-        ns.update(zip(stmt.names, value, strict=True))
+
+
+def _is_tensor_annotation(node: ast.expr) -> bool:
+    """``T.Tensor[...]``, ``T.Tensor(...)``, ``T.StridedTensor[...]``, ``T.Buffer(...)``: a
+    signature annotation that makes the parameter a tensor (``int``, ``T.dtype`` do not)."""
+    head = node.value if isinstance(node, ast.Subscript) else node.func if isinstance(node, ast.Call) else None
+    name = head.attr if isinstance(head, ast.Attribute) else getattr(head, "id", "")
+    return name.endswith("Tensor") or name == "Buffer"
+
+
+def _assigned_names(node: ast.stmt) -> tuple[str, ...]:
+    names = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and sub.id not in names:
+            names.append(sub.id)
+    return tuple(names)
+
+
+def _is_header_statement(node: ast.stmt, params: tuple[str, ...]) -> bool:
+    """An assignment-like statement (or an ``if`` of them) that the header evaluates; T.const,
+    T.empty and parameter annotations are handled as their own statement kinds."""
+    if isinstance(node, ast.Assign):
+        return not (_is_call_to(node.value, "const") or _is_call_to(node.value, "empty"))
+    if isinstance(node, ast.AugAssign):
+        return True
+    if isinstance(node, ast.AnnAssign):
+        return node.value is not None and not (isinstance(node.target, ast.Name)
+                                               and node.target.id in params)
+    if isinstance(node, ast.If):
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Call) and (_is_call_to(sub, "const") or _is_call_to(sub, "empty")):
+                return False
+            if isinstance(sub, ast.AnnAssign) and isinstance(sub.target, ast.Name) \
+                    and sub.target.id in params:
+                return False
+            if isinstance(sub, (ast.With, ast.For, ast.While, ast.Return, ast.FunctionDef)):
+                return False
+        return True
+    return False
 
 
 def _const_names_of(program: EagerProgram, stmt: _Stmt, ns: dict) -> list[str]:
@@ -614,10 +679,30 @@ def const(names):
     return hooks.const(names)
 
 
-def empty(shape, dtype="float32"):
-    """An output tensor of an eager kernel, allocated by the runtime and returned to the caller."""
+def empty(*shape, dtype=None):
+    """An output tensor of an eager kernel, allocated by the runtime and returned to the caller.
+
+    TileLang's two forms: ``T.empty((M, N), T.float16)`` and ``T.empty(M, N, dtype=T.float16)``
+    (dtype float32 when not given).
+    """
     hooks = current_eager.get()
     if hooks is None or not hasattr(hooks, "empty"):
         raise FrontendError("T.empty can only be used in an eager-style kernel (@tilelang.jit "
                             "without T.prim_func)")
-    return hooks.empty(shape, dtype)
+    dims, dtype = _empty_args(shape, dtype)
+    return hooks.empty(dims, dtype)
+
+
+def _empty_args(args: tuple, dtype):
+    if len(args) == 2 and isinstance(args[0], (list, tuple)) and dtype is None:
+        return args[0], args[1]  # T.empty(shape, dtype)
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        return args[0], "float32" if dtype is None else dtype
+    if not args:
+        raise FrontendError("T.empty needs a shape: T.empty((M, N), dtype) or T.empty(M, N, dtype=...)")
+    for dim in args:
+        if isinstance(dim, (str, list, tuple)) or getattr(dim, "dtype", "int").startswith(("float", "bool")):
+            raise FrontendError(f"T.empty({', '.join(map(repr, args))}): give the shape as one tuple "
+                                f"and the dtype second, T.empty((M, N), dtype), or the sizes one by one "
+                                f"with dtype=..., T.empty(M, N, dtype=T.float16)")
+    return tuple(args), "float32" if dtype is None else dtype
