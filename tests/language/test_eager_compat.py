@@ -172,3 +172,40 @@ def scale_like(n):
         with T.Kernel(1, threads=32) as _:
             T.copy(A, B)
     return main
+
+
+@tl.jit
+def dynamic_rows(x, block=32):
+    M = T.dynamic("M")
+    N = T.const("N")
+    x: T.Tensor[(M, N), T.float32]
+    y = T.empty((M, N), T.float32)
+    with T.Kernel(T.ceildiv(M, block), threads=128) as bx:
+        for i, j in T.Parallel(block, N):
+            y[bx * block + i, j] = x[bx * block + i, j] * 2.0
+    return y
+
+
+def test_a_dynamic_size_is_one_variable_in_annotations_empties_and_body():
+    with tl.Target("cpu"):
+        for rows in (70, 1, 33):  # one kernel serves every row count
+            x = torch.randn(rows, 16)
+            torch.testing.assert_close(dynamic_rows(x), 2 * x)
+
+
+@tl.jit
+def blocks_of_groups(A, sizes, block_M=16):
+    K = T.const("K")
+    total = sum((s + block_M - 1) // block_M for s in sizes)  # a generator, as TileLang kernels write
+    A: T.Tensor[(total * block_M, K), T.float32]
+    with T.Kernel(total, threads=64) as bx:
+        for i, j in T.Parallel(block_M, K):
+            A[bx * block_M + i, j] = A[bx * block_M + i, j] + bx
+
+
+def test_list_arguments_and_generator_expressions_in_the_header():
+    with tl.Target("cpu"):
+        a = torch.zeros(48, 8)
+        blocks_of_groups(a, [5, 20])  # a list compile-time argument (keyed as a tuple)
+        expected = torch.arange(3).repeat_interleave(16)[:, None].float().expand(48, 8)
+        torch.testing.assert_close(a, expected)

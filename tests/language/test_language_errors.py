@@ -249,3 +249,29 @@ def test_error_inside_a_macro_points_into_the_macro():
                 broken(A)
 
     _raises(build, "T.copy(buf, not_defined_anywhere)", "unknown name 'not_defined_anywhere'")
+
+
+def test_assert_checks_compile_time_conditions_at_their_line():
+    def mk(n):
+        @T.prim_func
+        def k(A: T.Tensor((n,), "float32")):
+            assert n % 4 == 0
+            with T.Kernel(1, threads=32):
+                assert n <= 64, "n too big"
+                for i in T.Parallel(n):
+                    A[i] = 1.0
+        return k
+
+    mk(16)
+    with pytest.raises(FrontendError, match=r"assertion failed: assert n % 4 == 0"):
+        mk(6)
+    with pytest.raises(FrontendError, match="assertion failed: n too big"):
+        mk(128)
+
+
+def test_assert_on_a_run_time_value_is_refused():
+    with pytest.raises(FrontendError, match="known only when the kernel runs"):
+        @T.prim_func
+        def k(A: T.Tensor((8,), "int32")):
+            with T.Kernel(1, threads=32):
+                assert A[0] > 0

@@ -26,7 +26,7 @@ from ..jit import compile  # T.compile(func, out_idx=None, target="auto", pass_c
 from . import dtypes as _dtypes
 from .allocate import alloc_buffer, alloc_fragment, alloc_local, alloc_shared, alloc_var
 from .annotations import annotate_layout, use_swizzle
-from .builtins import (Broadcast, Ramp, Serial, Shuffle, address_of, assume, atan, attr, bitwise_and,
+from .intrinsics import (Broadcast, Ramp, Serial, Shuffle, address_of, assume, atan, attr, bitwise_and,
                        bitwise_not, bitwise_or, bitwise_xor, call_extern, call_intrin, clz, comm_reducer,
                        cosh, disable_warp_group_reg_alloc, evaluate, fmod, handle, isfinite, likely, log1p, nearbyint, popcount,
                        reinterpret, shift_left, shift_right, sinh, sync_threads, tan, tvm_thread_allreduce)
@@ -48,9 +48,9 @@ from .tile_ops import (atomic_add, atomic_addx2, atomic_addx4, atomic_max, atomi
                        reduce, reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum)
 
 globals().update(_dtypes.EXPORTED)  # T.float16, T.int32, T.bool, ...
-# TileLang's fast-math names start with "__", which `from .builtins import` cannot spell inside a
+# TileLang's fast-math names start with "__", which `from .intrinsics import` cannot spell inside a
 # module without mangling worries; bind them explicitly.
-from . import builtins as _builtins  # noqa: E402
+from . import intrinsics as _intrinsics  # noqa: E402
 for _name in ("__exp", "__exp10", "__log", "__log2", "__log10", "__tan", "__cos", "__sin"):
-    globals()[_name] = getattr(_builtins, _name)
+    globals()[_name] = getattr(_intrinsics, _name)
 dtype = DType  # TileLang's annotation for dtype parameters: `dtype: T.dtype = T.float16`

@@ -33,6 +33,7 @@ from tvm.script.ir_builder import tirx as B
 from ..errors import FrontendError
 from .dtypes import canonical_dtype
 from .parser import current_eager, parse_kernel
+from .tensor import one_variable_per_name
 from .tensor import TensorType
 
 
@@ -229,6 +230,7 @@ class EagerProgram:
                 if hasattr(value, "shape") and hasattr(value, "dtype"):
                     raise self._error(None, f"parameter '{name}' received a tensor but has no "
                                             f"'{name}: T.Tensor(...)' annotation in the body")
+                value = _frozen(value)  # TileLang kernels take lists (batch sizes): key them as tuples
                 try:
                     hash(value)
                 except TypeError:
@@ -294,11 +296,12 @@ class EagerProgram:
         scalars = self._scalars(values)
         header = self._header(scalars)
         consts = header.bind_consts(self, values)
-        tensors, empties = header.concrete_types(self, consts, scalars, values)
-        key = self.cache_key(args, kwargs)
-        compile_time = dict(zip(self._scalar_names, scalars, strict=True))
-        specializer = _Specializer(self, consts, tensors, empties, compile_time)
-        func = parse_kernel(self.fn, extra_vars=compile_time, eager=specializer)
+        with one_variable_per_name():  # the types and the parsed body share each T.dynamic
+            tensors, empties = header.concrete_types(self, consts, scalars, values)
+            key = self.cache_key(args, kwargs)
+            compile_time = dict(zip(self._scalar_names, scalars, strict=True))
+            specializer = _Specializer(self, consts, tensors, empties, compile_time)
+            func = parse_kernel(self.fn, extra_vars=compile_time, eager=specializer)
         out_idx = specializer.out_idx()
         return Specialization(func=func, out_idx=out_idx, key=key,
                               const_values=dict(consts))
@@ -706,3 +709,10 @@ def _empty_args(args: tuple, dtype):
                                 f"and the dtype second, T.empty((M, N), dtype), or the sizes one by one "
                                 f"with dtype=..., T.empty(M, N, dtype=T.float16)")
     return tuple(args), "float32" if dtype is None else dtype
+
+
+def _frozen(value):
+    """Lists (nested too) as tuples, so a compile-time argument can key the kernel cache."""
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    return value

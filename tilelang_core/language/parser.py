@@ -27,6 +27,7 @@ from tvm.ir import Expr
 from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as B
 from tvm.script.parser.core import dispatch, doc
+from tvm.script.parser.core import evaluator as _evaluator
 from tvm.script.parser.core import utils as parser_utils
 from tvm.script.parser.core.diagnostics import Source
 from tvm.script.parser.core.parser import Parser
@@ -38,6 +39,19 @@ from . import bounds_check, global_layouts, reducers
 from .kernel import reset_kernel_stack
 
 TOKEN = "tl"
+
+def _comprehensions_whole(visit):
+    """TVMScript evaluates list/set/dict comprehensions as one Python expression but walks a
+    generator expression field by field, so its loop variable is unbound ("unknown name 's'" for
+    TileLang's ``sum((s + bM - 1) // bM for s in sizes)``): evaluate generators whole too."""
+    def _visit(self, node):
+        if isinstance(node, doc.GeneratorExp):
+            return self._add_intermediate_result(self._eval_expr(node))
+        return visit(self, node)
+    return _visit
+
+
+_evaluator.ExprEvaluator._visit = _comprehensions_whole(_evaluator.ExprEvaluator._visit)
 
 # Copy TIRX's statement handlers into our dialect once; overrides follow below.
 for (_token, _type_name), _method in list(dispatch.ParseVTable.items()):
@@ -426,3 +440,22 @@ __all__ = ["LoopNest", "TileLangParser", "current_eager", "current_parser", "mak
 def _located(node, fallback):
     """``node`` if the doc-AST kept its position (``arg`` nodes may not), else ``fallback``."""
     return node if getattr(node, "lineno", None) else fallback
+
+
+@dispatch.register(token=TOKEN, type_name="Assert")
+def visit_assert(self: Parser, node: doc.Assert) -> None:
+    """``assert cond[, msg]`` checks a compile-time condition while the kernel is built (TileLang
+    kernels assert on their sizes: ``assert dim % 16 == 0``). A condition known only at run time
+    is refused: kernels have no host-side assert here."""
+    cond = self.eval_expr(node.test)
+    if isinstance(cond, tvm.tirx.IntImm):
+        cond = bool(cond.value)
+    if isinstance(cond, Expr) and tvm.ir.is_prim_expr(cond):
+        self.report_error(node.test, "assert on a value known only when the kernel runs is not supported; "
+                                     "check it on the host before the call, or guard the code with an if")
+    if not cond:
+        msg = self.eval_expr(node.msg) if node.msg is not None else None
+        lineno = self.diag.source.location(node)[0]
+        name = self.diag.source.source_name
+        text = linecache.getline(name, lineno).strip() if name not in (None, "<str>") else ""
+        self.report_error(node, f"assertion failed: {msg if msg is not None else text or 'assert'}")

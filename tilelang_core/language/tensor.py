@@ -10,6 +10,9 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 import tvm
 from tvm.script.ir_builder import tirx as B
 
@@ -89,11 +92,33 @@ def LocalBuffer(shape, dtype="float32") -> TensorType:
     return TensorType(shape, dtype, scope="local")
 
 
+# While an eager program is specialized, its header runs more than once (to type the tensors,
+# then inside the parser): one name must give one variable, or the kernel's sizes come apart.
+_dynamic_memo: contextvars.ContextVar[dict | None] = contextvars.ContextVar("tl_dynamic", default=None)
+
+
+@contextlib.contextmanager
+def one_variable_per_name():
+    """Within the block, ``T.dynamic(name)`` returns the same variable for the same name."""
+    token = _dynamic_memo.set({})
+    try:
+        yield
+    finally:
+        _dynamic_memo.reset(token)
+
+
 def dynamic(name: str, dtype: str = "int32"):
     """A size known only at call time, usable in ``T.Tensor`` shapes and kernel expressions."""
     if not isinstance(name, str) or not name.isidentifier():
         raise FrontendError(f"T.dynamic takes a variable name, got {name!r}")
-    return tvm.tirx.Var(name, canonical_dtype(dtype, "T.dynamic"))
+    dtype = canonical_dtype(dtype, "T.dynamic")
+    memo = _dynamic_memo.get()
+    if memo is None:
+        return tvm.tirx.Var(name, dtype)
+    var = memo.setdefault(name, tvm.tirx.Var(name, dtype))
+    if str(var.ty) != dtype:
+        raise FrontendError(f"T.dynamic({name!r}) is declared as {var.ty} and as {dtype}")
+    return var
 
 
 symbolic = dynamic

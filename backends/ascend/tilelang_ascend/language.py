@@ -24,6 +24,8 @@ Example::
 
 from __future__ import annotations
 
+import builtins
+
 import tvm
 from tvm.script.ir_builder import tirx as _B
 
@@ -90,7 +92,8 @@ def SimtVF(threads: int = 128):  # noqa: N802 (TileLang-Ascend spelling)
             for i, j in T.Parallel(M, N):
                 y[i, j] = x[i, idx[j]]
     """
-    if not isinstance(threads, int) or not 1 <= threads <= 2048:
+    # builtins.int: the star import of the common T above brings TileLang's T.int dtype
+    if not isinstance(threads, builtins.int) or isinstance(threads, builtins.bool) or not 1 <= threads <= 2048:
         raise FrontendError(f"T.SimtVF(threads=...) takes a whole number of threads from 1 to "
                             f"2048, got {threads!r}")
     return _B.attr(tvm.ir.StringImm("simt"), VF_ATTR, tvm.tirx.const(threads, "int32"))
