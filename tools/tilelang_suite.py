@@ -271,7 +271,17 @@ def _counts(items) -> dict:
 _SPEED = re.compile(r"(?i)(tflops?|tflop/s|latency|ms\b)")
 
 
-def table(reference: dict, ours: dict, failures: bool) -> str:
+_TIMING = re.compile(r"(?i)(tile-?lang|latency|tflops|average|speedup)")
+
+
+def _timings(output: str) -> str:
+    """The example's own lines about its kernel's speed (the examples print them freely)."""
+    found = [ln.strip() for ln in output.splitlines() if _TIMING.search(ln) and re.search(r"\d", ln)
+             and not re.match(r"\s*(INFO|WARNING|DEBUG)\b", ln) and "compile" not in ln]
+    return " / ".join(found[:4]).replace("|", "\\|")[:160]
+
+
+def table(reference: dict, ours: dict, failures: bool, perf: bool = False) -> str:
     """Markdown: per directory, tests passing on each; then ours' failures where TileLang passes."""
     ref_r, our_r = reference["results"], ours["results"]
     by_dir: dict[str, list[str]] = {}
@@ -288,6 +298,13 @@ def table(reference: dict, ours: dict, failures: bool) -> str:
         tot = [a + b for a, b in zip(tot, row)]
         lines.append(f"| {d} | {row[0]} | {row[1]} | {row[2]} | {row[3]} |")
     lines.append(f"| **all** | {tot[0]} | {tot[1]} | {tot[2]} | {tot[3]} |")
+    if perf:
+        lines += ["", "| test (passes on both) | TileLang prints | TileLang-X prints |", "|---|---|---|"]
+        for name in sorted(ref_r):
+            if ref_r[name]["outcome"] == "passed" and our_r.get(name, {}).get("outcome") == "passed":
+                a, b = _timings(ref_r[name]["output"]), _timings(our_r[name]["output"])
+                if a or b:
+                    lines.append(f"| {name.split('/')[-1]} | {a} | {b} |")
     if failures:
         lines += ["", "| test (passes on TileLang) | TileLang-X | why |", "|---|---|---|"]
         for name in sorted(ref_r):
@@ -320,6 +337,7 @@ def main(argv=None) -> int:
     tb.add_argument("reference", type=Path)
     tb.add_argument("ours", type=Path)
     tb.add_argument("--failures", action="store_true", help="list ours' failures where TileLang passes")
+    tb.add_argument("--perf", action="store_true", help="the speed lines both print, side by side")
     args = ap.parse_args(argv)
     if args.cmd == "export":
         export(args.git_dir, args.out, args.rev)
@@ -329,7 +347,7 @@ def main(argv=None) -> int:
         run(args.src, args.impl, args.out, args.timeout, args.jobs, dirs, args.fake_cuda, args.keep)
     else:
         print(table(json.loads(args.reference.read_text()), json.loads(args.ours.read_text()),
-                    args.failures))
+                    args.failures, args.perf))
     return 0
 
 

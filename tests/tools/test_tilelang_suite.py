@@ -44,3 +44,11 @@ def test_table_counts_passes_where_the_reference_passes():
     assert "| examples/b | 1 | 0 | 1 | 0 |" in text
     assert "| **all** | 3 | 2 | 2 | 1 |" in text
     assert "examples/a/test_a.py::t2 | failed | boom \\| bad |" in text
+
+
+def test_perf_table_shows_the_speed_lines_not_the_logging():
+    out = "INFO tilelang.jit.kernel: TileLang begins to compile kernel `k`\nTile-lang: 0.03 ms\nTile-lang: 261.6 TFlops\n"
+    ref = {"results": {"examples/a/test_a.py::t": {"outcome": "passed", "message": "", "output": out}}}
+    ours = {"results": {"examples/a/test_a.py::t": {"outcome": "passed", "message": "", "output": "Tile-lang: 0.02 ms"}}}
+    text = suite.table(ref, ours, failures=False, perf=True)
+    assert "| test_a.py::t | Tile-lang: 0.03 ms / Tile-lang: 261.6 TFlops | Tile-lang: 0.02 ms |" in text
