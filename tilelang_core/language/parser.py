@@ -36,6 +36,7 @@ from tvm.tirx.script.parser import parser as tirx_parser
 
 from ..errors import FrontendError
 from . import bounds_check, global_layouts, reducers
+from . import tvm_compat  # noqa: F401  (TileLang's names for renamed TVM classes, e.g. tirx.PrimExpr)
 from .kernel import reset_kernel_stack
 
 TOKEN = "tl"
@@ -370,10 +371,15 @@ def _existing_value(self: Parser, target: doc.expr):
 
 @dispatch.register(token=TOKEN, type_name="Assign")
 def visit_assign(self: Parser, node: doc.Assign) -> None:
-    if len(node.targets) != 1:
-        self.report_error(node, "chained assignments like 'a = b = c' are not supported")
-    lhs = node.targets[0]
     rhs = self.eval_expr(node.value)
+    if len(node.targets) != 1:
+        # ``a = b = expr``: the value is computed once and each name bound to it, as in Python
+        if not all(isinstance(t, doc.Name) for t in node.targets):
+            self.report_error(node, "chained assignments take plain names only: 'a = b = value'")
+        for target in node.targets:
+            self.eval_assign(target=target, source=rhs, bind_value=_bind_assign, allow_shadowing=True)
+        return
+    lhs = node.targets[0]
     if isinstance(lhs, doc.Subscript):
         _store_subscript(self, lhs, rhs)
         return
