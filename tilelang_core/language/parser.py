@@ -35,7 +35,7 @@ from tvm.tirx import is_buffer_var
 from tvm.tirx.script.parser import parser as tirx_parser
 
 from ..errors import FrontendError
-from . import bounds_check, global_layouts, reducers
+from . import bounds_check, global_layouts, reducers, vector_loops
 from . import tvm_compat  # noqa: F401  (TileLang's names for renamed TVM classes, e.g. tirx.PrimExpr)
 from .kernel import reset_kernel_stack
 
@@ -181,6 +181,7 @@ def parse_kernel(func: Callable, extra_vars: dict[str, Any] | None = None,
                 result = reducers.lower_reducers(result, found, refuse)
             if isinstance(result, tvm.tirx.PrimFunc):
                 result = global_layouts.apply_global_layouts(result, refuse)
+                result = vector_loops.serialize_unsafe_vectorized(result)
                 bounds_check.check_on_chip_bounds(result, refuse)
         except FrontendError as err:
             raise _fresh(err) from None
