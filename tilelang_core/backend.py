@@ -134,6 +134,13 @@ class Backend:
     #: launcher then skips its per-call alignment test, ~60 ns a tensor; a refused call retries
     #: through the slow path, which stages a misaligned tensor in an aligned copy)
     entry_checks_alignment: ClassVar[bool] = False
+    #: builds programs of several ``T.Kernel`` blocks run in order, with ``T.alloc_global``
+    #: workspaces shared by them (tilelang_core.transform.program_kernels); else the driver refuses
+    #: such programs, naming the construct
+    multi_kernel_programs: ClassVar[bool] = False
+    #: builds tensors viewing memory at an address computed in the kernel (``T.make_tensor`` of a
+    #: pointer-table entry); else the driver refuses them
+    address_tensors: ClassVar[bool] = False
     options_class: ClassVar[type[BackendOptions]] = BackendOptions
     #: file suffix of the artifact ``build`` returns
     binary_suffix: ClassVar[str] = ".so"

@@ -97,7 +97,7 @@ def test_fill_casts_value_to_buffer_dtype(bufs):
     (lambda b: Reduce(b["C"], b["row"], kind="max", dim=0), "T.reduce_max shape mismatch"),
     (lambda b: Reduce(b["C"], b["row"], kind="max", dim=2), "out of range"),
     (lambda b: Cumsum(b["C"], b["row"]), "T.cumsum shape mismatch"),
-    (lambda b: Atomic(b["A"], b["C"], kind="xor"), "unknown atomic kind"),
+    (lambda b: Atomic(b["A"], b["C"], kind="nand"), "unknown atomic kind"),
     (lambda b: Atomic(b["A"][0:64, 0:64], b["C"]), "T.atomic_add shape mismatch"),
     (lambda b: Fill(b["C"], "zero"), "scalar expression"),
     (lambda b: Copy(b["A"][0:128, 0:32], b["S3"][1, 64:192, 0:32]), "out of bounds in dim 1"),

@@ -18,8 +18,9 @@ def test_dump_ir_writes_stages_every_pass_and_timing(tmp_path, monkeypatch):
     names = [n.split("_", 1)[1].rsplit(".py", 1)[0] for n in passes]
     # our passes, in pipeline order, before TVM's own
     ours = [n for n in names if n.startswith("cpu.")]
-    assert ours == ["cpu.ThreadsToLoops", "cpu.LowerTileOps", "cpu.BlocksToLoops",
-                    "cpu.GuardParallelGlobals", "cpu.LegalizeForCpu", "cpu.VerifyNoTileOps"]
+    assert ours == ["cpu.ThreadsToLoops", "cpu.LowerAtomicCalls", "cpu.LowerTileOps", "cpu.BlocksToLoops",
+                    "cpu.GuardParallelGlobals", "cpu.ExactFp8Casts", "cpu.LegalizeForCpu",
+                    "cpu.Bf16BindsToRegisters", "cpu.VerifyNoTileOps"]
     assert "tirx.MakePackedAPI" in names
     lowered_tiles = (folder / "passes" / passes[names.index("cpu.LowerTileOps")]).read_text()
     assert "tl.tile" not in lowered_tiles and "for" in lowered_tiles

@@ -460,24 +460,58 @@ class Cumsum(TileOp):
         return (self.dst,)
 
 
-ATOMIC_KINDS = ("add", "max", "min")
+#: read-modify-write kinds (``T.atomic_<kind>``); "store" is ``T.atomic_store`` (replace)
+ATOMIC_KINDS = ("add", "max", "min", "or", "and", "xor", "store")
+#: kinds defined on integers only
+INTEGER_ATOMIC_KINDS = ("or", "and", "xor")
+#: C++/CUDA memory orders, in the order of their ids (cuda::memory_order, TileLang's ids)
+MEMORY_ORDERS = ("relaxed", "consume", "acquire", "release", "acq_rel", "seq_cst")
+#: the orders each access accepts (a load cannot release, a store cannot acquire)
+LOAD_ORDERS = ("relaxed", "consume", "acquire", "seq_cst")
+STORE_ORDERS = ("relaxed", "release", "seq_cst")
+
+
+def check_memory_order(order, what: str, allowed: tuple[str, ...] = MEMORY_ORDERS) -> str:
+    """``order`` (None means relaxed) as one of ``allowed``, or a FrontendError naming them."""
+    if order is None:
+        return "relaxed"
+    if not isinstance(order, str) or order not in allowed:
+        raise FrontendError(f"{what} does not support memory_order={order!r}; expected one of "
+                            f"{', '.join(repr(o) for o in allowed)}")
+    return str(order)
 
 
 @register_tile_op
 @dataclass(eq=False)
 class Atomic(TileOp):
-    """Atomically combine ``src`` (a region, or a scalar expression) into the region ``dst``."""
+    """Atomically combine ``src`` (a region, or a scalar expression) into the region ``dst``.
+
+    ``per_thread``: TileLang's thread-level atomic (an element destination and a scalar value):
+    every thread that executes the statement performs it, as any other per-thread statement. A
+    tile atomic (``per_thread=False``) combines each element of the tile once per block. Inside a
+    T.Parallel body both mean one atomic per element of the loop.
+    ``memory_order``: how the atomic orders this thread's other memory accesses (MEMORY_ORDERS).
+    """
 
     dst: TensorRegion
     src: Any
     kind: str = "add"
+    memory_order: str = "relaxed"
+    per_thread: bool = False
     name: ClassVar[str] = "atomic"
 
     def __post_init__(self):
         what = f"T.atomic_{self.kind}"
         if self.kind not in ATOMIC_KINDS:
             raise FrontendError(f"unknown atomic kind {self.kind!r}; use one of {ATOMIC_KINDS}")
+        allowed = STORE_ORDERS if self.kind == "store" else MEMORY_ORDERS
+        self.memory_order = check_memory_order(self.memory_order, what, allowed)
+        self.per_thread = bool(self.per_thread)
         self.dst = _region(self.dst, f"{what} destination")
+        if self.kind in INTEGER_ATOMIC_KINDS and not R.dtype_of(self.dst).startswith(("int", "uint")):
+            raise FrontendError(f"{what} is a bitwise atomic: its destination "
+                                f"'{R.name_of(self.dst)}' must have an integer type, not "
+                                f"{R.dtype_of(self.dst)}")
         src = self.src
         if R.is_region(src) or tvm.tirx.is_buffer_var(src):
             src = _region(src, f"{what} source")
@@ -501,7 +535,13 @@ class Atomic(TileOp):
         return [self.dst, self.src]
 
     def config(self):
-        return {"kind": self.kind}
+        config = {"kind": self.kind}
+        # only the non-default options print: IR of relaxed tile atomics reads as before
+        if self.memory_order != "relaxed":
+            config["memory_order"] = self.memory_order
+        if self.per_thread:
+            config["per_thread"] = True
+        return config
 
     @classmethod
     def _from_parts(cls, args, config):

@@ -94,6 +94,49 @@ class _Info:
             self.device_index = None
 
 
+class _DeviceMemory:
+    """Device memory at a raw address, for ``torch.as_tensor`` (``__cuda_array_interface__``)."""
+
+    def __init__(self, address: int, nbytes: int):
+        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (address, False),
+                                         "version": 3, "strides": None}
+
+
+def tensor_at(address: int, shape: tuple, dtype: str, strides: tuple | None, device: str,
+              index: int | None = None):
+    """A tensor of ``shape`` / ``dtype`` (``strides`` in elements; None: compact) over the memory at
+    data pointer ``address`` on ``device`` (``"cpu"``, or a torch GPU device type), sharing it."""
+    if torch is None:
+        if device != "cpu" or numpy_dtype(dtype) is None:
+            raise LaunchError(f"viewing {dtype} memory on {device} needs torch")
+    elif torch_dtype(dtype) is None:
+        raise LaunchError(f"torch has no dtype {dtype}")
+    strides = strides if strides is not None else _compact_strides(shape)
+    count = 0 if any(n == 0 for n in shape) else 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+    itemsize = numpy_dtype(dtype).itemsize if torch is None else torch_dtype(dtype).itemsize
+    nbytes = count * itemsize
+    if torch is None:
+        import ctypes
+
+        raw = np.frombuffer((ctypes.c_ubyte * max(nbytes, 1)).from_address(address), np.uint8)[:nbytes]
+        flat = raw.view(numpy_dtype(dtype))
+        return np.lib.stride_tricks.as_strided(flat, shape, [s * itemsize for s in strides])
+    if device == "cpu":
+        import ctypes
+
+        if nbytes == 0:
+            return torch.empty(shape, dtype=torch_dtype(dtype))
+        raw = torch.frombuffer((ctypes.c_ubyte * nbytes).from_address(address), dtype=torch.uint8)
+    elif device == "mps":
+        raise LaunchError("data pointers cannot be viewed on mps")
+    else:
+        where = device if index is None else f"{device}:{index}"
+        if nbytes == 0:
+            return torch.empty(shape, dtype=torch_dtype(dtype), device=where)
+        raw = torch.as_tensor(_DeviceMemory(address, nbytes), device=where)
+    return raw.view(torch_dtype(dtype)).as_strided(shape, strides)
+
+
 def _pointer(value) -> int:
     return value.ctypes.data if isinstance(value, np.ndarray) else value.data_ptr()
 
@@ -222,11 +265,19 @@ class ArgBinder:
             raise self._count_error(len(args))
         values, infos, bound, checks = [], [], {}, []
         first = None
+        addresses = []  # T.ptr parameters given a data pointer: viewed once every size is bound
         for position, (p, value) in enumerate(zip(self.inputs, args)):
             if not p.is_tensor:
                 value = self._scalar(p, position, value)
-                bound.setdefault(p.name, (value, p.name, 0))
+                seen = bound.setdefault(p.name, (value, p.name, 0))
+                if seen[0] != value:  # a size also given by a tensor's shape (T.ptr kernels)
+                    raise self._fail(p, position, f"is {value}, but '{seen[1]}' dimension {seen[2]} "
+                                                  f"set {p.name}={seen[0]}", "pass sizes that agree")
                 values.append(value)
+                continue
+            if p.pointer and isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
+                addresses.append((position, p, int(value)))
+                values.append(None)
                 continue
             value = self._tensor_value(p, position, value)
             info = _Info(value)
@@ -235,7 +286,42 @@ class ArgBinder:
             checks.append((p, position, info))
             values.append(value)
             infos.append(info)
+        for position, p, address in addresses:
+            value = self._view_at(p, position, address, bound, first)
+            info = _Info(value)
+            self._check_tensor(p, position, info, bound, first)
+            first = first or info
+            checks.append((p, position, info))
+            values[position] = value
         return values, checks, self._check_derived(checks, bound), first
+
+    def _view_at(self, p: KernelParam, position: int, address: int, bound: dict, first: _Info | None):
+        """A tensor over the memory at ``address`` with ``p``'s declared shape and dtype, on the
+        kernel's device (TileLang's cython convention for T.ptr parameters: ``a.data_ptr()``).
+        Nothing about the memory can be checked; the caller vouches for it."""
+        if address <= 0:
+            raise self._fail(p, position, f"got the address {address}", "pass a tensor or its data_ptr()")
+        env = {name: value[0] for name, value in bound.items()}
+        shape = []
+        for axis, d in enumerate(p.dims):
+            missing = [v for v in d.vars if v not in env]
+            if d.value is None and (missing or d.py is None and d.var is None):
+                why = f"{', '.join(missing)} is set by no other argument" if missing else \
+                    f"extent {d.text} cannot be evaluated"
+                raise self._fail(p, position, f"got a data pointer, but dimension {axis} ({d.text}) of "
+                                              f"its shape {p.shape} is unknown: {why}",
+                                 "pass the tensor itself")
+            shape.append(d.value if d.value is not None else env[d.var] if d.var
+                         else eval(d.py, {"min": min, "max": max}, env))  # noqa: S307 - our own text
+        if p.strides is not None and not all(isinstance(s, int) for s in p.strides):
+            raise self._fail(p, position, f"got a data pointer, but its strides {p.strides} are "
+                                          f"symbolic", "pass the tensor itself")
+        device = self.device_type or "cpu"
+        index = first.device_index if first is not None else None
+        try:
+            return tensor_at(address, tuple(shape), p.dtype, p.strides, device, index)
+        except LaunchError as err:
+            raise self._fail(p, position, f"got a data pointer: {err}", "pass the tensor itself") from None
 
     def launch(self, args: tuple):
         """Check everything, allocate outputs, launch; raise LaunchError on the first problem."""

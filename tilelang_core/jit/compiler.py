@@ -44,14 +44,20 @@ def clear_memory_cache() -> None:
 
 
 def compile(func, out_idx: Sequence[int] | int | None = None, target: Any = "auto",
-            pass_configs: Mapping[str, Any] | None = None, *,
+            pass_configs: Mapping[str, Any] | None = None, *, execution_backend: str | None = None,
+            target_host: Any = None, verbose: bool | None = None,
             _backend: Any = None) -> JITKernel:
     """Compile a tirx PrimFunc for ``target`` and return a callable ``JITKernel``.
 
     ``out_idx`` lists the parameters the kernel allocates and returns (negative counts from the
-    end). ``pass_configs`` become the backend's validated options. ``_backend`` (internal: tests,
-    tuners) is a Backend instance, or a factory ``f(target) -> Backend``, used instead of the
-    plugin lookup.
+    end). ``pass_configs`` become the backend's validated options. ``execution_backend`` is
+    TileLang's choice of runtime adapter ("auto", "tvm_ffi", "cython", "nvrtc", "torch",
+    "cutedsl"): every backend here launches through its own tvm-ffi library, which takes both
+    calling conventions of those adapters (tensors, and data pointers for ``T.ptr`` parameters),
+    so the name is checked and has no other effect; an unknown one is refused. ``target_host``
+    other than None is refused; ``verbose`` is accepted (``TILELANG_DUMP_IR`` shows every stage).
+    ``_backend`` (internal: tests, tuners) is a Backend instance, or a factory
+    ``f(target) -> Backend``, used instead of the plugin lookup.
 
     Example::
 
@@ -63,8 +69,13 @@ def compile(func, out_idx: Sequence[int] | int | None = None, target: Any = "aut
         hint = (" (call the @jit function with its compile-time arguments first)"
                 if hasattr(func, "fn") else "")
         raise ConfigError(f"compile() expects a T.prim_func, got {type(func).__name__}{hint}")
+    from .decorator import check_tilelang_options
+
+    check_tilelang_options("compile", execution_backend, target_host)
+    del verbose
     name = _kernel_name(func)
     target_obj, backend = _resolve(target, _backend)
+    check_program_support(func, backend, name)
     options = backend.make_options(pass_configs)
     tirx_text = func.script(show_meta=True)
     parts = _key_parts(tirx_text, target_obj, backend, options)
@@ -89,6 +100,41 @@ def compile(func, out_idx: Sequence[int] | int | None = None, target: Any = "aut
                        from_cache=from_cache, keepalive=keepalive, timings=timings)
     _dump_ir(name, tirx_text, asm)
     return kernel
+
+
+def check_program_support(func, backend, name: str) -> None:
+    """Refuse, naming the construct, what ``backend`` declares it cannot build: programs of
+    several ``T.Kernel`` blocks or with ``T.alloc_global`` workspaces
+    (``Backend.multi_kernel_programs``), and tensors made from addresses inside a kernel
+    (``T.make_tensor(ptrs[i], ...)``, ``Backend.address_tensors``)."""
+    import tvm_ffi
+    from tvm import tirx
+
+    from ..transform.program_kernels import count_kernels
+
+    kind = getattr(backend, "kind", type(backend).__name__)
+    if not getattr(backend, "multi_kernel_programs", False):
+        kernels, workspaces = count_kernels(func)
+        if kernels > 1 or workspaces:
+            what = (f"{kernels} T.Kernel blocks" if kernels > 1 else "") + \
+                (" and " if kernels > 1 and workspaces else "") + \
+                (f"{workspaces} T.alloc_global workspace{'s' if workspaces > 1 else ''}" if workspaces else "")
+            raise CompileError(f"kernel '{name}' has {what}; the {kind} backend builds programs of one "
+                               f"T.Kernel without T.alloc_global only. Compile for cuda or cpu, or split "
+                               f"it into one kernel per T.Kernel and pass the workspace as a tensor "
+                               f"parameter")
+    if not getattr(backend, "address_tensors", False):
+        found = []
+
+        def on_decl(decl):  # the frontend declares global buffers only for T.make_tensor
+            if str(decl.buffer.ty.storage_scope) == "global":
+                found.append(decl.buffer)
+
+        tvm_ffi.structural_walk(func.body, [(tirx.DeclBuffer, on_decl)])
+        if found:
+            raise CompileError(f"kernel '{name}': the {kind} backend cannot view memory at an address "
+                               f"(T.make_tensor of a pointer-table entry: tensor '{found[0].name}'); "
+                               f"compile for cuda or cpu, or pass the tensors as parameters")
 
 
 def _kernel_name(func) -> str:

@@ -50,6 +50,9 @@ class KernelParam:
     strides: tuple | None = field(default=None, repr=False, compare=False)
     #: byte alignment the generated code assumes for the data pointer (TVM's data_alignment)
     alignment: int = field(default=1, repr=False, compare=False)
+    #: declared ``T.ptr`` and made a tensor with ``T.make_tensor``: besides a tensor, the call may
+    #: pass an integer data pointer (TileLang's cython convention), taken on trust
+    pointer: bool = field(default=False, repr=False, compare=False)
 
     @property
     def is_tensor(self) -> bool:
@@ -91,8 +94,11 @@ def read_params(func, out_idx: Sequence[int] | int | None, kernel: str) -> tuple
     """Parameters of ``func`` (a tvm.tirx.PrimFunc), with ``out_idx`` marking the outputs."""
     import tvm  # the PrimFunc came from tvm, so this import is already paid for
 
+    from ..language.pointers import pointer_param_indices
+
     raw = list(func.params)
     outputs = normalize_out_idx(out_idx, len(raw), kernel, [p.name for p in raw])
+    pointers = pointer_param_indices(func)
     params = []
     for index, var in enumerate(raw):
         if tvm.tirx.is_buffer_var(var):
@@ -105,8 +111,13 @@ def read_params(func, out_idx: Sequence[int] | int | None, kernel: str) -> tuple
                 name=var.name, kind="tensor", dtype=str(var.dtype), index=index, dims=dims,
                 shape=tuple(d.value if d.value is not None else d.text for d in dims),
                 is_output=index in outputs, strides=strides,
-                alignment=max(int(var.data_alignment), 1)))
+                alignment=max(int(var.data_alignment), 1), pointer=index in pointers))
         else:
+            if str(var.ty).startswith("T.handle") or isinstance(var.ty, tvm.ir.PointerType):
+                raise ConfigError(f"kernel '{kernel}': parameter '{var.name}' is a T.ptr that no "
+                                  f"T.make_tensor turns into a tensor; write "
+                                  f"'{var.name}_t = T.make_tensor({var.name}, shape, dtype)' before "
+                                  f"the first T.Kernel, or declare it T.Tensor(shape, dtype)")
             if index in outputs:
                 raise ConfigError(f"out_idx of kernel '{kernel}' names parameter {index} "
                                   f"('{var.name}'), a scalar; only buffers can be outputs")

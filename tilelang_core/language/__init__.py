@@ -24,7 +24,7 @@ from ..ir import GemmWarpPolicy
 from ..layout import Layout  # T.Layout(shape, forward): TileLang's layouts, flat or multi-dimensional
 from ..jit import compile  # T.compile(func, out_idx=None, target="auto", pass_configs=None)
 from . import dtypes as _dtypes
-from .allocate import alloc_buffer, alloc_fragment, alloc_local, alloc_shared, alloc_var
+from .allocate import alloc_buffer, alloc_fragment, alloc_global, alloc_local, alloc_shared, alloc_var
 from .annotations import annotate_layout, use_swizzle
 from .intrinsics import (Broadcast, Ramp, Serial, Shuffle, address_of, assume, atan, attr, bitwise_and,
                        bitwise_not, bitwise_or, bitwise_xor, call_extern, call_intrin, clz, comm_reducer,
@@ -40,12 +40,20 @@ from .function import prim_func
 from .kernel import (Kernel, get_block_binding, get_block_bindings, get_thread_binding,
                      get_thread_bindings)
 from .macro import macro
+from .pointers import make_tensor, ptr
 from .reducers import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .loops import Parallel, Pipelined, grid, serial, thread_binding, unroll, vectorized
-from .tensor import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, Tensor, TensorType, dynamic,
-                     symbolic)
+from .tensor import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor, TensorType,
+                     dynamic, symbolic)
 from .tile_ops import (atomic_add, atomic_addx2, atomic_addx4, atomic_max, atomic_min, clear, copy, cumsum, fill, gemm,
                        reduce, reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum)
+from .atomics import atomic_and, atomic_load, atomic_or, atomic_store, atomic_xor
+from .vector_access import (ldg32, ldg64, ldg128, ldg256, lds32, lds64, lds128, stg32, stg64, stg128, stg256,
+                            sts32, sts64, sts128)
+from .warp import (activemask, all_sync, any_sync, ballot, ballot_sync, get_lane_idx, get_warp_group_idx,
+                   get_warp_idx, get_warp_idx_sync, match_all_sync, match_any_sync, shfl_down, shfl_sync, shfl_up,
+                   shfl_xor, shuffle_elect, sync_warp, syncthreads_and, syncthreads_count, syncthreads_or,
+                   warp_reduce_bitand, warp_reduce_bitor, warp_reduce_max, warp_reduce_min, warp_reduce_sum)
 
 globals().update(_dtypes.EXPORTED)  # T.float16, T.int32, T.bool, ...
 # TileLang's fast-math names start with "__", which `from .intrinsics import` cannot spell inside a
@@ -53,4 +61,6 @@ globals().update(_dtypes.EXPORTED)  # T.float16, T.int32, T.bool, ...
 from . import intrinsics as _intrinsics  # noqa: E402
 for _name in ("__exp", "__exp10", "__log", "__log2", "__log10", "__tan", "__cos", "__sin"):
     globals()[_name] = getattr(_intrinsics, _name)
+from . import vector_access as _vector_access, warp as _warp  # noqa: E402
+globals().update({"__ffs": _warp.ffs, "__fns": _warp.fns, "__ldg": _vector_access.ldg})  # TileLang's CUDA names
 dtype = DType  # TileLang's annotation for dtype parameters: `dtype: T.dtype = T.float16`

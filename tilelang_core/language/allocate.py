@@ -1,7 +1,8 @@
 """On-chip buffer allocation: shared memory, register fragments, per-thread locals, scalars.
 
 Scopes follow docs/tile-ir.md: shared -> ``shared.dyn``, fragment -> ``local.fragment``,
-local -> ``local``, var -> ``local.var`` (a 1-element buffer used as a mutable scalar).
+local -> ``local``, var -> ``local.var`` (a 1-element buffer used as a mutable scalar), and
+``T.alloc_global``: a ``global`` workspace of the whole program (not on-chip: see there).
 
 Example::
 
@@ -14,11 +15,12 @@ Example::
 from __future__ import annotations
 
 import tvm
+from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as B
 
 from ..errors import FrontendError
-from .dtypes import canonical_dtype
 from .kernel import current_kernel
+from .pointers import storage_dtype
 
 
 def _shape(shape, what: str, must_be_const: bool) -> list:
@@ -45,7 +47,7 @@ def _shape(shape, what: str, must_be_const: bool) -> list:
 def _alloc(shape, dtype, scope: str, what: str):
     current_kernel(what)
     dims = _shape(shape, what, must_be_const=True)
-    return B.alloc_buffer(dims, canonical_dtype(dtype, what), scope=scope)
+    return B.alloc_buffer(dims, storage_dtype(dtype, what), scope=scope)
 
 
 def alloc_shared(shape, dtype, scope: str = "shared.dyn"):
@@ -79,6 +81,27 @@ def alloc_var(dtype, *args, init=None, scope: str = "local.var"):
         B.buffer_store(buf, init, [0])
     # The wrapper makes ``x = T.alloc_var(...)`` bind ``x`` to the element ``buf[0]``.
     return B.scalar_wrapper(buf[0])
+
+
+def alloc_global(shape, dtype, scope: str = "global"):
+    """A global-memory workspace of the program (TileLang's ``T.alloc_global``): allocated on the
+    kernel's device when the program is called, before its first kernel, and freed after its last,
+    so every ``T.Kernel`` of the program sees the same memory, in program order. Not initialized.
+    The shape may use ``T.dynamic`` sizes bound by the arguments.
+
+    Example (a split kernel writing partial results, then a combine kernel reading them)::
+
+        part = T.alloc_global((splits, N), T.float32)
+        with T.Kernel(splits, threads=128) as s: ...     # writes part[s, :]
+        with T.Kernel(1, threads=128) as _: ...          # reads part
+    """
+    if not IRBuilder.is_in_scope():
+        raise FrontendError("T.alloc_global can only be used inside a T.prim_func kernel")
+    if str(scope) != "global":
+        raise FrontendError(f"T.alloc_global: scope must be 'global', got {scope!r}; use "
+                            "T.alloc_shared / T.alloc_fragment / T.alloc_buffer for on-chip memory")
+    dims = _shape(shape, "T.alloc_global", must_be_const=False)
+    return B.alloc_buffer(dims, storage_dtype(dtype, "T.alloc_global"), scope="global")
 
 
 def alloc_buffer(shape, dtype, scope: str = "shared.dyn"):

@@ -184,12 +184,12 @@ class _Rewriter:
                 logical = [self.expr(m) for m in R.mins_of(op.dst)]
                 dst = R.make_region(op.dst.source, self.mapped(hit, logical), [1] * len(logical))
                 value = op.src if R.is_region(op.src) else self.expr(op.src)
-                new = Atomic(dst, value, kind=op.kind).to_stmt()
+                new = op.replace(dst=dst, src=value).to_stmt()  # (kind, order, per_thread kept)
                 cond = in_bounds(self.analyzer, logical, op.dst.source.ty.shape)
                 return new if cond is None else tirx.IfThenElse(cond, new, None)
             if R.is_region(op.src):
-                return self.visit(_elementwise(op.src, op.dst, lambda s, d: Atomic(
-                    R.make_region(op.dst.source, d, [1] * len(d)), s, kind=op.kind).to_stmt(), self.error))
+                return self.visit(_elementwise(op.src, op.dst, lambda s, d: op.replace(
+                    dst=R.make_region(op.dst.source, d, [1] * len(d)), src=s).to_stmt(), self.error))
         raise self.error(f"T.{op.name} on {name}, a global tensor with an annotated layout, is not supported; "
                          "only element accesses, T.copy and T.atomic_add may touch it")
 

@@ -111,8 +111,12 @@ def current_kernel(what: str) -> Kernel:
 
 
 def reset_kernel_stack() -> None:
-    """Forget open kernels (after a parse error left one open)."""
+    """Forget open kernels (after a parse error left one open), and the pointer parameters made
+    tensors by the kernel parsed last (pointers.py)."""
+    from . import pointers
+
     _ACTIVE.clear()
+    pointers.reset()
 
 
 def get_thread_binding(dim: int = 0):

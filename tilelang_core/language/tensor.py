@@ -18,6 +18,7 @@ from tvm.script.ir_builder import tirx as B
 
 from ..errors import FrontendError
 from .dtypes import canonical_dtype
+from .pointers import storage_dtype
 
 
 def _dims(shape, what: str) -> list:
@@ -45,14 +46,19 @@ class TensorType:
 
     def __init__(self, shape, dtype="float32", strides=None, scope: str = "global"):
         self.shape = _dims(shape, "T.Tensor")
-        self.dtype = canonical_dtype(dtype, "T.Tensor")
+        self.dtype = storage_dtype(dtype, "T.Tensor")  # T.ptr: a pointer table of int64
         self.strides = None if strides is None else _dims(strides, "T.Tensor strides")
+        if self.strides is not None and len(self.strides) != len(self.shape):
+            raise FrontendError(f"T.Tensor: {len(self.shape)} dimensions but {len(self.strides)} "
+                                f"strides ({self.strides})")
         self.scope = scope
 
     def __call__(self):
         return B.buffer(self.shape, self.dtype, strides=self.strides, scope=self.scope)
 
     def __repr__(self) -> str:
+        if self.strides is not None:
+            return f"T.StridedTensor({tuple(self.shape)}, {tuple(self.strides)}, {self.dtype!r})"
         return f"T.Tensor({tuple(self.shape)}, {self.dtype!r})"
 
 
@@ -72,6 +78,37 @@ class _TensorConstructor:
 
 
 Tensor = _TensorConstructor()
+
+
+class _StridedTensorConstructor:
+    """``T.StridedTensor(shape, strides, dtype)`` and ``T.StridedTensor[shape, strides, dtype]``:
+    a tensor parameter with explicit strides in elements (ints or ``T.dynamic`` sizes, bound from
+    the argument's strides at the call), e.g. a column slice of a wider tensor::
+
+        def k(A: T.StridedTensor((M, N), (ld, 1), T.float32)): ...
+        kernel(x[:, :N])               # x of shape (M, ld): strides (ld, 1)
+    """
+
+    def __call__(self, shape, strides, dtype="float32", scope: str = "global") -> TensorType:
+        return _strided(shape, strides, dtype, scope)
+
+    def __getitem__(self, key) -> TensorType:
+        if not isinstance(key, tuple) or len(key) != 3:
+            raise FrontendError("write T.StridedTensor[shape, strides, dtype], e.g. "
+                                "T.StridedTensor[(M, N), (ld, 1), 'float32']")
+        return _strided(*key)
+
+    def __repr__(self) -> str:
+        return "T.StridedTensor"
+
+
+def _strided(shape, strides, dtype="float32", scope: str = "global") -> TensorType:
+    if strides is None:
+        raise FrontendError("T.StridedTensor needs the strides; use T.Tensor for a compact tensor")
+    return TensorType(shape, dtype, strides, scope)
+
+
+StridedTensor = _StridedTensorConstructor()
 Buffer = Tensor  # TileLang accepts T.Buffer for parameters too
 
 

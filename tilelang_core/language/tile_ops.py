@@ -1,5 +1,5 @@
-"""Tile operations: ``T.copy``, ``T.fill``, ``T.clear``, ``T.gemm``, reductions, ``T.cumsum``
-and atomics. Each validates its operands (through the op classes of ``tilelang_core.ir``) and
+"""Tile operations: ``T.copy``, ``T.fill``, ``T.clear``, ``T.gemm``, reductions and ``T.cumsum``
+(atomics are in atomics.py, re-exported here). Each validates its operands (through the op classes of ``tilelang_core.ir``) and
 emits one ``tl.tile.*`` statement.
 
 Example::
@@ -15,10 +15,16 @@ Example::
 
 from __future__ import annotations
 
+from tvm.ir import TensorLoad
+from tvm.script.ir_builder import tirx as B
+from tvm.tirx import is_buffer_var
+
 from ..errors import FrontendError
-from ..ir import Atomic, Copy, Cumsum, Fill, Gemm, GemmWarpPolicy, Reduce
+from ..ir import Copy, Cumsum, Fill, Gemm, GemmWarpPolicy, Reduce
 from ..ir import region as R
-from .emit import emit, is_element, pair_regions, region_from_start
+from .atomics import (atomic_add, atomic_addx2, atomic_addx4, atomic_and, atomic_load,  # noqa: F401
+                      atomic_max, atomic_min, atomic_or, atomic_store, atomic_xor)
+from .emit import emit, is_element, pair_regions
 
 
 def copy(src, dst, coalesced_width: int | None = None, disable_tma: bool = False,
@@ -39,13 +45,31 @@ def copy(src, dst, coalesced_width: int | None = None, disable_tma: bool = False
 
 
 def fill(buffer, value):
-    """Set every element of ``buffer`` (or of a region of it) to ``value``."""
+    """Set every element of ``buffer`` (or of a region of it) to ``value``; a ``T.alloc_var``
+    variable is assigned ``value``."""
+    var = _variable(buffer)
+    if var is not None:
+        B.buffer_store(var, value, [0])
+        return
     emit(Fill(_whole(buffer, "T.fill destination"), value))
 
 
 def clear(buffer):
     """``T.fill(buffer, 0)``."""
+    var = _variable(buffer)
+    if var is not None:
+        B.buffer_store(var, 0, [0])
+        return
     emit(Fill(_whole(buffer, "T.clear destination"), 0))
+
+
+def _variable(x):
+    """The 1-element buffer of a ``T.alloc_var`` variable (TileLang clears those too), else None."""
+    if isinstance(x, B.scalar_wrapper):
+        x = x.scalar
+    if isinstance(x, TensorLoad) and is_buffer_var(x.source) and str(x.source.ty.storage_scope) == "local.var":
+        return x.source
+    return None
 
 
 def _whole(x, what: str):
@@ -122,80 +146,3 @@ def cumsum(src, dst=None, dim: int = 0, reverse: bool = False):
     src_r = _whole(src, "T.cumsum source")
     dst_r = src_r if dst is None else _whole(dst, "T.cumsum destination")
     emit(Cumsum(src_r, dst_r, dim=dim, reverse=reverse))
-
-
-def _atomic(kind: str, dst, value, memory_order, return_prev, use_tma):
-    what = f"T.atomic_{kind}"
-    if return_prev:
-        raise FrontendError(f"{what}(return_prev=True) is not supported")
-    if memory_order not in (None, "relaxed"):
-        raise FrontendError(f"{what}(memory_order={memory_order!r}) is not supported: atomics here are "
-                            "relaxed (memory_order='relaxed' is accepted); order other accesses with a barrier")
-    # use_tma=True asks TileLang for a TMA reduce-add of the whole tile: the same sums, so here a
-    # hint the backend may take (it lowers to element atomics today)
-    if is_element(dst) and not is_element(value) and _is_tile(value):
-        dst_r = region_from_start(dst, value, f"{what} destination")
-        emit(Atomic(dst_r, R.to_region(value, f"{what} source"), kind=kind))
-        return
-    dst_r = R.to_region(dst.scalar if hasattr(dst, "scalar") else dst, f"{what} destination")
-    if _is_tile(value):
-        value = R.to_region(value, f"{what} source")
-    elif hasattr(value, "scalar"):
-        value = value.scalar
-    emit(Atomic(dst_r, value, kind=kind))
-
-
-def _is_tile(x) -> bool:
-    from tvm.tirx import is_buffer_var
-    return is_buffer_var(x) or R.is_region(x)
-
-
-def atomic_add(dst, value, memory_order=None, return_prev: bool = False, use_tma: bool = False):
-    """Atomically add ``value`` (a scalar, or a tile) into ``dst`` (an element or a tile)."""
-    _atomic("add", dst, value, memory_order, return_prev, use_tma)
-
-
-def _atomic_vector(lanes: int, dst, value, return_prev: bool):
-    what = f"T.atomic_addx{lanes}"
-    if return_prev:
-        raise FrontendError(f"{what}(return_prev=True) is not supported")
-    if not is_element(dst) or not is_element(value):
-        raise FrontendError(f"{what} takes two elements, e.g. {what}(dst[i, j * {lanes}], src[i, j * {lanes}]): "
-                            f"it adds the {lanes} consecutive values starting there")
-    dst, value = _scalar(dst), _scalar(value)
-    # Element by element: each add is atomic, as each lane of the vector atomic is.
-    for lane in range(lanes):
-        _atomic("add", _shifted(dst, lane), _shifted(value, lane), None, False, False)
-
-
-def _scalar(x):
-    return x.scalar if hasattr(x, "scalar") else x
-
-
-def _shifted(load, lane: int):
-    import tvm
-
-    indices = list(load.indices)
-    indices[-1] = indices[-1] + lane
-    return tvm.tirx.BufferLoad(load.source, indices)
-
-
-def atomic_addx2(dst, value, return_prev: bool = False):
-    """Atomically add the two consecutive values starting at ``value`` into those starting at
-    ``dst`` (TileLang's paired atomic; each element's add is atomic)."""
-    _atomic_vector(2, dst, value, return_prev)
-
-
-def atomic_addx4(dst, value, return_prev: bool = False):
-    """Atomically add four consecutive values (TileLang's ``float4`` atomic), element by element."""
-    _atomic_vector(4, dst, value, return_prev)
-
-
-def atomic_max(dst, value, memory_order=None, return_prev: bool = False):
-    """Atomic maximum into ``dst``."""
-    _atomic("max", dst, value, memory_order, return_prev, False)
-
-
-def atomic_min(dst, value, memory_order=None, return_prev: bool = False):
-    """Atomic minimum into ``dst``."""
-    _atomic("min", dst, value, memory_order, return_prev, False)

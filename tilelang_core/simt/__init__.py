@@ -46,9 +46,56 @@ of buffer elements, aligned to the access size; ``N`` is 4, 8 or 16 (bytes).
 ``T <dialect.warp_reduce[kind]>(T v)``   (only for the kinds sum, max, min a dialect lists)
     The sum (max, min) of ``v`` over all lanes of the warp, returned to every lane (Metal's
     ``simd_sum``). Used instead of shuffles where a reduction's lanes are exactly one warp.
-``void tl_atomic_add|max|min(T* addr, T value)``
-    Atomic ``*addr = *addr + value`` (``max(*addr, value)``, ``min(*addr, value)``) on global or
-    shared memory, nothing returned, for every T in ``dialect.atomic_dtypes[kind]``.
+``void tl_atomic_<kind>(T* addr, T value[, int order])``   kind: add max min or and xor store
+    Atomic ``*addr = *addr + value`` (``max``, ``min``, ``|``, ``&``, ``^``; ``store``: ``=
+    value``) on global or shared memory, nothing returned, for every T in
+    ``dialect.atomic_dtypes[kind]``. Without ``order`` it is relaxed; ``order`` is a memory order's
+    id (0 relaxed, 1 consume, 2 acquire, 3 release, 4 acq_rel, 5 seq_cst: cuda::memory_order's
+    and C11's), one of ``dialect.atomic_orders``, and the helper orders this thread's other
+    accesses as C++ does. ``value`` has T's type exactly (the kit casts it).
+``T tl_atomic_<kind>_ret(T* addr, T value, int order)``   kind: add max min or and xor
+    The same atomic, returning the value ``*addr`` held before (``return_prev=True``).
+``T tl_atomic_load(T* addr, int order)``
+    ``*addr`` read atomically (``dialect.atomic_dtypes["load"]``; order relaxed, consume, acquire
+    or seq_cst).
+
+Warp helpers (TileLang's T.ballot_sync, T.shfl_*, T.warp_reduce_*, ...; lowered by
+transform/lower_intrinsics.py, which computes lane indices, shuffle source lanes and
+``shuffle_elect`` groups itself from ``SimtDialect.warp_size``). ``lanes`` is a 64-bit lane mask
+of the caller's warp (bit l: lane l): every lane it names that exists in the block must execute
+the call together; a lane of a partial last warp that does not exist counts as exited. The
+interpreter (interpreter_warp.py) raises where this is broken.
+
+``uint64 tl_ballot_sync(uint64 lanes, bool pred)``
+    Bit l set iff lane l is named by ``lanes``, executes the call, and its ``pred`` is true.
+``int tl_any_sync(uint64 lanes, bool pred)`` / ``int tl_all_sync(uint64 lanes, bool pred)``
+    Non-zero iff ``pred`` is true on some (every) executing lane named by ``lanes``.
+``uint64 tl_activemask()``
+    Bit l set iff lane l of the warp executes the call.
+``uint32 tl_match_any_sync(uint64 lanes, T v)`` / ``uint32 tl_match_all_sync(uint64 lanes, T v)``
+    (warps of at most 32 lanes; T: 32/64-bit integer or float, compared as bit patterns) The
+    lanes named by ``lanes`` whose ``v`` equals this lane's; ``(uint32)lanes`` if they all agree,
+    else 0.
+``T tl_shfl_sync(uint64 lanes, T v, int src_lane)``
+    ``v`` of lane ``src_lane`` (0 <= src_lane < warp_size), which must execute the call.
+``T tl_warp_reduce_<sum|max|min|bitand|bitor>(T v)``
+    The reduction over every lane of a whole warp (the block is whole warps), to every lane:
+    a butterfly of xor shuffles (offsets warp_size / 2 down to 1) where the vendor has none;
+    max/min ignore NaN (fmax/fmin).
+``void tl_sync_warp(uint64 lanes)``
+    A barrier and memory fence for the lanes named.
+``bool tl_elect_one_sync()``
+    True on the lowest executing lane of the warp.
+``int tl_syncthreads_count|and|or(bool pred)``   (only if ``dialect.block_votes``)
+    A block barrier returning the number of threads with ``pred`` (non-zero iff all / any).
+``int tl_ffs(T v)`` (32- and 64-bit integers), ``uint32 tl_fns(uint32 mask, uint32 base, int offset)``
+    CUDA's ``__ffs``/``__ffsll`` and ``__fns`` (base modulo 32).
+``T tl_ldg(const T* p)``
+    ``*p`` of a global tensor the kernel does not write (CUDA: the read-only data cache).
+
+TileLang's explicit vector accesses (T.ldg128, T.sts64, ...) need no helper: the frontend builds
+them as one vector load/store with a bit cast, and the kit checks their alignment and
+``dialect.vector_bytes``.
 
 Block barriers are not helpers: the kit emits TVM's ``tvm_storage_sync("shared")``, which each
 codegen prints as its barrier (``__syncthreads()`` on CUDA).

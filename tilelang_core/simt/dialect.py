@@ -18,12 +18,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-#: CUDA's hardware atomics (max/min of floats go through a CAS loop in the prelude: float32 only)
+#: the element types of 1, 2, 4 and 8 bytes: what atomic loads and stores take
+_WORD_TYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16",
+               "bfloat16", "float32", "float64")
+_INTEGERS = ("int32", "uint32", "int64", "uint64")
+
+#: CUDA's atomics (max/min of floating types through a compare-and-swap loop in the prelude)
 CUDA_ATOMIC_DTYPES = MappingProxyType({
-    "add": ("float16", "bfloat16", "float32", "float64", "int32", "uint32", "int64", "uint64"),
-    "max": ("float32", "int32", "uint32", "int64", "uint64"),
-    "min": ("float32", "int32", "uint32", "int64", "uint64"),
+    "add": ("float16", "bfloat16", "float32", "float64") + _INTEGERS,
+    "max": ("float16", "bfloat16", "float32", "float64") + _INTEGERS,
+    "min": ("float16", "bfloat16", "float32", "float64") + _INTEGERS,
+    "or": _INTEGERS, "and": _INTEGERS, "xor": _INTEGERS,
+    "store": _WORD_TYPES, "load": _WORD_TYPES,
 })
+#: memory orders of the C++ model, by name (ids 0..5 in the helpers: cuda::memory_order's)
+ALL_MEMORY_ORDERS = ("relaxed", "consume", "acquire", "release", "acq_rel", "seq_cst")
 
 
 @dataclass(frozen=True)
@@ -42,7 +51,14 @@ class SimtDialect:
         over all lanes of the warp (Metal's ``simd_sum``/``simd_max``/``simd_min``). A reduction
         whose lanes span the whole warp uses it instead of log2(warp_size) shuffles; empty: always
         shuffles.
-    atomic_dtypes: per atomic kind (add, max, min), the element types ``tl_atomic_<kind>`` takes.
+    atomic_dtypes: per atomic kind (add, max, min, or, and, xor, store, load), the element types
+        the ``tl_atomic_<kind>`` helpers take.
+    atomic_orders: the memory orders the atomic helpers implement (ALL_MEMORY_ORDERS); an atomic
+        asking for another one is refused by name, never run relaxed.
+    block_votes: the backend defines ``tl_syncthreads_count/and/or`` (T.syncthreads_*: a barrier
+        that counts a predicate over the block); False: those are refused at the user's line.
+    vector_bytes: the widest vector load/store the codegen prints (T.ldg256 moves 32 bytes; MSL
+        vectors hold 16); wider explicit accesses are refused at the user's line.
     """
 
     kind: str
@@ -51,6 +67,9 @@ class SimtDialect:
     shuffle_xor: str = "tl_shfl_xor"
     atomic_dtypes: Mapping[str, tuple] = field(default_factory=lambda: CUDA_ATOMIC_DTYPES)
     warp_reduce: Mapping[str, str] = field(default_factory=dict)
+    atomic_orders: tuple = ALL_MEMORY_ORDERS
+    block_votes: bool = True
+    vector_bytes: int = 32
 
     def __post_init__(self):
         if not self.kind:
@@ -64,7 +83,9 @@ class SimtDialect:
         if unknown:
             raise ValueError(f"SimtDialect.warp_reduce takes the kinds sum, max, min; got {sorted(unknown)}")
         object.__setattr__(self, "warp_reduce", MappingProxyType(dict(self.warp_reduce)))
+        object.__setattr__(self, "atomic_orders", tuple(self.atomic_orders))
 
     def __hash__(self):
         return hash((self.kind, self.warp_size, self.async_copy, self.shuffle_xor,
-                     tuple(sorted(self.atomic_dtypes.items())), tuple(sorted(self.warp_reduce.items()))))
+                     tuple(sorted(self.atomic_dtypes.items())), tuple(sorted(self.warp_reduce.items())),
+                     self.atomic_orders, self.block_votes, self.vector_bytes))

@@ -9,6 +9,11 @@ tl_copy_N, tl_store_N, tl_cp_async_*, tl_shfl_xor, tl_atomic_*). A backend subcl
 arithmetic of copies, swizzles, operand lane addresses, matrix fragments and reductions against
 torch without a GPU.
 
+The warp helpers (tl_ballot_sync, tl_shfl_sync, tl_warp_reduce_*, ...) are modelled in
+interpreter_warp.py, over warps of the kernel's ``tl.warp_size``. A vector value (a ``Ramp``
+index, ``T.ldg128``'s ``uint32x4``) is an array with the vector lanes on a leading axis,
+``(lanes, threads)``; ``T.reinterpret`` reads the bytes as the device holds them.
+
 Lockstep execution makes barriers no-ops, so it cannot find missing barriers or pipeline races;
 the vendor's race checkers on the GPU do that. Async copies land when issued, unless
 ``cp_async_lands_at_wait=True``: then each ``tl_cp_async_N`` reads its source when issued but
@@ -37,7 +42,8 @@ from tvm import tirx
 
 NP_DTYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64,
              "bfloat16": np.float32, "int8": np.int8, "uint8": np.uint8, "int16": np.int16,
-             "int32": np.int32, "int64": np.int64, "uint32": np.uint32, "bool": np.bool_}
+             "int32": np.int32, "int64": np.int64, "uint32": np.uint32, "bool": np.bool_,
+             "uint16": np.uint16, "uint64": np.uint64}
 
 _DEVICE_BYTES = {"bfloat16": 2}
 
@@ -62,9 +68,11 @@ class Storage:
         self.elem_bytes = _DEVICE_BYTES.get(dtype, array.itemsize)
 
     def flat(self, indices, lanes):
+        # a vector access (a Ramp index) has shape (vector lanes, threads); a scalar one (threads,)
+        shape = np.broadcast_shapes((lanes,), *(np.shape(i) for i in indices))
         if len(indices) == 1:
-            return np.broadcast_to(np.asarray(indices[0], dtype=np.int64), (lanes,)).copy()
-        flat = np.zeros(lanes, dtype=np.int64)
+            return np.broadcast_to(np.asarray(indices[0], dtype=np.int64), shape).copy()
+        flat = np.zeros(shape, dtype=np.int64)
         for i, s in zip(indices, self.shape):
             flat = flat * int(s) + np.asarray(i, dtype=np.int64)
         return flat
@@ -73,7 +81,7 @@ class Storage:
         out = np.zeros(flat.shape, dtype=self.array.dtype)
         safe = np.where(mask, flat, 0)
         if self.per_lane:
-            out = self.array[np.arange(flat.shape[0]), safe]
+            out = self.array[np.arange(flat.shape[-1]), safe]
         else:
             out = self.array.reshape(-1)[safe]
         return np.where(mask, out, np.zeros((), dtype=self.array.dtype))
@@ -82,12 +90,12 @@ class Storage:
         lanes = np.nonzero(mask)[0]
         value = np.broadcast_to(np.asarray(value), flat.shape)
         if self.per_lane:
-            self.array[lanes, flat[lanes]] = value[lanes].astype(self.array.dtype)
+            self.array[lanes, flat[..., lanes]] = value[..., lanes].astype(self.array.dtype)
         else:
             view = self.array.reshape(-1)
             if not np.shares_memory(view, self.array):
                 raise RuntimeError("global buffers must be contiguous")
-            view[flat[lanes]] = value[lanes].astype(self.array.dtype)
+            view[flat[..., lanes]] = value[..., lanes].astype(self.array.dtype)
 
 
 #: what ``Interpreter.device_helper`` returns for a helper name it does not implement
@@ -201,6 +209,8 @@ class Interpreter:
     def expr(self, e):
         kind = type(e).__name__
         if kind == "IntImm":
+            if str(e.ty) == "uint64":  # lane masks: all 64 bits
+                return np.uint64(int(e.value) & (2**64 - 1))
             return np.int64(e.value) if str(e.ty) != "bool" else np.bool_(e.value)
         if kind == "FloatImm":
             return NP_DTYPES.get(str(e.ty), np.float32)(e.value)
@@ -210,6 +220,15 @@ class Interpreter:
             st = self.storage[e.source]
             flat = st.flat([self.expr(i) for i in e.indices], self.lanes)
             return st.read(flat, self.read_mask)
+        if kind in ("And", "Or"):
+            # short-circuit like C's && and ||: the right side reads memory only where it counts
+            # (``i < n && x[i] > 0`` reads no x[i] past the end)
+            left = np.broadcast_to(self.expr(e.a), (self.lanes,)).astype(bool)
+            outer = self.read_mask
+            self.read_mask = outer & (left if kind == "And" else ~left)
+            right = np.broadcast_to(self.expr(e.b), (self.lanes,)).astype(bool)
+            self.read_mask = outer
+            return left & right if kind == "And" else left | right
         if kind in _BINARY:
             return _BINARY[kind](self.expr(e.a), self.expr(e.b))
         if kind == "Not":
@@ -217,7 +236,19 @@ class Interpreter:
         if kind == "Select":
             return np.where(self.expr(e.condition), self.expr(e.true_value), self.expr(e.false_value))
         if kind == "Cast":
-            return np.asarray(self.expr(e.value)).astype(NP_DTYPES[str(e.ty)])
+            return np.asarray(self.expr(e.value)).astype(np_dtype(str(e.ty)))
+        if kind == "Ramp":  # vector lanes along a leading axis: shape (lanes, threads)
+            base = np.broadcast_to(np.asarray(self.expr(e.base), dtype=np.int64), (self.lanes,))
+            steps = np.arange(int(e.lanes), dtype=np.int64)[:, None] * np.asarray(self.expr(e.stride))
+            return base[None, :] + steps
+        if kind == "Broadcast":
+            value = np.broadcast_to(np.asarray(self.expr(e.value)), (self.lanes,))
+            return np.broadcast_to(value, (int(e.lanes), self.lanes)).copy()
+        if kind == "Shuffle":  # concatenated vectors (T.atomic_addx2/x4's previous values): lanes first
+            parts = [np.asarray(self.expr(v)) for v in e.vectors]
+            lanes = np.concatenate([p.reshape(-1, self.lanes) if p.ndim == 2 else
+                                    np.broadcast_to(p, (self.lanes,))[None, :] for p in parts])
+            return lanes[[int(i) for i in e.indices]]
         if kind == "Call":
             return self.call(e, np.ones(self.lanes, dtype=bool))
         raise NotImplementedError(f"interpreter: expression {kind}: {e}")
@@ -234,6 +265,8 @@ class Interpreter:
             return None
         if op == "tirx.address_of":
             return self.pointer(e)
+        if op == "tirx.reinterpret":
+            return reinterpret(self.expr(e.args[0]), str(e.args[0].ty), str(e.ty), self.lanes)
         if op in ("tirx.if_then_else", "prim.if_then_else"):
             # lazy like the C ternary: each branch reads memory only where it is taken
             cond = np.broadcast_to(self.expr(e.args[0]), (self.lanes,)).astype(bool)
@@ -269,21 +302,48 @@ class Interpreter:
                     dst.write(index, value, write)
             return None
         if name.startswith("tl_atomic_"):
-            ptr, value = self.pointer(args[0]), np.broadcast_to(self.expr(args[1]), (self.lanes,))
-            lanes = np.nonzero(mask)[0]
-            view = ptr.storage.array.reshape(-1)
-            ufunc = {"tl_atomic_add": np.add, "tl_atomic_max": np.maximum, "tl_atomic_min": np.minimum}[name]
-            ufunc.at(view, ptr.index[lanes], value[lanes].astype(view.dtype))  # repeated lanes all land
-            return None
+            return self._atomic(name, args, mask)
         if name == "tl_shfl_xor":
             value = np.broadcast_to(self.expr(args[0]), (self.lanes,))
             lane_mask = int(self.expr(args[1]))
             return value[np.arange(self.lanes) ^ lane_mask]
+        from .interpreter_warp import warp_helper  # votes, shuffles, warp reductions, bit scans
+
+        handled = warp_helper(self, name, args, mask)
+        if handled is not NOT_HANDLED:
+            return handled
         handled = self.device_helper(name, args, mask)
         if handled is NOT_HANDLED:
             raise NotImplementedError(f"interpreter: device helper {name} (no rule in "
                                       f"{type(self).__name__}.device_helper)")
         return handled
+
+    def _atomic(self, name: str, args, mask):
+        """``tl_atomic_<kind>`` (nothing returned), ``tl_atomic_<kind>_ret`` (the previous values)
+        and ``tl_atomic_load``. Lanes go one after another, in lane order: every lane's update
+        lands and each ``_ret`` lane sees the ones before it, one of the orders the hardware may
+        pick. A trailing memory-order argument changes nothing here: lockstep execution is
+        sequentially consistent. Expression forms take the lanes the enclosing statement and
+        branches leave active (``read_mask``), not ``mask``, which expressions get all-true."""
+        ptr = self.pointer(args[0])
+        view = ptr.storage.array.reshape(-1)
+        returns = name.endswith("_ret") or name == "tl_atomic_load"
+        active = self.read_mask & mask if returns else mask
+        lanes = np.nonzero(active)[0]
+        out = np.zeros(self.lanes, dtype=view.dtype)
+        if name == "tl_atomic_load":
+            out[lanes] = view[ptr.index[lanes]]
+            return out
+        kind = name[len("tl_atomic_"):].removesuffix("_ret")
+        combine = _ATOMIC_COMBINE.get(kind)
+        if combine is None:
+            raise NotImplementedError(f"interpreter: atomic helper {name}")
+        value = np.broadcast_to(self.expr(args[1]), (self.lanes,)).astype(view.dtype)
+        for lane in lanes:
+            at = ptr.index[lane]
+            out[lane] = view[at]
+            view[at] = combine(view[at], value[lane])
+        return out if returns else None
 
     def device_helper(self, name: str, args, mask):
         """A backend's own helpers (matrix loads and instructions): subclasses override this and
@@ -317,6 +377,41 @@ _MATH = {
     "tirx.fabs": np.abs, "tirx.abs": np.abs, "tirx.sin": np.sin, "tirx.cos": np.cos,
     "tirx.sigmoid": lambda x: 1 / (1 + np.exp(-x)), "tirx.floor": np.floor, "tirx.ceil": np.ceil,
 }
+
+
+#: tl_atomic_<kind>: the new value from the old one and the operand (numpy scalars)
+_ATOMIC_COMBINE = {
+    "add": lambda old, v: old + v, "max": np.maximum, "min": np.minimum, "or": np.bitwise_or,
+    "and": np.bitwise_and, "xor": np.bitwise_xor, "store": lambda old, v: v,
+}
+
+
+def np_dtype(dtype: str):
+    """The numpy type holding elements of a TVM dtype (vector dtypes: of one lane)."""
+    return NP_DTYPES[dtype.split("x")[0]]
+
+
+def _device_bits(values: np.ndarray, dtype: str) -> np.ndarray:
+    """Elements as the device stores them (bfloat16, held as float32 here, as its 16 bits)."""
+    if dtype.startswith("bfloat16"):
+        return (values.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    return values.astype(np_dtype(dtype))
+
+
+def reinterpret(value, src: str, dst: str, threads: int):
+    """``T.reinterpret``: the bytes of each thread's (vector) value read as ``dst``. Vectors are
+    (vector lanes, threads) arrays, scalars (threads,)."""
+    value = np.asarray(value)
+    vector = "x" in src
+    rows = value if vector else np.broadcast_to(value, (threads,))[None, :]
+    rows = np.broadcast_to(rows, (rows.shape[0], threads))
+    raw = np.ascontiguousarray(_device_bits(rows, src).T)  # (threads, vector lanes): each row a value's bytes
+    if dst.startswith("bfloat16"):
+        out = (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+    else:
+        out = raw.view(np_dtype(dst))
+    out = out.T
+    return out if "x" in dst else out[0]
 
 
 def _floordiv(a, b):

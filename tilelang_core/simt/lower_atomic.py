@@ -1,12 +1,18 @@
-"""T.atomic_add / atomic_max / atomic_min: one hardware atomic (``tl_atomic_<kind>``) per
-destination element, for the element types the backend declares (SimtDialect.atomic_dtypes).
+"""T.atomic_add / max / min / or / and / xor / store: one hardware atomic (``tl_atomic_<kind>``)
+per destination element, for the element types and memory orders the backend declares
+(SimtDialect.atomic_dtypes, atomic_orders).
 
-A fragment source is walked by its layout (one replica writes); any other source, or a scalar, is
-dealt over the block's threads like an element-wise copy. Destinations on global tensors may
-overhang (ragged tiles): those elements are skipped.
+A tile atomic combines each element of its tile once per block: a fragment source is walked by
+its layout (one replica writes); any other source, or a scalar, is dealt over the block's threads
+like an element-wise copy. Destinations on global tensors may overhang (ragged tiles): those
+elements are skipped.
 
-Inside a T.Parallel body an atomic is per element instead (``atomic_per_element``, applied by
+A thread-level atomic (``Atomic.per_thread``: an element and a scalar, TileLang's
+``T.atomic_add(C[i], v)``) is performed by every thread that executes it, as written. Inside a
+T.Parallel body an atomic is per element instead (``atomic_per_element``, applied by
 transform/parallel_tile_ops.py before LowerTileOps): the thread of each element adds its value.
+
+A non-relaxed memory order is the helper's last argument, its id in ORDER_IDS.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from tvm import tirx
 
 from tilelang_core.ir import Atomic, TileOp
 from tilelang_core.ir import region as R
+from tilelang_core.ir.ops import MEMORY_ORDERS
 from tilelang_core.lowering import in_bounds as all_in_bounds
 
 from . import intrinsics as I
@@ -23,24 +30,49 @@ from .lowering import (FRAGMENT, GLOBAL, cast, dtype, in_bounds, load, region_in
                        tile_extents)
 from .transform.state import if_then, loop
 
+#: memory order -> the id the helpers take (cuda::memory_order's, and C11's __ATOMIC_* values)
+ORDER_IDS = {name: i for i, name in enumerate(MEMORY_ORDERS)}
+REGISTER_SCOPES = ("local", "local.var", FRAGMENT)
+
+
+def check_atomic(st, kind: str, dt: str, order: str, buffer, error):
+    """Raise ``error(message)`` unless the backend has ``kind`` on ``dt`` with ``order`` into
+    ``buffer``'s memory."""
+    dialect = st.dialect
+    supported = dialect.atomic_dtypes.get(kind, ())
+    name = "atomic_load" if kind == "load" else f"atomic_{kind}"
+    if dt not in supported:
+        have = ", ".join(supported) if supported else "no element type"
+        raise error(f"{name} on {dt} has no {dialect.kind.upper()} atomic; supported: {have}")
+    if order not in dialect.atomic_orders:
+        raise error(f"{name}(memory_order={order!r}) is not available on the {dialect.kind} backend: "
+                    f"its atomics implement {', '.join(repr(o) for o in dialect.atomic_orders)}. Use "
+                    f"one of those (and a barrier, T.sync_threads, to order accesses within a block)")
+    if str(buffer.ty.storage_scope) in REGISTER_SCOPES:
+        raise error(f"the {'source' if kind == 'load' else 'destination'} '{buffer.name}' is in "
+                    f"registers; atomics need global or shared memory")
+
+
+def order_args(order: str) -> list:
+    """The helper's trailing memory-order argument: none for relaxed (the plain helper)."""
+    return [] if order == "relaxed" else [tirx.const(ORDER_IDS[order], "int32")]
+
 
 def _checked(op: Atomic, st, error):
     """The helper's name and the element type, or ``error(message)`` raised."""
     dt = dtype(op.dst)
-    supported = st.dialect.atomic_dtypes.get(op.kind, ())
-    if dt not in supported:
-        raise error(f"atomic_{op.kind} on {dt} has no {st.dialect.kind.upper()} "
-                    f"atomic; supported: {', '.join(supported)}")
-    if scope(op.dst) in ("local", "local.var", FRAGMENT):
-        raise error(f"the destination '{op.dst.source.name}' is in registers; atomics "
-                    f"need global or shared memory")
+    check_atomic(st, op.kind, dt, op.memory_order, op.dst.source, error)
     return I.ATOMIC_HELPER + op.kind, dt
+
+
+def _call(op: Atomic, helper: str, dt: str, dst_load, value):
+    return I.call(helper, tirx.address_of(dst_load), cast(value, dt), *order_args(op.memory_order))
 
 
 def _emitter(op: Atomic, st, helper: str, dt: str):
     def emit(index, value):
         pred = in_bounds(st, op.dst, index)
-        stmt = I.call(helper, tirx.address_of(load(op.dst, index)), cast(value, dt))
+        stmt = _call(op, helper, dt, load(op.dst, index), value)
         return if_then(pred, stmt) if pred is not None else stmt
 
     return emit
@@ -72,7 +104,7 @@ def atomic_per_element(op: Atomic, st, error):
             value, pred = load(op.src, src_index), inside(op.src, src_index)
             if pred is not None:
                 value = tirx.if_then_else(pred, value, tirx.const(0, dtype(op.src)))
-        stmt = I.call(helper, tirx.address_of(load(op.dst, dst_index)), cast(value, dt))
+        stmt = _call(op, helper, dt, load(op.dst, dst_index), value)
         pred = inside(op.dst, dst_index)
         return stmt if pred is None else tirx.IfThenElse(pred, stmt, None)
 
@@ -86,10 +118,22 @@ def atomic_per_element(op: Atomic, st, error):
     return nest(0, [])
 
 
+def _per_thread(op: Atomic, st, helper: str, dt: str):
+    """Every thread that gets here performs the atomic (an element past a ragged global tensor's
+    end is skipped, as TileLang's safe accesses skip it)."""
+    index = [r.min for r in op.dst.region]
+    value = load(op.src, [r.min for r in op.src.region]) if op.src_is_region else op.src
+    stmt = _call(op, helper, dt, load(op.dst, index), value)
+    pred = all_in_bounds(st.analyzer, index, op.dst.source.ty.shape) if scope(op.dst) in GLOBAL else None
+    return stmt if pred is None else tirx.IfThenElse(pred, stmt, None)
+
+
 def lower_atomic(call, ctx):
     op: Atomic = TileOp.from_stmt(call)
     st = state_of(ctx)
     helper, dt = _checked(op, st, lambda message: ctx.error("atomic", message))
+    if op.per_thread:
+        return _per_thread(op, st, helper, dt)
     emit = _emitter(op, st, helper, dt)
 
     if op.src_is_region and scope(op.src) == FRAGMENT:

@@ -8,7 +8,9 @@
    parallel_tile_ops   tile ops in T.Parallel bodies -> one per element (atomics; others refused)
 4. LowerTileOps        tile ops -> per-thread code (the rules registered for ``dialect.kind``)
 5. lower_parallel      T.Parallel nests -> per-thread register loops
+   lower_atomic_calls  atomics used as values (return_prev, T.atomic_load) -> helper calls
 6. apply_layouts       fragments -> registers, shared -> flat swizzled arrays, scratch allocated
+   lower_intrinsics    warp votes, shuffles, lane queries -> device helpers (checked before step 1)
 7. VerifyNoTileOps
 
 A backend adds its own checks around it (dtypes, shared memory limit) and registers its rules
@@ -26,6 +28,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tilelang_core.ir.intrinsics import calls_in, vector_accesses
 from tilelang_core.lowering import LoweringContext
 from tilelang_core.transform.instrumented import run_pass
 from tilelang_core.transform.layout_inference import infer_layouts
@@ -33,11 +36,13 @@ from tilelang_core.transform.lower_tile_ops import kernel_name, lower_tile_ops
 from tilelang_core.transform.verify_no_tile_ops import verify_no_tile_ops
 
 from .dialect import SimtDialect
+from .lower_atomic_calls import lower_atomic_calls
 from .lower_gemm_fma import fma_accumulator_layout
 from .transform import (KernelState, apply_layouts, block_swizzle, insert_barriers, longest_first,
                         lower_parallel, parallel_tile_ops, prefetch_fragments, software_pipeline, split_masked_fills,
                         thread_binding)
 from .transform.apply_layouts import annotated_layouts
+from .transform.lower_intrinsics import check_intrinsics, lower_intrinsics
 
 
 @dataclass
@@ -87,6 +92,10 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
                                              name=str(buffer.name), scope="local")
     body, st.annotated = annotated_layouts(func.body, name, kind)
     func = func.with_body(body)
+    # warp votes, shuffles, lane queries, explicit vector accesses (ir/intrinsics.py)
+    intrinsics = bool(calls_in(func.body) or vector_accesses(func.body))
+    if intrinsics:
+        func = run_pass(f"{kind}.CheckIntrinsics", _on_body(check_intrinsics), func, st)
     # run_pass: plain calls, except under TILELANG_DUMP_IR, where each is dumped and timed
     if longest_first_blocks:  # before BlockSwizzle, which consumes the T.use_swizzle marker it respects
         func = run_pass(f"{kind}.LongestFirst", _on_body(longest_first), func)
@@ -104,7 +113,10 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
                               options=options, state=st)
     func = run_pass(f"{kind}.LowerTileOps", lower_tile_ops, func, kind, options, context=ctx)
     func = run_pass(f"{kind}.LowerParallel", _on_body(lower_parallel), func, st)
+    func = run_pass(f"{kind}.LowerAtomicCalls", _on_body(lower_atomic_calls), func, st)
     func = run_pass(f"{kind}.ApplyLayouts", _on_body(apply_layouts), func, st, st.annotated)
+    if intrinsics:
+        func = run_pass(f"{kind}.LowerIntrinsics", lower_intrinsics, func, st)
     func = run_pass(f"{kind}.PrefetchFragments", _on_body(prefetch_fragments), func)
     if finalize is not None:
         func = run_pass(f"{kind}.Finalize", _on_body(finalize), func, st)

@@ -63,15 +63,72 @@ def run(path: str, func, **arrays: np.ndarray) -> dict[str, np.ndarray]:
     if path == "cpu":
         return _run_cpu(func, arrays)
     kind = path.partition(":")[0]
-    lowered = lower(path, func)
     if kind == "cuda":
         from tilelang_cuda.interpreter import run_kernel
     elif kind == "hip":
         from tilelang_hip.interpreter import run_kernel
     else:
         from tilelang_metal.interpreter import run_kernel
-    run_kernel(lowered, arrays)
+    program = _split(path, func)
+    if program is None:
+        run_kernel(lower(path, func), arrays)
+        return arrays
+    # several T.Kernel blocks: each lowered and interpreted in program order, the T.alloc_global
+    # workspaces as NaN-filled arrays (uninitialized memory) shared by all of them
+    shared = dict(arrays)
+    for buffer in program.workspaces:
+        shape = _workspace_shape(func, buffer, arrays)
+        dtype = str(buffer.ty.dtype)
+        fill = np.nan if np.issubdtype(np.dtype(dtype), np.floating) else 0
+        shared[str(buffer.name)] = np.full(shape, fill, dtype=dtype)
+    for kernel in program.kernels:
+        run_kernel(lower(path, kernel), shared)
     return arrays
+
+
+def _split(path: str, func):
+    """The kernels of a program of several (transform/program_kernels.py), or None; refused as the
+    compile driver refuses it where the backend does not build such programs."""
+    from ..transform.program_kernels import split_program
+
+    program = split_program(func)
+    if program is None:
+        return None
+    lower(path, program.kernels[0])  # skips when the backend is not installed
+    kind = path.partition(":")[0]
+    backend = {"cuda": "tilelang_cuda.pipeline:CudaBackend", "hip": "tilelang_hip.pipeline:HipBackend",
+               "metal": "tilelang_metal.pipeline:MetalBackend"}[kind]
+    import importlib
+
+    module, _, cls = backend.partition(":")
+    from ..jit.compiler import check_program_support
+
+    check_program_support(func, getattr(importlib.import_module(module), cls), "main")
+    return program
+
+
+def _workspace_shape(func, buffer, arrays: dict) -> tuple:
+    """The extents of a workspace, with the program's sizes bound from the arguments."""
+    import tvm
+
+    env = {}
+    for p in func.params:
+        if tvm.tirx.is_buffer_var(p):
+            for dim, extent in zip(p.ty.shape, np.shape(arrays[str(p.name)])):
+                if isinstance(dim, tvm.tirx.Var):
+                    env[dim] = tvm.tirx.const(int(extent), str(dim.ty))
+        else:
+            env[p] = tvm.tirx.const(int(arrays[str(p.name)]), str(p.ty))
+    analyzer = tvm.sym.Analyzer()
+    return tuple(int(analyzer.simplify(_substitute(e, env))) for e in buffer.ty.shape)
+
+
+def _substitute(expr, env: dict):
+    import tvm_ffi
+    from tvm import tirx
+
+    keyed = {v.__chandle__(): value for v, value in env.items()}
+    return tvm_ffi.structural_map(expr, [(tirx.Var, lambda v: keyed.get(v.__chandle__(), v))])
 
 
 def _run_cpu(func, arrays: dict) -> dict:

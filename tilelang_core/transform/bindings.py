@@ -74,8 +74,13 @@ def written_buffers(stmt) -> list:
 
         tvm_ffi.structural_walk(ev, [(tvm.ir.Call, on_address)])
 
+    def on_atomic(call):  # old = T.atomic_add(A[i], v, return_prev=True): a Bind that writes A
+        if getattr(call.op, "name", "") == "tl.atomic_rmw" and isinstance(call.args[0], tvm.ir.TensorLoad):
+            note(call.args[0].source)
+
     tvm_ffi.structural_walk(stmt, [(tirx.BufferStore, lambda st: note(st.buffer)),
-                                   (tirx.TilePrimitiveCall, on_call), (tirx.Evaluate, on_eval)])
+                                   (tirx.TilePrimitiveCall, on_call), (tirx.Evaluate, on_eval),
+                                   (tvm.ir.Call, on_atomic)])
     return found
 
 

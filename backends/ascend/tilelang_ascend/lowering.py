@@ -379,12 +379,30 @@ def lower_gemm(op, ctx: IsaContext) -> None:
         ctx.release([prod])
 
 
+def refuse_atomic_calls(func, kernel: str) -> None:
+    """The atomics used as values (``return_prev=True``, ``T.atomic_load``) have no Ascend form:
+    the GM write units combine whole tiles and give nothing back."""
+    from tilelang_core.errors import LoweringError
+    from tilelang_core.ir.atomic_calls import AtomicCall, atomic_calls, fmt_element
+
+    for call in atomic_calls(func.body):
+        kind = AtomicCall.from_call(call).kind
+        what = "T.atomic_load" if kind == "load" else f"T.atomic_{kind}(return_prev=True)"
+        raise LoweringError(f"kernel '{kernel}': {what} on {fmt_element(call.args[0])} is not supported by the "
+                            f"Ascend backend, whose atomics are tile writes into global memory "
+                            f"(T.atomic_add/max/min(C[...], tile)) that return nothing")
+
+
 @ascend_rule("atomic")
 def lower_atomic(op, ctx: IsaContext) -> None:
     what = f"T.atomic_{op.kind}"
     if op.kind not in isa.GM_ATOMICS:
         raise ctx.error(what, f"the GM write units of Ascend combine by "
                               f"{', '.join(isa.GM_ATOMICS)} only")
+    if op.memory_order != "relaxed":
+        raise ctx.error(what, f"memory_order={op.memory_order!r} is not available on the Ascend "
+                              f"backend: its GM atomic writes order nothing else; leave the order "
+                              f"out (relaxed)")
     if not op.src_is_region or mem_of(op.dst, ctx) != "GM":
         raise ctx.error(what, f"only the tile form into global memory is supported "
                               f"(T.atomic_{op.kind}(C[...], tile)); scalar and on-chip atomics "

@@ -193,17 +193,18 @@ def lower_fill(call, ctx: LoweringContext) -> tirx.Stmt:
     return elementwise(ctx, "fill", dst, None, "fill", lambda _idx, _v: cast(value, dst.dtype))
 
 
-_ATOMIC_COMBINE = {"add": lambda a, b: a + b, "max": tirx.max, "min": tirx.min}
-
-
 @register_lowering("atomic", KIND)
 def lower_atomic(call, ctx: LoweringContext) -> tirx.Stmt:
-    """A read-modify-write. Atomicity comes from the block loop: BlocksToLoops runs blocks serially
-    when a kernel has an atomic on a global buffer, and within a block everything is sequential."""
+    """A read-modify-write (a plain store for T.atomic_store). Atomicity comes from the block loop:
+    BlocksToLoops runs blocks serially when a kernel has an atomic on a global buffer, and within a
+    block everything is sequential, so every memory order holds as well. A thread-level atomic
+    (``per_thread``) sits in the loop over threads ThreadsToLoops made, once per thread."""
+    from .transform.lower_atomic_calls import COMBINE
+
     op = TileOp.from_stmt(call)
-    if op.kind not in _ATOMIC_COMBINE:
-        raise ctx.error("atomic", f"unknown atomic kind {op.kind!r}; expected add, max or min")
-    combine = _ATOMIC_COMBINE[op.kind]
+    if op.kind not in COMBINE:
+        raise ctx.error("atomic", f"unknown atomic kind {op.kind!r}; expected one of {sorted(COMBINE)}")
+    combine = COMBINE[op.kind]
     dst = as_region(op.dst, "atomic destination", ctx, "atomic")
     operand = op.src
     if op.src_is_region:

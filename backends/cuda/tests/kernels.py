@@ -112,7 +112,8 @@ def make_fill(M, bm=256, threads=128):
 
 
 def make_atomic_rowsum(M, N, bm=32, threads=128):
-    """Every block adds its rows' sums into one accumulator row: fragments + atomics."""
+    """Every block adds its rows' sums into one accumulator row (tile atomics), and every thread
+    adds 1 to Z (a thread-level atomic)."""
 
     @T.prim_func
     def atomic_rowsum(X: T.Tensor((M, N), T.float32), Y: T.Tensor((N,), T.float32),

@@ -198,12 +198,24 @@ def compile_device(device_source: str, arch: str, workdir: Path, options: CudaOp
     return path, log, seconds
 
 
+def with_host_helpers(source: str) -> str:
+    """TVM's single .cu with the definitions of the host helpers its wrapper calls (the split
+    build's host prelude has them, codegen.HOST_PRELUDE): the stream-ordered scratch memory of
+    T.alloc_global workspaces and persistent kernels. Without them the library links (a shared
+    library may leave symbols undefined) and the first call dies on an unresolved symbol."""
+    from .hopper.intrinsics import SCRATCH_HOST
+
+    if "tl_scratch_alloc(" in source and "tl_scratch_pool(" not in source:
+        source += "\n#include <tvm/ffi/extra/c_env_api.h>\n" + SCRATCH_HOST
+    return source
+
+
 def compile_nvcc_shared(source: str, arch: str, workdir: Path, output: Path,
                         options: CudaOptions, name: str = "kernel") -> tuple[str, float]:
     """TVM's single .cu -> shared library with nvcc alone."""
     include, dlpack, lib_dir = _tvm_ffi_paths()
     src = Path(workdir) / f"{name}.cu"
-    src.write_text(source)
+    src.write_text(with_host_helpers(source))
     cmd = [find_nvcc(), *device_flags(arch, options), "-shared", "-Xcompiler", "-fPIC",
            f"-I{include}", f"-I{dlpack}", str(src), "-o", str(output), f"-L{lib_dir}", "-ltvm_ffi",
            "-lcudart", "-Xlinker", f"-rpath,{cuda_home() / 'lib64'}"]

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+from .warp_intrinsics import WARP_HELPERS
+
 DEVICE_HEADER = r"""
 // ---- tilelang-cuda device helpers --------------------------------------------------------------
 #include <cuda_fp16.h>
@@ -126,30 +128,114 @@ __device__ __forceinline__ half tl_shfl_xor(half v, int lane_mask) {
 __device__ __forceinline__ __nv_bfloat16 tl_shfl_xor(__nv_bfloat16 v, int lane_mask) {
   return __shfl_xor_sync(0xffffffffu, v, lane_mask);
 }
-// Atomics on global or shared memory (the scalar types atomicAdd has; max/min of floats by CAS).
-template <typename T>
-__device__ __forceinline__ void tl_atomic_add(T* addr, T value) { atomicAdd(addr, value); }
-template <typename T>
-__device__ __forceinline__ void tl_atomic_max(T* addr, T value) { atomicMax(addr, value); }
-template <typename T>
-__device__ __forceinline__ void tl_atomic_min(T* addr, T value) { atomicMin(addr, value); }
-__device__ __forceinline__ void tl_atomic_max(float* addr, float value) {
-  int* word = reinterpret_cast<int*>(addr);
-  int old = *word, assumed;
-  do {
-    assumed = old;
-    if (__int_as_float(assumed) >= value) return;
-    old = atomicCAS(word, assumed, __float_as_int(value));
-  } while (old != assumed);
+// Atomics on global or shared memory. tl_atomic_<kind>(p, v) is relaxed and returns nothing;
+// tl_atomic_<kind>(p, v, order) and tl_atomic_<kind>_ret(p, v, order) (which returns the previous
+// value) take a memory order by cuda::memory_order's id (0 relaxed, 1 consume, 2 acquire,
+// 3 release, 4 acq_rel, 5 seq_cst): a relaxed atomic between the fences of its order, PTX's
+// release and acquire patterns (seq_cst starts with fence.sc, as libcu++'s does). What the
+// hardware has no instruction for (max/min of floating types) is a compare-and-swap loop.
+__device__ __forceinline__ void tl_fence_before(int order) {
+  if (order == 5) asm volatile("fence.sc.gpu;\n" ::: "memory");
+  else if (order == 3 || order == 4) asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
 }
-__device__ __forceinline__ void tl_atomic_min(float* addr, float value) {
-  int* word = reinterpret_cast<int*>(addr);
-  int old = *word, assumed;
+__device__ __forceinline__ void tl_fence_after(int order) {
+  if (order == 1 || order == 2 || order == 4 || order == 5) asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+}
+template <typename T> struct tl_same { typedef T type; };  // a parameter that deduces nothing
+template <int N> struct tl_word;
+template <> struct tl_word<1> { typedef unsigned char type; };
+template <> struct tl_word<2> { typedef unsigned short type; };
+template <> struct tl_word<4> { typedef unsigned int type; };
+template <> struct tl_word<8> { typedef unsigned long long type; };
+struct tl_max_of {
+  template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a < b ? b : a; }
+};
+struct tl_min_of {
+  template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return b < a ? b : a; }
+};
+// *addr = combine(*addr, value) by compare-and-swap of the 2/4/8-byte word; the previous value.
+template <typename T, typename F>
+__device__ __forceinline__ T tl_atomic_cas_loop(T* addr, T value, F combine) {
+  typedef typename tl_word<sizeof(T)>::type U;
+  U* word = reinterpret_cast<U*>(addr);
+  U old = *reinterpret_cast<volatile U*>(word), assumed;
+  T prev;
   do {
     assumed = old;
-    if (__int_as_float(assumed) <= value) return;
-    old = atomicCAS(word, assumed, __float_as_int(value));
+    memcpy(&prev, &assumed, sizeof(T));
+    T next = combine(prev, value);
+    U bits;
+    memcpy(&bits, &next, sizeof(T));
+    old = atomicCAS(word, assumed, bits);
   } while (old != assumed);
+  return prev;
+}
+// Relaxed read-modify-writes returning the previous value, one overload per element type. TVM
+// prints int64 as int64_t (long): 64-bit integers go through unsigned long long (two's
+// complement add/or/and/xor) or long long (signed max/min).
+#define TL_RMW(KIND, T, EXPR) \
+  __device__ __forceinline__ T tl_rmw_##KIND(T* p, T v) { return EXPR; }
+#define TL_RMW_AS(KIND, T, U) \
+  __device__ __forceinline__ T tl_rmw_##KIND(T* p, T v) { return (T)tl_rmw_##KIND(reinterpret_cast<U*>(p), (U)v); }
+TL_RMW(add, float, atomicAdd(p, v)) TL_RMW(add, double, atomicAdd(p, v)) TL_RMW(add, int, atomicAdd(p, v))
+TL_RMW(add, unsigned, atomicAdd(p, v)) TL_RMW(add, unsigned long long, atomicAdd(p, v))
+TL_RMW(add, __half, atomicAdd(p, v)) TL_RMW(add, __nv_bfloat16, atomicAdd(p, v))
+TL_RMW_AS(add, long long, unsigned long long) TL_RMW_AS(add, long, unsigned long long)
+TL_RMW_AS(add, unsigned long, unsigned long long)
+#define TL_RMW_MINMAX(KIND, FN, OP) \
+  TL_RMW(KIND, int, FN(p, v)) TL_RMW(KIND, unsigned, FN(p, v)) TL_RMW(KIND, long long, FN(p, v)) \
+  TL_RMW(KIND, unsigned long long, FN(p, v)) TL_RMW_AS(KIND, long, long long) \
+  TL_RMW_AS(KIND, unsigned long, unsigned long long) TL_RMW(KIND, float, tl_atomic_cas_loop(p, v, OP())) \
+  TL_RMW(KIND, double, tl_atomic_cas_loop(p, v, OP())) TL_RMW(KIND, __half, tl_atomic_cas_loop(p, v, OP())) \
+  TL_RMW(KIND, __nv_bfloat16, tl_atomic_cas_loop(p, v, OP()))
+TL_RMW_MINMAX(max, atomicMax, tl_max_of)
+TL_RMW_MINMAX(min, atomicMin, tl_min_of)
+#define TL_RMW_BITS(KIND, FN) \
+  TL_RMW(KIND, int, FN(p, v)) TL_RMW(KIND, unsigned, FN(p, v)) TL_RMW(KIND, unsigned long long, FN(p, v)) \
+  TL_RMW_AS(KIND, long long, unsigned long long) TL_RMW_AS(KIND, long, unsigned long long) \
+  TL_RMW_AS(KIND, unsigned long, unsigned long long)
+TL_RMW_BITS(or, atomicOr)
+TL_RMW_BITS(and, atomicAnd)
+TL_RMW_BITS(xor, atomicXor)
+// The value's type is the element's (TVM prints an int64 constant as a plain int): not deduced.
+#define TL_ATOMIC_KIND(KIND)                                                                     \
+  template <typename T>                                                                          \
+  __device__ __forceinline__ T tl_atomic_##KIND##_ret(T* addr, typename tl_same<T>::type value, int order) { \
+    tl_fence_before(order);                                                                      \
+    T old = tl_rmw_##KIND(addr, value);                                                          \
+    tl_fence_after(order);                                                                       \
+    return old;                                                                                  \
+  }                                                                                              \
+  template <typename T>                                                                          \
+  __device__ __forceinline__ void tl_atomic_##KIND(T* addr, typename tl_same<T>::type value) {   \
+    tl_rmw_##KIND(addr, value);                                                                  \
+  }                                                                                              \
+  template <typename T>                                                                          \
+  __device__ __forceinline__ void tl_atomic_##KIND(T* addr, typename tl_same<T>::type value, int order) { \
+    tl_atomic_##KIND##_ret<T>(addr, value, order);                                               \
+  }
+TL_ATOMIC_KIND(add) TL_ATOMIC_KIND(max) TL_ATOMIC_KIND(min)
+TL_ATOMIC_KIND(or) TL_ATOMIC_KIND(and) TL_ATOMIC_KIND(xor)
+// Atomic loads and stores: one strong (volatile) access of the whole element between the fences.
+template <typename T>
+__device__ __forceinline__ void tl_atomic_store(T* addr, typename tl_same<T>::type value, int order) {
+  typedef typename tl_word<sizeof(T)>::type U;
+  U bits;
+  memcpy(&bits, &value, sizeof(T));
+  tl_fence_before(order);
+  *reinterpret_cast<volatile U*>(addr) = bits;
+}
+template <typename T> __device__ __forceinline__ void tl_atomic_store(T* addr, typename tl_same<T>::type value) {
+  tl_atomic_store<T>(addr, value, 0);
+}
+template <typename T> __device__ __forceinline__ T tl_atomic_load(const T* addr, int order) {
+  typedef typename tl_word<sizeof(T)>::type U;
+  if (order == 5) asm volatile("fence.sc.gpu;\n" ::: "memory");
+  U bits = *reinterpret_cast<const volatile U*>(addr);
+  tl_fence_after(order);
+  T value;
+  memcpy(&value, &bits, sizeof(T));
+  return value;
 }
 // ------------------------------------------------------------------------------------------------
 """
@@ -199,6 +285,9 @@ ON_DEMAND_HELPERS = {
               "  return y;\n"
               "}\n",
 }
+
+# votes, shuffles, warp reductions, bit scans (warp_intrinsics.py)
+ON_DEMAND_HELPERS.update(WARP_HELPERS)
 
 _HELPER_NAME = re.compile(r"\b(" + "|".join(ON_DEMAND_HELPERS) + r")\(")
 

@@ -7,6 +7,12 @@ CUDA's declarations: the knobs ``lowering.CUDA`` (32-lane warps, cp.async unless
 prelude of helpers (intrinsics.py). Around it: the arch's dtypes before, its shared memory
 limit after.
 
+A program of several ``T.Kernel`` blocks and ``T.alloc_global`` workspaces is lowered kernel by
+kernel and stitched back (tilelang_core.transform.program_kernels): the host wrapper allocates each
+workspace on the launch stream before the first kernel (stream-ordered, hopper/intrinsics.py's
+scratch memory), launches the kernels in order on that stream and frees the workspaces after the
+last.
+
 Codegen is TVM's CUDA codegen (cuda_host route), build is compiler.build_shared_library.
 
 Example::
@@ -34,11 +40,12 @@ from tilelang_core.errors import CompileError, LayoutError
 from tilelang_core.simt.lower_gemm_fma import fma_accumulator_layout
 from tilelang_core.simt.checks import check_dtypes, check_shared_memory
 from tilelang_core.simt.pipeline import lower_simt
+from tilelang_core.transform.program_kernels import lower_program, workspace_bytes
 
 from . import codegen, compiler
 from .hopper.planner import HopperPlanner
 from .hopper.wgmma import operand_plan, wgmma_accumulator_layout
-from .hopper.intrinsics import with_kernel_attributes
+from .hopper.intrinsics import scratch_statements, with_kernel_attributes
 from .intrinsics import with_on_demand_helpers
 from .transform import fast_divide, fast_exp2
 from .transform.stage_epilogue import stage_epilogue
@@ -113,6 +120,19 @@ def lower_function(func: tirx.PrimFunc, arch: str, options: CudaOptions) -> tirx
 SCHEDULE_NOTES = "tl.schedule_notes"
 
 
+def workspace_statements(workspaces) -> tuple[list, list]:
+    """Host statements giving each ``T.alloc_global`` workspace stream-ordered device memory before
+    the program's first kernel (uninitialized, as in TileLang), and freeing it after the last."""
+    before, after = [], []
+    for buffer in workspaces:
+        data = tirx.Var(f"{buffer.name}_workspace", "handle")
+        alloc, free = scratch_statements(data, workspace_bytes(buffer), tirx.const(0, "int64"),
+                                         f"the T.alloc_global workspace '{buffer.name}'")
+        before += alloc + [tirx.DeclBuffer(buffer, data=data)]
+        after = free + after
+    return before, after
+
+
 def tensor_alignments(mod) -> dict[str, int]:
     """{tensor parameter name: the data alignment its code assumes} over the module's kernels
     (the same ``data_alignment`` the JIT's launcher reads, jit/params.py)."""
@@ -138,6 +158,8 @@ class CudaBackend(Backend):
     device_type = "cuda"
     entry_checks_arguments = True  # TVM's cuda_host wrapper (codegen.py) checks before launching
     entry_checks_alignment = True  # ... with our alignment tests added (codegen.with_alignment_checks)
+    multi_kernel_programs = True  # program_kernels: several T.Kernel blocks, T.alloc_global
+    address_tensors = True  # T.make_tensor(ptrs[i], ...): a pointer cast in the kernel
     on_demand_stages = ("ptx", "sass")
     options_class = CudaOptions
     binary_suffix = ".so"
@@ -155,7 +177,8 @@ class CudaBackend(Backend):
         options = options or CudaOptions()
         start = time.perf_counter()
         arch = self.arch
-        mod = lower_each("cuda", func, lambda f: lower_function(f, arch, options))
+        mod = lower_each("cuda", func, lambda f: lower_program(
+            f, lambda kernel: lower_function(kernel, arch, options), workspace_statements))
         self.timings["lower"] = time.perf_counter() - start
         return mod
 

@@ -117,7 +117,7 @@ class HipSource:
 def hip_source(mod, matrix_unit: str) -> str:
     """Lowered IRModule -> the source stage (device HIP C++, separator, host wrapper)."""
     exported = split_exported(export_c_source(build_c_module(mod, who="the hip backend")))
-    device = device_prelude(matrix_unit) + exported.kernels
+    device = device_prelude(matrix_unit, exported.kernels) + exported.kernels
     host = _rewrite_host(exported.host, kernel_decls(device))
     return device + HOST_SEPARATOR + host
 

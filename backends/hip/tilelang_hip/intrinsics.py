@@ -20,6 +20,8 @@ clang builtins (``__builtin_amdgcn_*``). The helpers implement the kit's contrac
 
 from __future__ import annotations
 
+from .warp_intrinsics import WARP_HELPER_CALL, WARP_HELPERS
+
 DEVICE_PRELUDE = r"""// ---- tilelang-hip device prelude (clang -x hip -nogpuinc -nogpulib) ---------------------------
 #define __global__ __attribute__((global))
 #define __device__ __attribute__((device))
@@ -30,6 +32,7 @@ DEVICE_PRELUDE = r"""// ---- tilelang-hip device prelude (clang -x hip -nogpuinc
 #define TL_D static __device__ __forceinline__
 typedef _Float16 half;
 typedef __bf16 bfloat16_t;
+typedef __bf16 nv_bfloat16;  // TVM's printer names bfloat16 scalars so (per-thread code)
 typedef unsigned int uint;
 typedef unsigned short ushort;
 typedef unsigned char uchar;
@@ -64,6 +67,7 @@ TL_D void __syncthreads() {
 TL_VEC2(float, float2) TL_VEC4(float, float4) TL_VEC2(half, half2) TL_VEC4(half, half4)
 TL_VEC2(int, int2) TL_VEC4(int, int4) TL_VEC2(unsigned, uint2) TL_VEC4(unsigned, uint4)
 TL_VEC2(double, double2)
+TL_VEC4(unsigned long long, ulonglong4)  // T.ldg256 / T.stg256 (TVM prints uint32x8 so)
 struct uint1 { unsigned x; };
 struct float1 { float x; };
 #define CUDART_INF_F __builtin_huge_valf()
@@ -166,24 +170,71 @@ TL_D half tl_shfl_xor(half v, int mask) {
   unsigned short bits = __builtin_bit_cast(unsigned short, v);
   return __builtin_bit_cast(half, (unsigned short)tl_shfl_xor_b32((int)bits, mask));
 }
-// Atomics on global or shared memory (agent scope, relaxed); float max/min by compare-and-swap.
-template <typename T> TL_D void tl_atomic_add(T* addr, T value) {
-  __hip_atomic_fetch_add(addr, value, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+// Atomics on global or shared memory, agent scope. tl_atomic_<kind>(p, v) is relaxed and returns
+// nothing; tl_atomic_<kind>(p, v, order) and tl_atomic_<kind>_ret(p, v, order) (the previous
+// value) take the memory order as its C11 id, which is the value of clang's __ATOMIC_* (0 relaxed,
+// 1 consume, 2 acquire, 3 release, 4 acq_rel, 5 seq_cst): a constant once inlined. Max/min of
+// floating types are compare-and-swap loops (clang widens 16-bit ones to the 32-bit word).
+static_assert(__ATOMIC_RELAXED == 0 && __ATOMIC_CONSUME == 1 && __ATOMIC_ACQUIRE == 2 &&
+              __ATOMIC_RELEASE == 3 && __ATOMIC_ACQ_REL == 4 && __ATOMIC_SEQ_CST == 5,
+              "TileLang's memory-order ids are C11's");
+// TVM's printer converts a float constant to half with CUDA's __float2half_rn (f16 atomics' values)
+TL_D half __float2half_rn(float x) { return (half)x; }
+template <typename T> struct tl_same { typedef T type; };  // a parameter that deduces nothing
+template <int N> struct tl_word;
+template <> struct tl_word<1> { typedef unsigned char type; };
+template <> struct tl_word<2> { typedef unsigned short type; };
+template <> struct tl_word<4> { typedef unsigned int type; };
+template <> struct tl_word<8> { typedef unsigned long long type; };
+// a failed compare-and-swap only reads: it cannot release
+TL_D int tl_cas_failure_order(int order) { return order == 3 ? 0 : order == 4 ? 2 : order; }
+struct tl_max_of { template <typename T> TL_D T apply(T a, T b) { return a < b ? b : a; } };
+struct tl_min_of { template <typename T> TL_D T apply(T a, T b) { return b < a ? b : a; } };
+template <typename F, typename T> TL_D T tl_atomic_cas_loop(T* addr, T value, int order) {
+  typedef typename tl_word<sizeof(T)>::type U;
+  U* word = reinterpret_cast<U*>(addr);
+  U old = __hip_atomic_load(word, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+  T prev;
+  do {
+    prev = __builtin_bit_cast(T, old);
+  } while (!__hip_atomic_compare_exchange_weak(word, &old, __builtin_bit_cast(U, F::apply(prev, value)),
+                                               order, tl_cas_failure_order(order), __HIP_MEMORY_SCOPE_AGENT));
+  return prev;
 }
-template <typename T> TL_D void tl_atomic_max(T* addr, T value) {
-  __hip_atomic_fetch_max(addr, value, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
-}
-template <typename T> TL_D void tl_atomic_min(T* addr, T value) {
-  __hip_atomic_fetch_min(addr, value, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
-}
-#define TL_ATOMIC_FLOAT_CAS(NAME, KEEP)                                                    \
-  TL_D void NAME(float* addr, float value) {                                              \
-    float old = __hip_atomic_load(addr, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);      \
-    while (!(KEEP) && !__hip_atomic_compare_exchange_weak(addr, &old, value,              \
-        __ATOMIC_RELAXED, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT)) {}                 \
+template <typename T> TL_D T tl_rmw_add(T* p, T v, int o) { return __hip_atomic_fetch_add(p, v, o, __HIP_MEMORY_SCOPE_AGENT); }
+template <typename T> TL_D T tl_rmw_or(T* p, T v, int o) { return __hip_atomic_fetch_or(p, v, o, __HIP_MEMORY_SCOPE_AGENT); }
+template <typename T> TL_D T tl_rmw_and(T* p, T v, int o) { return __hip_atomic_fetch_and(p, v, o, __HIP_MEMORY_SCOPE_AGENT); }
+template <typename T> TL_D T tl_rmw_xor(T* p, T v, int o) { return __hip_atomic_fetch_xor(p, v, o, __HIP_MEMORY_SCOPE_AGENT); }
+template <typename T> TL_D T tl_rmw_max(T* p, T v, int o) { return __hip_atomic_fetch_max(p, v, o, __HIP_MEMORY_SCOPE_AGENT); }
+template <typename T> TL_D T tl_rmw_min(T* p, T v, int o) { return __hip_atomic_fetch_min(p, v, o, __HIP_MEMORY_SCOPE_AGENT); }
+#define TL_RMW_CAS(KIND, T, OP) \
+  TL_D T tl_rmw_##KIND(T* p, T v, int o) { return tl_atomic_cas_loop<OP>(p, v, o); }
+TL_RMW_CAS(max, float, tl_max_of) TL_RMW_CAS(max, double, tl_max_of) TL_RMW_CAS(max, half, tl_max_of)
+TL_RMW_CAS(min, float, tl_min_of) TL_RMW_CAS(min, double, tl_min_of) TL_RMW_CAS(min, half, tl_min_of)
+// The value's type is the element's (TVM prints an int64 constant as a plain int): not deduced.
+#define TL_ATOMIC_KIND(KIND)                                                                     \
+  template <typename T> TL_D T tl_atomic_##KIND##_ret(T* addr, typename tl_same<T>::type value, int order) { \
+    return tl_rmw_##KIND(addr, value, order);                                                    \
+  }                                                                                              \
+  template <typename T> TL_D void tl_atomic_##KIND(T* addr, typename tl_same<T>::type value) {   \
+    tl_rmw_##KIND(addr, value, 0);                                                               \
+  }                                                                                              \
+  template <typename T> TL_D void tl_atomic_##KIND(T* addr, typename tl_same<T>::type value, int order) { \
+    tl_rmw_##KIND(addr, value, order);                                                           \
   }
-TL_ATOMIC_FLOAT_CAS(tl_atomic_max, old >= value)
-TL_ATOMIC_FLOAT_CAS(tl_atomic_min, old <= value)
+TL_ATOMIC_KIND(add) TL_ATOMIC_KIND(max) TL_ATOMIC_KIND(min)
+TL_ATOMIC_KIND(or) TL_ATOMIC_KIND(and) TL_ATOMIC_KIND(xor)
+template <typename T> TL_D void tl_atomic_store(T* addr, typename tl_same<T>::type value, int order) {
+  typedef typename tl_word<sizeof(T)>::type U;
+  __hip_atomic_store(reinterpret_cast<U*>(addr), __builtin_bit_cast(U, value), order, __HIP_MEMORY_SCOPE_AGENT);
+}
+template <typename T> TL_D void tl_atomic_store(T* addr, typename tl_same<T>::type value) {
+  tl_atomic_store<T>(addr, value, 0);
+}
+template <typename T> TL_D T tl_atomic_load(const T* addr, int order) {
+  typedef typename tl_word<sizeof(T)>::type U;
+  return __builtin_bit_cast(T, __hip_atomic_load(reinterpret_cast<const U*>(addr), order, __HIP_MEMORY_SCOPE_AGENT));
+}
 """
 
 MFMA_HELPERS = r"""// ---- MFMA (gfx9): D^T = B^T A^T, so each lane holds a row of C (layouts.py) --------------------
@@ -231,7 +282,9 @@ TL_WMMA(tl_wmma_f32_16x16x16_bf16, __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32, 
 """
 
 
-def device_prelude(matrix_unit: str) -> str:
-    """The prelude for an arch whose matrix unit is ``"mfma"`` or ``"wmma"`` (target.CAPABILITIES)."""
+def device_prelude(matrix_unit: str, kernels: str = "") -> str:
+    """The prelude for an arch whose matrix unit is ``"mfma"`` or ``"wmma"`` (target.CAPABILITIES),
+    with the warp helpers (warp_intrinsics.py) when ``kernels`` call one of them."""
     units = {"mfma": MFMA_HELPERS, "wmma": WMMA_HELPERS}
-    return DEVICE_PRELUDE + HELPERS + units.get(matrix_unit, "")
+    warp = WARP_HELPERS if WARP_HELPER_CALL.search(kernels) else ""
+    return DEVICE_PRELUDE + HELPERS + warp + units.get(matrix_unit, "")

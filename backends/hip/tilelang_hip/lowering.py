@@ -18,11 +18,16 @@ from .lower_gemm import lower_gemm
 
 KIND = "hip"
 
-#: what the prelude's tl_atomic_* take (float max/min by compare-and-swap)
+#: what the prelude's tl_atomic_* take (floating max/min by compare-and-swap; no bfloat16: the
+#: device prelude has no bfloat16 type)
+_INTS = ("int32", "uint32", "int64", "uint64")
 HIP_ATOMIC_DTYPES = {
-    "add": ("float32", "float64", "int32", "uint32", "int64", "uint64"),
-    "max": ("float32", "int32", "uint32", "int64", "uint64"),
-    "min": ("float32", "int32", "uint32", "int64", "uint64"),
+    "add": ("float16", "float32", "float64") + _INTS,
+    "max": ("float16", "float32", "float64") + _INTS,
+    "min": ("float16", "float32", "float64") + _INTS,
+    "or": _INTS, "and": _INTS, "xor": _INTS,
+    "store": ("int8", "uint8", "int16", "uint16", "float16", "float32", "float64") + _INTS,
+    "load": ("int8", "uint8", "int16", "uint16", "float16", "float32", "float64") + _INTS,
 }
 
 #: CDNA wavefronts (gfx90a, gfx94x): 64 lanes

@@ -71,7 +71,7 @@ def build_tvm_module(mod):
 
 def finish_source(tvm_source: str) -> str:
     """TVM's MSL + our prelude, threadgroup arrays aligned to 16 bytes."""
-    from .intrinsics import PRELUDE
+    from .intrinsics import prelude_for
 
     at = tvm_source.find(_USING)
     if at < 0:
@@ -82,7 +82,7 @@ def finish_source(tvm_source: str) -> str:
         if re.search(rf"\b{name}\b", body):
             raise CompileError(f"TVM's Metal source already uses the name {name}; tilelang-metal needs an update")
         body = re.sub(rf"\b{cuda_name}\b", name, body)
-    return tvm_source[:at + len(_USING)] + PRELUDE + body
+    return tvm_source[:at + len(_USING)] + prelude_for(body) + body
 
 
 def kernel_names(source: str) -> list[str]:

@@ -12,6 +12,8 @@ MSL's own ``simd_shuffle_xor`` and ``simd_sum``/``simd_max``/``simd_min``.
 
 from __future__ import annotations
 
+from .warp_intrinsics import WARP_HELPER_CALL, WARP_HELPERS
+
 PRELUDE = r"""
 // ---- tilelang-metal device helpers (tilelang_metal/intrinsics.py) -----------------------------
 // N-byte copies into threadgroup memory: a false predicate reads nothing and writes zeros.
@@ -42,42 +44,53 @@ TL_COPY_HELPERS(16, uint4)
 TL_COPY_HELPERS(8, uint2)
 TL_COPY_HELPERS(4, uint)
 
-// Atomics (nothing returned) on device or threadgroup memory. Metal has atomic add for float,
-// int and uint and max/min for int and uint; float max/min compare-and-swap the bits.
-#define TL_ATOMIC(SPACE, T, A)                                                                    \
-inline void tl_atomic_add(SPACE T* addr, T value) {                                              \
-  atomic_fetch_add_explicit(reinterpret_cast<SPACE A*>(addr), value, memory_order_relaxed);      \
-}
-#define TL_ATOMIC_INT_MINMAX(SPACE, T, A)                                                         \
-inline void tl_atomic_max(SPACE T* addr, T value) {                                              \
-  atomic_fetch_max_explicit(reinterpret_cast<SPACE A*>(addr), value, memory_order_relaxed);      \
+// Atomics on device or threadgroup memory, relaxed: the only order Metal's atomics have (the
+// lowering refuses others by name). tl_atomic_<kind>(p, v) returns nothing, tl_atomic_<kind>_ret(
+// p, v, order) the previous value; order is always 0 here. Metal has add, max, min, or, and, xor
+// for int and uint and add for float; float max/min compare-and-swap the bits.
+#define TL_ATOMIC_RMW(SPACE, T, A, KIND, FETCH)                                                    \
+inline T tl_atomic_##KIND##_ret(SPACE T* addr, T value, int order) {                              \
+  return FETCH(reinterpret_cast<SPACE A*>(addr), value, memory_order_relaxed);                   \
 }                                                                                                 \
-inline void tl_atomic_min(SPACE T* addr, T value) {                                              \
-  atomic_fetch_min_explicit(reinterpret_cast<SPACE A*>(addr), value, memory_order_relaxed);      \
-}
-#define TL_ATOMIC_FLOAT_MINMAX(SPACE, NAME, KEEP)                                                 \
-inline void NAME(SPACE float* addr, float value) {                                               \
+inline void tl_atomic_##KIND(SPACE T* addr, T value) { tl_atomic_##KIND##_ret(addr, value, 0); }
+#define TL_ATOMIC_FLOAT_MINMAX(SPACE, KIND, KEEP)                                                  \
+inline float tl_atomic_##KIND##_ret(SPACE float* addr, float value, int order) {                  \
   SPACE atomic_uint* word = reinterpret_cast<SPACE atomic_uint*>(addr);                          \
   uint old = atomic_load_explicit(word, memory_order_relaxed);                                    \
   while (!(as_type<float>(old) KEEP value)) {                                                     \
     if (atomic_compare_exchange_weak_explicit(word, &old, as_type<uint>(value),                   \
                                               memory_order_relaxed, memory_order_relaxed)) break; \
   }                                                                                               \
+  return as_type<float>(old);                                                                     \
+}                                                                                                 \
+inline void tl_atomic_##KIND(SPACE float* addr, float value) { tl_atomic_##KIND##_ret(addr, value, 0); }
+#define TL_ATOMIC_ACCESS(SPACE, T, A)                                                              \
+inline void tl_atomic_store(SPACE T* addr, T value) {                                            \
+  atomic_store_explicit(reinterpret_cast<SPACE A*>(addr), value, memory_order_relaxed);          \
+}                                                                                                 \
+inline T tl_atomic_load(SPACE T* addr, int order) {                                              \
+  return atomic_load_explicit(reinterpret_cast<SPACE A*>(addr), memory_order_relaxed);           \
 }
-TL_ATOMIC(device, float, atomic_float)
-TL_ATOMIC(device, int, atomic_int)
-TL_ATOMIC(device, uint, atomic_uint)
-TL_ATOMIC(threadgroup, float, atomic_float)
-TL_ATOMIC(threadgroup, int, atomic_int)
-TL_ATOMIC(threadgroup, uint, atomic_uint)
-TL_ATOMIC_INT_MINMAX(device, int, atomic_int)
-TL_ATOMIC_INT_MINMAX(device, uint, atomic_uint)
-TL_ATOMIC_INT_MINMAX(threadgroup, int, atomic_int)
-TL_ATOMIC_INT_MINMAX(threadgroup, uint, atomic_uint)
-TL_ATOMIC_FLOAT_MINMAX(device, tl_atomic_max, >=)
-TL_ATOMIC_FLOAT_MINMAX(device, tl_atomic_min, <=)
-TL_ATOMIC_FLOAT_MINMAX(threadgroup, tl_atomic_max, >=)
-TL_ATOMIC_FLOAT_MINMAX(threadgroup, tl_atomic_min, <=)
+#define TL_ATOMIC_INT(SPACE, T, A)                                                                 \
+TL_ATOMIC_RMW(SPACE, T, A, add, atomic_fetch_add_explicit)                                         \
+TL_ATOMIC_RMW(SPACE, T, A, max, atomic_fetch_max_explicit)                                         \
+TL_ATOMIC_RMW(SPACE, T, A, min, atomic_fetch_min_explicit)                                         \
+TL_ATOMIC_RMW(SPACE, T, A, or, atomic_fetch_or_explicit)                                           \
+TL_ATOMIC_RMW(SPACE, T, A, and, atomic_fetch_and_explicit)                                         \
+TL_ATOMIC_RMW(SPACE, T, A, xor, atomic_fetch_xor_explicit)                                         \
+TL_ATOMIC_ACCESS(SPACE, T, A)
+TL_ATOMIC_INT(device, int, atomic_int)
+TL_ATOMIC_INT(device, uint, atomic_uint)
+TL_ATOMIC_INT(threadgroup, int, atomic_int)
+TL_ATOMIC_INT(threadgroup, uint, atomic_uint)
+TL_ATOMIC_RMW(device, float, atomic_float, add, atomic_fetch_add_explicit)
+TL_ATOMIC_RMW(threadgroup, float, atomic_float, add, atomic_fetch_add_explicit)
+TL_ATOMIC_ACCESS(device, float, atomic_float)
+TL_ATOMIC_ACCESS(threadgroup, float, atomic_float)
+TL_ATOMIC_FLOAT_MINMAX(device, max, >=)
+TL_ATOMIC_FLOAT_MINMAX(device, min, <=)
+TL_ATOMIC_FLOAT_MINMAX(threadgroup, max, >=)
+TL_ATOMIC_FLOAT_MINMAX(threadgroup, min, <=)
 
 // One simdgroup's share of a gemm: C (MI x NI tiles of 8x8, this lane's two elements of each in
 // registers, in simdgroup_matrix order: c[(mi * NI + ni) * 2 + r]) += A (MI*8 x KS*8) * B
@@ -134,3 +147,12 @@ inline void tl_simdgroup_gemm(thread C* c, const thread A* a, int lda, const thr
 }
 // ------------------------------------------------------------------------------------------------
 """
+
+def prelude_for(kernels: str) -> str:
+    """PRELUDE, with the warp helpers (warp_intrinsics.py) when the kernels call one of them: other
+    kernels' source stays as it was. They go before the prelude's closing line (check.py cuts the
+    prelude from the kernel there)."""
+    if not WARP_HELPER_CALL.search(kernels):
+        return PRELUDE
+    end = PRELUDE.rindex("// -------")
+    return PRELUDE[:end] + WARP_HELPERS + PRELUDE[end:]

@@ -178,6 +178,8 @@ def _emit(nest, st: KernelState, anchor, guard_replicas: bool):
         body = if_then(anchor.replica_of(st.thread_var) == 0, body)
     elif anchor.replicas > 1:
         # every replica updates its own registers, but an element's atomic happens once
+        from ..lower_atomic_calls import refuse_replicated  # (it imports this package)
+        refuse_replicated(body, st.kernel, st.dialect.kind)  # ... and one whose value is used cannot
         body = _atomics_on_one_replica(body, anchor.replica_of(st.thread_var) == 0)
     if anchor.local_size == 1:
         return substitute(body, {l_var: tirx.const(0, "int32")}), False

@@ -209,6 +209,7 @@ def lower_to_isa(func: tirx.PrimFunc, kernel: str, arch: str, options=None) -> i
     from .. import lowering, vector_lowering  # noqa: F401  (registers the rules)
 
     ctx = IsaContext(func, kernel, arch, options)
+    lowering.refuse_atomic_calls(func, kernel)  # (return_prev, T.atomic_load: no Ascend form)
     body = _strip_launches(ctx, func.body)
     ctx.out = []
     _lower_stmt(ctx, body)

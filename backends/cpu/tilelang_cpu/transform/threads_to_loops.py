@@ -24,6 +24,7 @@ import tvm_ffi
 from tvm import tirx
 
 from tilelang_core.errors import LoweringError
+from tilelang_core.ir.atomic_calls import RMW_OP, atomic_calls, has_thread_atomics, is_parallel_loop
 from tilelang_core.lowering import source_location
 from tilelang_core.transform.lower_tile_ops import kernel_name
 from tilelang_core.transform.structural import structural_map as raising_structural_map
@@ -62,6 +63,12 @@ def uses_vars(node, keys: set[int]) -> bool:
 
     tvm_ffi.structural_walk(node, [(tirx.Var, on_var)])
     return bool(found)
+
+
+def is_per_thread(node, keys: set[int]) -> bool:
+    """Does ``node`` run once per thread: it uses the thread index, or it performs a thread-level
+    atomic (``T.atomic_add(count[0], 1)`` adds once per thread without naming the thread)?"""
+    return uses_vars(node, keys) or has_thread_atomics(node)
 
 
 def is_block_wide(node) -> bool:
@@ -118,12 +125,21 @@ class _Threads:
             if str(alloc.buffer.ty.storage_scope) in PRIVATE_SCOPES:
                 private.add(_key(alloc.buffer))
 
+        elementwise = set()  # binds in T.Parallel bodies: per element, not per thread
+
+        def collect_elementwise(loop):
+            if is_parallel_loop(loop):
+                tvm_ffi.structural_walk(loop.body, [(tirx.Bind, lambda b: elementwise.add(_key(b.var)))])
+
         def collect(bind):  # pre-order: a bind is seen before the binds that use it
-            if uses_vars(bind.value, self.keys | private | set(registers)):
+            # a thread-level atomic's previous value: each thread gets its own
+            returned = _key(bind.var) not in elementwise and any(
+                str(c.op.name) == RMW_OP for c in atomic_calls(bind.value))
+            if returned or uses_vars(bind.value, self.keys | private | set(registers)):
                 registers[_key(bind.var)] = tirx.decl_buffer([1], bind.var.ty.dtype,
                                                              name=str(bind.var), scope="local")
 
-        tvm_ffi.structural_walk(body, [(tirx.AllocBuffer, collect_private)])
+        tvm_ffi.structural_walk(body, [(tirx.AllocBuffer, collect_private), (tirx.For, collect_elementwise)])
         tvm_ffi.structural_walk(body, [(tirx.Bind, collect)], order="pre")
         if not registers:
             return body
@@ -197,7 +213,7 @@ class _Threads:
         return stmt
 
     def split(self, stmt):
-        if not uses_vars(stmt, self.keys):
+        if not is_per_thread(stmt, self.keys):
             return stmt
         # Launch chains, attributes and sequences are structure, never wrapped whole: block launches
         # and shared allocations must stay outside the thread loops (one copy per block).
@@ -240,13 +256,13 @@ class _Threads:
 
         for stmt in seq:
             if isinstance(stmt, (tirx.AllocBuffer, tirx.DeclBuffer, tirx.Bind)) \
-                    or not uses_vars(stmt, self.keys) or is_block_wide(stmt):
+                    or not is_per_thread(stmt, self.keys) or is_block_wide(stmt):
                 flush()
                 out.append(self.split(stmt))
             else:
                 run.append(stmt)
         flush()
-        return tirx.SeqStmt(out)
+        return out[0] if len(out) == 1 else tirx.SeqStmt(out)  # (TVM refuses a SeqStmt of one)
 
 
 def _thread_launches(body):
@@ -267,7 +283,7 @@ def threads_to_loops(func: tirx.PrimFunc) -> tirx.PrimFunc:
     body = tvm_ffi.structural_map(func.body, [(tirx.AttrStmt,
                                                lambda a: a.body if is_thread_launch(a) else a)])
     threads = _Threads(func, launches)
-    if not uses_vars(body, threads.keys):
+    if not is_per_thread(body, threads.keys):
         return func.with_body(body)  # tile-level kernel: the threads just disappear
     body = threads.binds_to_registers(body)
     body = threads.privatize_registers(body)

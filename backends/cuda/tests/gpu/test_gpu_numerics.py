@@ -95,7 +95,7 @@ def test_atomics_and_shared_roundtrip(tmp_path):
     z = torch.zeros(1, device="cuda")
     kernel["atomic_rowsum"](x, y, z)
     torch.testing.assert_close(y, x.sum(0), rtol=1e-4, atol=1e-4)
-    assert z.item() == M // 32
+    assert z.item() == (M // 32) * 128  # a thread-level atomic: one add per thread
     kernel = build(kernels.make_shared_add(70, 100), tmp_path / "s")
     x = torch.randn(70, 100, device="cuda", dtype=torch.float16)
     y = torch.empty_like(x)

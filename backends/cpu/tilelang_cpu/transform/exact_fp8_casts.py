@@ -1,0 +1,104 @@
+"""ExactFp8Casts: conversions to and from float8 (e4m3fn, e5m2) as exact integer arithmetic.
+
+TVM 0.27's LLVM lowering of float8 casts treats every exponent field as normal: code 0 decodes to
+0.0078125 instead of 0 in e4m3fn, subnormals are off by a binade, e5m2's inf and NaN decode as
+finite values, and encoding flushes the subnormal range (measured against torch on all 256 codes
+and 65536 random values). The cpu backend is the reference every other backend is checked against,
+so it converts through the bit patterns itself:
+
+- decode: sign, exponent and mantissa fields to a float32 (subnormals ``m * 2^(1 - bias - mbits)``,
+  e5m2's inf / NaN, e4m3fn's NaN at 0x7f);
+- encode: round to nearest even (the carry of the mantissa rounding runs into the exponent field,
+  as the bit layout allows), subnormals by rounding ``|x| * 2^(bias - 1 + mbits)``, NaN kept, and
+  finite overflow saturated to the largest finite value (CUDA's ``satfinite``, the conversion the
+  cuda backend's code uses; torch agrees for e4m3fn, and gives inf for e5m2 past 57344).
+
+Sources and destinations of other floating types go through float32, which holds every float8,
+float16 and bfloat16 value exactly.
+"""
+
+from __future__ import annotations
+
+import tvm_ffi
+from tvm import tirx
+
+#: name -> (exponent bits, mantissa bits, bias, has inf, largest finite code)
+FORMATS = {"float8_e4m3fn": (4, 3, 7, False, 0x7E), "float8_e5m2": (5, 2, 15, True, 0x7B)}
+
+
+def _u32(x):
+    return tirx.const(x, "uint32")
+
+
+def _decode(value, fmt: str):
+    ebits, mbits, bias, has_inf, _ = FORMATS[fmt]
+    u = tirx.Cast("uint32", tirx.reinterpret("uint8", value))
+    sign = tirx.shift_left(tirx.shift_right(u, _u32(7)), _u32(31))
+    exp = tirx.bitwise_and(tirx.shift_right(u, _u32(mbits)), _u32((1 << ebits) - 1))
+    man = tirx.bitwise_and(u, _u32((1 << mbits) - 1))
+    normal_bits = tirx.bitwise_or(sign, tirx.bitwise_or(
+        tirx.shift_left(exp + _u32(127 - bias), _u32(23)), tirx.shift_left(man, _u32(23 - mbits))))
+    normal = tirx.reinterpret("float32", normal_bits)
+    tiny = tirx.Cast("float32", man) * tirx.const(2.0 ** (1 - bias - mbits), "float32")
+    subnormal = tirx.Select(sign != _u32(0), -tiny, tiny)
+    nan = tirx.reinterpret("float32", tirx.bitwise_or(sign, _u32(0x7FC00000)))
+    top = _u32((1 << ebits) - 1)
+    if has_inf:  # e5m2: all-ones exponent is inf (mantissa 0) or NaN
+        inf = tirx.reinterpret("float32", tirx.bitwise_or(sign, _u32(0x7F800000)))
+        special = tirx.Select(man == _u32(0), inf, nan)
+        is_special = exp == top
+    else:  # e4m3fn: only S.1111.111 is NaN
+        special = nan
+        is_special = tirx.And(exp == top, man == _u32((1 << mbits) - 1))
+    return tirx.Select(is_special, special, tirx.Select(exp == _u32(0), subnormal, normal))
+
+
+def _encode(value, fmt: str):
+    ebits, mbits, bias, _, max_code = FORMATS[fmt]
+    bits = tirx.reinterpret("uint32", value)
+    sign = tirx.shift_left(tirx.shift_right(bits, _u32(31)), _u32(7))
+    mag = tirx.bitwise_and(bits, _u32(0x7FFFFFFF))
+    exp32 = tirx.Cast("int32", tirx.shift_right(mag, _u32(23))) - tirx.const(127, "int32")
+    drop = 23 - mbits
+    kept = tirx.shift_right(mag, _u32(drop))  # exponent and top mantissa bits, adjacent
+    rem = tirx.bitwise_and(mag, _u32((1 << drop) - 1))
+    half = _u32(1 << (drop - 1))
+    up = tirx.Or(rem > half, tirx.And(rem == half, tirx.bitwise_and(kept, _u32(1)) == _u32(1)))
+    rebias = _u32((127 - bias) << mbits)
+    normal = tirx.bitwise_and(kept, _u32((1 << (8 + mbits)) - 1)) - rebias + tirx.Cast("uint32", up)
+    normal = tirx.Select(normal > _u32(max_code), _u32(max_code), normal)
+    scaled = tirx.reinterpret("float32", mag) * tirx.const(2.0 ** (bias - 1 + mbits), "float32")
+    subnormal = tirx.Cast("uint32", tirx.nearbyint(scaled))  # round half to even
+    code = tirx.Select(exp32 >= tirx.const(1 - bias, "int32"), normal, subnormal)
+    nan_code = _u32((1 << 7) - 1 if fmt == "float8_e4m3fn" else 0x7E)
+    code = tirx.Select(mag > _u32(0x7F800000), nan_code, code)
+    code = tirx.Select(mag == _u32(0x7F800000), _u32(max_code), code)  # inf saturates too
+    return tirx.reinterpret(fmt, tirx.Cast("uint8", tirx.bitwise_or(code, sign)))
+
+
+def _is_float(dtype: str) -> bool:
+    return dtype.startswith(("float", "bfloat"))
+
+
+def exact_fp8_casts(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    def on_cast(cast):
+        dst, src = str(cast.ty), str(cast.value.ty)
+        if dst == src or (dst not in FORMATS and src not in FORMATS):
+            return cast
+        if "x" in dst.split("_")[-1] or "x" in src.split("_")[-1]:  # pragma: no cover - vector casts come later
+            return cast
+        value = cast.value
+        if src in FORMATS:
+            value = _decode(value, src)
+            src = "float32"
+        if dst in FORMATS:
+            if src != "float32":
+                value = tirx.Cast("float32", value)
+            return _encode(value, dst)
+        return value if dst == "float32" else tirx.Cast(dst, value)
+
+    body = tvm_ffi.structural_map(func.body, [(tirx.Cast, on_cast)], order="post")
+    return func.with_body(body)
+
+
+__all__ = ["FORMATS", "exact_fp8_casts"]

@@ -1,0 +1,55 @@
+"""LowerIntrinsics (cpu): TileLang's thread-level intrinsics (tilelang_core/ir/intrinsics.py) as
+plain TIRX.
+
+The cpu backend runs a block's threads one after another (threads_to_loops.py). Ops that lanes
+execute together (votes, shuffles, warp reductions, ``T.sync_warp``, ``T.shuffle_elect``,
+``T.syncthreads_*``) become an exchange through block memory between barriers where every lane
+executes them together, and are refused with the op, the kernel and the line elsewhere
+(emulate_warps.py). Ops of one thread's operands are arithmetic: lane/warp/warp-group indices
+(of 32-lane warps, TileLang's default, unless the kernel gives a size), ``T.__ffs`` and
+``T.__fns`` (bit arithmetic), ``T.__ldg`` (a plain load).
+"""
+
+from __future__ import annotations
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tilelang_core.errors import LoweringError
+from tilelang_core.ir import intrinsics as I
+from tilelang_core.transform.lower_tile_ops import kernel_name
+
+from .emulate_warps import emulate_warps
+
+#: the warp the lane queries count in when the kernel gives no size (TileLang's CUDA default)
+WARP_SIZE = 32
+
+
+def _size(expr, default: int):
+    return tirx.const(default, "int32") if isinstance(expr, tirx.IntImm) and int(expr.value) == -1 else expr
+
+
+def lower_intrinsics(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    if not I.calls_in(func.body):
+        return func
+    func = emulate_warps(func, WARP_SIZE)  # collective ops: an exchange through block memory, or refused
+
+    def on_call(call):
+        intrinsic = I.intrinsic_of(call)
+        if intrinsic is None:
+            return call
+        args = list(call.args)
+        if intrinsic.name.startswith("get_"):
+            wpg = _size(args[2], I.WARPS_PER_GROUP) if len(args) > 2 else I.WARPS_PER_GROUP
+            return I.thread_query(intrinsic.name, args[0], _size(args[1], WARP_SIZE), wpg)
+        if intrinsic.name == "ffs":
+            return I.expand_ffs(args[0])
+        if intrinsic.name == "fns":
+            return I.expand_fns(*args)
+        if intrinsic.name == "ldg":
+            return args[0]
+        raise LoweringError(f"T.{intrinsic.spelling} in kernel '{kernel_name(func)}' has no cpu lowering "
+                            f"(a gap in tilelang-cpu: please report it)")
+
+    return func.with_body(tvm_ffi.structural_map(func.body, [(tvm.ir.Call, on_call)]))

@@ -1,0 +1,1 @@
+"""TileLang's ``tilelang.rocm`` namespace: what its tests import about AMD GPUs (``target``)."""
