@@ -82,3 +82,20 @@ def test_conversion_to_tvm_targets():
     assert Target("hip:gfx942").to_tvm().kind.name == "rocm"
     with pytest.raises(TargetError, match="no TVM equivalent"):
         Target("ascend").to_tvm()
+
+
+@pytest.mark.parametrize("spec, kind, arch", [({"kind": "cuda", "arch": "sm_90a"}, "cuda", "sm_90a"),
+                                              ({"kind": "rocm", "mcpu": "gfx942"}, "hip", "gfx942"),
+                                              ("llvm", "cpu", None)])
+def test_a_tvm_target_object_maps_onto_ours(spec, kind, arch):
+    import tvm
+
+    target = Target.parse(tvm.target.Target(spec), validate=False)
+    assert (target.kind, target.arch) == (kind, arch)
+
+
+def test_a_tvm_target_of_a_kind_we_lack_is_refused_naming_it():
+    import tvm
+
+    with pytest.raises(TargetError, match="no backend for TVM's 'vulkan' kind"):
+        Target.parse(tvm.target.Target("vulkan"), validate=False)

@@ -109,6 +109,8 @@ class Target:
             if isinstance(features, str):
                 features = [features]
             target = cls(str(value["kind"]), value.get("arch"), frozenset(features), value.get("attrs") or ())
+        elif type(value).__module__.startswith("tvm.target"):
+            target = cls(*_from_tvm_target(value))
         else:
             raise TargetError(f"cannot make a target from {type(value).__name__} {value!r}; "
                               "use a string like 'cuda:sm_90a' or a dict")
@@ -276,3 +278,19 @@ def _auto(manager, host, environ) -> Target:
                "(TILELANG_AUTO_STRICT=1 makes this an error).", NoAcceleratorNotice)
     spec = manager.targets["cpu"]
     return Target("cpu", spec.default_arch)
+
+
+# TileLang's code passes tvm.target.Target objects (tvm.target.Target({"kind": "cuda", "arch": "sm_90a"}));
+# their kind names are TVM's, mapped here onto ours.
+_TVM_KINDS = {"cuda": "cuda", "rocm": "hip", "metal": "metal", "llvm": "cpu", "c": "cpu"}
+
+
+def _from_tvm_target(value) -> tuple[str, str | None]:
+    kind = str(value.kind.name)
+    if kind not in _TVM_KINDS:
+        raise TargetError(f"cannot make a target from the TVM target {str(value)!r}: TileLang-X has no "
+                          f"backend for TVM's '{kind}' kind (known: {', '.join(sorted(_TVM_KINDS))})")
+    ours = _TVM_KINDS[kind]
+    attrs = value.attrs
+    arch = None if ours == "cpu" else (attrs.get("arch") or attrs.get("mcpu"))
+    return ours, (str(arch) if arch else None)
