@@ -281,16 +281,16 @@ def _auto(manager, host, environ) -> Target:
 
 
 # TileLang's code passes tvm.target.Target objects (tvm.target.Target({"kind": "cuda", "arch": "sm_90a"}));
-# their kind names are TVM's, mapped here onto ours.
-_TVM_KINDS = {"cuda": "cuda", "rocm": "hip", "metal": "metal", "llvm": "cpu", "c": "cpu"}
-
-
+# their kind names are TVM's (rocm, llvm, c), which the catalog's aliases map onto ours.
 def _from_tvm_target(value) -> tuple[str, str | None]:
+    from .plugin.catalog import ALIASES, FIRST_PARTY
+
     kind = str(value.kind.name)
-    if kind not in _TVM_KINDS:
+    ours = ALIASES.get(kind, kind)
+    if ours not in FIRST_PARTY:
         raise TargetError(f"cannot make a target from the TVM target {str(value)!r}: TileLang-X has no "
-                          f"backend for TVM's '{kind}' kind (known: {', '.join(sorted(_TVM_KINDS))})")
-    ours = _TVM_KINDS[kind]
-    attrs = value.attrs
-    arch = None if ours == "cpu" else (attrs.get("arch") or attrs.get("mcpu"))
+                          f"backend for TVM's '{kind}' kind (known: {', '.join(sorted(FIRST_PARTY))} "
+                          "and TVM's rocm, llvm, c)")
+    # an llvm target's mcpu names the host CPU, not a cpu-backend arch
+    arch = None if ours == "cpu" else (value.attrs.get("arch") or value.attrs.get("mcpu"))
     return ours, (str(arch) if arch else None)
