@@ -15,7 +15,7 @@ where to report it (JAX Pallas' habit).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from .errors import LoweringError
@@ -97,6 +97,9 @@ class LoweringContext:
     rule can drop bounds checks it can prove (``ctx.analyzer.can_prove(i < n)``). ``options`` are
     the backend's compile options; ``kernel`` names the function for messages; ``call`` is the
     tile op being lowered (set by LowerTileOps), whose source line ``error`` reports.
+    ``thread_group`` is None for ops the whole block performs, and ``(thread_var, num_threads)``
+    for ops under a condition that selects a range of threads (transform/thread_ranges.py):
+    ``thread_var`` counts from 0 within the group.
     """
 
     backend_kind: str
@@ -104,6 +107,12 @@ class LoweringContext:
     analyzer: Any
     options: Any = None
     call: Any = None
+    thread_group: Any = None
+
+    def narrowed(self, thread_var, num_threads: int) -> "LoweringContext":
+        """This context for the ops of a group of ``num_threads`` threads indexed by ``thread_var``
+        (a subclass carrying per-thread state overrides this to narrow that state too)."""
+        return replace(self, thread_group=(thread_var, num_threads))
 
     def error(self, op_name: str, message: str) -> LoweringError:
         """A LoweringError that names the kernel, the op, the backend and the user's line."""

@@ -93,3 +93,12 @@ def make_scale(n, factor):
             B[i] = A[i] * T.float64(factor)
 
     return scale
+
+
+@T.prim_func
+def fill_one(a: T.handle):
+    # a single tensor, no outputs: the launcher's fast path has nothing to check (TileLang's
+    # infinity test; its launcher was once an `if` with an empty body)
+    A = T.match_buffer(a, (32,), "float32")
+    for i in range(32):
+        A[i] = T.float32(1)

@@ -187,3 +187,10 @@ def test_ordinary_calls_stay_on_the_generated_fast_path(both_launchers):
     else:
         with pytest.raises(AssertionError, match="slow path"):
             kernel(a, s.float(), 1.5)
+
+
+def test_one_tensor_and_no_outputs_on_every_launcher(both_launchers):
+    kernel = compile(kernels.fill_one, out_idx=None, _backend=both_launchers)
+    a = torch.zeros(32)
+    assert kernel(a) is None
+    assert torch.equal(a, torch.ones(32))

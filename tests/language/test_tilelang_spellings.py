@@ -23,6 +23,51 @@ def test_chained_assignment_binds_every_name():
     torch.testing.assert_close(b, 4 * a)
 
 
+@pytest.mark.parametrize("path", ["cpu", "cuda:sm_80", "metal:apple7"])
+def test_chained_stores_assign_one_value_to_every_target(path):
+    """``A[i] = B[i] = C[i] = 1`` (TileLang's chain_equal test), and a value that reads a target:
+    Python computes it once, so the later targets get the old value plus one, not more."""
+    import numpy as np
+
+    from tilelang_core.testing.oracle import run
+
+    @T.prim_func
+    def chain(A: T.Tensor((8,), "float32"), B: T.Tensor((8,), "float32"), C: T.Tensor((8,), "float32")):
+        with T.Kernel(1, threads=8):
+            for i in T.Parallel(8):
+                A[i] = B[i] = C[i] = 1
+            for i in T.Parallel(8):
+                C[i] = B[i] = C[i] + 1
+
+    out = run(path, chain, A=np.zeros(8, np.float32), B=np.zeros(8, np.float32), C=np.zeros(8, np.float32))
+    assert (out["A"] == 1).all() and (out["B"] == 2).all() and (out["C"] == 2).all()
+
+
+def test_let_binds_a_declared_variable_and_align_up_rounds():
+    @T.prim_func
+    def offsets(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32"), S: T.Tensor((2,), "int32")):
+        with T.Kernel(2, threads=32) as bx:
+            offset = T.int32()
+            T.let(offset, bx * 32)
+            for i in T.Parallel(32):
+                B[offset + i] = A[offset + i] * 2.0
+            t = T.int32()
+            S[bx] = T.align_up(bx * 32 + 5, 16) + T.let(t, 3, t * 2)
+
+    a, b, s = torch.randn(64), torch.zeros(64), torch.zeros(2, dtype=torch.int32)
+    tilelang.compile(offsets, target="cpu")(a, b, s)
+    torch.testing.assert_close(b, 2 * a)
+    assert s.tolist() == [16 + 6, 48 + 6]
+
+
+def test_let_refuses_a_non_variable():
+    with pytest.raises(TileLangError, match=r"T.let binds a variable"):
+        @T.prim_func
+        def bad(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=4):
+                T.let(A[0], 1)
+
+
 def test_tvm_primexpr_is_available_for_annotations():
     from tvm import tirx
 
@@ -52,3 +97,34 @@ def test_tilelang_cuda_internals_import_and_refuse_use():
     with pytest.raises(TileLangError):
         class Sub(TensorCoreIntrinEmitter):  # noqa: F811 - subclassing is a use too
             pass
+
+
+@pytest.mark.parametrize("path", ["cpu", "cuda:sm_90a", "hip:gfx942"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_infinity_of_every_float_dtype(path, dtype):
+    """T.infinity(T.bfloat16) (TVM's infinity() knows no bfloat16; TileLang's infinity test)."""
+    import numpy as np
+
+    from tilelang_core.testing.oracle import run
+
+    @T.prim_func
+    def fill(B: T.Tensor((32,), "float32")):
+        with T.Kernel(1, threads=32):
+            A = T.alloc_shared((32,), dtype)
+            T.fill(A, T.infinity(dtype))
+            for i in T.Parallel(32):
+                B[i] = T.cast(A[i], "float32")
+
+    assert np.isposinf(run(path, fill, B=np.zeros(32, np.float32))["B"]).all()
+
+
+def test_infinity_of_float8_e5m2_compiles_for_cuda():
+    """float8_e5m2 has an infinity (float8_e4m3fn has none): a cast of float32 inf, which CUDA
+    converts exactly. (The interpreters have no fp8 storage; the H200 suite runs it.)"""
+    @T.prim_func
+    def fill(A: T.Tensor((32,), "float8_e5m2")):
+        with T.Kernel(1, threads=32):
+            T.fill(A, T.infinity("float8_e5m2"))
+
+    source = tilelang.compile(fill, target="cuda:sm_90a").get_kernel_source()
+    assert "__global__" in source

@@ -418,34 +418,47 @@ class Reduce(TileOp):
         return (self.dst,)
 
 
+#: what T.cum<kind> scans with
+SCAN_KINDS = ("sum", "max")
+
+
 @register_tile_op
 @dataclass(eq=False)
 class Cumsum(TileOp):
-    """Inclusive prefix sum of ``src`` along ``dim`` into ``dst`` (same shape; may be src)."""
+    """Inclusive scan of ``src`` along ``dim`` into ``dst`` (same shape; may be src): a prefix sum
+    (``T.cumsum``, ``kind="sum"``) or a running maximum (``T.cummax``, ``kind="max"``)."""
 
     src: TensorRegion
     dst: TensorRegion
     dim: int = 0
     reverse: bool = False
+    kind: str = "sum"
     name: ClassVar[str] = "cumsum"
 
     def __post_init__(self):
-        self.src = _region(self.src, "T.cumsum source")
-        self.dst = _region(self.dst, "T.cumsum destination")
+        if self.kind not in SCAN_KINDS:
+            raise FrontendError(f"unknown scan kind {self.kind!r}; expected one of {', '.join(SCAN_KINDS)}")
+        what = self.user_name
+        self.src = _region(self.src, f"{what} source")
+        self.dst = _region(self.dst, f"{what} destination")
         allowed = SHARED_SCOPES + REGISTER_SCOPES
-        _check_scope(self.src, allowed, "T.cumsum source")
-        _check_scope(self.dst, allowed, "T.cumsum destination")
-        self.dim = _normalize_dim(self.dim, len(self.src.region), "T.cumsum")
+        _check_scope(self.src, allowed, f"{what} source")
+        _check_scope(self.dst, allowed, f"{what} destination")
+        self.dim = _normalize_dim(self.dim, len(self.src.region), what)
         self.reverse = bool(self.reverse)
         if not R.same_extents(R.extents_of(self.src), R.extents_of(self.dst)):
-            raise FrontendError(f"T.cumsum shape mismatch: source {R.fmt_region(self.src)} and "
+            raise FrontendError(f"{what} shape mismatch: source {R.fmt_region(self.src)} and "
                                 f"destination {R.fmt_region(self.dst)} must have the same extents")
+
+    @property
+    def user_name(self) -> str:
+        return f"T.cum{self.kind}"
 
     def args(self):
         return [self.src, self.dst]
 
     def config(self):
-        return {"dim": self.dim, "reverse": self.reverse}
+        return {"dim": self.dim, "reverse": self.reverse, "kind": self.kind}
 
     @classmethod
     def _from_parts(cls, args, config):

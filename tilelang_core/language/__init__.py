@@ -25,14 +25,14 @@ from ..layout import Layout  # T.Layout(shape, forward): TileLang's layouts, fla
 from ..jit import compile  # T.compile(func, out_idx=None, target="auto", pass_configs=None)
 from . import dtypes as _dtypes
 from .allocate import alloc_buffer, alloc_fragment, alloc_global, alloc_local, alloc_shared, alloc_var
-from .annotations import annotate_layout, use_swizzle
+from .annotations import annotate_layout, annotate_safe_value, use_swizzle
 from .intrinsics import (Broadcast, Ramp, Serial, Shuffle, address_of, assume, atan, attr, bitwise_and,
                        bitwise_not, bitwise_or, bitwise_xor, call_extern, call_intrin, clz, comm_reducer,
-                       cosh, disable_warp_group_reg_alloc, evaluate, fmod, handle, isfinite, likely, log1p, nearbyint, popcount,
+                       cosh, disable_warp_group_reg_alloc, evaluate, fmod, handle, isfinite, let, likely, log1p, nearbyint, popcount,
                        reinterpret, shift_left, shift_right, sinh, sync_threads, tan, tvm_thread_allreduce)
 from .dtypes import DType, canonical_dtype
 from .eager import EagerProgram, Specialization, const, empty, looks_eager
-from .expr import (Cast, Select, abs, cast, ceil, ceildiv, clamp, cos, erf, exp, exp2, exp10, floor,
+from .expr import (Cast, Select, abs, align_up, cast, ceil, ceildiv, clamp, cos, erf, exp, exp2, exp10, floor,
                    floordiv, floormod, if_then_else, infinity, isinf, isnan, log, log2, log10,
                    max, max_value, min, min_value, pow, round, rsqrt, sigmoid, sin, sqrt, tanh,
                    trunc, truncdiv, truncmod)
@@ -45,9 +45,10 @@ from .reducers import alloc_reducer, finalize_reducer, reducer_init, reducer_upd
 from .loops import Parallel, Pipelined, grid, serial, thread_binding, unroll, vectorized
 from .tensor import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor, TensorType,
                      dynamic, symbolic)
-from .tile_ops import (atomic_add, atomic_addx2, atomic_addx4, atomic_max, atomic_min, clear, copy, cumsum, fill, gemm,
+from .tile_ops import (atomic_add, atomic_addx2, atomic_addx4, atomic_max, atomic_min, clear, copy, cummax, cumsum, fill, gemm,
                        reduce, reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum)
 from .atomics import atomic_and, atomic_load, atomic_or, atomic_store, atomic_xor
+from .logical import all_of, any_of
 from .vector_access import (ldg32, ldg64, ldg128, ldg256, lds32, lds64, lds128, stg32, stg64, stg128, stg256,
                             sts32, sts64, sts128)
 from .warp import (activemask, all_sync, any_sync, ballot, ballot_sync, get_lane_idx, get_warp_group_idx,

@@ -1,4 +1,4 @@
-"""Kernel annotations: ``T.annotate_layout`` and ``T.use_swizzle``.
+"""Kernel annotations: ``T.annotate_layout``, ``T.use_swizzle`` and ``T.annotate_safe_value``.
 
 Both are statements that wrap the rest of the kernel body in an attribute (docs/tile-ir.md)::
 
@@ -33,6 +33,25 @@ def annotate_layout(layout_map: dict):
         checked[buf] = _as_ir_layout(buf, layout)
     # A Map node (not a dict: B.attr reads a dict as several attributes).
     return B.attr(tvm_ffi.Map(checked), "tl.layout_map", tvm.tirx.const(1, "int32"))
+
+
+def annotate_safe_value(value_map: dict):
+    """``{tensor: value}``: T.Parallel reads past the edge of a global tensor give ``value``
+    instead of 0 (transform/safe_values.py)."""
+    current_kernel("T.annotate_safe_value")
+    if not isinstance(value_map, dict) or not value_map:
+        raise FrontendError("T.annotate_safe_value takes a non-empty dict {tensor: value}")
+    checked = {}
+    for buf, value in value_map.items():
+        if not is_buffer_var(buf):
+            raise FrontendError(f"T.annotate_safe_value keys must be tensors, got {buf!r}")
+        if str(buf.ty.storage_scope) not in ("global", ""):
+            raise FrontendError(f"T.annotate_safe_value: '{buf.name}' is in {buf.ty.storage_scope} memory; "
+                                f"a safe value is what reads past a global tensor's edge give")
+        dtype = str(buf.ty.dtype)
+        checked[buf] = tvm.tirx.const(value, dtype) if isinstance(value, (int, float, bool)) \
+            else tvm.tirx.Cast(dtype, value)
+    return B.attr(tvm_ffi.Map(checked), "tl.safe_value", tvm.tirx.const(1, "int32"))
 
 
 def _as_ir_layout(buf, layout):

@@ -44,6 +44,11 @@ def ceildiv(a, b):
     return tirx.ceildiv(_expr(a, "T.ceildiv"), _expr(b, "T.ceildiv"))
 
 
+def align_up(x, y):
+    """``x`` rounded up to a multiple of ``y`` (``T.ceildiv(x, y) * y``)."""
+    return ceildiv(x, y) * y
+
+
 def _fold(python_op, tir_op, what: str, values):
     """Fold two or more values with ``python_op`` when all are numbers (a Python constant), else
     with ``tir_op`` on expressions."""
@@ -141,7 +146,13 @@ def Select(cond, then_value, else_value):  # noqa: N802 - TVM's name
 
 def infinity(dtype):
     """+inf of a floating dtype (``-T.infinity(T.float32)`` for -inf)."""
-    return tirx.infinity(canonical_dtype(dtype, "T.infinity"))
+    dtype = canonical_dtype(dtype, "T.infinity")
+    # TVM's infinity() knows neither of these (float8_e4m3fn has no infinity, and says so), and
+    # its CUDA printer spells a constant inf of them "inff": their bits, reinterpreted
+    bits = {"bfloat16": (0x7F80, "uint16"), "float8_e5m2": (0x7C, "uint8")}.get(dtype)
+    if bits is not None:
+        return tirx.reinterpret(dtype, tirx.const(*bits))
+    return tirx.infinity(dtype)
 
 
 def max_value(dtype):

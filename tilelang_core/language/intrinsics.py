@@ -14,6 +14,7 @@ Example::
 
 from __future__ import annotations
 
+import tvm
 from tvm import tirx
 from tvm.script.ir_builder import tirx as B
 
@@ -69,7 +70,7 @@ def _fast(name: str, fn):
     def op(x):
         x = _expr(x, f"T.{name}")
         dtype = str(x.ty)
-        if not dtype.startswith(("float", "bfloat")) or dtype.startswith(("float8", "float6", "float4")):
+        if not dtype.startswith(("float", "bfloat")) or dtype.startswith(("float8_", "float6_", "float4_")):
             raise TypeError(f"T.{name} only supports floating-point inputs, but got {dtype}")
         return fn(x)
     op.__name__ = name
@@ -129,6 +130,22 @@ def sync_threads(barrier_id=None, arrive_count=None):
         raise FrontendError("T.sync_threads(barrier_id, arrive_count) (a named barrier over part of "
                             "the block) is not supported; use T.sync_threads() for the whole block")
     B.evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+
+
+def let(var, value, body=None):
+    """``T.let(v, value)``: bind the variable ``v`` (made with ``T.int32()`` and the like) to
+    ``value`` for the statements after it; with ``body``, the expression ``body`` with ``v`` bound
+    (TileLang's ``T.let``)."""
+    if not isinstance(var, tvm.ir.Var):
+        raise FrontendError(f"T.let binds a variable (v = T.int32(); T.let(v, value)), got {var!r}")
+    value = _expr(value, "T.let")
+    if str(value.ty.dtype) != str(var.ty.dtype):
+        value = tirx.Cast(str(var.ty.dtype), value)
+    if body is not None:
+        return tirx.Let(var, value, _expr(body, "T.let"))
+    current_kernel("T.let")
+    B.Bind(value, var=var)
+    return None
 
 
 def assume(cond):

@@ -35,7 +35,9 @@ from tvm.tirx import is_buffer_var
 from tvm.tirx.script.parser import parser as tirx_parser
 
 from ..errors import FrontendError
-from . import bounds_check, global_layouts, reducers, vector_loops
+from ..transform.bindings import is_pure
+from ..transform.safe_values import check_safe_value_copies
+from . import bounds_check, global_layouts, reducers, shape_vars, vector_loops
 from . import tvm_compat  # noqa: F401  (TileLang's names for renamed TVM classes, e.g. tirx.PrimExpr)
 from .kernel import reset_kernel_stack
 
@@ -180,9 +182,11 @@ def parse_kernel(func: Callable, extra_vars: dict[str, Any] | None = None,
             if found and isinstance(result, tvm.tirx.PrimFunc):
                 result = reducers.lower_reducers(result, found, refuse)
             if isinstance(result, tvm.tirx.PrimFunc):
+                result = shape_vars.solve_shape_vars(result)
                 result = global_layouts.apply_global_layouts(result, refuse)
                 result = vector_loops.serialize_unsafe_vectorized(result)
                 bounds_check.check_on_chip_bounds(result, refuse)
+                check_safe_value_copies(result, refuse)
         except FrontendError as err:
             raise _fresh(err) from None
         except Exception as err:  # noqa: BLE001 - anything escaping the parser is reported at the def
@@ -374,11 +378,20 @@ def _existing_value(self: Parser, target: doc.expr):
 def visit_assign(self: Parser, node: doc.Assign) -> None:
     rhs = self.eval_expr(node.value)
     if len(node.targets) != 1:
-        # ``a = b = expr``: the value is computed once and each name bound to it, as in Python
-        if not all(isinstance(t, doc.Name) for t in node.targets):
-            self.report_error(node, "chained assignments take plain names only: 'a = b = value'")
+        # ``a = b = expr``, ``A[i] = B[i] = expr``: the value is computed once and assigned to
+        # each target from left to right, as in Python (a value that reads memory is bound
+        # first, so a store to an earlier target cannot change what a later one gets)
+        if not all(isinstance(t, (doc.Name, doc.Subscript)) for t in node.targets):
+            self.report_error(node, "chained assignments take names and subscripts only: "
+                                    "'a = b = value', 'A[i] = B[i] = value'")
+        if any(isinstance(t, doc.Subscript) for t in node.targets) and tvm.ir.is_prim_expr(rhs) \
+                and not is_pure(rhs):
+            rhs = B.Bind(rhs)
         for target in node.targets:
-            self.eval_assign(target=target, source=rhs, bind_value=_bind_assign, allow_shadowing=True)
+            if isinstance(target, doc.Subscript):
+                _store_subscript(self, target, rhs)
+            else:
+                self.eval_assign(target=target, source=rhs, bind_value=_bind_assign, allow_shadowing=True)
         return
     lhs = node.targets[0]
     if isinstance(lhs, doc.Subscript):

@@ -141,8 +141,18 @@ def reduce_absmax(buffer, out, dim: int = -1, clear: bool = True, batch: int = 1
     reduce(buffer, out, "absmax", dim, clear, batch, nan_propagate, annotations)
 
 
-def cumsum(src, dst=None, dim: int = 0, reverse: bool = False):
+def cumsum(src, dst=None, dim: int = 0, reverse: bool = False, annotations=None):
     """Inclusive prefix sum along ``dim``; in place when ``dst`` is omitted."""
-    src_r = _whole(src, "T.cumsum source")
-    dst_r = src_r if dst is None else _whole(dst, "T.cumsum destination")
-    emit(Cumsum(src_r, dst_r, dim=dim, reverse=reverse))
+    _scan(src, dst, dim, reverse, "sum")
+
+
+def cummax(src, dst=None, dim: int = 0, reverse: bool = False, annotations=None):
+    """Inclusive running maximum along ``dim``; in place when ``dst`` is omitted."""
+    _scan(src, dst, dim, reverse, "max")
+
+
+def _scan(src, dst, dim, reverse, kind):
+    # (TileLang's ``annotations`` are hints to its scan lowering; ours has none to take)
+    src_r = _whole(src, f"T.cum{kind} source")
+    dst_r = src_r if dst is None else _whole(dst, f"T.cum{kind} destination")
+    emit(Cumsum(src_r, dst_r, dim=dim, reverse=reverse, kind=kind))

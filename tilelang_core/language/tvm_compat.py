@@ -9,3 +9,5 @@ import tvm
 
 if not hasattr(tvm.tirx, "PrimExpr"):
     tvm.tirx.PrimExpr = tvm.ir.Expr
+if not hasattr(tvm.tirx, "Call"):  # (tirx.Call: what T.exp(x) and friends return)
+    tvm.tirx.Call = tvm.ir.Call

@@ -177,6 +177,10 @@ class Interpreter:
             self.call(s.value, mask)
         elif kind == "AttrStmt":
             self.stmt(s.body, mask)
+        elif kind == "AssertStmt":  # host checks of the arguments (language/shape_vars.py)
+            cond = np.broadcast_to(self.expr(s.condition), (self.lanes,)).astype(bool)
+            if not cond[mask].all():
+                raise ValueError("".join(str(p.value) for p in s.message_parts))
         elif kind in ("LetStmt", "Bind"):
             self.env[s.var] = self.expr(s.value)
             if hasattr(s, "body") and s.body is not None:

@@ -1,8 +1,8 @@
-"""T.cumsum: inclusive prefix sums along ``dim`` of a shared (or global) tile.
+"""T.cumsum / T.cummax: inclusive scans along ``dim`` of a tile.
 
 One thread scans one line (all other indices fixed), lines dealt round-robin over the block; the
-running sum is kept in a register, so ``src`` and ``dst`` may be the same buffer. Fragments are
-refused: their lines are spread over threads (copy them to shared memory first).
+running value is kept in a register, so ``src`` and ``dst`` may be the same buffer. A fragment
+side goes through a shared workspace (staging.py), as TileLang stages fragment scans.
 """
 
 from __future__ import annotations
@@ -12,28 +12,42 @@ from tvm import tirx
 from tilelang_core.ir import Cumsum, TileOp
 from tilelang_core.ir import region as R
 
+from . import intrinsics as I
 from .lowering import FRAGMENT, cast, dtype, load, scope, state_of
+from .staging import flat, fragment_to_shared, shared_to_fragment, size
 from .transform.state import if_then, loop, seq
 
 
 def lower_cumsum(call, ctx):
     op: Cumsum = TileOp.from_stmt(call)
     st = state_of(ctx)
-    if FRAGMENT in (scope(op.src), scope(op.dst)):
-        raise ctx.error("cumsum", f"'{op.src.source.name}' -> '{op.dst.source.name}' involves a "
-                        f"fragment; T.cumsum on the {st.dialect.kind} backend scans shared memory: T.copy the "
-                        f"fragment into a T.alloc_shared buffer first")
+    what = op.user_name
     extents = [R.as_int(r.extent) for r in op.src.region]
     if any(e is None for e in extents):
-        raise ctx.error("cumsum", "the scanned tile must have constant extents")
+        raise ctx.error("cumsum", f"the tile {what} scans must have constant extents")
+    stmts = []
+    src, dst = op.src, op.dst
+    if scope(src) == FRAGMENT:
+        staged, src_ws = fragment_to_shared(src, st, what, "scan_in")
+        stmts.append(staged)
+        read = lambda index: tirx.BufferLoad(src_ws, [flat(index, extents)])  # noqa: E731
+    else:
+        read = lambda index: load(src, [r.min + i for r, i in zip(src.region, index)])  # noqa: E731
+    to_fragment = scope(dst) == FRAGMENT
+    if to_fragment:
+        out_ws = st.alloc(f"{dst.source.name}_scan_out", (size(extents),), dtype(dst), "shared.dyn")
+        write = lambda index, v: tirx.BufferStore(out_ws, v, [flat(index, extents)])  # noqa: E731
+    else:
+        write = lambda index, v: tirx.BufferStore(  # noqa: E731
+            dst.source, v, [r.min + i for r, i in zip(dst.region, index)])
     length = extents[op.dim]
     others = [d for d in range(len(extents)) if d != op.dim]
     lines = 1
     for d in others:
         lines *= extents[d]
     threads = st.num_threads
-    acc_dtype = dtype(op.dst)
-    acc = st.alloc(f"{op.dst.source.name}_scan", (1,), acc_dtype, "local")
+    acc_dtype = dtype(dst)
+    acc = st.alloc(f"{dst.source.name}_scan", (1,), acc_dtype, "local")
 
     def index_of(line, step):
         full, rest = [None] * len(extents), line
@@ -48,15 +62,22 @@ def lower_cumsum(call, ctx):
 
         def step(s):
             tile = index_of(line, s)
-            src = [r.min + i for r, i in zip(op.src.region, tile)]
-            dst = [r.min + i for r, i in zip(op.dst.region, tile)]
-            running = tirx.BufferLoad(acc, [0]) + cast(load(op.src, src), acc_dtype)
-            return seq([tirx.BufferStore(acc, running, [0]),
-                        tirx.BufferStore(op.dst.source, tirx.BufferLoad(acc, [0]), dst)])
+            value = cast(read(tile), acc_dtype)
+            running = tirx.BufferLoad(acc, [0])
+            if op.kind == "max":
+                running = tirx.if_then_else(s > 0, tirx.Max(running, value), value) \
+                    if not isinstance(s, tirx.IntImm) else value
+            else:
+                running = running + value
+            return seq([tirx.BufferStore(acc, running, [0]), write(tile, tirx.BufferLoad(acc, [0]))])
 
         scan = seq([tirx.BufferStore(acc, tirx.const(0, acc_dtype), [0]),
                     loop("s", length, step, tirx.ForKind.SERIAL)])
         return if_then(line < lines, scan) if lines % threads else scan
 
-    return loop("line", (lines + threads - 1) // threads, body, tirx.ForKind.SERIAL)
-
+    stmts.append(loop("line", (lines + threads - 1) // threads, body, tirx.ForKind.SERIAL))
+    if to_fragment:
+        stmts.append(shared_to_fragment(out_ws, dst, st, what))
+    if to_fragment or scope(src) == FRAGMENT:
+        stmts.append(I.syncthreads())  # the workspaces may be reused by the next op
+    return seq(stmts)

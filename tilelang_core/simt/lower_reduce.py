@@ -18,6 +18,7 @@ from tilelang_core.ir import Reduce, TileOp
 from tilelang_core.layout import THREAD
 
 from . import intrinsics as I
+from .lower_reduce_shared import lower_reduce_shared
 from .lowering import FRAGMENT, dtype, require_whole_fragment, scope, state_of
 from .transform.state import loop, seq
 
@@ -41,9 +42,8 @@ def combine(kind: str, a, b):
 def lower_reduce(call, ctx):
     op: Reduce = TileOp.from_stmt(call)
     st = state_of(ctx)
-    if scope(op.src) != FRAGMENT or scope(op.dst) != FRAGMENT:
-        raise ctx.error("reduce", f"source and destination must be fragments (got '{scope(op.src)}' "
-                        f"and '{scope(op.dst)}'); T.copy shared tiles into a T.alloc_fragment first")
+    if scope(op.src) != FRAGMENT or scope(op.dst) != FRAGMENT:  # a shared side: by output element
+        return lower_reduce_shared(op, st, ctx, identity, combine)
     require_whole_fragment(op.src, st, f"T.reduce_{op.kind}")
     require_whole_fragment(op.dst, st, f"T.reduce_{op.kind}")
     src_layout = st.layouts[op.src.source]

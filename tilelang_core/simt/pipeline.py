@@ -1,5 +1,6 @@
 """The SIMT kit's lowering, in order: tile-level TIRX -> thread-level TIRX for one kernel.
 
+0. mark_thread_ranges  `if tx < 128:` around tile ops -> a group of 128 threads for them (core)
 1. infer_layouts       fragment layouts (gemm accumulators from the backend's layout function)
    block_swizzle       T.use_swizzle -> panel-ordered block indices
    split_masked_fills  a loop's mask fill that is all zeros in some iterations writes zeros there
@@ -7,7 +8,7 @@
 3. insert_barriers     block barriers where shared accesses of different threads conflict
    parallel_tile_ops   tile ops in T.Parallel bodies -> one per element (atomics; others refused)
 4. LowerTileOps        tile ops -> per-thread code (the rules registered for ``dialect.kind``)
-5. lower_parallel      T.Parallel nests -> per-thread register loops
+5. lower_parallel      T.Parallel nests -> per-thread register loops (each thread group first)
    lower_atomic_calls  atomics used as values (return_prev, T.atomic_load) -> helper calls
 6. apply_layouts       fragments -> registers, shared -> flat swizzled arrays, scratch allocated
    lower_intrinsics    warp votes, shuffles, lane queries -> device helpers (checked before step 1)
@@ -21,7 +22,7 @@ first (``register_simt_rules(kind, gemm=...)``). Example::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import tvm
@@ -32,7 +33,10 @@ from tilelang_core.ir.intrinsics import calls_in, vector_accesses
 from tilelang_core.lowering import LoweringContext
 from tilelang_core.transform.instrumented import run_pass
 from tilelang_core.transform.layout_inference import infer_layouts
+from tilelang_core.transform.layout_inference import is_fragment
 from tilelang_core.transform.lower_tile_ops import kernel_name, lower_tile_ops
+from tilelang_core.transform.safe_values import take_safe_values
+from tilelang_core.transform.thread_ranges import in_thread_ranges, mark_thread_ranges, strip_thread_ranges
 from tilelang_core.transform.verify_no_tile_ops import verify_no_tile_ops
 
 from .dialect import SimtDialect
@@ -51,11 +55,28 @@ class SimtLoweringContext(LoweringContext):
 
     state: Any = None
 
+    def narrowed(self, thread_var, num_threads: int) -> "SimtLoweringContext":
+        # the rules read threads from the state: the group's copy shares layouts, registers and
+        # scratch with the block's (replace copies fields shallowly)
+        return replace(self, thread_group=(thread_var, num_threads),
+                       state=replace(self.state, thread_var=thread_var, num_threads=num_threads))
+
 
 def _on_body(transform):
     """A pass over a kernel body (``transform(body, *args) -> body``) as one over the PrimFunc."""
     def run(func, *args, **kwargs):
         return func.with_body(transform(func.body, *args, **kwargs))
+
+    return run
+
+
+def _in_groups(transform):
+    """``transform(body, st)`` applied to each thread group's branch with the group's threads,
+    then to the whole body with the block's (transform/thread_ranges.py)."""
+    def run(body, st):
+        body = in_thread_ranges(body, lambda region, var, extent: transform(
+            region, replace(st, thread_var=var, num_threads=extent)))
+        return transform(body, st)
 
     return run
 
@@ -84,9 +105,13 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
     kind = dialect.kind
     name = kernel_name(func)
     tx, num_threads = thread_binding(func, kind)
+    # `if tx < 128: T.copy(...)`: the copy runs on threads 0..127 (transform/thread_ranges.py)
+    func = func.with_body(mark_thread_ranges(func.body, tx, num_threads, name, is_fragment))
+    body, safe_values = take_safe_values(func.body)
+    func = func.with_body(body)
     layouts = infer_layouts(func, num_threads, accumulator_layout, operand_layout=operand_layout)
     st = KernelState(kernel=name, thread_var=tx, num_threads=num_threads, dialect=dialect,
-                     layouts=layouts, options=options, backend=backend)
+                     layouts=layouts, options=options, backend=backend, safe_values=safe_values)
     for buffer, layout in layouts.items():
         st.locals[buffer] = tirx.decl_buffer((layout.local_size,), str(buffer.ty.dtype),
                                              name=str(buffer.name), scope="local")
@@ -112,8 +137,9 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
     ctx = SimtLoweringContext(backend_kind=kind, kernel=name, analyzer=st.analyzer,
                               options=options, state=st)
     func = run_pass(f"{kind}.LowerTileOps", lower_tile_ops, func, kind, options, context=ctx)
-    func = run_pass(f"{kind}.LowerParallel", _on_body(lower_parallel), func, st)
+    func = run_pass(f"{kind}.LowerParallel", _on_body(_in_groups(lower_parallel)), func, st)
     func = run_pass(f"{kind}.LowerAtomicCalls", _on_body(lower_atomic_calls), func, st)
+    func = func.with_body(strip_thread_ranges(func.body))
     func = run_pass(f"{kind}.ApplyLayouts", _on_body(apply_layouts), func, st, st.annotated)
     if intrinsics:
         func = run_pass(f"{kind}.LowerIntrinsics", lower_intrinsics, func, st)

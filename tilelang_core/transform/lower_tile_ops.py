@@ -15,6 +15,7 @@ from ..errors import LoweringError
 from ..lowering import LoweringContext, get_lowering, source_location
 from .bindings import is_pure, unique_bindings, uses_any
 from .structural import structural_map
+from .thread_ranges import THREAD_RANGE, in_thread_ranges, region_thread_var
 
 
 def bind_loop_ranges(analyzer, stmt, _elementwise=None) -> None:
@@ -32,10 +33,16 @@ def bind_loop_ranges(analyzer, stmt, _elementwise=None) -> None:
     only where that rewrite is always right: a value that reads memory (``v = idx[i]``) could be
     rewritten past a store to that memory, and one that uses a T.Parallel loop variable
     (``q_idx = bx * 64 + i``) would bring back ``i`` after LowerParallel replaced it by the
-    thread's element. Those names get their range only (or nothing, for memory reads).
+    thread's element. Those names get their range only (or nothing, for memory reads). The thread
+    index of a THREAD_RANGE group (transform/thread_ranges.py) gets its group's range, not its
+    value ``tx - lo``, so that the group's lowering sees ``0 <= tx_r < extent``.
     """
     elementwise = [] if _elementwise is None else _elementwise  # T.Parallel variables, and names bound from them
-    if isinstance(stmt, tirx.For):
+    if isinstance(stmt, tirx.AttrStmt) and stmt.attr_key == THREAD_RANGE:
+        group_var = region_thread_var(stmt)
+        analyzer.bind(group_var, tvm.ir.Range.from_min_extent(0, stmt.value))
+        elementwise = elementwise + [group_var]  # (its Bind: range only, as bound just above)
+    elif isinstance(stmt, tirx.For):
         analyzer.bind(stmt.loop_var, tvm.ir.Range.from_min_extent(stmt.min, stmt.extent))
         if stmt.annotations is not None and "tl.parallel" in stmt.annotations:
             elementwise = elementwise + [stmt.loop_var]
@@ -44,7 +51,9 @@ def bind_loop_ranges(analyzer, stmt, _elementwise=None) -> None:
             analyzer.bind(stmt.node.var, tvm.ir.Range.from_min_extent(0, stmt.value))
     elif isinstance(stmt, tirx.Bind) and isinstance(stmt.value.ty, tvm.ir.PrimType) and is_pure(stmt.value):
         # (not host-side handles such as tensor maps)
-        if uses_any(stmt.value, elementwise):
+        if any(stmt.var.same_as(v) for v in elementwise):
+            pass  # a thread group's index, bound to its range above
+        elif uses_any(stmt.value, elementwise):
             elementwise.append(stmt.var)
             analyzer.update(stmt.var, analyzer.const_int_bound(stmt.value))
         else:
@@ -78,20 +87,24 @@ def lower_tile_ops(func: tirx.PrimFunc, backend_kind: str, options=None,
     func = func.with_body(unique_bindings(func.body))
     bind_loop_ranges(ctx.analyzer, func.body)
 
-    def rewrite(call):
-        try:
-            rule = get_lowering(call.op.name, backend_kind)
-        except LoweringError as err:
-            where = source_location(call)
-            raise LoweringError(f"{err}\n  --> in kernel '{ctx.kernel}'"
-                                + (f", {where}" if where else "")) from None
-        ctx.call = call
-        return rule(call, ctx)
+    def lower_all(body, context):
+        def rewrite(call):
+            try:
+                rule = get_lowering(call.op.name, backend_kind)
+            except LoweringError as err:
+                where = source_location(call)
+                raise LoweringError(f"{err}\n  --> in kernel '{ctx.kernel}'"
+                                    + (f", {where}" if where else "")) from None
+            context.call = call
+            return rule(call, context)
 
-    # Post-order: a rule never sees a tile op nested in another's operands (there are none today),
-    # and the result of a rule is not walked again, so rules must not emit tile ops.
-    body = structural_map(func.body, [(tirx.TilePrimitiveCall, rewrite)])
-    return func.with_body(body)
+        # Post-order: a rule never sees a tile op nested in another's operands (there are none
+        # today), and the result of a rule is not walked again, so rules must not emit tile ops.
+        return structural_map(body, [(tirx.TilePrimitiveCall, rewrite)])
+
+    # ops under a condition on the thread index first, each with its group of threads
+    body = in_thread_ranges(func.body, lambda region, var, extent: lower_all(region, ctx.narrowed(var, extent)))
+    return func.with_body(lower_all(body, ctx))
 
 
 def LowerTileOps(backend_kind: str, options=None):  # noqa: N802 (TVM pass naming)

@@ -240,7 +240,10 @@ def lower_reduce(op, ctx: IsaContext) -> None:
 def lower_cumsum(op, ctx: IsaContext) -> None:
     """dst = inclusive prefix sum of src along dim, accumulated in dst's dtype (as the cpu
     backend does): src is first cast / copied into dst, then dst is scanned in place."""
-    what = "T.cumsum"
+    what = op.user_name
+    if op.kind != "sum":
+        raise ctx.error(what, "the ascend backend scans with sums only (VScan); T.cummax is not "
+                              "supported on this target yet")
     src, dst = ub_tile(op.src, ctx, what), ub_tile(op.dst, ctx, what)
     rank = len(op.src.region)
     axis = 1 if (rank == 1 or op.dim == rank - 1) else 0

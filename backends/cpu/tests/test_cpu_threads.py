@@ -66,9 +66,12 @@ def test_thread_index_inside_parallel_loop_is_refused():
     assert "test_cpu_threads.py:" in str(info.value)  # points at the user's loop
 
 
-def test_tile_op_under_thread_condition_is_refused():
+def test_tile_op_under_a_thread_range_runs_whole_and_other_conditions_are_refused():
+    """TileLang: the threads a range condition selects perform the whole op, so the copy runs
+    once; a condition that selects no range of threads is refused (tests/language/
+    test_thread_groups.py runs the generated cases on every path)."""
     @T.prim_func
-    def bad(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+    def ranged(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
         with T.Kernel(1, threads=128) as _:
             tx = T.get_thread_binding()
             s = T.alloc_shared((64,), "float32")
@@ -76,7 +79,20 @@ def test_tile_op_under_thread_condition_is_refused():
                 T.copy(A, s)
             T.copy(s, B)
 
-    with pytest.raises(LoweringError, match=r"condition that encloses block-wide"):
+    a, b = rand((64,), torch.float32, 2), torch.zeros(64)
+    compile_cpu(ranged)(a, b)
+    assert_close(b, a.double())
+
+    @T.prim_func
+    def bad(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            tx = T.get_thread_binding()
+            s = T.alloc_shared((64,), "float32")
+            if tx % 3 == 1:
+                T.copy(A, s)
+            T.copy(s, B)
+
+    with pytest.raises(LoweringError, match=r"condition that encloses block-wide.*does not select one range"):
         compile_cpu(bad)
 
 

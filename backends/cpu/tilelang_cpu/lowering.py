@@ -375,8 +375,8 @@ def lower_reduce(call, ctx: LoweringContext) -> tirx.Stmt:
 
 @register_lowering("cumsum", KIND)
 def lower_cumsum(call, ctx: LoweringContext) -> tirx.Stmt:
-    """Inclusive prefix sum along ``dim``: dst[i] = src[i] + dst[i -/+ 1]. In place is fine: src[i]
-    is read before dst[i] is written and dst[i -/+ 1] is already final."""
+    """Inclusive scan along ``dim``: dst[i] = src[i] + dst[i -/+ 1] (``max`` for T.cummax). In place
+    is fine: src[i] is read before dst[i] is written and dst[i -/+ 1] is already final."""
     op = TileOp.from_stmt(call)
     src = as_region(op.src, "cumsum source", ctx, "cumsum")
     dst = as_region(op.dst, "cumsum destination", ctx, "cumsum")
@@ -398,7 +398,10 @@ def lower_cumsum(call, ctx: LoweringContext) -> tirx.Stmt:
         prev_off[dim] = prev
         dst_idx = dst.index(off)
         value = cast(tirx.BufferLoad(src.buffer, src.index(off)), acc)
-        carried = tirx.if_then_else(step > 0, tirx.BufferLoad(dst.buffer, dst.index(prev_off)), zero(acc))
+        carried = tirx.BufferLoad(dst.buffer, dst.index(prev_off))
+        if op.kind == "max":
+            return tirx.BufferStore(dst.buffer, tirx.if_then_else(step > 0, tirx.Max(value, carried), value), dst_idx)
+        carried = tirx.if_then_else(step > 0, carried, zero(acc))
         return tirx.BufferStore(dst.buffer, value + carried, dst_idx)
 
     # The scanned dim must be the innermost-sequential one: put it last so every row is scanned in

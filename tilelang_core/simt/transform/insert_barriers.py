@@ -9,7 +9,9 @@ body with a barrier when the next iteration's first accesses would race with thi
 last ones. Loops already planned by the software pipeline (``tl.pipelined``) place their own,
 and such a region is ordered against earlier statements by its prologue only (its loop starts
 with a wait and a barrier).
-Known limit: a tile op under a thread-dependent ``if`` would get a barrier inside the branch.
+Tile ops under a condition that selects a group of threads (transform/thread_ranges.py) are
+ordered against the code around their branch like any statement; a barrier the group would need
+inside its branch is refused (a block barrier there waits for threads that never arrive).
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tilelang_core.errors import LoweringError
 from tilelang_core.ir import TileOp, is_tile_op
+from tilelang_core.lowering import source_location
+from tilelang_core.transform.thread_ranges import THREAD_RANGE
 
 from .. import intrinsics as I
 from .state import PIPELINE_REGION, is_pipeline_region, region_entry
@@ -69,6 +74,11 @@ def _visit(node):
     if isinstance(node, tirx.AttrStmt):
         if node.attr_key == PIPELINE_REGION:
             return node.body  # planned by software_pipeline; the marker has done its job
+        if node.attr_key == THREAD_RANGE:
+            body = _visit(node.body)
+            if _barriers(body) > _barriers(node.body):
+                raise _group_barrier_error(node)
+            return tirx.AttrStmt(node.node, node.attr_key, node.value, body)
         return tirx.AttrStmt(node.node, node.attr_key, node.value, _visit(node.body))
     if isinstance(node, tirx.For):
         if node.annotations is not None and ("tl.pipelined" in node.annotations
@@ -83,6 +93,29 @@ def _visit(node):
         return tirx.IfThenElse(node.condition, _visit(node.then_case),
                                _visit(node.else_case) if node.else_case is not None else None)
     return node
+
+
+def _barriers(stmt) -> int:
+    found = []
+
+    def on_call(call):
+        if getattr(call.op, "name", "") == "tirx.tvm_storage_sync":
+            found.append(call)
+
+    tvm_ffi.structural_walk(stmt, [(tvm.ir.Call, on_call)])
+    return len(found)
+
+
+def _group_barrier_error(region) -> LoweringError:
+    calls = []
+    tvm_ffi.structural_walk(region.body, [(tirx.TilePrimitiveCall, calls.append)])
+    where = next((source_location(c) for c in calls if source_location(c)), None)
+    return LoweringError(
+        f"the tile ops under a condition on the thread index (a group of {int(region.value)} threads) "
+        f"need a barrier between them (one writes shared memory another reads); a block barrier "
+        f"inside the branch would wait for threads that never reach it, and barriers over a group "
+        f"of threads are not supported yet. Close the branch before the second op and open a new "
+        f"one after it" + (f"\n  --> {where}" if where else ""))
 
 
 def _loop_carried(body) -> bool:

@@ -16,6 +16,7 @@ from tvm import tirx
 from tilelang_core.layout import Fragment
 from tilelang_core.lowering import in_bounds
 from tilelang_core.transform.bindings import bound_vars, drop_bindings, is_pure
+from tilelang_core.transform.safe_values import padding_for
 from tilelang_core.transform.layout_inference import access_dims, is_fragment, parallel_nests
 
 from .. import intrinsics as I
@@ -59,7 +60,8 @@ def _global_bounds(buffer, indices, st: KernelState):
 
 def guard_global_accesses(body, st: KernelState):
     """Tiles overhang tensors whose sizes the tile does not divide: a T.Parallel element past the
-    end reads 0 and writes nothing (TileLang's safe memory access), unless provably inside.
+    end reads 0 (or the tensor's T.annotate_safe_value) and writes nothing (TileLang's safe memory
+    access), unless provably inside.
     Returns (body, whether any guard was added)."""
     guards = [0]
 
@@ -71,7 +73,7 @@ def guard_global_accesses(body, st: KernelState):
             cond = _global_bounds(load.source, load.indices, st)
             if cond is not None:
                 guards[0] += 1
-                return tirx.if_then_else(cond, load, tirx.const(0, str(load.ty)))
+                return tirx.if_then_else(cond, load, padding_for(load, st.safe_values))
         return load
 
     def on_store(store):

@@ -52,6 +52,8 @@ class KernelState:
     annotated: dict = field(default_factory=dict)
     #: what the backend's own rules need to know about this compile (cuda: arch, Hopper planning)
     backend: object = None
+    #: [(global tensor, value)] from T.annotate_safe_value: what a T.Parallel read past its edge gives
+    safe_values: list = field(default_factory=list)
 
     def simplify(self, expr):
         if isinstance(expr, int):

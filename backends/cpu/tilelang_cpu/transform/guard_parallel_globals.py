@@ -3,7 +3,7 @@
 A tile that overhangs a tensor whose size it does not divide makes ``T.Parallel`` iterations past
 the end: ``y[i] = A[k * 64 + j]`` with ``k * 64 + j >= K``. TileLang (and the GPU backends here, see
 tilelang_core/simt/transform/lower_parallel.py) read 0 for such a global load and skip such a
-global store. The cpu backend ran them as written: reads past the end and writes into whatever
+global store (a tensor given a value by T.annotate_safe_value reads that instead). The cpu backend ran them as written: reads past the end and writes into whatever
 memory follows the tensor (seen: an abort; silently wrong results are as likely). This pass gives
 every global access inside a ``T.Parallel`` loop the bounds condition the analyzer cannot prove,
 knowing the enclosing loops' ranges, the ``if`` conditions around the access and the values bound
@@ -19,6 +19,7 @@ import tvm_ffi
 from tvm import tirx
 
 from tilelang_core.lowering import in_bounds
+from tilelang_core.transform.safe_values import padding_for, take_safe_values
 
 
 def _is_parallel(loop) -> bool:
@@ -31,13 +32,14 @@ def _is_global(buffer) -> bool:
 
 def guard_parallel_globals(func: tirx.PrimFunc) -> tirx.PrimFunc:
     analyzer = tvm.sym.Analyzer()
+    body, safe_values = take_safe_values(func.body)  # T.annotate_safe_value: pad with these
 
     def guard_loads(expr):
         def on_load(load):
             if _is_global(load.source):
                 cond = in_bounds(analyzer, list(load.indices), load.source.ty.shape)
                 if cond is not None:
-                    return tirx.if_then_else(cond, load, tirx.const(0, str(load.ty)))
+                    return tirx.if_then_else(cond, load, padding_for(load, safe_values))
             return load
 
         return tvm_ffi.structural_map(expr, [(tvm.ir.TensorLoad, on_load)])
@@ -83,7 +85,7 @@ def guard_parallel_globals(func: tirx.PrimFunc) -> tirx.PrimFunc:
             return tirx.Evaluate(guard_loads(node.value))
         return node
 
-    return func.with_body(visit(func.body, False))
+    return func.with_body(visit(body, False))
 
 
 __all__ = ["guard_parallel_globals"]

@@ -12,9 +12,14 @@ outside the thread loops and split the runs. Registers (``T.alloc_local``/``T.al
 ``x = <expr>`` binds whose value depends on the thread) become per-thread once threads are loops:
 they get a leading thread dimension.
 
+A condition that selects a range of threads around tile ops (``if tx < 128: T.copy(A, s)``)
+means, as in TileLang, that those threads perform the whole op (transform/thread_ranges.py): the
+op runs once, and the per-thread statements of the branch keep the condition.
+
 What we refuse, with a LoweringError saying why: the thread index inside a tile op, a ``T.Parallel``
-loop, a loop bound or a condition that encloses block-wide code (each thread would have to stop at
-a different barrier, which has no sequential equivalent).
+loop, a loop bound, or a condition around block-wide code that is not one range of threads or that
+encloses a barrier (each thread would have to stop at a different barrier, which has no
+sequential equivalent).
 """
 
 from __future__ import annotations
@@ -26,14 +31,14 @@ from tvm import tirx
 from tilelang_core.errors import LoweringError
 from tilelang_core.ir.atomic_calls import RMW_OP, atomic_calls, has_thread_atomics, is_parallel_loop
 from tilelang_core.lowering import source_location
+from tilelang_core.transform.bindings import is_pure
 from tilelang_core.transform.lower_tile_ops import kernel_name
+from tilelang_core.transform.thread_ranges import is_block_wide as tile_level, selected_range
 from tilelang_core.transform.structural import structural_map as raising_structural_map
 
 THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 #: scopes that are per-thread registers on a GPU
 PRIVATE_SCOPES = ("local", "local.var")
-#: tile ops that act element by element and may sit in per-thread code
-ELEMENTWISE_TILE_OPS = ("tl.tile.atomic",)
 SYNC_OPS = ("tirx.tvm_storage_sync",)
 
 
@@ -72,23 +77,12 @@ def is_per_thread(node, keys: set[int]) -> bool:
 
 
 def is_block_wide(node) -> bool:
-    """Does ``node`` contain code all threads of a block execute together?"""
+    """Does ``node`` contain code all threads of a block execute together (tile ops other than
+    per-thread atomics, T.Parallel loops, barriers)?"""
+    if tile_level(node):
+        return True
     found = []
-
-    def on_call(call):
-        if str(call.op.name) not in ELEMENTWISE_TILE_OPS:
-            found.append(call)
-
-    def on_for(loop):
-        if loop.annotations is not None and "tl.parallel" in loop.annotations:
-            found.append(loop)
-
-    def on_eval(stmt):
-        if is_sync(stmt):
-            found.append(stmt)
-
-    tvm_ffi.structural_walk(node, [(tirx.TilePrimitiveCall, on_call), (tirx.For, on_for),
-                                   (tirx.Evaluate, on_eval)])
+    tvm_ffi.structural_walk(node, [(tirx.Evaluate, lambda stmt: found.append(stmt) if is_sync(stmt) else None)])
     return bool(found)
 
 
@@ -233,14 +227,76 @@ class _Threads:
                             annotations=stmt.annotations)
         if isinstance(stmt, tirx.IfThenElse):
             if uses_vars(stmt.condition, self.keys):
-                raise self.error("in a condition that encloses block-wide operations (tile ops, "
-                                 "T.Parallel loops or barriers)", stmt)
+                return self.split(self.distribute(stmt))
             else_case = self.split(stmt.else_case) if stmt.else_case is not None else None
             return tirx.IfThenElse(stmt.condition, self.split(stmt.then_case), else_case)
         if isinstance(stmt, tirx.TilePrimitiveCall):
             raise self.error(f"in an operand of tile op '{stmt.op.name}'", stmt)
         raise self.error(f"in a {type(stmt).__name__} statement that also holds block-wide "
                          f"operations", stmt)
+
+    def distribute(self, branch):
+        """``if <thread range>: ...`` around block-wide code (TileLang: the selected threads
+        perform the whole op): the block-wide statements run once, when the range is not empty
+        (and the terms of the condition that do not involve the thread hold); every other
+        statement keeps the whole condition and becomes per-thread code."""
+        def refuse():
+            return self.error("in a condition that encloses block-wide operations (tile ops, "
+                              "T.Parallel loops or barriers) and does not select one range of "
+                              "threads (write it as 'tx >= lo and tx < hi' with constant bounds)", branch)
+
+        if len(self.launches) != 1 or not isinstance(self.launches[0][1], tirx.IntImm):
+            raise refuse()
+        tx, extent = self.launches[0][0], int(self.launches[0][1].value)
+        selected, uniform = selected_range(branch.condition, tx, extent)
+        if selected is None:
+            raise refuse()
+        lo, hi = selected
+        uniform_cond = None
+        for term in uniform:
+            uniform_cond = term if uniform_cond is None else tirx.And(uniform_cond, term)
+        then_case = self._spread(branch.then_case, branch.condition, hi > lo, uniform_cond, branch)
+        if branch.else_case is None:
+            return then_case
+        if uniform and is_block_wide(branch.else_case):
+            raise refuse()
+        runs = not (lo <= 0 and hi >= extent)  # the complement of the range is not empty
+        else_case = self._spread(branch.else_case, tirx.Not(branch.condition), runs, None, branch)
+        return tirx.SeqStmt([then_case, else_case])
+
+    def _spread(self, stmt, cond, runs: bool, uniform_cond, branch):
+        if not is_block_wide(stmt):
+            return tirx.IfThenElse(cond, stmt, None)
+        if isinstance(stmt, tirx.SeqStmt):
+            return tirx.SeqStmt([self._spread(s, cond, runs, uniform_cond, branch) for s in stmt.seq])
+        if isinstance(stmt, tirx.Bind) and uses_vars(stmt.value, self.keys) and not is_pure(stmt.value):
+            # it would run for every thread: a read past the range's data
+            raise self.error(f"in the value of '{stmt.var}', which reads memory in a branch on the "
+                             f"thread index that also holds tile ops; read it in a branch of its own",
+                             branch)
+        if isinstance(stmt, (tirx.Bind, tirx.AllocBuffer, tirx.DeclBuffer)):
+            return stmt
+        if isinstance(stmt, tirx.For) and not is_parallel_loop(stmt):
+            return tirx.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind,
+                            self._spread(stmt.body, cond, runs, uniform_cond, branch),
+                            annotations=stmt.annotations)
+        if isinstance(stmt, tirx.IfThenElse) and uses_vars(stmt.condition, self.keys):
+            # a range inside a range: each branch with both conditions
+            parts = [self.distribute(tirx.IfThenElse(tirx.And(cond, stmt.condition), stmt.then_case, None))]
+            if stmt.else_case is not None:
+                parts.append(self.distribute(tirx.IfThenElse(tirx.And(cond, tirx.Not(stmt.condition)),
+                                                             stmt.else_case, None)))
+            return parts[0] if len(parts) == 1 else tirx.SeqStmt(parts)
+        if isinstance(stmt, tirx.IfThenElse):
+            else_case = (self._spread(stmt.else_case, cond, runs, uniform_cond, branch)
+                         if stmt.else_case is not None else None)
+            return tirx.IfThenElse(stmt.condition, self._spread(stmt.then_case, cond, runs, uniform_cond, branch),
+                                   else_case)
+        if is_sync(stmt) or not tile_level(stmt):
+            raise self.error("in a condition that encloses a barrier", branch)
+        if not runs:
+            return tirx.Evaluate(tirx.const(0, "int32"))
+        return stmt if uniform_cond is None else tirx.IfThenElse(uniform_cond, stmt, None)
 
     def _split_seq(self, seq):
         """Consecutive per-thread statements share one thread loop. Everything else stays in place

@@ -1,0 +1,56 @@
+"""T.annotate_safe_value: T.Parallel reads past a global tensor's edge give the tensor's value
+instead of 0 (TileLang's pad value), on every reference path; the refusals."""
+
+import numpy as np
+import pytest
+
+import tilelang_core.language as T
+from tilelang_core import FrontendError
+from tilelang_core.testing.oracle import PATHS, run
+
+
+def shifted(M, N, bM, bN, pad, shift=3):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=64) as (bx, by):
+            A_s = T.alloc_shared((bM, bN), "float32")
+            if pad is not None:
+                T.annotate_safe_value({A: pad})
+            for i, j in T.Parallel(bM, bN):
+                A_s[i, j] = A[by * bM + i - shift, bx * bN + j]
+            for i, j in T.Parallel(bM, bN):
+                B[by * bM + i, bx * bN + j] = A_s[i, j]
+
+    return main
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("pad", [None, 0, 10, -2.5])
+def test_reads_past_the_edge_give_the_safe_value(path, pad):
+    M, N = 20, 12  # ragged against 16 x 8 tiles: reads past both the top and the right edge
+    a = np.random.default_rng(1).standard_normal((M, N)).astype(np.float32)
+    out = run(path, shifted(M, N, 16, 8, pad), A=a, B=np.zeros_like(a))
+    want = np.full_like(a, 0 if pad is None else pad)
+    want[3:] = a[:-3]
+    np.testing.assert_array_equal(out["B"], want)
+
+
+def test_a_copy_from_a_padded_tensor_is_refused():
+    with pytest.raises(FrontendError, match=r"T.copy reads 'A'.*nonzero.*T.Parallel"):
+        @T.prim_func
+        def bad(A: T.Tensor((20,), "float32"), B: T.Tensor((20,), "float32")):
+            with T.Kernel(2, threads=32) as bx:
+                s = T.alloc_shared((16,), "float32")
+                T.annotate_safe_value({A: 1.0})
+                T.copy(A[bx * 16], s)
+                T.copy(s, B[bx * 16])
+
+
+def test_a_safe_value_for_shared_memory_is_refused():
+    with pytest.raises(FrontendError, match=r"in shared(\.dyn)? memory"):
+        @T.prim_func
+        def bad(A: T.Tensor((16,), "float32")):
+            with T.Kernel(1, threads=32):
+                s = T.alloc_shared((16,), "float32")
+                T.annotate_safe_value({s: 1.0})
+                T.copy(A, s)

@@ -1,0 +1,88 @@
+"""T.reduce_* that read or write shared memory (TileLang's s2s, f2s and s2f reductions).
+
+Register reductions (lower_reduce.py) follow the fragment layouts; here one side is a plain tile,
+so the work is dealt by output element instead: one thread folds one line of the source (all
+indices fixed but ``dim``) in a register and writes the result. A fragment side goes through a
+shared workspace (staging.py); the op ends with a barrier, so what it wrote is there for the next.
+"""
+
+from __future__ import annotations
+
+import tvm
+from tvm import tirx
+
+from tilelang_core.ir import Reduce
+from tilelang_core.ir import region as R
+
+from . import intrinsics as I
+from .lowering import FRAGMENT, cast, dtype, load, scope
+from .staging import flat, fragment_to_shared, shared_to_fragment, size
+from .transform.state import if_then, loop, seq
+
+
+def unflatten(offset, extents) -> list:
+    """The row-major index of ``offset`` in a tile of ``extents``."""
+    index, rest = [None] * len(extents), offset
+    for d in reversed(range(len(extents))):
+        index[d] = tirx.floormod(rest, extents[d]) if d else rest
+        rest = tirx.floordiv(rest, extents[d])
+    return index
+
+
+def lower_reduce_shared(op: Reduce, st, ctx, identity, combine):
+    """The statement for ``op`` whose source or destination is in shared memory."""
+    kind, what = op.kind, f"T.reduce_{op.kind}"
+    src_ext = [R.as_int(r.extent) for r in op.src.region]
+    dst_ext = [R.as_int(r.extent) for r in op.dst.region]
+    if None in src_ext or None in dst_ext:
+        raise ctx.error("reduce", f"{what} of a shared tile needs constant extents")
+    keepdim = len(dst_ext) == len(src_ext)
+    out_ext = [e for d, e in enumerate(src_ext) if d != op.dim]
+    outputs = size(out_ext)
+    acc_dt, threads, tx = dtype(op.dst), st.num_threads, st.thread_var
+    stmts = []
+
+    if scope(op.src) == FRAGMENT:
+        staged, src_ws = fragment_to_shared(op.src, st, what, "red_in")
+        stmts.append(staged)
+
+        def read(index):
+            return tirx.BufferLoad(src_ws, [flat(index, src_ext)])
+    else:
+        def read(index):
+            return load(op.src, [r.min + i for r, i in zip(op.src.region, index)])
+
+    to_fragment = scope(op.dst) == FRAGMENT
+    if to_fragment:
+        dst_ws = st.alloc(f"{op.dst.source.name}_red_out", (outputs,), acc_dt, "shared.dyn")
+    acc = st.alloc(f"{op.dst.source.name}_red_acc", (1,), acc_dt, "local")
+
+    def line(it):
+        out = it * threads + tx
+        kept = unflatten(out, out_ext)
+
+        def fold(k):
+            value = cast(read(kept[:op.dim] + [k] + kept[op.dim:]), acc_dt)
+            if kind in ("abssum", "absmax"):
+                value = tvm.tirx.abs(value)
+            return tirx.BufferStore(acc, combine(kind, tirx.BufferLoad(acc, [0]), value), [0])
+
+        result = tirx.BufferLoad(acc, [0])
+        if to_fragment:
+            write = tirx.BufferStore(dst_ws, result, [out])
+        else:
+            dst_index = kept[:op.dim] + [0] + kept[op.dim:] if keepdim else kept
+            dst_index = [r.min + i for r, i in zip(op.dst.region, dst_index)]
+            if not op.clear:
+                result = combine(kind, load(op.dst, dst_index), result)
+            write = tirx.BufferStore(op.dst.source, result, dst_index)
+        body = seq([tirx.BufferStore(acc, identity(kind, acc_dt), [0]),
+                    loop("k", src_ext[op.dim], fold, tirx.ForKind.SERIAL), write])
+        return if_then(out < outputs, body) if outputs % threads else body
+
+    stmts.append(loop("o", (outputs + threads - 1) // threads, line, tirx.ForKind.SERIAL))
+    if to_fragment:  # (a keepdim layout's unit axis flattens to the same offsets)
+        stmts.append(shared_to_fragment(dst_ws, op.dst, st, what,
+                                        None if op.clear else lambda new, old: combine(kind, old, new)))
+    stmts.append(I.syncthreads())  # the workspaces (and a shared result) are read after this
+    return seq(stmts)

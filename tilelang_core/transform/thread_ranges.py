@@ -1,0 +1,264 @@
+"""Tile ops under a condition on the thread index run on the threads it selects (TileLang's rule).
+
+``if tx < 128: T.copy(A[...], A_shared)`` in a 256-thread block means: threads 0..127 perform the
+whole copy. TileLang gets this from its analyzer, which narrows the thread range inside the branch
+and hands the narrowed range to every op lowered there. A block-wide lowering that deals the tile
+over all 256 threads instead leaves half of it undone, silently (found by TileLang's
+``test_tilelang_language_mask_op.py`` on the H200).
+
+So before lowering, :func:`mark_thread_ranges` finds every ``if`` whose condition limits the
+thread index to one contiguous range ``[lo, hi)`` (conjunctions of comparisons; terms that do not
+involve the thread are kept as they are) and that encloses block-wide code (tile ops other than
+per-thread atomics, T.Parallel loops). Each such branch becomes::
+
+    AttrStmt(tx, THREAD_RANGE, hi - lo,
+             SeqStmt([Bind(tx_r, tx - lo), <the branch>]))
+
+and lowering (LowerTileOps, the SIMT kit's LowerParallel) deals the ops of the branch over the
+``hi - lo`` threads whose index in the group is ``tx_r``. An ``else`` branch gets the complement
+when it is a range too. Whatever we could not lower correctly is refused with the user's line:
+a thread condition that is not one range (``tx % 2 == 0``), fragments inside such a branch (their
+layout spans the whole block), software-pipelined loops in or around one (their barriers are
+block-wide).
+"""
+
+from __future__ import annotations
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from ..errors import LoweringError
+from ..ir.atomic_calls import TILE_ATOMIC_OP, is_parallel_loop
+from ..lowering import source_location
+from .bindings import is_pure
+from .structural import structural_map
+
+#: AttrStmt key of a branch that runs on a sub-range of the block's threads (value: its size)
+THREAD_RANGE = "tl.thread_range"
+
+
+def is_block_wide(node) -> bool:
+    """Does ``node`` contain code that all threads of the block perform together: a tile op (other
+    than a per-thread atomic, ``T.atomic_add(count[0], 1)``) or a T.Parallel loop?"""
+    found = []
+
+    def on_call(call):
+        per_thread = str(call.op.name) == TILE_ATOMIC_OP and bool(call.config.get("per_thread", False))
+        if not per_thread:
+            found.append(call)
+
+    def on_for(loop):
+        if is_parallel_loop(loop):
+            found.append(loop)
+
+    tvm_ffi.structural_walk(node, [(tirx.TilePrimitiveCall, on_call), (tirx.For, on_for)])
+    return bool(found)
+
+
+def region_thread_var(region: tirx.AttrStmt) -> tirx.Var:
+    """The group-relative thread index of a THREAD_RANGE region: its body's first Bind. (Read
+    from the body, not kept on the attribute: a pass that copies code renames the Bind's variable
+    and must not leave the attribute pointing at the old one.)"""
+    first = region.body.seq[0] if isinstance(region.body, tirx.SeqStmt) else region.body
+    assert isinstance(first, tirx.Bind), "THREAD_RANGE region without its thread binding"
+    return first.var
+
+
+def _conjuncts(cond) -> list:
+    if isinstance(cond, tirx.And):
+        return _conjuncts(cond.a) + _conjuncts(cond.b)
+    return [cond]
+
+
+def _uses(expr, var) -> bool:
+    found = []
+    tvm_ffi.structural_walk(expr, [(tirx.Var, lambda v: found.append(v) if v.same_as(var) else None)])
+    return bool(found)
+
+
+def _inline_bound(expr, values: dict):
+    """``expr`` with every pure bound name (``warp = tx // 32``) replaced by its value."""
+    if not values:
+        return expr
+    return tvm_ffi.structural_map(expr, [(tirx.Var, lambda v: values.get(v, v))])
+
+
+def selected_range(cond, tx, num_threads: int) -> tuple[tuple[int, int] | None, list]:
+    """Split ``cond`` into the thread range it selects and the terms that do not involve ``tx``.
+
+    Returns ``((lo, hi), uniform_terms)`` when the thread terms hold exactly for ``lo <= tx < hi``
+    (``hi <= lo`` when they never hold), ``(None, uniform_terms)`` when they select something that
+    is not one range, and ``((0, num_threads), terms)`` when no term involves ``tx``.
+    """
+    terms = _conjuncts(cond)
+    thread_terms = [t for t in terms if _uses(t, tx)]
+    uniform = [t for t in terms if not _uses(t, tx)]
+    if not thread_terms:
+        return (0, num_threads), uniform
+    analyzer = tvm.sym.Analyzer()
+    analyzer.bind(tx, tvm.ir.Range.from_min_extent(0, num_threads))
+    selected = thread_terms[0]
+    for term in thread_terms[1:]:
+        selected = tirx.And(selected, term)
+    with analyzer.constraint_scope(selected):
+        bound = analyzer.const_int_bound(tx)
+    lo, hi = int(bound.min_value), int(bound.max_value) + 1
+    if lo >= hi:
+        return (0, 0), uniform
+    with analyzer.constraint_scope(tirx.And(tx >= lo, tx < hi)):
+        exact = analyzer.can_prove(selected)
+    return ((lo, hi) if exact else None), uniform
+
+
+class _Marker:
+    def __init__(self, kernel: str, tx, num_threads: int, is_fragment):
+        self.kernel, self.tx, self.num_threads = kernel, tx, num_threads
+        self.is_fragment = is_fragment
+        self.values: dict = {}  # pure bound names -> values with earlier names inlined
+        self.count = 0
+
+    def error(self, what: str, node) -> LoweringError:
+        where = source_location(node)
+        return LoweringError(f"kernel '{self.kernel}': {what}" + (f"\n  --> {where}" if where else ""))
+
+    def note_bind(self, bind):
+        if isinstance(bind.value.ty, tvm.ir.PrimType) and is_pure(bind.value):
+            self.values[bind.var] = _inline_bound(bind.value, self.values)
+
+    def thread_dependent(self, cond) -> bool:
+        return _uses(_inline_bound(cond, self.values), self.tx)
+
+    def region(self, body, lo: int, hi: int, cond_node):
+        self._check_region(body, cond_node)
+        self.count += 1
+        local = tirx.Var(f"tx_{self.count}" if lo else f"tx_g{self.count}", self.tx.ty.dtype)
+        inner = tirx.SeqStmt([tirx.Bind(local, self.tx - lo), body])
+        return tirx.AttrStmt(self.tx, THREAD_RANGE, tirx.const(hi - lo, "int32"), inner)
+
+    def _check_region(self, body, cond_node):
+        fragments = []
+
+        def on_region(region):
+            if self.is_fragment(region.source):
+                fragments.append(region.source)
+
+        def on_load(load):
+            if self.is_fragment(load.source):
+                fragments.append(load.source)
+
+        def on_store(store):
+            if self.is_fragment(store.buffer):
+                fragments.append(store.buffer)
+
+        def on_for(loop):
+            if loop.annotations is not None and "tl.pipelined" in loop.annotations:
+                raise self.error("a T.Pipelined loop inside a branch on the thread index is not "
+                                 "supported (its barriers synchronize the whole block); move the "
+                                 "condition inside the loop body or pipeline the whole block", loop)
+
+        blockwide = []
+        tvm_ffi.structural_walk(body, [(tirx.TilePrimitiveCall, blockwide.append)])
+        for call in blockwide:
+            tvm_ffi.structural_walk(call, [(tvm.ir.TensorRegion, on_region)])
+        for loop in _parallel_loops(body):
+            tvm_ffi.structural_walk(loop, [(tvm.ir.TensorLoad, on_load), (tirx.BufferStore, on_store)])
+        if fragments:
+            names = ", ".join(sorted({str(f.name) for f in fragments}))
+            raise self.error(
+                f"the tile ops or T.Parallel loops under this condition on the thread index use the "
+                f"fragment(s) {names}; a fragment's layout spans every thread of the block, so only "
+                f"part of it would be computed. Use shared memory inside the branch, or move the "
+                f"fragment work out of it", cond_node)
+        structural_map(body, [(tirx.For, on_for)])
+
+    def visit(self, node, pipelined: bool = False):
+        if isinstance(node, tirx.SeqStmt):
+            return tirx.SeqStmt([self.visit(s, pipelined) for s in node.seq])
+        if isinstance(node, tirx.Bind):
+            self.note_bind(node)
+            return node
+        if isinstance(node, tirx.For):
+            inside = pipelined or (node.annotations is not None and "tl.pipelined" in node.annotations)
+            if is_parallel_loop(node):
+                return node
+            return tirx.For(node.loop_var, node.min, node.extent, node.kind, self.visit(node.body, inside),
+                            node.thread_binding, node.annotations)
+        if isinstance(node, tirx.AttrStmt):
+            return tirx.AttrStmt(node.node, node.attr_key, node.value, self.visit(node.body, pipelined))
+        if isinstance(node, tirx.IfThenElse):
+            return self.visit_if(node, pipelined)
+        return node
+
+    def visit_if(self, node, pipelined: bool):
+        then_case = self.visit(node.then_case, pipelined)
+        else_case = self.visit(node.else_case, pipelined) if node.else_case is not None else None
+        wide_then = is_block_wide(then_case)
+        wide_else = else_case is not None and is_block_wide(else_case)
+        if not (wide_then or wide_else) or not self.thread_dependent(node.condition):
+            return tirx.IfThenElse(node.condition, then_case, else_case)
+        if pipelined:
+            raise self.error("tile ops under a condition on the thread index inside a T.Pipelined "
+                             "loop are not supported (the pipeline would move them out of the "
+                             "branch); use T.serial for this loop", node)
+        selected, uniform = selected_range(_inline_bound(node.condition, self.values), self.tx,
+                                           self.num_threads)
+        if selected is None:
+            raise self.error(
+                f"tile ops or T.Parallel loops under a condition on the thread index that does not "
+                f"select one range of threads ({node.condition}); TileLang runs such ops on the "
+                f"selected threads, which must be consecutive: write the condition as "
+                f"'tx >= lo and tx < hi' with constant bounds", node)
+        lo, hi = selected
+        if wide_then and hi > lo:
+            then_case = self.region(then_case, lo, hi, node)
+        if wide_else:
+            if uniform or not (lo <= 0 or hi >= self.num_threads):
+                raise self.error(
+                    "tile ops or T.Parallel loops in the else branch of a condition on the thread "
+                    "index whose complement is not one range of threads; write the else branch as "
+                    "an 'if' of its own with a range condition", node)
+            if hi <= lo:  # never true: the else branch runs on every thread
+                pass
+            elif lo <= 0 and hi < self.num_threads:
+                else_case = self.region(else_case, hi, self.num_threads, node)
+            elif lo > 0 and hi >= self.num_threads:
+                else_case = self.region(else_case, 0, lo, node)
+        return tirx.IfThenElse(node.condition, then_case, else_case)
+
+
+def _parallel_loops(body) -> list:
+    loops = []
+    tvm_ffi.structural_walk(body, [(tirx.For, lambda f: loops.append(f) if is_parallel_loop(f) else None)])
+    return loops
+
+
+def mark_thread_ranges(body, tx, num_threads: int, kernel: str, is_fragment=lambda _b: False):
+    """``body`` with every block-wide branch on the thread index wrapped in a THREAD_RANGE region
+    (module docstring); LoweringError for the branches we cannot lower correctly.
+    ``is_fragment(buffer)`` says which buffers have a block-wide register layout."""
+    return _Marker(kernel, tx, num_threads, is_fragment).visit(body)
+
+
+def in_thread_ranges(body, transform):
+    """Apply ``transform(region_body, thread_var, num_threads)`` to the body of every THREAD_RANGE
+    region, innermost first (post-order), keeping the regions; the caller then transforms the
+    rest with the whole block."""
+    def on_attr(attr):
+        if attr.attr_key != THREAD_RANGE:
+            return attr
+        new_body = transform(attr.body, region_thread_var(attr), int(attr.value))
+        return tirx.AttrStmt(attr.node, attr.attr_key, attr.value, new_body)
+
+    return structural_map(body, [(tirx.AttrStmt, on_attr)])
+
+
+def strip_thread_ranges(body):
+    """The regions' markers removed once nothing reads them (the thread Binds stay)."""
+    return structural_map(body, [(tirx.AttrStmt, lambda a: a.body if a.attr_key == THREAD_RANGE else a)])
+
+
+def has_thread_ranges(body) -> bool:
+    found = []
+    tvm_ffi.structural_walk(body, [(tirx.AttrStmt, lambda a: found.append(a) if a.attr_key == THREAD_RANGE else None)])
+    return bool(found)
