@@ -50,6 +50,11 @@ class FrontendError(TileLangError):
         return head
 
 
+class FrontendValueError(FrontendError, ValueError):
+    """A FrontendError for an argument value TileLang itself refuses with ValueError (a memory
+    order an access cannot take), so ``except ValueError`` written for TileLang still catches it."""
+
+
 class LayoutError(TileLangError):
     """Layout inference found no layout, or two that conflict, for a buffer."""
 

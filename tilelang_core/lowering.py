@@ -140,3 +140,18 @@ def in_bounds(analyzer, indices, shape):
     for term in terms[1:]:
         cond = tirx.And(cond, term)
     return cond
+
+
+def nan_propagating(combine):
+    """``combine(a, b)`` (a max or min) made to return NaN when either side is NaN, the way
+    ``T.reduce_max(..., nan_propagate=True)`` means it on every backend."""
+    from tvm import tirx
+
+    def isnan(x):  # (TVM's CUDA isnan knows no 16-bit floats: test the widened value)
+        dtype = str(x.ty)
+        return tirx.isnan(tirx.Cast("float32", x) if dtype in ("float16", "bfloat16") else x)
+
+    def propagate(a, b):
+        return tirx.if_then_else(isnan(a), a, tirx.if_then_else(isnan(b), b, combine(a, b)))
+
+    return propagate

@@ -473,6 +473,8 @@ def test_frontend_refusals():
         load_store(8, 8, 4, 4, load_order="release")
     with pytest.raises(FrontendError, match="atomic_store does not support memory_order='acquire'"):
         load_store(8, 8, 4, 4, store_order="acquire")
+    with pytest.raises(ValueError, match="atomic_store does not support memory_order"):  # TileLang's type
+        load_store(8, 8, 4, 4, store_order="consume")
     with pytest.raises(FrontendError, match="bitwise atomic.*integer type, not float32"):
         scalar_previous("or", "float32", 1.0)
     with pytest.raises(FrontendError, match="memory_order='weird'"):

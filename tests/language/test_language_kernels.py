@@ -119,8 +119,8 @@ def test_softmax_ops_and_conversions():
         "float32"
     assert "inf" in str(fill.value)
     assert isinstance(rmax, Reduce) and rmax.config() == {"kind": "max", "dim": 1,
-                                                          "clear": False}
-    assert rsum.config() == {"kind": "sum", "dim": 1, "clear": True}
+                                                          "clear": False, "nan_propagate": False}
+    assert rsum.config() == {"kind": "sum", "dim": 1, "clear": True, "nan_propagate": False}
     assert ext(store.dst) == [4, 1024]
 
 

@@ -167,12 +167,14 @@ def test_reduce_batch_is_a_schedule_hint(path):
     np.testing.assert_array_equal(out, a.max(1))
 
 
-def test_nan_propagating_reduction_is_refused():
-    with pytest.raises(FrontendError, match="nan_propagate=True"):
+def test_nan_propagation_of_a_sum_is_refused():
+    """(max/min/absmax propagate NaNs: tests/language/test_reduce_nan.py.)"""
+    with pytest.raises(FrontendError, match="nan_propagate=True.*only max, min and absmax"):
         @T.prim_func
         def nan(A: T.Tensor((16, 32), "float16")):
             with T.Kernel(1, threads=64):
                 a = T.alloc_fragment((16, 32), "float16")
                 s = T.alloc_fragment((16,), "float16")
                 T.copy(A, a)
-                T.reduce_max(a, s, dim=1, nan_propagate=True)
+                T.reduce_sum(a, s, dim=1, nan_propagate=True)
+

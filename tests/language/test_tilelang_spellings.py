@@ -128,3 +128,47 @@ def test_infinity_of_float8_e5m2_compiles_for_cuda():
 
     source = tilelang.compile(fill, target="cuda:sm_90a").get_kernel_source()
     assert "__global__" in source
+
+
+def test_dtype_of_scalar_expressions_and_variables():
+    """TileLang reads ``.dtype`` off expressions (its fast-math tests: ``T.__exp(x).dtype``) and
+    off ``T.int32()`` variables; TVM 0.27 keeps it on buffers only."""
+    from tvm import tirx
+
+    x = tirx.Var("x", "float16")
+    assert T.__exp(x).dtype == "float16" and (x + x).dtype == "float16"
+    assert T.int32().dtype == "int32"
+    assert tirx.decl_buffer((2,), "int8").dtype == "int8"  # buffers as before
+    import tvm
+
+    assert not hasattr(tvm.ir.StringImm("s"), "dtype")
+
+
+@pytest.mark.parametrize("path", ["cpu", "cuda:sm_80"])
+def test_a_kernel_without_grid_extents_is_one_block(path):
+    import numpy as np
+
+    from tilelang_core.testing.oracle import run
+
+    @T.prim_func
+    def single(A: T.Tensor((4,), "float32")):
+        with T.Kernel(threads=4):
+            tx = T.get_thread_binding()
+            T.atomic_add(A[tx], 1.0)
+
+    assert (run(path, single, A=np.zeros(4, np.float32))["A"] == 1).all()
+
+
+def test_clamp_takes_tilelang_keyword_names():
+    import numpy as np
+
+    from tilelang_core.testing.oracle import run
+
+    @T.prim_func
+    def clamp(A: T.Tensor((8,), "float32")):
+        with T.Kernel(1, threads=8):
+            for i in T.Parallel(8):
+                A[i] = T.clamp(A[i], min_val=-1.0, max_val=2.0)
+
+    a = np.linspace(-4, 4, 8).astype(np.float32)
+    np.testing.assert_array_equal(run("cpu", clamp, A=a.copy())["A"], np.clip(a, -1, 2))

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import tvm
 from tvm.ir import TensorRegion
 
-from ..errors import FrontendError
+from ..errors import FrontendError, FrontendValueError
 from . import region as R
 from .registry import get_op, get_op_class, is_tile_op, register_tile_op
 
@@ -375,6 +375,8 @@ class Reduce(TileOp):
     kind: str = "sum"
     dim: int = -1
     clear: bool = True
+    #: max/min/absmax: a NaN element makes the result NaN (TileLang's nan_propagate=True)
+    nan_propagate: bool = False
     name: ClassVar[str] = "reduce"
 
     def __post_init__(self):
@@ -389,6 +391,10 @@ class Reduce(TileOp):
         src_ext = R.extents_of(self.src)
         self.dim = _normalize_dim(self.dim, len(src_ext), what)
         self.clear = bool(self.clear)
+        self.nan_propagate = bool(self.nan_propagate)
+        if self.nan_propagate and self.kind not in ("max", "min", "absmax"):
+            raise FrontendError(f"{what}(nan_propagate=True): only max, min and absmax reductions "
+                                f"propagate NaNs (a sum of a NaN is NaN already)")
         dst_ext = R.extents_of(self.dst)
         dropped = src_ext[:self.dim] + src_ext[self.dim + 1:]
         kept = src_ext[:self.dim] + [1] + src_ext[self.dim + 1:]
@@ -403,7 +409,7 @@ class Reduce(TileOp):
         return [self.src, self.dst]
 
     def config(self):
-        return {"kind": self.kind, "dim": self.dim, "clear": self.clear}
+        return {"kind": self.kind, "dim": self.dim, "clear": self.clear, "nan_propagate": self.nan_propagate}
 
     @classmethod
     def _from_parts(cls, args, config):
@@ -489,7 +495,7 @@ def check_memory_order(order, what: str, allowed: tuple[str, ...] = MEMORY_ORDER
     if order is None:
         return "relaxed"
     if not isinstance(order, str) or order not in allowed:
-        raise FrontendError(f"{what} does not support memory_order={order!r}; expected one of "
+        raise FrontendValueError(f"{what} does not support memory_order={order!r}; expected one of "
                             f"{', '.join(repr(o) for o in allowed)}")
     return str(order)
 

@@ -56,6 +56,8 @@ def check_on_chip_bounds(func, error) -> None:
             for s in node.seq:
                 visit(s)
         elif isinstance(node, tirx.For):
+            if R.as_int(node.extent) is not None and R.as_int(node.extent) <= 0:
+                return  # a loop that never runs reads and writes nothing
             if R.as_int(node.min) is not None and R.as_int(node.extent) is not None and node.step is None:
                 analyzer.bind(node.loop_var, tvm.ir.Range.from_min_extent(node.min, node.extent))
                 ranged.add(node.loop_var.__chandle__())

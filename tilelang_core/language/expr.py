@@ -127,9 +127,9 @@ def truncmod(a, b):
     return tirx.truncmod(_expr(a, "T.truncmod"), _expr(b, "T.truncmod"))
 
 
-def clamp(x, lo, hi):
-    """``x`` limited to ``[lo, hi]``."""
-    return max(min(x, hi), lo)
+def clamp(dst, min_val, max_val):
+    """``dst`` limited to ``[min_val, max_val]`` (TileLang's parameter names)."""
+    return max(min(dst, max_val), min_val)
 
 
 def if_then_else(cond, then_value, else_value):

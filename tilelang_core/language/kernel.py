@@ -55,8 +55,10 @@ class Kernel:
             raise FrontendError("T.Kernel(prelude=...) is not supported")
         if len(blocks) == 1 and isinstance(blocks[0], (list, tuple)):
             blocks = tuple(blocks[0])
-        if not 1 <= len(blocks) <= 3:
-            raise FrontendError(f"T.Kernel takes 1 to 3 grid extents, got {len(blocks)}")
+        if not blocks:  # T.Kernel(threads=128): one block, as in TileLang
+            blocks = (1,)
+        if len(blocks) > 3:
+            raise FrontendError(f"T.Kernel takes up to 3 grid extents, got {len(blocks)}")
         self.blocks = [_extent(b, f"T.Kernel grid extent {i}", False)
                        for i, b in enumerate(blocks)]
         thread_list = list(threads) if isinstance(threads, (list, tuple)) else [threads]

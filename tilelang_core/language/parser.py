@@ -37,7 +37,7 @@ from tvm.tirx.script.parser import parser as tirx_parser
 from ..errors import FrontendError
 from ..transform.bindings import is_pure
 from ..transform.safe_values import check_safe_value_copies
-from . import bounds_check, global_layouts, reducers, shape_vars, vector_loops
+from . import bounds_check, global_layouts, reducers, shape_vars, stepped_loops, vector_loops
 from . import tvm_compat  # noqa: F401  (TileLang's names for renamed TVM classes, e.g. tirx.PrimExpr)
 from .kernel import reset_kernel_stack
 
@@ -120,8 +120,9 @@ def make_error(source: Source, node, err: BaseException | str,
         src_lines = source.source.split("\n")
         idx = lineno - source.start_line
         line = (" " * source.start_column + src_lines[idx]) if 0 <= idx < len(src_lines) else None
-    return FrontendError(msg, filename=filename, lineno=lineno, col=col, source_line=line,
-                         kernel=kernel)
+    # a FrontendValueError keeps its class (TileLang raises ValueError there)
+    cls = type(err) if isinstance(err, FrontendError) else FrontendError
+    return cls(msg, filename=filename, lineno=lineno, col=col, source_line=line, kernel=kernel)
 
 
 class TileLangParser(Parser):
@@ -182,6 +183,7 @@ def parse_kernel(func: Callable, extra_vars: dict[str, Any] | None = None,
             if found and isinstance(result, tvm.tirx.PrimFunc):
                 result = reducers.lower_reducers(result, found, refuse)
             if isinstance(result, tvm.tirx.PrimFunc):
+                result = stepped_loops.unit_step_loops(result)
                 result = shape_vars.solve_shape_vars(result)
                 result = global_layouts.apply_global_layouts(result, refuse)
                 result = vector_loops.serialize_unsafe_vectorized(result)
@@ -210,8 +212,8 @@ def parse_kernel(func: Callable, extra_vars: dict[str, Any] | None = None,
 
 def _fresh(err: FrontendError) -> FrontendError:
     """A copy without TVM's frames in ``__traceback__`` / ``__context__``."""
-    return FrontendError(err.message, filename=err.filename, lineno=err.lineno, col=err.col,
-                         source_line=err.source_line, kernel=err.kernel)
+    return type(err)(err.message, filename=err.filename, lineno=err.lineno, col=err.col,
+                     source_line=err.source_line, kernel=err.kernel)  # (its class: ValueError kinds stay)
 
 
 def _def_node(source: Source):

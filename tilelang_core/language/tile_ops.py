@@ -97,18 +97,15 @@ def reduce(buffer, out, reduce_type: str, dim: int = -1, clear: bool = True, bat
     max/min/sum/abssum/absmax.
 
     ``batch`` (TileLang's grouping of cross-thread reductions) and ``annotations`` are schedule
-    hints with no effect on the values. ``nan_propagate=True`` (NaN-propagating half max/min) is
-    refused: how a NaN input combines is not specified across backends here.
+    hints with no effect on the values. ``nan_propagate=True``: a NaN element makes a max, min or
+    absmax NaN (without it, how a NaN combines is the backend's max: CUDA's ignores it).
     """
     what = f"T.reduce_{reduce_type}"
     if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
         raise FrontendError(f"{what}: batch must be a positive integer, got {batch!r}")
-    if nan_propagate:
-        raise FrontendError(f"{what}(nan_propagate=True) is not supported: NaN propagation through "
-                            "reductions is not guaranteed on every backend; keep NaNs out of the input")
     emit(Reduce(_whole(buffer, f"T.reduce_{reduce_type} source"),
                 _whole(out, f"T.reduce_{reduce_type} destination"), kind=str(reduce_type),
-                dim=dim, clear=clear))
+                dim=dim, clear=clear, nan_propagate=nan_propagate))
 
 
 def reduce_max(buffer, out, dim: int = -1, clear: bool = True, batch: int = 1,

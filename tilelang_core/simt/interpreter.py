@@ -380,6 +380,7 @@ _MATH = {
     "tirx.sqrt": np.sqrt, "tirx.rsqrt": lambda x: 1 / np.sqrt(x), "tirx.tanh": np.tanh,
     "tirx.fabs": np.abs, "tirx.abs": np.abs, "tirx.sin": np.sin, "tirx.cos": np.cos,
     "tirx.sigmoid": lambda x: 1 / (1 + np.exp(-x)), "tirx.floor": np.floor, "tirx.ceil": np.ceil,
+    "tirx.isnan": np.isnan, "tirx.isinf": np.isinf, "tirx.isfinite": np.isfinite,
 }
 
 

@@ -16,6 +16,7 @@ from tvm import tirx
 
 from tilelang_core.ir import Reduce, TileOp
 from tilelang_core.layout import THREAD
+from tilelang_core.lowering import nan_propagating
 
 from . import intrinsics as I
 from .lower_reduce_shared import lower_reduce_shared
@@ -42,8 +43,11 @@ def combine(kind: str, a, b):
 def lower_reduce(call, ctx):
     op: Reduce = TileOp.from_stmt(call)
     st = state_of(ctx)
+    kind = op.kind
+    both = (lambda a, b: combine(kind, a, b))
+    comb = nan_propagating(both) if op.nan_propagate else both
     if scope(op.src) != FRAGMENT or scope(op.dst) != FRAGMENT:  # a shared side: by output element
-        return lower_reduce_shared(op, st, ctx, identity, combine)
+        return lower_reduce_shared(op, st, ctx, identity, lambda _kind, a, b: comb(a, b))
     require_whole_fragment(op.src, st, f"T.reduce_{op.kind}")
     require_whole_fragment(op.dst, st, f"T.reduce_{op.kind}")
     src_layout = st.layouts[op.src.source]
@@ -56,7 +60,6 @@ def lower_reduce(call, ctx):
     acc_dt = dtype(op.dst)
     src_regs, dst_regs = st.local_buffer(op.src.source), st.local_buffer(op.dst.source)
     red = st.alloc(f"{op.dst.source.name}_red", (dst_layout.local_size,), acc_dt, "local")
-    kind = op.kind
     tx = st.thread_var
     stmts = [loop("r", dst_layout.local_size,
                   lambda r: tirx.BufferStore(red, identity(kind, acc_dt), [r]), tirx.ForKind.UNROLLED)]
@@ -71,28 +74,28 @@ def lower_reduce(call, ctx):
         value = value if str(value.ty) == acc_dt else tirx.Cast(acc_dt, value)
         if kind in ("abssum", "absmax"):
             value = tvm.tirx.abs(value)
-        return tirx.BufferStore(red, combine(kind, tirx.BufferLoad(red, [r]), value), [r])
+        return tirx.BufferStore(red, comb(tirx.BufferLoad(red, [r]), value), [r])
 
     stmts.append(loop("l", src_layout.local_size, fold, tirx.ForKind.UNROLLED))
     warp = st.dialect.warp_size
     for digit in (x for x in src_layout.digits[op.dim] if x.space == THREAD and x.extent > 1):
         for part in split_at_warp(digit, warp):
             whole_warp = _WARP_REDUCE_KIND.get(kind) in st.dialect.warp_reduce and \
-                part.stride == 1 and part.extent == warp
+                part.stride == 1 and part.extent == warp and not op.nan_propagate
             if whole_warp:
                 helper = st.dialect.warp_reduce[_WARP_REDUCE_KIND[kind]]
                 stmts.append(loop("r", dst_layout.local_size, lambda r: tirx.BufferStore(
                     red, I.call(helper, tirx.BufferLoad(red, [r]), dtype=acc_dt), [r]),
                     tirx.ForKind.UNROLLED))
             elif part.stride * part.extent <= warp:
-                stmts.append(_shuffle(red, dst_layout.local_size, part, kind, st.dialect.shuffle_xor))
+                stmts.append(_shuffle(st, red, dst_layout.local_size, part, comb, st.dialect.shuffle_xor))
             else:
-                stmts.append(_across_warps(st, red, dst_layout.local_size, part, kind, acc_dt))
+                stmts.append(_across_warps(st, red, dst_layout.local_size, part, kind, comb, acc_dt))
 
     def write(r):
         value = tirx.BufferLoad(red, [r])
         if not op.clear:
-            value = combine(kind, tirx.BufferLoad(dst_regs, [r]), value)
+            value = comb(tirx.BufferLoad(dst_regs, [r]), value)
         return tirx.BufferStore(dst_regs, value, [r])
 
     stmts.append(loop("r", dst_layout.local_size, write, tirx.ForKind.UNROLLED))
@@ -116,8 +119,10 @@ def split_at_warp(digit, warp: int) -> list:
     return [Digit(lanes, THREAD, digit.stride), Digit(digit.extent // lanes, THREAD, warp)]
 
 
-def _shuffle(red, size: int, digit, kind: str, helper: str):
-    """Butterfly over the lanes that differ only in this digit (strides s, 2s, ... inside a warp)."""
+def _shuffle(st, red, size: int, digit, comb, helper: str):
+    """Butterfly over the lanes that differ only in this digit (strides s, 2s, ... inside a warp).
+    The partner's value lands in a register first: every lane must run the shuffle, and a
+    combine that selects (NaN propagation) would otherwise put it in a branch."""
     steps = []
     offset = digit.stride
     while offset < digit.stride * digit.extent:
@@ -126,18 +131,21 @@ def _shuffle(red, size: int, digit, kind: str, helper: str):
     if digit.extent & (digit.extent - 1):
         raise NotImplementedError("warp reductions over a non-power-of-two thread extent")
 
+    partner = st.alloc(f"{red.name}_partner", (1,), str(red.ty.dtype), "local")
+
     def body(r):
         out = []
         for off in steps:
             current = tirx.BufferLoad(red, [r])
-            other = I.call(helper, current, tirx.const(off, "int32"), dtype=str(current.ty))
-            out.append(tirx.BufferStore(red, combine(kind, current, other), [r]))
+            out.append(tirx.BufferStore(partner, I.call(helper, current, tirx.const(off, "int32"),
+                                                        dtype=str(current.ty)), [0]))
+            out.append(tirx.BufferStore(red, comb(current, tirx.BufferLoad(partner, [0])), [r]))
         return seq(out)
 
     return loop("r", size, body, tirx.ForKind.UNROLLED)
 
 
-def _across_warps(st, red, size: int, digit, kind: str, dt: str):
+def _across_warps(st, red, size: int, digit, kind: str, comb, dt: str):
     """Threads differing in this (warp-level) digit exchange partials through shared memory."""
     threads = st.num_threads
     ws = st.alloc(f"{red.name}_ws", (size * threads,), dt, "shared.dyn")
@@ -150,7 +158,7 @@ def _across_warps(st, red, size: int, digit, kind: str, dt: str):
     def gather(r):
         acc = identity(kind, dt)
         for j in range(digit.extent):
-            acc = combine(kind, acc, tirx.BufferLoad(ws, [r * threads + base + j * digit.stride]))
+            acc = comb(acc, tirx.BufferLoad(ws, [r * threads + base + j * digit.stride]))
         return tirx.BufferStore(red, acc, [r])
 
     stmts.append(loop("r", size, gather, tirx.ForKind.UNROLLED))

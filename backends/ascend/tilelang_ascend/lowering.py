@@ -210,6 +210,9 @@ def lower_fill(op, ctx: IsaContext) -> None:
 @ascend_rule("reduce")
 def lower_reduce(op, ctx: IsaContext) -> None:
     what = f"T.reduce_{op.kind}"
+    if op.nan_propagate:
+        raise ctx.error(what, "nan_propagate=True is not supported on the ascend backend yet "
+                              "(its VReduce max/min do not say how a NaN combines)")
     src, dst = ub_tile(op.src, ctx, what), ub_tile(op.dst, ctx, what)
     src_rank = len(op.src.region)
     axis = 1 if (src_rank == 1 or op.dim == src_rank - 1) else 0

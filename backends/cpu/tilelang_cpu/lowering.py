@@ -18,7 +18,7 @@ import tvm
 from tvm import tirx
 
 from tilelang_core.ir import TileOp
-from tilelang_core.lowering import LoweringContext, in_bounds, register_lowering
+from tilelang_core.lowering import LoweringContext, in_bounds, nan_propagating, register_lowering
 
 KIND = "cpu"
 #: annotation marking the inner loop of a lowered gemm for VectorizeLoop (see transform/)
@@ -342,6 +342,8 @@ def lower_reduce(call, ctx: LoweringContext) -> tirx.Stmt:
     if op.kind not in _REDUCE:
         raise ctx.error("reduce", f"unknown reduce kind {op.kind!r}; expected one of {sorted(_REDUCE)}")
     combine, identity, elem = _REDUCE[op.kind]
+    if op.nan_propagate:
+        combine = nan_propagating(combine)
     src = as_region(op.src, "reduce source", ctx, "reduce")
     dst = as_region(op.dst, "reduce destination", ctx, "reduce")
     clear = op.clear

@@ -139,10 +139,40 @@ def apply_layouts(body, st: KernelState, annotated: dict | None = None):
             return tirx.Evaluate(tirx.const(0, "int32"))  # pooled: allocated once below
         return alloc
 
+    body = _replicated_elements(body, st)
     _check_fragments_lowered(body, st)
     body = tvm_ffi.structural_map(body, [(tvm.ir.TensorLoad, on_load)])
     body = tvm_ffi.structural_map(body, [(tirx.BufferStore, on_store), (tirx.AllocBuffer, on_alloc)])
     return _insert_allocs(body, pools + st.extra_allocs)
+
+
+def _replicated_elements(body, st: KernelState):
+    """Element accesses outside T.Parallel to a fragment that every thread holds whole (a (1,)
+    row statistic, ``out_frag[0] = -1.0`` before a reduction with clear=False): each thread reads
+    or writes its own copy, as in TileLang. Other fragments are left for the check below."""
+    def whole(buffer):
+        layout = st.layouts.get(buffer) if is_fragment(buffer) else None
+        if layout is None:
+            return None
+        elements = 1
+        for extent in layout.shape:
+            elements *= int(extent)
+        return layout if layout.local_size == elements else None
+
+    def on_load(load):
+        layout = whole(load.source)
+        if layout is None:
+            return load
+        return tirx.BufferLoad(st.local_buffer(load.source), [st.simplify(layout.local_of(*load.indices))])
+
+    def on_store(store):
+        layout = whole(store.buffer)
+        if layout is None:
+            return store
+        return tirx.BufferStore(st.local_buffer(store.buffer), store.value,
+                                [st.simplify(layout.local_of(*store.indices))])
+
+    return tvm_ffi.structural_map(body, [(tvm.ir.TensorLoad, on_load), (tirx.BufferStore, on_store)])
 
 
 def _check_fragments_lowered(body, st: KernelState) -> None:
