@@ -183,7 +183,7 @@ class _Marker:
             if is_parallel_loop(node):
                 return node
             return tirx.For(node.loop_var, node.min, node.extent, node.kind, self.visit(node.body, inside),
-                            node.thread_binding, node.annotations)
+                            node.thread_binding, node.annotations, node.step)
         if isinstance(node, tirx.AttrStmt):
             return tirx.AttrStmt(node.node, node.attr_key, node.value, self.visit(node.body, pipelined))
         if isinstance(node, tirx.IfThenElse):

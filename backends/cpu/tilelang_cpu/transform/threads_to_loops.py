@@ -279,7 +279,7 @@ class _Threads:
         if isinstance(stmt, tirx.For) and not is_parallel_loop(stmt):
             return tirx.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind,
                             self._spread(stmt.body, cond, runs, uniform_cond, branch),
-                            annotations=stmt.annotations)
+                            stmt.thread_binding, stmt.annotations, stmt.step)
         if isinstance(stmt, tirx.IfThenElse) and uses_vars(stmt.condition, self.keys):
             # a range inside a range: each branch with both conditions
             parts = [self.distribute(tirx.IfThenElse(tirx.And(cond, stmt.condition), stmt.then_case, None))]
