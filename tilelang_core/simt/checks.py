@@ -30,6 +30,33 @@ def check_dtypes(func, arch: str, kind: str, archs, capability: Callable[[str, s
                             f"support ({hint}). Pick another target arch or dtype.")
 
 
+def check_threads(func, arch: str, limit: int, what: str = "block") -> None:
+    """Refuse a block larger than the target allows, at the user's T.Kernel line (the compiler
+    would take ``__launch_bounds__(100000)`` and the launch fail with a driver error)."""
+    import tvm_ffi
+    from tvm import tirx
+
+    from tilelang_core.lowering import source_location
+
+    found = []
+
+    def on_attr(attr):
+        if attr.attr_key == "thread_extent" and str(attr.node.thread_tag).startswith("threadIdx"):
+            found.append(attr)
+
+    tvm_ffi.structural_walk(func.body, [(tirx.AttrStmt, on_attr)])
+    total, where = 1, None
+    for attr in found:
+        if not isinstance(attr.value, tirx.IntImm):
+            return  # (a symbolic block size is refused by the lowering itself)
+        total *= int(attr.value.value)
+        where = where or source_location(attr)
+    if total > limit:
+        raise LoweringError(f"kernel '{kernel_name(func)}' asks for {total} threads per {what}, more than "
+                            f"the {limit} {arch} allows; use threads={limit} or fewer"
+                            + (f"\n  --> {where}" if where else ""))
+
+
 def check_shared_memory(func, arch: str, limit: int | None, what: str = "shared memory") -> None:
     from .pipeline import shared_bytes
 

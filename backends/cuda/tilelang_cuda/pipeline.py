@@ -38,7 +38,7 @@ from tvm import tirx
 from tilelang_core.backend import Backend, checked_arch, lower_each
 from tilelang_core.errors import CompileError, LayoutError
 from tilelang_core.simt.lower_gemm_fma import fma_accumulator_layout
-from tilelang_core.simt.checks import check_dtypes, check_shared_memory
+from tilelang_core.simt.checks import check_dtypes, check_shared_memory, check_threads
 from tilelang_core.simt.pipeline import lower_simt
 from tilelang_core.transform.program_kernels import lower_program, workspace_bytes
 
@@ -99,6 +99,7 @@ def operand_layout(op, name: str, num_threads: int, planner: HopperPlanner):
 
 def lower_function(func: tirx.PrimFunc, arch: str, options: CudaOptions) -> tirx.PrimFunc:
     check_dtypes(func, arch, "cuda", ARCHS, capability)
+    check_threads(func, arch, capability(arch, "max_threads_per_block"))
     dialect = replace(CUDA, async_copy=False) if options.disable_cp_async else CUDA
     planner = HopperPlanner(arch, options, func)
     if not options.disable_staged_epilogue and (not planner.enabled or options.disable_warp_specialized):

@@ -32,7 +32,7 @@ from tvm import tirx
 from tilelang_core.backend import Backend, checked_arch, lower_each
 from tilelang_core.errors import LayoutError
 from tilelang_core.simt.lower_gemm_fma import fma_accumulator_layout, gemm_shape
-from tilelang_core.simt.checks import check_dtypes, check_shared_memory
+from tilelang_core.simt.checks import check_dtypes, check_shared_memory, check_threads
 from tilelang_core.simt.pipeline import lower_simt
 
 from . import codegen, compiler
@@ -80,6 +80,7 @@ class GemmLayouts:
 
 def lower_function(func: tirx.PrimFunc, arch: str, options: HipOptions) -> tirx.PrimFunc:
     check_dtypes(func, arch, "hip", ARCHS, capability)
+    check_threads(func, arch, capability(arch, "max_threads_per_block"))
     wave = capability(arch, "wave_size")
     layouts = GemmLayouts(matrix_core(wave, options.mfma))
     limit = capability(arch, "lds_bytes")

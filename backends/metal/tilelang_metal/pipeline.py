@@ -33,7 +33,7 @@ from tvm import tirx
 
 from tilelang_core.backend import Backend, checked_arch, lower_each
 from tilelang_core.errors import LoweringError
-from tilelang_core.simt.checks import check_shared_memory
+from tilelang_core.simt.checks import check_shared_memory, check_threads
 from tilelang_core.simt.pipeline import lower_simt
 from tilelang_core.simt.transform.state import thread_binding
 from tilelang_core.transform.lower_tile_ops import kernel_name
@@ -66,13 +66,9 @@ def check_dtypes(func: tirx.PrimFunc, arch: str) -> None:
 
 
 def lower_function(func: tirx.PrimFunc, arch: str, options: MetalOptions) -> tirx.PrimFunc:
-    name = kernel_name(func)
     check_dtypes(func, arch)
+    check_threads(func, f"Metal on {arch}", capability(arch, "max_threads_per_threadgroup"), "threadgroup")
     _, num_threads = thread_binding(func, "metal")
-    limit = capability(arch, "max_threads_per_threadgroup")
-    if int(num_threads) > limit:
-        raise LoweringError(f"kernel '{name}' asks for {int(num_threads)} threads per threadgroup, more "
-                            f"than the {limit} Metal allows; use threads={limit} or fewer")
     func = lower_gemm.row_major_operands(func, int(num_threads), options)
     func = lower_simt(func, METAL, options,
                       accumulator_layout=partial(lower_gemm.accumulator_layout, options=options),
