@@ -57,11 +57,48 @@ def check_threads(func, arch: str, limit: int, what: str = "block") -> None:
                             + (f"\n  --> {where}" if where else ""))
 
 
-def check_shared_memory(func, arch: str, limit: int | None, what: str = "shared memory") -> None:
+def check_shared_memory(func, arch: str, limit: int | None, what: str = "shared memory",
+                        source=None) -> None:
+    """Refuse a lowered kernel that needs more shared memory than ``limit``; ``source`` (the kernel
+    before lowering) names its largest shared buffer and that buffer's line."""
     from .pipeline import shared_bytes
 
     used = shared_bytes(func)
-    if limit is not None and used > limit:
-        raise LoweringError(f"kernel '{kernel_name(func)}' needs {used} bytes of {what}, more than the "
-                            f"{limit} bytes {arch} allows per block. Use smaller tiles or fewer "
-                            f"pipeline stages (num_stages).")
+    if limit is None or used <= limit:
+        return
+    largest = _largest_shared(source) if source is not None else None
+    detail = ""
+    if largest is not None:
+        name, size, where = largest
+        detail = f" The largest is '{name}' ({size} bytes)" + (f"\n  --> {where}" if where else "")
+    raise LoweringError(f"kernel '{kernel_name(func)}' needs {used} bytes of {what}, more than the "
+                        f"{limit} bytes {arch} allows per block. Use smaller tiles or fewer "
+                        f"pipeline stages (num_stages).{detail}")
+
+
+def _largest_shared(func):
+    """(name, bytes, source location) of the biggest shared allocation the kernel writes."""
+    import tvm
+    import tvm_ffi
+    from tvm import tirx
+
+    from tilelang_core.lowering import source_location
+
+    found = []
+
+    def on_alloc(alloc):
+        buf = alloc.buffer
+        if not str(buf.ty.storage_scope).startswith("shared"):
+            return
+        size = max(1, tvm.runtime.DataType(str(buf.ty.dtype)).bits // 8)
+        for extent in buf.ty.shape:
+            if not isinstance(extent, tirx.IntImm):
+                return
+            size *= int(extent.value)
+        found.append((size, str(buf.name), source_location(alloc)))
+
+    tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, on_alloc)])
+    if not found:
+        return None
+    size, name, where = max(found, key=lambda f: f[0])
+    return name, size, where

@@ -100,6 +100,7 @@ def operand_layout(op, name: str, num_threads: int, planner: HopperPlanner):
 def lower_function(func: tirx.PrimFunc, arch: str, options: CudaOptions) -> tirx.PrimFunc:
     check_dtypes(func, arch, "cuda", ARCHS, capability)
     check_threads(func, arch, capability(arch, "max_threads_per_block"))
+    user_func = func
     dialect = replace(CUDA, async_copy=False) if options.disable_cp_async else CUDA
     planner = HopperPlanner(arch, options, func)
     if not options.disable_staged_epilogue and (not planner.enabled or options.disable_warp_specialized):
@@ -111,7 +112,7 @@ def lower_function(func: tirx.PrimFunc, arch: str, options: CudaOptions) -> tirx
                       split_fills=not options.disable_conditional_mask,
                       longest_first_blocks=options.enable_longest_first,
                       async_preload=not options.disable_async_preload)
-    check_shared_memory(func, arch, limit)
+    check_shared_memory(func, arch, limit, source=user_func)
     if planner.notes:
         func = func.with_attr(SCHEDULE_NOTES, "\n".join(planner.notes))
     return func

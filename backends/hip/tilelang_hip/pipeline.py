@@ -81,13 +81,14 @@ class GemmLayouts:
 def lower_function(func: tirx.PrimFunc, arch: str, options: HipOptions) -> tirx.PrimFunc:
     check_dtypes(func, arch, "hip", ARCHS, capability)
     check_threads(func, arch, capability(arch, "max_threads_per_block"))
+    user_func = func
     wave = capability(arch, "wave_size")
     layouts = GemmLayouts(matrix_core(wave, options.mfma))
     limit = capability(arch, "lds_bytes")
     func = lower_simt(func, dialect_for(wave, not options.disable_pipelining), options,
                       accumulator_layout=layouts.accumulator, operand_layout=layouts.operand,
                       shared_limit=limit)
-    check_shared_memory(func, arch, limit, what="LDS (shared memory)")
+    check_shared_memory(func, arch, limit, what="LDS (shared memory)", source=user_func)
     return func
 
 

@@ -69,11 +69,13 @@ def lower_function(func: tirx.PrimFunc, arch: str, options: MetalOptions) -> tir
     check_dtypes(func, arch)
     check_threads(func, f"Metal on {arch}", capability(arch, "max_threads_per_threadgroup"), "threadgroup")
     _, num_threads = thread_binding(func, "metal")
+    user_func = func
     func = lower_gemm.row_major_operands(func, int(num_threads), options)
     func = lower_simt(func, METAL, options,
                       accumulator_layout=partial(lower_gemm.accumulator_layout, options=options),
                       operand_layout=partial(lower_gemm.operand_layout, options=options))
-    check_shared_memory(func, arch, capability(arch, "threadgroup_memory_bytes"), what="threadgroup memory")
+    check_shared_memory(func, arch, capability(arch, "threadgroup_memory_bytes"), what="threadgroup memory",
+                        source=user_func)
     return static_threadgroup(func)
 
 
