@@ -78,24 +78,20 @@ def check_shared_memory(func, arch: str, limit: int | None, what: str = "shared 
 
 def _largest_shared(func):
     """(name, bytes, source location) of the biggest shared allocation the kernel writes."""
-    import tvm
     import tvm_ffi
     from tvm import tirx
 
     from tilelang_core.lowering import source_location
 
+    from .pipeline import buffer_bytes
+
     found = []
 
     def on_alloc(alloc):
         buf = alloc.buffer
-        if not str(buf.ty.storage_scope).startswith("shared"):
-            return
-        size = max(1, tvm.runtime.DataType(str(buf.ty.dtype)).bits // 8)
-        for extent in buf.ty.shape:
-            if not isinstance(extent, tirx.IntImm):
-                return
-            size *= int(extent.value)
-        found.append((size, str(buf.name), source_location(alloc)))
+        if str(buf.ty.storage_scope).startswith("shared") and \
+                all(isinstance(extent, tirx.IntImm) for extent in buf.ty.shape):
+            found.append((buffer_bytes(buf), str(buf.name), source_location(alloc)))
 
     tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, on_alloc)])
     if not found:

@@ -14,7 +14,7 @@ from tilelang_core.ir import region as R
 
 from . import intrinsics as I
 from .lowering import FRAGMENT, cast, dtype, load, scope, state_of
-from .staging import flat, fragment_to_shared, shared_to_fragment, size
+from .staging import flat, fragment_to_shared, shared_to_fragment, size, unflatten
 from .transform.state import if_then, loop, seq
 
 
@@ -42,19 +42,14 @@ def lower_cumsum(call, ctx):
             dst.source, v, [r.min + i for r, i in zip(dst.region, index)])
     length = extents[op.dim]
     others = [d for d in range(len(extents)) if d != op.dim]
-    lines = 1
-    for d in others:
-        lines *= extents[d]
+    lines = size([extents[d] for d in others])
     threads = st.num_threads
     acc_dtype = dtype(dst)
     acc = st.alloc(f"{dst.source.name}_scan", (1,), acc_dtype, "local")
 
     def index_of(line, step):
-        full, rest = [None] * len(extents), line
-        for d in reversed(others):
-            full[d] = tirx.floormod(rest, extents[d])
-            rest = tirx.floordiv(rest, extents[d])
-        full[op.dim] = (length - 1 - step) if op.reverse else step
+        full = unflatten(line, [extents[d] for d in others])
+        full.insert(op.dim, (length - 1 - step) if op.reverse else step)
         return full
 
     def body(it):

@@ -47,7 +47,7 @@ def lower_reduce(call, ctx):
     both = (lambda a, b: combine(kind, a, b))
     comb = nan_propagating(both) if op.nan_propagate else both
     if scope(op.src) != FRAGMENT or scope(op.dst) != FRAGMENT:  # a shared side: by output element
-        return lower_reduce_shared(op, st, ctx, identity, lambda _kind, a, b: comb(a, b))
+        return lower_reduce_shared(op, st, ctx, identity, comb)
     require_whole_fragment(op.src, st, f"T.reduce_{op.kind}")
     require_whole_fragment(op.dst, st, f"T.reduce_{op.kind}")
     src_layout = st.layouts[op.src.source]

@@ -16,21 +16,13 @@ from tilelang_core.ir import region as R
 
 from . import intrinsics as I
 from .lowering import FRAGMENT, cast, dtype, load, scope
-from .staging import flat, fragment_to_shared, shared_to_fragment, size
+from .staging import flat, fragment_to_shared, shared_to_fragment, size, unflatten
 from .transform.state import if_then, loop, seq
 
 
-def unflatten(offset, extents) -> list:
-    """The row-major index of ``offset`` in a tile of ``extents``."""
-    index, rest = [None] * len(extents), offset
-    for d in reversed(range(len(extents))):
-        index[d] = tirx.floormod(rest, extents[d]) if d else rest
-        rest = tirx.floordiv(rest, extents[d])
-    return index
-
-
 def lower_reduce_shared(op: Reduce, st, ctx, identity, combine):
-    """The statement for ``op`` whose source or destination is in shared memory."""
+    """The statement for ``op`` whose source or destination is in shared memory; ``identity(kind,
+    dtype)`` starts a fold and ``combine(a, b)`` folds (lower_reduce.py's, NaN-propagating or not)."""
     kind, what = op.kind, f"T.reduce_{op.kind}"
     src_ext = [R.as_int(r.extent) for r in op.src.region]
     dst_ext = [R.as_int(r.extent) for r in op.dst.region]
@@ -65,7 +57,7 @@ def lower_reduce_shared(op: Reduce, st, ctx, identity, combine):
             value = cast(read(kept[:op.dim] + [k] + kept[op.dim:]), acc_dt)
             if kind in ("abssum", "absmax"):
                 value = tvm.tirx.abs(value)
-            return tirx.BufferStore(acc, combine(kind, tirx.BufferLoad(acc, [0]), value), [0])
+            return tirx.BufferStore(acc, combine(tirx.BufferLoad(acc, [0]), value), [0])
 
         result = tirx.BufferLoad(acc, [0])
         if to_fragment:
@@ -74,7 +66,7 @@ def lower_reduce_shared(op: Reduce, st, ctx, identity, combine):
             dst_index = kept[:op.dim] + [0] + kept[op.dim:] if keepdim else kept
             dst_index = [r.min + i for r, i in zip(op.dst.region, dst_index)]
             if not op.clear:
-                result = combine(kind, load(op.dst, dst_index), result)
+                result = combine(load(op.dst, dst_index), result)
             write = tirx.BufferStore(op.dst.source, result, dst_index)
         body = seq([tirx.BufferStore(acc, identity(kind, acc_dt), [0]),
                     loop("k", src_ext[op.dim], fold, tirx.ForKind.SERIAL), write])
@@ -83,6 +75,6 @@ def lower_reduce_shared(op: Reduce, st, ctx, identity, combine):
     stmts.append(loop("o", (outputs + threads - 1) // threads, line, tirx.ForKind.SERIAL))
     if to_fragment:  # (a keepdim layout's unit axis flattens to the same offsets)
         stmts.append(shared_to_fragment(dst_ws, op.dst, st, what,
-                                        None if op.clear else lambda new, old: combine(kind, old, new)))
+                                        None if op.clear else lambda new, old: combine(old, new)))
     stmts.append(I.syncthreads())  # the workspaces (and a shared result) are read after this
     return seq(stmts)

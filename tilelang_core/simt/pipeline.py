@@ -32,8 +32,7 @@ from tvm import tirx
 from tilelang_core.ir.intrinsics import calls_in, vector_accesses
 from tilelang_core.lowering import LoweringContext
 from tilelang_core.transform.instrumented import run_pass
-from tilelang_core.transform.layout_inference import infer_layouts
-from tilelang_core.transform.layout_inference import is_fragment
+from tilelang_core.transform.layout_inference import infer_layouts, is_fragment
 from tilelang_core.transform.lower_tile_ops import kernel_name, lower_tile_ops
 from tilelang_core.transform.safe_values import take_safe_values
 from tilelang_core.transform.thread_ranges import in_thread_ranges, mark_thread_ranges, strip_thread_ranges
@@ -56,10 +55,9 @@ class SimtLoweringContext(LoweringContext):
     state: Any = None
 
     def narrowed(self, thread_var, num_threads: int) -> "SimtLoweringContext":
-        # the rules read threads from the state: the group's copy shares layouts, registers and
-        # scratch with the block's (replace copies fields shallowly)
+        # the rules read threads from the state
         return replace(self, thread_group=(thread_var, num_threads),
-                       state=replace(self.state, thread_var=thread_var, num_threads=num_threads))
+                       state=self.state.for_group(thread_var, num_threads))
 
 
 def _on_body(transform):
@@ -74,8 +72,7 @@ def _in_groups(transform):
     """``transform(body, st)`` applied to each thread group's branch with the group's threads,
     then to the whole body with the block's (transform/thread_ranges.py)."""
     def run(body, st):
-        body = in_thread_ranges(body, lambda region, var, extent: transform(
-            region, replace(st, thread_var=var, num_threads=extent)))
+        body = in_thread_ranges(body, lambda region, var, extent: transform(region, st.for_group(var, extent)))
         return transform(body, st)
 
     return run
@@ -149,6 +146,14 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
     return run_pass(f"{kind}.VerifyNoTileOps", verify_no_tile_ops, func, kind)
 
 
+def buffer_bytes(buf) -> int:
+    """Bytes of a buffer of constant shape (its element's bytes times its elements)."""
+    size = tvm.runtime.DataType(str(buf.ty.dtype)).bits // 8
+    for s in buf.ty.shape:
+        size *= int(s)
+    return size
+
+
 def shared_bytes(func: tirx.PrimFunc) -> int:
     """Bytes of shared memory a lowered kernel allocates (for the backend's per-block limit)."""
     total = 0
@@ -157,10 +162,7 @@ def shared_bytes(func: tirx.PrimFunc) -> int:
         nonlocal total
         buf = alloc.buffer
         if str(buf.ty.storage_scope).startswith("shared"):
-            size = tvm.runtime.DataType(str(buf.ty.dtype)).bits // 8
-            for s in buf.ty.shape:
-                size *= int(s)
-            total += size
+            total += buffer_bytes(buf)
 
     tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, on_alloc)])
     return total

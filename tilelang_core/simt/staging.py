@@ -32,6 +32,15 @@ def flat(index, extents):
     return out
 
 
+def unflatten(offset, extents) -> list:
+    """The row-major index of ``offset`` in a tile of ``extents``."""
+    index, rest = [None] * len(extents), offset
+    for d in reversed(range(len(extents))):
+        index[d] = tirx.floormod(rest, extents[d]) if d else rest
+        rest = tirx.floordiv(rest, extents[d])
+    return index
+
+
 def fragment_to_shared(region, st, what: str, suffix: str):
     """(statements, workspace): the fragment ``region`` copied to a shared tile of its shape."""
     require_whole_fragment(region, st, what)

@@ -32,7 +32,7 @@ from ..errors import LoweringError
 from ..ir.atomic_calls import TILE_ATOMIC_OP, is_parallel_loop
 from ..lowering import source_location
 from .bindings import is_pure
-from .structural import structural_map
+from .structural import structural_map, structural_walk
 
 #: AttrStmt key of a branch that runs on a sub-range of the block's threads (value: its size)
 THREAD_RANGE = "tl.thread_range"
@@ -152,7 +152,7 @@ class _Marker:
                 fragments.append(store.buffer)
 
         def on_for(loop):
-            if loop.annotations is not None and "tl.pipelined" in loop.annotations:
+            if _is_pipelined(loop):
                 raise self.error("a T.Pipelined loop inside a branch on the thread index is not "
                                  "supported (its barriers synchronize the whole block); move the "
                                  "condition inside the loop body or pipeline the whole block", loop)
@@ -170,7 +170,7 @@ class _Marker:
                 f"fragment(s) {names}; a fragment's layout spans every thread of the block, so only "
                 f"part of it would be computed. Use shared memory inside the branch, or move the "
                 f"fragment work out of it", cond_node)
-        structural_map(body, [(tirx.For, on_for)])
+        structural_walk(body, [(tirx.For, on_for)])
 
     def visit(self, node, pipelined: bool = False):
         if isinstance(node, tirx.SeqStmt):
@@ -179,7 +179,7 @@ class _Marker:
             self.note_bind(node)
             return node
         if isinstance(node, tirx.For):
-            inside = pipelined or (node.annotations is not None and "tl.pipelined" in node.annotations)
+            inside = pipelined or _is_pipelined(node)
             if is_parallel_loop(node):
                 return node
             return tirx.For(node.loop_var, node.min, node.extent, node.kind, self.visit(node.body, inside),
@@ -225,6 +225,10 @@ class _Marker:
             elif lo > 0 and hi >= self.num_threads:
                 else_case = self.region(else_case, 0, lo, node)
         return tirx.IfThenElse(node.condition, then_case, else_case)
+
+
+def _is_pipelined(loop) -> bool:
+    return loop.annotations is not None and "tl.pipelined" in loop.annotations
 
 
 def _parallel_loops(body) -> list:

@@ -7,7 +7,7 @@ state along instead of annotating the function (see tilelang_core/simt/pipeline.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import tvm
 import tvm_ffi
@@ -54,6 +54,12 @@ class KernelState:
     backend: object = None
     #: [(global tensor, value)] from T.annotate_safe_value: what a T.Parallel read past its edge gives
     safe_values: list = field(default_factory=list)
+
+    def for_group(self, thread_var, num_threads: int) -> "KernelState":
+        """This state for a group of ``num_threads`` threads indexed by ``thread_var``
+        (transform/thread_ranges.py); layouts, registers and scratch stay shared with the block's
+        (``replace`` copies fields shallowly)."""
+        return replace(self, thread_var=thread_var, num_threads=num_threads)
 
     def simplify(self, expr):
         if isinstance(expr, int):
