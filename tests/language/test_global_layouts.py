@@ -88,12 +88,13 @@ def test_multi_dimensional_layout_output_shape():
     assert lay.is_bijective()
 
 
-def test_on_chip_access_past_the_buffer_is_refused():
-    # TileLang's attention-sink example fills a [heads] fragment over block_M > heads rows
+def test_shared_access_past_the_buffer_is_refused():
+    # a shared buffer has neighbours: past its end is someone else's data (fragments are grown
+    # instead, tests/language/test_fragment_growth.py)
     with pytest.raises(FrontendError, match=r"sinks has 8 elements there"):
         @T.prim_func
         def sinks_overrun(S: T.Tensor((8,), "float16")):
             with T.Kernel(1, 8, threads=128) as (bx, by):
-                sinks = T.alloc_fragment([8], "float16")
+                sinks = T.alloc_shared([8], "float16")
                 for i in T.Parallel(64):
                     sinks[i] = S[by]

@@ -172,3 +172,32 @@ def test_clamp_takes_tilelang_keyword_names():
 
     a = np.linspace(-4, 4, 8).astype(np.float32)
     np.testing.assert_array_equal(run("cpu", clamp, A=a.copy())["A"], np.clip(a, -1, 2))
+
+
+def test_c_style_dtype_names_are_their_canonical_dtype():
+    # TileLang's dequantize examples check `T.dtype(source_format) in [T.int, T.uint]` on "uint"
+    assert T.dtype("uint") == T.uint == T.uint32 and T.dtype("uint") in [T.int, T.uint]
+    assert T.dtype("float") == T.float32 and T.dtype("half") == T.float16
+    assert T.dtype("int") != T.uint and str(T.dtype("double")) == "float64"
+
+
+@pytest.mark.parametrize("path", ["cpu", "cuda:sm_80"])
+def test_if_then_else_takes_a_lazy_comparison(path):
+    """``T.if_then_else(bits != 0, 1, 0)`` on a reinterpreted value (TileLang's DeepSeek-V4
+    act_quant): TVM keeps ``==`` / ``!=`` of expressions as lazy EqualOp / NotEqualOp objects."""
+    import numpy as np
+
+    from tilelang_core.testing.oracle import run
+
+    @T.prim_func
+    def odd_mantissa(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "int32")):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                bits = T.reinterpret(A[i], "uint32")
+                B[i] = T.if_then_else((bits & 1) != 0, 1, 0) + T.if_then_else(A[i] == 0.5, 10, 0)
+
+    a = np.random.default_rng(0).standard_normal(64).astype(np.float32)
+    a[3] = 0.5
+    out = run(path, odd_mantissa, A=a, B=np.zeros(64, np.int32))
+    expected = (a.view(np.uint32) & 1).astype(np.int32) + np.where(a == 0.5, 10, 0)
+    np.testing.assert_array_equal(out["B"], expected)

@@ -8,11 +8,18 @@ registers, and on the cpu backend into the stack. Seen in a TileLang example:
 ``block_M > heads`` gave NaN on cpu. So when an index depends only on loop variables of constant
 range (and constants), and its range reaches past the buffer's extent, the kernel is refused at
 the line that builds it.
+
+Fragments are the exception, because TileLang runs such kernels (its attention-sink examples do
+exactly the above): a fragment's elements are private registers addressed through its layout,
+so on TileLang an index past the declared extent is simply one more register of the loop's
+layout, holding what was written there. Here the fragment is grown to the extent its accesses
+reach, with a warning that names it: the same values, and no out-of-bounds access anywhere.
 """
 
 from __future__ import annotations
 
 import contextlib
+import warnings
 
 import tvm
 import tvm_ffi
@@ -24,10 +31,20 @@ from ..ir import region as R
 ON_CHIP = ("shared", "shared.dyn", "local", "local.fragment", "local.var")
 
 
-def check_on_chip_bounds(func, error) -> None:
-    """Raise ``error(msg)`` for the first on-chip access whose index provably leaves the buffer."""
+class FragmentGrownWarning(UserWarning):
+    """A fragment indexed past its declared shape was grown to what its accesses reach."""
+
+
+def check_on_chip_bounds(func, error, warn=None):
+    """Raise ``error(msg)`` for the first on-chip access whose index provably leaves the buffer.
+
+    Returns ``func``, with fragments indexed past their declared extent grown (see the module doc)
+    and ``warn(msg, category)`` told so (``warnings.warn`` when None).
+    """
+    warn = warn or warnings.warn
     analyzer = tvm.sym.Analyzer()
     ranged: set[int] = set()
+    grow: dict[int, tuple] = {}  # fragment handle -> (buffer, needed extent per dimension)
 
     def check(buffer, indices, what):
         if str(buffer.ty.storage_scope) not in ON_CHIP:
@@ -37,6 +54,11 @@ def check_on_chip_bounds(func, error) -> None:
             if extent is None or not _only_ranged_vars(index, ranged):
                 continue
             bound = analyzer.const_int_bound(analyzer.simplify(index))
+            if (str(buffer.ty.storage_scope) == "local.fragment" and bound.min_value >= 0
+                    and extent <= bound.max_value < 1 << 16):
+                _, needed = grow.setdefault(buffer.__chandle__(), (buffer, [R.as_int(e) for e in buffer.ty.shape]))
+                needed[dim] = max(needed[dim], bound.max_value + 1)
+                continue
             if bound.max_value >= extent or bound.min_value < 0:
                 raise error(f"{what} {buffer.name}[{', '.join(str(i) for i in indices)}]: index {index} of "
                             f"dimension {dim} ranges over {bound.min_value}..{bound.max_value}, but "
@@ -92,6 +114,21 @@ def check_on_chip_bounds(func, error) -> None:
                     check(arg.source, last, "a tile op on")
 
     visit(func.body)
+    if not grow:
+        return func
+    replaced = {}
+    for handle, (buffer, needed) in grow.items():
+        if None in needed:  # a symbolic extent elsewhere: nothing safe to grow to
+            raise error(f"fragment {buffer.name} is indexed past its declared shape "
+                        f"{list(buffer.ty.shape)}; size it to the loop that indexes it")
+        declared = [int(s) for s in buffer.ty.shape]
+        warn(f"fragment '{buffer.name}' is declared with shape {declared} but indexed up to "
+             f"{[n - 1 for n in needed]}; grown to {needed}, as TileLang's layouts hold it. "
+             "Declare it with that shape.", FragmentGrownWarning)
+        replaced[handle] = tirx.decl_buffer(needed, str(buffer.ty.dtype), name=str(buffer.name),
+                                            scope="local.fragment")
+    body = tvm_ffi.structural_map(func.body, [(tirx.Var, lambda v: replaced.get(v.__chandle__(), v))])
+    return func.with_body(body)
 
 
 def _only_ranged_vars(expr, ranged: set[int]) -> bool:
@@ -109,4 +146,4 @@ def _only_ranged_vars(expr, ranged: set[int]) -> bool:
     return ok[0]
 
 
-__all__ = ["check_on_chip_bounds"]
+__all__ = ["FragmentGrownWarning", "check_on_chip_bounds"]

@@ -23,6 +23,11 @@ class DType(tvm.DataType):
 
     __slots__ = ()
 
+    def __new__(cls, content):
+        # TileLang's C-style names are the canonical dtype: T.dtype("uint") == T.uint32
+        text = str(content)
+        return super().__new__(cls, _ALIASES.get(text, text))
+
     def __call__(self, value=None, *, name: str = ""):
         if value is None:
             # Bare annotation ``n: T.int32``: a fresh scalar variable for the parameter.
@@ -52,7 +57,6 @@ _NAMES = [
     "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu",
     "float4_e2m1fn",
 ]
-DTYPES: dict[str, DType] = {n: DType(n) for n in _NAMES}
 _NARROW = ("int4", "float8_e3m4", "float8_e4m3b11fnuz", "float6_e2m3fn", "float6_e3m2fn")
 _VECTOR_BASES = ("bfloat16", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
                  "uint8", "uint16", "uint32", "uint64", "float8_e3m4", "float8_e4m3fn",
@@ -65,6 +69,8 @@ _ALIASES = {"half": "float16", "float": "float32", "double": "float64", "int": "
             # run on the TF32 tensor-core path where the target has one (tl.disable_tf32 off)
             "tfloat32": "float32",
             "float8_e4m3": "float8_e4m3fn", "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}
+
+DTYPES: dict[str, DType] = {n: DType(n) for n in _NAMES}
 
 _TORCH_NAMES = {"half": "float16", "float": "float32", "double": "float64", "long": "int64",
                 "int": "int32", "short": "int16", "bool": "bool"}

@@ -13,6 +13,7 @@ import builtins
 import math
 
 import tvm
+import tvm_ffi
 from tvm import tirx
 
 from ..errors import FrontendError
@@ -30,6 +31,8 @@ def _expr(x, what: str):
         return x.scalar
     if _is_number(x):
         return tirx.const(x, "float32" if isinstance(x, float) else "int32")
+    if isinstance(x, tvm_ffi.core.ObjectConvertible):
+        x = x.asobject()  # TVM keeps `a == b` / `a != b` lazy (EqualOp, NotEqualOp)
     if isinstance(x, tvm.ir.Expr):
         return x
     raise FrontendError(f"{what} expects a number or a scalar expression, got {x!r}")

@@ -19,6 +19,7 @@ import contextlib
 import contextvars
 import linecache
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -187,7 +188,7 @@ def parse_kernel(func: Callable, extra_vars: dict[str, Any] | None = None,
                 result = shape_vars.solve_shape_vars(result)
                 result = global_layouts.apply_global_layouts(result, refuse)
                 result = vector_loops.serialize_unsafe_vectorized(result)
-                bounds_check.check_on_chip_bounds(result, refuse)
+                result = bounds_check.check_on_chip_bounds(result, refuse, _warner(source, func.__name__))
                 check_safe_value_copies(result, refuse)
         except FrontendError as err:
             raise _fresh(err) from None
@@ -208,6 +209,16 @@ def parse_kernel(func: Callable, extra_vars: dict[str, Any] | None = None,
         raise make_error(source, _def_node(source), f"the kernel is not well-formed: "
                          f"{_message_of(err)}", kernel=func.__name__) from None
     return result
+
+
+def _warner(source: Source, kernel: str):
+    """``warn(msg, category)`` reporting at the kernel's def line, in the user's file."""
+    lineno = source.location(_def_node(source))[0]
+
+    def warn(msg: str, category) -> None:
+        warnings.warn_explicit(f"kernel '{kernel}': {msg}", category, source.source_name or "<kernel>", lineno)
+
+    return warn
 
 
 def _fresh(err: FrontendError) -> FrontendError:

@@ -111,3 +111,37 @@ def test_split_fills_keep_attention_exact(causal, seq_len, tiles):
     run_kernel(mod[gvar], {"Q": q.numpy(), "K": k.numpy(), "V": v.numpy(), "O": o})
     ref = ex.reference(q, k, v, causal).numpy()
     assert np.abs(o.astype(np.float64) - ref).max() < 2e-2
+
+
+def windowed_scores(seq, block, window):
+    """A sliding-window mask fill before the score gemm (TileLang's attention-sink example): in
+    no iteration is it zero at every point, so the wgmma fold's condition is the constant False."""
+    import tilelang_core.language as T
+
+    @T.prim_func
+    def main(Q: T.Tensor((seq, 64), "float16"), K: T.Tensor((seq, 64), "float16"),
+             S: T.Tensor((seq, seq), "float32")):
+        with T.Kernel(seq // block, threads=128) as bx:
+            Q_shared = T.alloc_shared((block, 64), "float16")
+            K_shared = T.alloc_shared((block, 64), "float16")
+            acc_s = T.alloc_fragment((block, block), "float32")
+            T.copy(Q[bx * block, 0], Q_shared)
+            for k in T.Pipelined(T.max(0, bx - 1), bx + 1, num_stages=2):
+                T.copy(K[k * block, 0], K_shared)
+                for i, j in T.Parallel(block, block):
+                    q_idx = bx * block + i
+                    k_idx = k * block + j
+                    acc_s[i, j] = T.if_then_else(q_idx >= k_idx and q_idx < k_idx + window, 0,
+                                                 -T.infinity("float32"))
+                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True)
+                T.copy(acc_s, S[bx * block, k * block])
+
+    return main
+
+
+def test_window_mask_never_all_zero_keeps_the_fill_on_wgmma():
+    """sm_90a, where the fold is conditional on wgmma's clear flag: a condition that simplifies to
+    a constant came back from the options map as a Python int and TVM's Select refused it."""
+    _, source = lowered(windowed_scores(256, 64, 64), arch="sm_90a")
+    kernel = source[source.find('extern "C" __global__'):]
+    assert "tl_wgmma_ss_f16" in kernel and "-CUDART_INF_F" in kernel  # wgmma, and the mask kept

@@ -284,7 +284,10 @@ def lower_gemm_wgmma(op: Gemm, st, plan: WgmmaPlan, proxy_fence: bool = True):
         acc = I.address_of(c_regs, (sl * chunks + c) * (plan.n_inst // 2))
         accumulate = tirx.const(0 if (op.clear_accum and kk == 0) else 1, "int32")
         if kk == 0 and op.options.get(WGMMA_CLEAR_IF) is not None:
-            accumulate = tirx.Select(op.options[WGMMA_CLEAR_IF], accumulate * 0, accumulate)
+            when = op.options[WGMMA_CLEAR_IF]
+            if isinstance(when, (bool, int)):  # the options map gives constants back as ints
+                when = tirx.const(bool(when), "bool")
+            accumulate = tirx.Select(when, accumulate * 0, accumulate)
         if a_regs:
             a_op = I.address_of(a_local, sl * (k // 2) + kk * 8)
             return I.call(f"tl_wgmma_rs_{in_dtype}_n{plan.n_inst}<{tb}>", acc, a_op, desc_b(c, kk), accumulate)

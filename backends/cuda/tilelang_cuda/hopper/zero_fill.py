@@ -62,6 +62,12 @@ def fold_zero_fill(body: list, loop, conditional=None) -> list:
             when = zero_when(value, loops) if conditional is not None and isinstance(op, Gemm) \
                 and not op.clear_accum and op.C.source.same_as(buf) and _covers(op.C, loops) \
                 and conditional(op) else None
+            if isinstance(when, tirx.IntImm):  # zero in every iteration, or in none
+                if int(when.value):
+                    out.append(op.replace(clear_accum=True).to_stmt())
+                    skip = True
+                    continue
+                when = None
             if when is not None:
                 out.append(tirx.IfThenElse(tirx.Not(when), stmt, None))
                 out.append(op.replace(options={**op.options, WGMMA_CLEAR_IF: when}).to_stmt())
