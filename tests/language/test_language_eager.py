@@ -243,3 +243,25 @@ def test_scalar_passed_for_a_tensor_parameter_is_an_error():
 def test_wrong_arguments_are_reported_like_a_call():
     with pytest.raises(FrontendError, match="two_outputs\\(\\): missing a required argument"):
         EagerProgram(two_outputs).specialize((), {})
+
+
+def test_several_dynamic_sizes_from_one_string():
+    """``batch, seq = T.dynamic("batch, seq")`` (DeepSeek-V3.2's pipelined sparse MLA): one call,
+    one variable per name, each bound from the argument's shape at call time."""
+    import tilelang_core as tilelang
+
+    @tilelang.jit(target="cpu")
+    def doubled(A, heads: int = 4):
+        batch, seq = T.dynamic("batch, seq")
+        A: T.Tensor([batch, seq, heads], T.float32)
+        B = T.empty([batch, seq, heads], T.float32)
+        with T.Kernel(batch, seq, threads=32) as (bx, by):
+            for i in T.Parallel(heads):
+                B[bx, by, i] = A[bx, by, i] * 2.0 + bx
+        return B
+
+    for shape in [(2, 3, 4), (1, 5, 4)]:
+        a = torch.randn(*shape)
+        torch.testing.assert_close(doubled(a), 2 * a + torch.arange(shape[0])[:, None, None])
+    one = T.dynamic("n, m, k")
+    assert [str(v.name) for v in one] == ["n", "m", "k"]

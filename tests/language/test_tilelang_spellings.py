@@ -201,3 +201,30 @@ def test_if_then_else_takes_a_lazy_comparison(path):
     out = run(path, odd_mantissa, A=a, B=np.zeros(64, np.int32))
     expected = (a.view(np.uint32) & 1).astype(np.int32) + np.where(a == 0.5, 10, 0)
     np.testing.assert_array_equal(out["B"], expected)
+
+
+@pytest.mark.parametrize("path", ["cpu", "cuda:sm_80", "hip:gfx942", "metal:apple7"])
+def test_fill_of_one_element_sets_only_that_element(path):
+    """``T.fill(s_num[0], 0)`` / ``T.fill(C[2, 1], 9)`` (DeepSeek-V3.2's top-k selector): a region
+    of one element, the rest untouched."""
+    import numpy as np
+
+    from tilelang_core.testing.oracle import run
+
+    @T.prim_func
+    def one(A: T.Tensor((4, 4), "int32"), B: T.Tensor((4, 4), "int32"), C: T.Tensor((4, 4), "int32")):
+        with T.Kernel(1, threads=32):
+            s = T.alloc_shared((2,), "int32")
+            T.fill(s, 5)
+            T.fill(s[1], 7)
+            for i, j in T.Parallel(4, 4):
+                B[i, j] = A[i, j] + s[0] * 10 + s[1]
+            T.fill(C[2, 1], 9)
+            T.clear(C[0, 3])
+
+    a = np.arange(16, dtype=np.int32).reshape(4, 4)
+    out = run(path, one, A=a, B=np.zeros((4, 4), np.int32), C=np.full((4, 4), 3, np.int32))
+    np.testing.assert_array_equal(out["B"], a + 57)
+    expected = np.full((4, 4), 3, np.int32)
+    expected[2, 1], expected[0, 3] = 9, 0
+    np.testing.assert_array_equal(out["C"], expected)

@@ -145,7 +145,12 @@ def one_variable_per_name():
 
 
 def dynamic(name: str, dtype: str = "int32"):
-    """A size known only at call time, usable in ``T.Tensor`` shapes and kernel expressions."""
+    """A size known only at call time, usable in ``T.Tensor`` shapes and kernel expressions.
+
+    Several at once, as TileLang allows: ``batch, seq = T.dynamic("batch, seq")``.
+    """
+    if isinstance(name, str) and "," in name:
+        return tuple(dynamic(part.strip(), dtype) for part in name.split(",") if part.strip())
     if not isinstance(name, str) or not name.isidentifier():
         raise FrontendError(f"T.dynamic takes a variable name, got {name!r}")
     dtype = canonical_dtype(dtype, "T.dynamic")

@@ -51,7 +51,7 @@ def fill(buffer, value):
     if var is not None:
         B.buffer_store(var, value, [0])
         return
-    emit(Fill(_whole(buffer, "T.fill destination"), value))
+    emit(Fill(_fill_target(buffer, "T.fill destination"), value))
 
 
 def clear(buffer):
@@ -60,7 +60,16 @@ def clear(buffer):
     if var is not None:
         B.buffer_store(var, 0, [0])
         return
-    emit(Fill(_whole(buffer, "T.clear destination"), 0))
+    emit(Fill(_fill_target(buffer, "T.clear destination"), 0))
+
+
+def _fill_target(x, what: str):
+    # TileLang fills one element too (``T.fill(counter[0], 0)`` in DeepSeek's top-k): a region of 1
+    if isinstance(x, B.scalar_wrapper):
+        x = x.scalar
+    if is_element(x):
+        return R.make_region(x.source, list(x.indices), [1] * len(x.indices))
+    return _whole(x, what)
 
 
 def _variable(x):

@@ -75,11 +75,15 @@ def test_block_accumulator_tiles_warps_and_instructions():
 
 @pytest.mark.parametrize("m,n,warps,policy,expected", [
     (128, 128, 4, "square", (2, 2)), (128, 128, 4, "full_row", (4, 1)), (128, 128, 4, "full_col", (1, 4)),
-    (64, 256, 8, "square", (2, 4)), (16, 128, 4, "square", (1, 4))])
+    (64, 256, 8, "square", (2, 4)), (16, 128, 4, "square", (1, 4)),
+    # TileLang's fallback: full_row with too few rows for every warp puts the rest along N
+    # (DeepSeek's sparse MLA: 64x64 on 8 warps), full_col the same with columns
+    (64, 64, 8, "full_row", (4, 2)), (32, 128, 4, "full_row", (2, 2)), (16, 128, 4, "full_row", (1, 4)),
+    (128, 16, 4, "full_col", (2, 2))])
 def test_warp_partition(m, n, warps, policy, expected):
     assert warp_partition(m, n, warps, policy) == expected
 
 
 def test_warp_partition_that_cannot_fit_says_what_to_change():
     with pytest.raises(LayoutError, match="full_row"):
-        warp_partition(32, 128, 4, "full_row")
+        warp_partition(8, 128, 4, "full_row")

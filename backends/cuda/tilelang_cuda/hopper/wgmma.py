@@ -118,9 +118,13 @@ def _operand_fits(region, bits: int, k_major: bool) -> bool:
     return swizzle == ATOM_BYTES or (swizzle == 64 and k_major)
 
 
-def _partition(m: int, n: int, num_wg: int, policy: str, mn_major_b: bool, max_n: int):
-    for wg_m in ([num_wg] if policy == "full_row" else [1] if policy == "full_col"
-                 else sorted({d for d in range(1, num_wg + 1) if num_wg % d == 0}, reverse=True)):
+def _partition(m: int, n: int, num_wg: int, policy: str, mn_major_b: bool, max_n: int,
+               rows_only: bool = False):
+    # TileLang's order: full_row prefers the most warpgroups along M and falls back to fewer
+    # (a 64-row tile on two warpgroups splits N), full_col the reverse; square tries the most rows
+    # first too. rows_only (A in registers): every warpgroup along M, nothing else.
+    divisors = sorted({d for d in range(1, num_wg + 1) if num_wg % d == 0}, reverse=True)
+    for wg_m in ([num_wg] if rows_only else divisors[::-1] if policy == "full_col" else divisors):
         if num_wg % wg_m:
             continue
         wg_n = num_wg // wg_m
@@ -181,7 +185,7 @@ def explain_wgmma(op: Gemm, arch: str, num_threads: int, disabled: bool = False,
     policy = "full_row" if a_regs else op.policy.value
     # instructions as wide as ptxas can compile with a producer warpgroup beside these threads
     plan = _partition(m, n, num_threads // WARPGROUP, policy, mn_major_b=not op.transpose_B,
-                      max_n=widest_wgmma_n(num_threads + WARPGROUP))
+                      max_n=widest_wgmma_n(num_threads + WARPGROUP), rows_only=a_regs)
     if plan is None:
         return None, f"C {m}x{n} does not split into 64-row warpgroup slabs with policy {policy}"
     return plan, ""
