@@ -78,7 +78,9 @@ def test_two_layouts_for_one_fragment_name_it_and_both_sources():
     assert "T.gemm accumulator" in str(info.value) and "copied from 'acc'" in str(info.value)
 
 
-def test_fragment_indexed_by_an_expression_in_a_parallel_loop_is_refused():
+def test_fragment_indexed_by_an_expression_in_a_parallel_loop_is_held_whole():
+    # TileLang's rule: such a fragment is in every thread's registers (numerics:
+    # tests/simt/test_whole_fragments.py); the loop follows g's layout
     @T.prim_func
     def shifted(Out: T.Tensor((64,), T.float32)):
         with T.Kernel(1, threads=64) as bx:
@@ -89,5 +91,24 @@ def test_fragment_indexed_by_an_expression_in_a_parallel_loop_is_refused():
                 g[i] = f[i + 1]
             T.copy(g, Out[bx * 64])
 
-    with pytest.raises(LayoutError, match="'f' is indexed with"):
-        infer_layouts(shifted, 64, accumulator)
+    layouts = {str(b.name): v for b, v in infer_layouts(shifted, 64, accumulator).items()}
+    assert layouts["f"].local_size == 65 and layouts["f"].replicas == 64
+    assert layouts["g"].local_size == 1
+
+
+def test_fragment_held_whole_written_by_a_distributed_loop_is_refused():
+    @T.prim_func
+    def partial(A: T.Tensor((64, 32), T.float16), Out: T.Tensor((63, 64), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            A_s = T.alloc_shared((64, 32), T.float16)
+            acc = T.alloc_fragment((64, 64), T.float32)
+            f = T.alloc_fragment((64, 64), T.float32)
+            T.copy(A, A_s)
+            T.gemm(A_s, A_s, acc, transpose_B=True, clear_accum=True)
+            for i, j in T.Parallel(64, 64):
+                f[i, j] = acc[i, j]         # each thread writes only its own elements of f ...
+            for i, j in T.Parallel(63, 64):
+                Out[i, j] = f[i + 1, j]     # ... that every thread must hold whole
+
+    with pytest.raises(LayoutError, match="'f' is held whole by every thread"):
+        infer_layouts(partial, 64, accumulator)

@@ -382,6 +382,8 @@ _MATH = {
     "tirx.sigmoid": lambda x: 1 / (1 + np.exp(-x)), "tirx.floor": np.floor, "tirx.ceil": np.ceil,
     "tirx.isnan": np.isnan, "tirx.isinf": np.isinf, "tirx.isfinite": np.isfinite,
 }
+# TVM names some of them prim.* where a backend's legalization rebuilt the call
+_MATH.update({"prim." + name.split(".", 1)[1]: fn for name, fn in list(_MATH.items())})
 
 
 #: tl_atomic_<kind>: the new value from the old one and the operand (numpy scalars)

@@ -72,6 +72,8 @@ class ParallelNest:
     extents: list[int]
     #: (buffer, indices) of every fragment load/store in the body
     accesses: list
+    #: (buffer, indices) of the fragment stores among them
+    stores: list = None
 
 
 def parallel_nests(stmt) -> list[ParallelNest]:
@@ -112,7 +114,7 @@ def _collect_nest(loop) -> ParallelNest:
         loop_vars.append(body.loop_var)
         extents.append(extent)
         body = body.body
-    accesses = []
+    accesses, stores = [], []
 
     def on_load(load):
         if is_fragment(load.source):
@@ -121,9 +123,10 @@ def _collect_nest(loop) -> ParallelNest:
     def on_store(store):
         if is_fragment(_buf(store)):
             accesses.append((_buf(store), list(store.indices)))
+            stores.append((_buf(store), list(store.indices)))
 
     tvm_ffi.structural_walk(body, [(tvm.ir.TensorLoad, on_load), (tirx.BufferStore, on_store)])
-    return ParallelNest(loop, loop_vars, extents, accesses)
+    return ParallelNest(loop, loop_vars, extents, accesses, stores)
 
 
 def _buf(node):
@@ -194,6 +197,7 @@ class _Solver:
                                           f"backend does not support; copy it to shared memory")
                     layout = self.operand_layout(op, name, self.num_threads)
                     self.assign(operand.source, layout, f"T.gemm operand {name} of {op!r}")
+        self._replicate_irregular(nests, ops)
         # Propagate until nothing changes; each round can only add layouts, so this terminates.
         changed = True
         while changed:
@@ -206,17 +210,53 @@ class _Solver:
                 changed = self._default_one(nests, ops)
         return self.layouts
 
+    def _replicate_irregular(self, nests, ops) -> None:
+        """Fragments indexed other than by T.Parallel's own loop variables (``a[c, o]`` with ``c``
+        a serial loop, ``lse[k, i]`` with ``k`` the pipeline's), or read in plain code
+        (``if block_mask[k]:``), are held whole by every thread, as TileLang's layout inference
+        does for them: any element is then in every thread's registers."""
+        irregular = {}
+        for nest in nests:
+            for buffer, indices in nest.accesses:
+                dims = access_dims(nest, indices)
+                if dims is None:
+                    irregular.setdefault(buffer, "indexed with other than T.Parallel's loop variables")
+                elif tuple(nest.extents[d] for d in dims) != buffer_shape(buffer):
+                    irregular.setdefault(buffer, f"indexed by a T.Parallel loop of extents "
+                                                 f"{[nest.extents[d] for d in dims]} that do not span it")
+        for buffer in _scalar_fragment_accesses(self.func.body):
+            irregular.setdefault(buffer, "read or written outside T.Parallel loops and tile ops")
+        for buffer, why in irregular.items():
+            if buffer in self.layouts:  # a gemm's: its layout stands, and the error below says why
+                continue
+            self.assign(buffer, replicated(buffer_shape(buffer), self.num_threads, str(buffer.name)),
+                        f"held whole by every thread: {why}")
+
     def _propagate_nest(self, nest: ParallelNest) -> bool:
         anchor = None
         for buffer, indices in nest.accesses:
-            dims = access_dims(nest, indices)
-            if buffer in self.layouts and dims == list(range(len(nest.extents))):
+            if buffer in self.layouts and is_anchor(nest, indices, self.layouts[buffer]) \
+                    and not is_whole(self.layouts[buffer]):
                 anchor = self.layouts[buffer]
                 break
+        if anchor is None:  # only fragments every thread holds whole: every thread runs it all
+            for buffer, indices in nest.accesses:
+                if buffer in self.layouts and is_anchor(nest, indices, self.layouts[buffer]):
+                    anchor = self.layouts[buffer]
+                    break
         if anchor is None:
             return False
         changed = False
+        for buffer, indices in nest.stores:
+            if buffer in self.layouts and is_whole(self.layouts[buffer]) and not is_whole(anchor):
+                raise LayoutError(
+                    f"kernel '{self.kernel}': fragment '{buffer.name}' is held whole by every thread "
+                    f"({self.why[buffer]}), but written in a T.Parallel loop that follows another "
+                    f"fragment's layout, where each thread runs only its own elements; write it in "
+                    f"a loop of its own, or copy it into shared memory")
         for buffer, indices in nest.accesses:
+            if buffer in self.layouts and is_whole(self.layouts[buffer]):
+                continue  # every element is local: any index will do
             dims = access_dims(nest, indices)
             if dims is None:
                 raise LayoutError(
@@ -278,6 +318,77 @@ class _Solver:
         # threads would hold 300 values each; single elements give 32 threads 75 each.
         layout = min(options, key=lambda f: f.local_size)  # min keeps the first (widest) of ties
         return self.assign(buffer, layout, "the default spread over threads")
+
+
+def is_anchor(nest: ParallelNest, indices, layout: Fragment) -> bool:
+    """Can ``layout`` (of a fragment accessed at ``indices`` in ``nest``) lead the nest: indexed by
+    every loop variable in order, over exactly the loop's extents?"""
+    return access_dims(nest, indices) == list(range(len(nest.extents))) \
+        and tuple(layout.shape) == tuple(nest.extents)
+
+
+def replicated(shape: tuple[int, ...], num_threads: int, name: str = "") -> Fragment:
+    """Every thread holds the whole tile (its registers in row-major order)."""
+    from ..layout import LOCAL, THREAD, Digit
+
+    digits, stride = [], 1
+    for extent in reversed(shape):
+        digits.insert(0, (Digit(extent, LOCAL, stride if extent > 1 else 0),))
+        stride *= extent
+    replicate = (Digit(num_threads, THREAD, 1),) if num_threads > 1 else ()
+    return Fragment(tuple(shape), tuple(digits), replicate, name=name)
+
+
+def is_whole(layout: Fragment) -> bool:
+    """Does every thread hold every element of the tile?"""
+    return layout.local_size == _prod(layout.shape)
+
+
+def _scalar_fragment_accesses(body) -> list:
+    """Fragments loaded or stored outside T.Parallel nests and tile ops, in program order."""
+    found = []
+
+    def visit(node):
+        if isinstance(node, tirx.For) and _is_parallel(node):
+            return
+        if isinstance(node, tirx.TilePrimitiveCall):
+            return
+        if isinstance(node, (tirx.SeqStmt, tirx.AttrStmt)) or (isinstance(node, tirx.For)):
+            for child in _children(node):
+                visit(child)
+            return
+        if isinstance(node, tirx.IfThenElse):
+            _loads(node.condition, found)
+            for child in _children(node):
+                visit(child)
+            return
+        if isinstance(node, tirx.BufferStore):
+            if is_fragment(node.buffer):
+                found.append(node.buffer)
+            _loads(node.value, found)
+            for index in node.indices:
+                _loads(index, found)
+            return
+        if isinstance(node, (tirx.Bind, tirx.Evaluate)):
+            _loads(node.value, found)
+            return
+        if isinstance(node, tirx.While):
+            _loads(node.condition, found)
+            visit(node.body)
+            return
+        for child in _children(node):
+            visit(child)
+
+    visit(body)
+    return list(dict.fromkeys(found))
+
+
+def _loads(expr, found: list) -> None:
+    def on_load(load):
+        if is_fragment(load.source):
+            found.append(load.source)
+
+    tvm_ffi.structural_walk(expr, [(tvm.ir.TensorLoad, on_load)])
 
 
 def _prod(xs) -> int:

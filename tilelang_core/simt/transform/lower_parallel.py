@@ -17,7 +17,9 @@ from tilelang_core.layout import Fragment
 from tilelang_core.lowering import in_bounds
 from tilelang_core.transform.bindings import bound_vars, drop_bindings, is_pure
 from tilelang_core.transform.safe_values import padding_for
-from tilelang_core.transform.layout_inference import access_dims, is_fragment, parallel_nests
+from tilelang_core.transform.layout_inference import (access_dims, is_anchor, is_fragment, is_whole,
+                                                       parallel_nests,
+                                                       replicated)
 
 from .. import intrinsics as I
 from .state import KernelState, if_then, substitute
@@ -99,9 +101,13 @@ def guard_global_accesses(body, st: KernelState):
 
 
 def _lower_nest(nest, st: KernelState):
-    for buffer, indices in nest.accesses:
-        if access_dims(nest, indices) == list(range(len(nest.extents))):
-            return _emit(nest, st, st.layouts[buffer], guard_replicas=False)[0]
+    full = [st.layouts[b] for b, indices in nest.accesses if is_anchor(nest, indices, st.layouts[b])]
+    # the same anchor layout inference chose: a distributed fragment first, else one held whole
+    for layout in sorted(full, key=is_whole):
+        return _emit(nest, st, layout, guard_replicas=False)[0]
+    if any(is_whole(st.layouts[b]) for b, _ in nest.stores or ()):
+        # writes into fragments every thread holds whole: every thread runs every element
+        return _emit(nest, st, replicated(tuple(nest.extents), st.num_threads), guard_replicas=False)[0]
     # No fragment to follow: deal elements over threads, in 16-byte runs when that vectorizes.
     vec = _widest_vector(nest, st)
     while vec > 1:
@@ -160,16 +166,22 @@ def _emit(nest, st: KernelState, anchor, guard_replicas: bool):
             args = [a if a is not None else next(it) for a in args]
         return st.simplify(layout.local_of(*args))
 
+    def register(buffer, indices):
+        layout = st.layouts[buffer]
+        if is_whole(layout) and access_dims(nest, indices) is None:
+            return st.simplify(layout.local_of(*indices))  # held whole: the element is local
+        return frag_index(buffer, indices)
+
     def on_load(load):
         if is_fragment(load.source):
-            return tirx.BufferLoad(st.local_buffer(load.source), [frag_index(load.source, load.indices)])
+            return tirx.BufferLoad(st.local_buffer(load.source), [register(load.source, load.indices)])
         return load
 
     def on_store(store):
         if is_fragment(store.buffer):
             value = tvm_ffi.structural_map(store.value, [(tvm.ir.TensorLoad, on_load)])
             return tirx.BufferStore(st.local_buffer(store.buffer), value,
-                                    [frag_index(store.buffer, store.indices)])
+                                    [register(store.buffer, store.indices)])
         return store
 
     body = tvm_ffi.structural_map(inner, [(tvm.ir.TensorLoad, on_load)])

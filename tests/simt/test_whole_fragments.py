@@ -1,0 +1,127 @@
+"""Fragments that every thread holds whole: indexed other than by T.Parallel's loop variables
+(``a[c, o]`` with ``c`` a serial loop, as in DeepSeek's mHC; ``lse[k, i]`` with ``k`` a pipeline's,
+as in TileLang's MHA inference; ``f[i + 1]``) or read in plain code (``if block_mask[k]:``, as in
+the block-sparse and SeerAttention examples). TileLang's layout inference keeps those in every
+thread's registers; so does ours. Generated cases on cpu and every SIMT interpreter vs float64."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import tilelang_core.language as T
+from tilelang_core.testing.oracle import PATHS, run
+
+
+def block_mask_sum(n, bm, threads):
+    @T.prim_func
+    def main(M: T.Tensor((n,), "int32"), X: T.Tensor((n, bm), "float32"), Y: T.Tensor((bm,), "float32")):
+        with T.Kernel(1, threads=threads):
+            mask = T.alloc_fragment([n], "int32")
+            acc = T.alloc_fragment([bm], "float32")
+            T.copy(M, mask)
+            T.clear(acc)
+            for k in T.serial(n):
+                if mask[k] != 0:
+                    for i in T.Parallel(bm):
+                        acc[i] += X[k, i] * mask[k]
+            T.copy(acc, Y)
+
+    return main
+
+
+def mix(hc, hb, threads):
+    @T.prim_func
+    def main(A: T.Tensor((hc, hc), "float32"), Bm: T.Tensor((hc, hb), "float32"),
+             X: T.Tensor((hc, hb), "float32")):
+        with T.Kernel(1, threads=threads):
+            a = T.alloc_fragment((hc, hc), "float32")
+            b = T.alloc_fragment((hc, hb), "float32")
+            x = T.alloc_fragment((hc, hb), "float32")
+            T.copy(A, a)
+            T.copy(Bm, b)
+            for o, j in T.Parallel(hc, hb):
+                x[o, j] = 0.0
+                for c in T.serial(hc):
+                    x[o, j] += a[c, o] * b[c, j]
+            T.copy(x, X)
+
+    return main
+
+
+def log_sum_exp(ns, bm, threads):
+    @T.prim_func
+    def main(L: T.Tensor((ns, bm), "float32"), Y: T.Tensor((bm,), "float32")):
+        with T.Kernel(1, threads=threads):
+            lse = T.alloc_fragment((ns, bm), "float32")
+            mx = T.alloc_fragment((bm,), "float32")
+            s = T.alloc_fragment((bm,), "float32")
+            T.copy(L, lse)
+            T.reduce_max(lse, mx, dim=0, clear=True)
+            T.clear(s)
+            for k in T.serial(ns):
+                for i in T.Parallel(bm):
+                    s[i] += T.exp2(lse[k, i] - mx[i])
+            for i in T.Parallel(bm):
+                s[i] = T.log2(s[i]) + mx[i]
+            T.copy(s, Y)
+
+    return main
+
+
+def shifted(n, threads):
+    @T.prim_func
+    def main(A: T.Tensor((n + 1,), "float32"), Out: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=threads):
+            f = T.alloc_fragment((n + 1,), "float32")
+            g = T.alloc_fragment((n,), "float32")
+            T.copy(A, f)
+            for i in T.Parallel(n):
+                g[i] = f[i + 1] - f[i]
+            T.copy(g, Out)
+
+    return main
+
+
+THREADS = st.sampled_from([32, 64])  # the interpreters run every thread: keep blocks small
+
+
+@pytest.mark.parametrize("path", PATHS)
+@settings(max_examples=2, deadline=None)
+@given(n=st.integers(1, 12), bm=st.sampled_from([16, 32]), threads=THREADS, seed=st.integers(0, 999))
+def test_mask_read_in_plain_code(path, n, bm, threads, seed):
+    rng = np.random.default_rng(seed)
+    m = rng.integers(0, 3, n).astype(np.int32)
+    x = rng.standard_normal((n, bm)).astype(np.float32)
+    out = run(path, block_mask_sum(n, bm, threads), M=m, X=x, Y=np.full(bm, np.nan, np.float32))
+    np.testing.assert_allclose(out["Y"], (x.astype(np.float64) * m[:, None]).sum(0), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@settings(max_examples=2, deadline=None)
+@given(hc=st.integers(1, 4), hb=st.sampled_from([8, 32]), threads=THREADS, seed=st.integers(0, 999))
+def test_fragment_indexed_by_a_serial_loop(path, hc, hb, threads, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((hc, hc)).astype(np.float32)
+    b = rng.standard_normal((hc, hb)).astype(np.float32)
+    out = run(path, mix(hc, hb, threads), A=a, Bm=b, X=np.full((hc, hb), np.nan, np.float32))
+    np.testing.assert_allclose(out["X"], a.astype(np.float64).T @ b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@settings(max_examples=2, deadline=None)
+@given(ns=st.integers(1, 4), bm=st.sampled_from([16, 32]), threads=THREADS, seed=st.integers(0, 999))
+def test_reduction_of_a_fragment_held_whole(path, ns, bm, threads, seed):
+    rng = np.random.default_rng(seed)
+    lse = (rng.standard_normal((ns, bm)) * 4).astype(np.float32)
+    out = run(path, log_sum_exp(ns, bm, threads), L=lse, Y=np.full(bm, np.nan, np.float32))
+    ref = np.log2(np.exp2(lse.astype(np.float64)).sum(0))
+    np.testing.assert_allclose(out["Y"], ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@settings(max_examples=2, deadline=None)
+@given(n=st.integers(1, 70), threads=THREADS, seed=st.integers(0, 999))
+def test_fragment_indexed_by_an_expression(path, n, threads, seed):
+    a = np.random.default_rng(seed).standard_normal(n + 1).astype(np.float32)
+    out = run(path, shifted(n, threads), A=a, Out=np.full(n, np.nan, np.float32))
+    np.testing.assert_allclose(out["Out"], np.diff(a.astype(np.float64)), rtol=1e-5, atol=1e-5)
