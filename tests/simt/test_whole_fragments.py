@@ -125,3 +125,27 @@ def test_fragment_indexed_by_an_expression(path, n, threads, seed):
     a = np.random.default_rng(seed).standard_normal(n + 1).astype(np.float32)
     out = run(path, shifted(n, threads), A=a, Out=np.full(n, np.nan, np.float32))
     np.testing.assert_allclose(out["Out"], np.diff(a.astype(np.float64)), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_reducer_result_read_in_plain_code(path):
+    """TileLang's reducer_v2 int32 sum: the finalized result is read under ``if tx == 0`` (plain
+    code), so it is held whole, and the reduction into it must accept that layout (it holds the
+    same registers; the H200 run of this stop refused 8 of TileLang's reducer tests so)."""
+    @T.prim_func
+    def kernel(A: T.Tensor((8,), "int32"), B: T.Tensor((1,), "int32")):
+        with T.Kernel(1, threads=128):
+            src = T.alloc_fragment((8,), "int32")
+            T.copy(A, src)
+            acc = T.alloc_reducer((1,), "int32", op="sum")
+            T.reducer_init(acc)
+            for i in T.Parallel(8):
+                T.reducer_update(acc[0], src[i])
+            result = T.alloc_fragment((1,), "int32")
+            T.finalize_reducer(acc, result)
+            if T.get_thread_binding() == 0:
+                B[0] = result[0]
+
+    a = np.arange(1, 9, dtype=np.int32)
+    out = run(path, kernel, A=a, B=np.zeros(1, np.int32))
+    assert int(out["B"][0]) == 36

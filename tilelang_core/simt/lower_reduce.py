@@ -11,12 +11,15 @@ of a reduction are a whole warp and the dialect has a ``warp_reduce`` helper for
 
 from __future__ import annotations
 
+import itertools
+
 import tvm
 from tvm import tirx
 
 from tilelang_core.ir import Reduce, TileOp
 from tilelang_core.layout import THREAD
 from tilelang_core.lowering import nan_propagating
+from tilelang_core.transform.layout_inference import is_whole
 
 from . import intrinsics as I
 from .lower_reduce_shared import lower_reduce_shared
@@ -40,6 +43,19 @@ def combine(kind: str, a, b):
     return a + b
 
 
+def same_placement(a, b) -> bool:
+    """Do layouts ``a`` and ``b`` put every element in the same registers of the same threads?
+    Equal digits do; so do two layouts that hold the tile whole in every thread in one register
+    order (a reduced row statistic, and a T.alloc_reducer accumulator that plain code also reads,
+    are both that, spelled with different replicate digits)."""
+    if a.digits == b.digits and a.replicate == b.replicate:
+        return True
+    if tuple(a.shape) != tuple(b.shape) or not (is_whole(a) and is_whole(b)):
+        return False
+    elements = list(itertools.product(*(range(int(n)) for n in a.shape)))
+    return len(elements) <= 4096 and all(a.local_of(*e) == b.local_of(*e) for e in elements)
+
+
 def lower_reduce(call, ctx):
     op: Reduce = TileOp.from_stmt(call)
     st = state_of(ctx)
@@ -53,7 +69,7 @@ def lower_reduce(call, ctx):
     src_layout = st.layouts[op.src.source]
     dst_layout = st.layouts[op.dst.source]
     expected = src_layout.reduce(op.dim, keepdim=len(dst_layout.shape) == len(src_layout.shape))
-    if expected.digits != dst_layout.digits or expected.replicate != dst_layout.replicate:
+    if not same_placement(expected, dst_layout):
         raise ctx.error("reduce", f"destination '{op.dst.source.name}' has layout {dst_layout}, but "
                         f"reducing '{op.src.source.name}' ({src_layout}) along dim {op.dim} gives "
                         f"{expected}; use a fresh fragment for the result")

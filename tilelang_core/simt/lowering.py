@@ -187,13 +187,18 @@ def copy_fragment(op: Copy, st: KernelState):
     return stmt
 
 
+#: never moved as vectors: TVM's CUDA printer spells a vector of 4 bools "ushort4" (8 bytes for 4;
+#: the H200 faulted on TileLang's block-sparse attention mask copy)
+BOOL = "bool"
+
+
 def fragment_vector_width(layout, frag_region, other, st: KernelState) -> int:
     """Registers a thread can move with one vector access: the innermost digit of the last axis
     when it is a register digit of stride 1 (consecutive registers = consecutive elements), capped
     at 16 bytes, and only where the other side's rows are contiguous and provably aligned."""
     from tilelang_core.layout import LOCAL
 
-    if scope(other) not in GLOBAL + SHARED or len(layout.shape) == 0:
+    if scope(other) not in GLOBAL + SHARED or len(layout.shape) == 0 or BOOL in (dtype(frag_region), dtype(other)):
         return 1
     digits = [d for d in layout.digits[-1] if d.extent > 1]
     if not digits or digits[-1].space != LOCAL or digits[-1].stride != 1:
@@ -211,7 +216,7 @@ def copy_vector_width(op: Copy, st: KernelState) -> int:
     """Elements per access for a shared<->global copy: 16 bytes when every row start is provably
     aligned, else 8 or 4 bytes, else 1."""
     scopes = {scope(op.src), scope(op.dst)}
-    if not (scopes <= set(SHARED) | set(GLOBAL)) or dtype(op.src) != dtype(op.dst):
+    if not (scopes <= set(SHARED) | set(GLOBAL)) or dtype(op.src) != dtype(op.dst) or dtype(op.src) == BOOL:
         return 1
     nbytes = elem_bytes(op.src)
     for width_bytes in (16, 8, 4):

@@ -145,3 +145,27 @@ def test_window_mask_never_all_zero_keeps_the_fill_on_wgmma():
     _, source = lowered(windowed_scores(256, 64, 64), arch="sm_90a")
     kernel = source[source.find('extern "C" __global__'):]
     assert "tl_wgmma_ss_f16" in kernel and "-CUDART_INF_F" in kernel  # wgmma, and the mask kept
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_bool_tiles_are_not_moved_as_vectors(arch):
+    """TVM's CUDA printer spells a vector of 4 bools ``ushort4`` (8 bytes for 4): TileLang's
+    block-sparse attention copied its [4] bool mask that way and faulted on the H200. Bool tiles
+    move element by element, into fragments, shared memory and through T.Parallel."""
+    import tilelang_core.language as T
+
+    @T.prim_func
+    def masks(M: T.Tensor((4, 16), "bool"), X: T.Tensor((4, 16), "float32"), Y: T.Tensor((4, 16), "float32")):
+        with T.Kernel(4, threads=128) as bx:
+            frag = T.alloc_fragment([16], "bool")
+            smem = T.alloc_shared([16], "bool")
+            T.copy(M[bx, :], frag)
+            T.copy(M[bx, :], smem)
+            for k in T.serial(16):
+                if frag[k]:  # plain code: the fragment is held whole, its 16 registers contiguous
+                    for i in T.Parallel(16):
+                        Y[bx, i] = T.if_then_else(smem[i] and M[bx, i], X[bx, i], 0.0) + k
+
+    _, source = lowered(masks, arch=arch)
+    kernel = source[source.find('extern "C" __global__'):]
+    assert "ushort" not in kernel and "bool" in kernel

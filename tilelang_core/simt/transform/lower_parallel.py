@@ -129,7 +129,9 @@ def _widest_vector(nest, st: KernelState) -> int:
 
     def on_buffer(buffer):
         nonlocal widest
-        widest = max(widest, tvm.runtime.DataType(str(buffer.ty.dtype)).bits // 8)
+        # bool never vectorizes (the CUDA printer gives 4 bools 8 bytes): as wide as 16 bytes
+        bits = 128 if str(buffer.ty.dtype) == "bool" else tvm.runtime.DataType(str(buffer.ty.dtype)).bits
+        widest = max(widest, bits // 8)
 
     tvm_ffi.structural_walk(inner, [(tvm.ir.TensorLoad, lambda l: on_buffer(l.source)),
                                     (tirx.BufferStore, lambda s: on_buffer(s.buffer))])
