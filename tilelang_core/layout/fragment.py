@@ -91,6 +91,11 @@ class Fragment:
     def replicas(self) -> int:
         return math.prod(x.extent for x in self.replicate)
 
+    @property
+    def is_whole(self) -> bool:
+        """Does every thread hold every element of the tile?"""
+        return self.local_size == math.prod(self.shape)
+
     def _check_dense(self, space: str) -> None:
         """Strides of a space must form an exact mixed radix: every id in [0, size) is used once."""
         digits = sorted((x for x in self._space_digits(space) if x.extent > 1), key=lambda x: x.stride)
@@ -176,6 +181,17 @@ class Fragment:
                         name=f"{self.name}.reduce({dim})" if self.name else "")
 
     # -- constructors -----------------------------------------------------------------------------
+    @staticmethod
+    def replicated(shape: Sequence[int], num_threads: int, name: str = "") -> Fragment:
+        """Every thread holds the whole tile, its registers in row-major order."""
+        shape = tuple(int(s) for s in shape)
+        digits, stride = [], 1
+        for extent in reversed(shape):
+            digits.insert(0, (Digit(extent, LOCAL, stride if extent > 1 else 0),))
+            stride *= extent
+        replicate = (Digit(num_threads, THREAD, 1),) if num_threads > 1 else ()
+        return Fragment(shape, tuple(digits), replicate, name=name)
+
     @staticmethod
     def spread(shape: Sequence[int], num_threads: int, vector: int = 1, name: str = "") -> Fragment:
         """Threads dealt over the tile innermost dimension first, each holding runs of ``vector``

@@ -19,7 +19,6 @@ from tvm import tirx
 from tilelang_core.ir import Reduce, TileOp
 from tilelang_core.layout import THREAD
 from tilelang_core.lowering import nan_propagating
-from tilelang_core.transform.layout_inference import is_whole
 
 from . import intrinsics as I
 from .lower_reduce_shared import lower_reduce_shared
@@ -50,7 +49,7 @@ def same_placement(a, b) -> bool:
     are both that, spelled with different replicate digits)."""
     if a.digits == b.digits and a.replicate == b.replicate:
         return True
-    if tuple(a.shape) != tuple(b.shape) or not (is_whole(a) and is_whole(b)):
+    if tuple(a.shape) != tuple(b.shape) or not (a.is_whole and b.is_whole):
         return False
     elements = list(itertools.product(*(range(int(n)) for n in a.shape)))
     return len(elements) <= 4096 and all(a.local_of(*e) == b.local_of(*e) for e in elements)

@@ -23,7 +23,7 @@ Example::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import tvm
@@ -73,7 +73,7 @@ class ParallelNest:
     #: (buffer, indices) of every fragment load/store in the body
     accesses: list
     #: (buffer, indices) of the fragment stores among them
-    stores: list = None
+    stores: list = field(default_factory=list)
 
 
 def parallel_nests(stmt) -> list[ParallelNest]:
@@ -229,33 +229,23 @@ class _Solver:
         for buffer, why in irregular.items():
             if buffer in self.layouts:  # a gemm's: its layout stands, and the error below says why
                 continue
-            self.assign(buffer, replicated(buffer_shape(buffer), self.num_threads, str(buffer.name)),
+            self.assign(buffer, Fragment.replicated(buffer_shape(buffer), self.num_threads, str(buffer.name)),
                         f"held whole by every thread: {why}")
 
     def _propagate_nest(self, nest: ParallelNest) -> bool:
-        anchor = None
-        for buffer, indices in nest.accesses:
-            if buffer in self.layouts and is_anchor(nest, indices, self.layouts[buffer]) \
-                    and not is_whole(self.layouts[buffer]):
-                anchor = self.layouts[buffer]
-                break
-        if anchor is None:  # only fragments every thread holds whole: every thread runs it all
-            for buffer, indices in nest.accesses:
-                if buffer in self.layouts and is_anchor(nest, indices, self.layouts[buffer]):
-                    anchor = self.layouts[buffer]
-                    break
+        anchor = nest_anchor(nest, self.layouts)
         if anchor is None:
             return False
         changed = False
         for buffer, indices in nest.stores:
-            if buffer in self.layouts and is_whole(self.layouts[buffer]) and not is_whole(anchor):
+            if buffer in self.layouts and self.layouts[buffer].is_whole and not anchor.is_whole:
                 raise LayoutError(
                     f"kernel '{self.kernel}': fragment '{buffer.name}' is held whole by every thread "
                     f"({self.why[buffer]}), but written in a T.Parallel loop that follows another "
                     f"fragment's layout, where each thread runs only its own elements; write it in "
                     f"a loop of its own, or copy it into shared memory")
         for buffer, indices in nest.accesses:
-            if buffer in self.layouts and is_whole(self.layouts[buffer]):
+            if buffer in self.layouts and self.layouts[buffer].is_whole:
                 continue  # every element is local: any index will do
             dims = access_dims(nest, indices)
             if dims is None:
@@ -320,28 +310,14 @@ class _Solver:
         return self.assign(buffer, layout, "the default spread over threads")
 
 
-def is_anchor(nest: ParallelNest, indices, layout: Fragment) -> bool:
-    """Can ``layout`` (of a fragment accessed at ``indices`` in ``nest``) lead the nest: indexed by
-    every loop variable in order, over exactly the loop's extents?"""
-    return access_dims(nest, indices) == list(range(len(nest.extents))) \
-        and tuple(layout.shape) == tuple(nest.extents)
-
-
-def replicated(shape: tuple[int, ...], num_threads: int, name: str = "") -> Fragment:
-    """Every thread holds the whole tile (its registers in row-major order)."""
-    from ..layout import LOCAL, THREAD, Digit
-
-    digits, stride = [], 1
-    for extent in reversed(shape):
-        digits.insert(0, (Digit(extent, LOCAL, stride if extent > 1 else 0),))
-        stride *= extent
-    replicate = (Digit(num_threads, THREAD, 1),) if num_threads > 1 else ()
-    return Fragment(tuple(shape), tuple(digits), replicate, name=name)
-
-
-def is_whole(layout: Fragment) -> bool:
-    """Does every thread hold every element of the tile?"""
-    return layout.local_size == _prod(layout.shape)
+def nest_anchor(nest: ParallelNest, layouts: dict) -> Fragment | None:
+    """The layout a T.Parallel nest follows: that of a fragment indexed by every loop variable in
+    order over exactly the loop's extents, a distributed one before one every thread holds whole
+    (then every thread runs every element); None when no such fragment has a layout yet."""
+    full = [layouts[b] for b, indices in nest.accesses if b in layouts
+            and access_dims(nest, indices) == list(range(len(nest.extents)))
+            and tuple(layouts[b].shape) == tuple(nest.extents)]
+    return min(full, key=lambda layout: layout.is_whole, default=None)  # min keeps the first
 
 
 def _scalar_fragment_accesses(body) -> list:
@@ -349,33 +325,18 @@ def _scalar_fragment_accesses(body) -> list:
     found = []
 
     def visit(node):
-        if isinstance(node, tirx.For) and _is_parallel(node):
-            return
-        if isinstance(node, tirx.TilePrimitiveCall):
-            return
-        if isinstance(node, (tirx.SeqStmt, tirx.AttrStmt)) or (isinstance(node, tirx.For)):
-            for child in _children(node):
-                visit(child)
-            return
-        if isinstance(node, tirx.IfThenElse):
-            _loads(node.condition, found)
-            for child in _children(node):
-                visit(child)
+        if (isinstance(node, tirx.For) and _is_parallel(node)) or isinstance(node, tirx.TilePrimitiveCall):
             return
         if isinstance(node, tirx.BufferStore):
             if is_fragment(node.buffer):
                 found.append(node.buffer)
-            _loads(node.value, found)
-            for index in node.indices:
-                _loads(index, found)
+            for expr in (node.value, *node.indices):
+                _loads(expr, found)
             return
         if isinstance(node, (tirx.Bind, tirx.Evaluate)):
             _loads(node.value, found)
-            return
-        if isinstance(node, tirx.While):
+        elif isinstance(node, (tirx.IfThenElse, tirx.While)):
             _loads(node.condition, found)
-            visit(node.body)
-            return
         for child in _children(node):
             visit(child)
 

@@ -152,12 +152,7 @@ def _replicated_elements(body, st: KernelState):
     or writes its own copy, as in TileLang. Other fragments are left for the check below."""
     def whole(buffer):
         layout = st.layouts.get(buffer) if is_fragment(buffer) else None
-        if layout is None:
-            return None
-        elements = 1
-        for extent in layout.shape:
-            elements *= int(extent)
-        return layout if layout.local_size == elements else None
+        return layout if layout is not None and layout.is_whole else None
 
     def on_load(load):
         layout = whole(load.source)

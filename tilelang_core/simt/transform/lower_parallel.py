@@ -17,9 +17,7 @@ from tilelang_core.layout import Fragment
 from tilelang_core.lowering import in_bounds
 from tilelang_core.transform.bindings import bound_vars, drop_bindings, is_pure
 from tilelang_core.transform.safe_values import padding_for
-from tilelang_core.transform.layout_inference import (access_dims, is_anchor, is_fragment, is_whole,
-                                                       parallel_nests,
-                                                       replicated)
+from tilelang_core.transform.layout_inference import access_dims, is_fragment, nest_anchor, parallel_nests
 
 from .. import intrinsics as I
 from .state import KernelState, if_then, substitute
@@ -101,13 +99,12 @@ def guard_global_accesses(body, st: KernelState):
 
 
 def _lower_nest(nest, st: KernelState):
-    full = [st.layouts[b] for b, indices in nest.accesses if is_anchor(nest, indices, st.layouts[b])]
-    # the same anchor layout inference chose: a distributed fragment first, else one held whole
-    for layout in sorted(full, key=is_whole):
-        return _emit(nest, st, layout, guard_replicas=False)[0]
-    if any(is_whole(st.layouts[b]) for b, _ in nest.stores or ()):
+    anchor = nest_anchor(nest, st.layouts)  # the one layout inference followed
+    if anchor is not None:
+        return _emit(nest, st, anchor, guard_replicas=False)[0]
+    if any(st.layouts[b].is_whole for b, _ in nest.stores):
         # writes into fragments every thread holds whole: every thread runs every element
-        return _emit(nest, st, replicated(tuple(nest.extents), st.num_threads), guard_replicas=False)[0]
+        return _emit(nest, st, Fragment.replicated(nest.extents, st.num_threads), guard_replicas=False)[0]
     # No fragment to follow: deal elements over threads, in 16-byte runs when that vectorizes.
     vec = _widest_vector(nest, st)
     while vec > 1:
@@ -129,7 +126,7 @@ def _widest_vector(nest, st: KernelState) -> int:
 
     def on_buffer(buffer):
         nonlocal widest
-        # bool never vectorizes (the CUDA printer gives 4 bools 8 bytes): as wide as 16 bytes
+        # a bool never vectorizes (simt/lowering.py's BOOL says why; importing it here is circular)
         bits = 128 if str(buffer.ty.dtype) == "bool" else tvm.runtime.DataType(str(buffer.ty.dtype)).bits
         widest = max(widest, bits // 8)
 
@@ -170,7 +167,7 @@ def _emit(nest, st: KernelState, anchor, guard_replicas: bool):
 
     def register(buffer, indices):
         layout = st.layouts[buffer]
-        if is_whole(layout) and access_dims(nest, indices) is None:
+        if layout.is_whole and access_dims(nest, indices) is None:
             return st.simplify(layout.local_of(*indices))  # held whole: the element is local
         return frag_index(buffer, indices)
 

@@ -125,8 +125,6 @@ def _partition(m: int, n: int, num_wg: int, policy: str, mn_major_b: bool, max_n
     # first too. rows_only (A in registers): every warpgroup along M, nothing else.
     divisors = sorted({d for d in range(1, num_wg + 1) if num_wg % d == 0}, reverse=True)
     for wg_m in ([num_wg] if rows_only else divisors[::-1] if policy == "full_col" else divisors):
-        if num_wg % wg_m:
-            continue
         wg_n = num_wg // wg_m
         if m % (wg_m * WGMMA_M) or n % (wg_n * 8):
             continue
@@ -288,10 +286,7 @@ def lower_gemm_wgmma(op: Gemm, st, plan: WgmmaPlan, proxy_fence: bool = True):
         acc = I.address_of(c_regs, (sl * chunks + c) * (plan.n_inst // 2))
         accumulate = tirx.const(0 if (op.clear_accum and kk == 0) else 1, "int32")
         if kk == 0 and op.options.get(WGMMA_CLEAR_IF) is not None:
-            when = op.options[WGMMA_CLEAR_IF]
-            if isinstance(when, (bool, int)):  # the options map gives constants back as ints
-                when = tirx.const(bool(when), "bool")
-            accumulate = tirx.Select(when, accumulate * 0, accumulate)
+            accumulate = tirx.Select(op.options[WGMMA_CLEAR_IF], accumulate * 0, accumulate)
         if a_regs:
             a_op = I.address_of(a_local, sl * (k // 2) + kk * 8)
             return I.call(f"tl_wgmma_rs_{in_dtype}_n{plan.n_inst}<{tb}>", acc, a_op, desc_b(c, kk), accumulate)
