@@ -55,6 +55,11 @@ class FrontendValueError(FrontendError, ValueError):
     order an access cannot take), so ``except ValueError`` written for TileLang still catches it."""
 
 
+class FrontendAssertionError(FrontendError, AssertionError):
+    """A FrontendError for a check TileLang makes with ``assert`` (a view that does not cover its
+    buffer), so test code written against TileLang's AssertionError keeps working."""
+
+
 class LayoutError(TileLangError):
     """Layout inference found no layout, or two that conflict, for a buffer."""
 

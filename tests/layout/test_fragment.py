@@ -81,3 +81,52 @@ def test_swizzle_keeps_16_byte_chunks_contiguous():
         for c in range(8):
             base = lay.offset(i, c * 8)
             assert [lay.offset(i, c * 8 + k) for k in range(8)] == list(range(base, base + 8))
+
+
+def _factorizations(n: int, parts: int) -> list[tuple[int, ...]]:
+    if parts == 1:
+        return [(n,)]
+    return [(d, *rest) for d in range(1, n + 1) if n % d == 0 for rest in _factorizations(n // d, parts - 1)]
+
+
+@pytest.mark.parametrize("shape,threads,vector", [((2, 192), 128, 4), ((64, 32), 128, 4), ((4, 24), 32, 2),
+                                                  ((6, 10), 32, 1), ((1, 96), 64, 2)])
+def test_reshape_keeps_every_element_in_its_thread_and_register(shape, threads, vector):
+    """T.reshape of a fragment: element k (row-major) of the view is element k of the tile, in
+    the same thread and register, for every shape the layout allows; the others are refused."""
+    frag = Fragment.spread(shape, threads, vector)
+    size = frag.shape[0] * frag.shape[1]
+    tried = refused = 0
+    for parts in (1, 2, 3):
+        for new in _factorizations(size, parts):
+            try:
+                view = frag.reshape(new)
+            except LayoutError as err:
+                assert "cannot be reshaped" in str(err)
+                refused += 1
+                continue
+            tried += 1
+            assert view.num_threads == frag.num_threads and view.local_size == frag.local_size
+            for idx in itertools.product(*(range(s) for s in new)):
+                flat = 0
+                for i, s in zip(idx, new):
+                    flat = flat * s + i
+                src = (flat // frag.shape[1], flat % frag.shape[1])
+                for rep in range(frag.replicas):
+                    assert view.thread_of(*idx, replica=rep) == frag.thread_of(*src, replica=rep)
+                assert view.local_of(*idx) == frag.local_of(*src)
+            assert view.reshape(frag.shape).canonical() == frag.canonical()
+    assert tried > 0
+
+
+def test_reshape_that_cuts_a_digit_unevenly_is_refused():
+    frag = Fragment.spread((6,), 6)          # one digit of 6 threads
+    with pytest.raises(LayoutError, match="cannot be reshaped to \\[3, 2\\]|unevenly"):
+        Fragment.spread((4, 6), 24).reshape((6, 4))
+    assert frag.reshape((2, 3)).thread_of(1, 2) == 5
+
+
+def test_canonical_merges_digits_that_continue_each_other():
+    split = Fragment((8,), ((Digit(2, THREAD, 4), Digit(4, THREAD, 1)),))
+    assert split != Fragment.spread((8,), 8)
+    assert split.canonical() == Fragment.spread((8,), 8).canonical()

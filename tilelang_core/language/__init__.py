@@ -49,6 +49,7 @@ from .tile_ops import (atomic_add, atomic_addx2, atomic_addx4, atomic_max, atomi
                        reduce, reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum)
 from .atomics import atomic_and, atomic_load, atomic_or, atomic_store, atomic_xor
 from .logical import all_of, any_of
+from .views import reshape, view
 from .vector_access import (ldg32, ldg64, ldg128, ldg256, lds32, lds64, lds128, stg32, stg64, stg128, stg256,
                             sts32, sts64, sts128)
 from .warp import (activemask, all_sync, any_sync, ballot, ballot_sync, get_lane_idx, get_warp_group_idx,

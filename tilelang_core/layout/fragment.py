@@ -180,6 +180,54 @@ class Fragment:
         return Fragment(tuple(shape), tuple(tuple(ds) for ds in kept), replicate,
                         name=f"{self.name}.reduce({dim})" if self.name else "")
 
+    def reshape(self, shape: Sequence[int]) -> Fragment:
+        """The layout of this tile seen with another ``shape`` of as many elements (``T.reshape``
+        of a fragment): element ``k`` in row-major order stays in the same thread and register.
+        The digits, read as one mixed-radix number over the flat index, are regrouped at the new
+        dimensions' boundaries, splitting a digit where a boundary falls inside it; a boundary that
+        cuts a digit into parts that do not divide it (6 threads on a dimension of 4) cannot be
+        expressed and is refused."""
+        shape = tuple(int(s) for s in shape)
+        if math.prod(shape) != math.prod(self.shape):
+            raise LayoutError(f"fragment {self.name or ''} of shape {list(self.shape)} cannot be "
+                              f"reshaped to {list(shape)}: the element counts differ")
+        flat = [x for dims in self.digits for x in dims if x.extent > 1]
+        dims: list[tuple[Digit, ...]] = []
+        for extent in reversed(shape):
+            need, mine = extent, []
+            while need > 1:
+                x = flat.pop()
+                take = math.gcd(x.extent, need)
+                if take == 1:
+                    raise LayoutError(
+                        f"fragment {self.name or ''} ({self.describe()}) cannot be reshaped to "
+                        f"{list(shape)}: a dimension of {extent} would cut a digit of {x.extent} "
+                        f"{x.space} values unevenly; use a shape whose dimensions follow the layout")
+                mine.insert(0, Digit(take, x.space, x.stride))
+                if take < x.extent:
+                    flat.append(Digit(x.extent // take, x.space, x.stride * take))
+                need //= take
+            dims.insert(0, tuple(mine) or (Digit(1, LOCAL, 0),))
+        return Fragment(shape, tuple(dims), self.replicate, name=self.name)
+
+    def canonical(self) -> Fragment:
+        """The same mapping with adjacent digits of a dimension merged where one continues the
+        other (same space, the higher's stride = the lower's stride x extent): two layouts map
+        alike exactly when their canonical forms are equal."""
+        dims = []
+        for ds in self.digits:
+            merged: list[Digit] = []
+            for x in ds:
+                if x.extent == 1:
+                    continue
+                if merged and merged[-1].space == x.space and merged[-1].stride == x.stride * x.extent:
+                    hi = merged.pop()
+                    x = Digit(hi.extent * x.extent, x.space, x.stride)
+                merged.append(x)
+            dims.append(tuple(merged) or (Digit(1, LOCAL, 0),))
+        replicate = tuple(x for x in self.replicate if x.extent > 1)
+        return Fragment(self.shape, tuple(dims), replicate, name=self.name)
+
     # -- constructors -----------------------------------------------------------------------------
     @staticmethod
     def replicated(shape: Sequence[int], num_threads: int, name: str = "") -> Fragment:

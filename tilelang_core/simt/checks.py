@@ -22,7 +22,8 @@ def check_dtypes(func, arch: str, kind: str, archs, capability: Callable[[str, s
 
     supported = set(capability(arch, "dtypes"))
     seen = {str(p.ty.dtype) for p in func.params if tirx.is_buffer_var(p)}
-    tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, lambda a: seen.add(str(a.buffer.ty.dtype)))])
+    tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, lambda a: seen.add(str(a.buffer.ty.dtype))),
+                                        (tirx.DeclBuffer, lambda d: seen.add(str(d.buffer.ty.dtype)))])  # T.view
     for dt in sorted(seen - supported):
         having = [a for a in archs if dt in capability(a, "dtypes")]
         hint = f"it needs {' or '.join(having)}" if having else f"no {kind} arch supports it"

@@ -177,6 +177,8 @@ class Interpreter:
             self.call(s.value, mask)
         elif kind == "AttrStmt":
             self.stmt(s.body, mask)
+        elif kind == "DeclBuffer":
+            self._declare_view(s)
         elif kind == "AssertStmt":  # host checks of the arguments (language/shape_vars.py)
             cond = np.broadcast_to(self.expr(s.condition), (self.lanes,)).astype(bool)
             if not cond[mask].all():
@@ -194,6 +196,25 @@ class Interpreter:
         if len(values) != 1:
             raise RuntimeError(f"loop bound {expr} differs across threads")
         return int(values.pop())
+
+    def _declare_view(self, decl):
+        """A view of a global tensor (T.reshape / T.view): the same array, reshaped, its bytes
+        reinterpreted where the dtype changes."""
+        data = decl.data
+        source = data.args[0] if isinstance(data, tirx.Call) and data.op.name == "tirx.buffer_data" else None
+        if source is None or source not in self.storage or self.storage[source].per_lane:
+            raise NotImplementedError(f"interpreter: a buffer declared over {data} (only views of "
+                                      f"tensors are modelled)")
+        base = self.storage[source]
+        dtype = str(decl.buffer.ty.dtype)
+        if "bfloat16" in (dtype, str(source.ty.dtype)) and dtype != str(source.ty.dtype):
+            raise NotImplementedError("interpreter: a view changing bfloat16 to another dtype "
+                                      "(bfloat16 is held as float32 here)")
+        array = base.array.reshape(-1)
+        if array.dtype != NP_DTYPES[dtype]:
+            array = array.view(NP_DTYPES[dtype])
+        shape = [int(s) for s in decl.buffer.ty.shape]
+        self.storage[decl.buffer] = Storage(array, False, shape, dtype)
 
     def _alloc(self, buffer):
         scope = str(buffer.ty.storage_scope)

@@ -235,7 +235,7 @@ def _row_aligned(region, vec: int, st: KernelState) -> bool:
     if scope(region) in SHARED:
         from .transform.apply_layouts import shared_layout, vector_contiguous
 
-        layout, _ = shared_layout(region.source, st.annotated)
+        layout, _ = shared_layout(region.source, st.annotated, st.views)
         if not vector_contiguous(layout, vec, st.analyzer):
             return False
     last = dims[-1]

@@ -31,6 +31,7 @@ from tvm import tirx
 
 from tilelang_core.ir.intrinsics import calls_in, vector_accesses
 from tilelang_core.lowering import LoweringContext
+from tilelang_core.transform.buffer_views import buffer_views, check_views
 from tilelang_core.transform.instrumented import run_pass
 from tilelang_core.transform.layout_inference import infer_layouts, is_fragment
 from tilelang_core.transform.lower_tile_ops import kernel_name, lower_tile_ops
@@ -106,12 +107,19 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
     func = func.with_body(mark_thread_ranges(func.body, tx, num_threads, name, is_fragment))
     body, safe_values = take_safe_values(func.body)
     func = func.with_body(body)
+    views = buffer_views(func.body)
+    check_views(views, name, kind)
     layouts = infer_layouts(func, num_threads, accumulator_layout, operand_layout=operand_layout)
     st = KernelState(kernel=name, thread_var=tx, num_threads=num_threads, dialect=dialect,
-                     layouts=layouts, options=options, backend=backend, safe_values=safe_values)
+                     layouts=layouts, options=options, backend=backend, safe_values=safe_values,
+                     views=views)
     for buffer, layout in layouts.items():
-        st.locals[buffer] = tirx.decl_buffer((layout.local_size,), str(buffer.ty.dtype),
-                                             name=str(buffer.name), scope="local")
+        if buffer not in views:
+            st.locals[buffer] = tirx.decl_buffer((layout.local_size,), str(buffer.ty.dtype),
+                                                 name=str(buffer.name), scope="local")
+    for view, source in views.items():  # a T.reshape of a fragment names the same registers
+        if source in st.locals:
+            st.locals[view] = st.locals[source]
     body, st.annotated = annotated_layouts(func.body, name, kind)
     func = func.with_body(body)
     # warp votes, shuffles, lane queries, explicit vector accesses (ir/intrinsics.py)

@@ -11,6 +11,9 @@ Sources of layouts, strongest first:
 4. copies between fragments of one shape share a layout;
 5. anything left is spread over the threads in runs of one 16-byte vector (``Fragment.spread``).
 
+A T.reshape view of a fragment names the same registers: whatever layout one of them gets, the
+others get re-indexed to their shapes (``Fragment.reshape``; transform/buffer_views.py).
+
 A fragment that two sources want differently is a LayoutError naming the buffer and both layouts.
 The pass is a pure function returning ``{buffer: Fragment}``; backends keep the map next to the
 function while lowering (layouts are Python objects, not IR).
@@ -34,6 +37,7 @@ from ..errors import LayoutError
 from ..ir import Copy, Gemm, Reduce, TileOp, is_tile_op
 from ..ir import region as R
 from ..layout import Fragment
+from .buffer_views import buffer_views, root_of
 from .lower_tile_ops import kernel_name
 
 FRAGMENT_SCOPE = "local.fragment"
@@ -156,14 +160,34 @@ class _Solver:
         self.vector_bytes = vector_bytes
         self.layouts: dict = {}
         self.why: dict = {}
+        #: T.reshape views of fragments -> the fragment whose registers they name
+        self.views = {v: r for v, r in buffer_views(func.body).items() if is_fragment(r)}
 
     def assign(self, buffer, layout: Fragment, why: str) -> bool:
+        """Give ``buffer`` ``layout``, and every view of the same registers (T.reshape) the same
+        registers re-indexed; False when they had it already."""
+        root = root_of(buffer, self.views)
+        changed = False
+        for member in [root] + [v for v, r in self.views.items() if r.same_as(root)]:
+            if member.same_as(buffer):
+                changed |= self._assign_one(member, layout, why)
+                continue
+            try:
+                shaped = layout.reshape(buffer_shape(member))
+            except LayoutError as err:
+                raise LayoutError(f"kernel '{self.kernel}': '{member.name}' is a T.reshape of the "
+                                  f"registers of '{buffer.name}', whose layout ({why}) it cannot "
+                                  f"follow: {err}") from None
+            changed |= self._assign_one(member, shaped, f"{why}, seen through '{buffer.name}'")
+        return changed
+
+    def _assign_one(self, buffer, layout: Fragment, why: str) -> bool:
         current = self.layouts.get(buffer)
         if current is None:
             self.layouts[buffer] = layout
             self.why[buffer] = why
             return True
-        if current != layout:
+        if current.canonical() != layout.canonical():
             raise LayoutError(
                 f"kernel '{self.kernel}': fragment '{buffer.name}' gets two different layouts:\n"
                 f"  {current}\n    (from {self.why[buffer]})\n  {layout}\n    (from {why})\n"

@@ -70,7 +70,7 @@ def _vector_ok(region, run: int, st) -> bool:
     swizzles (they move whole 16-byte chunks); proved for a T.annotate_layout."""
     from tilelang_core.simt.transform.apply_layouts import shared_layout, vector_contiguous
 
-    layout, _ = shared_layout(region.source, st.annotated)
+    layout, _ = shared_layout(region.source, st.annotated, st.views)
     return vector_contiguous(layout, min(run, COPY_BYTES // 2), st.analyzer)
 
 
@@ -80,7 +80,7 @@ def _pairs_ok(region, st) -> bool:
     row; proved for a T.annotate_layout."""
     from tilelang_core.simt.transform.apply_layouts import shared_layout, vector_contiguous
 
-    layout, _ = shared_layout(region.source, st.annotated)
+    layout, _ = shared_layout(region.source, st.annotated, st.views)
     start = region.region[len(region.region) - 1].min
     return vector_contiguous(layout, 2, st.analyzer) and st.analyzer.can_prove(tirx.floormod(start, 2) == 0)
 

@@ -111,7 +111,7 @@ def _require_row_major(region, st, op_name: str) -> int:
     """Row stride of a shared operand whose layout must be plain row-major for simdgroup_load."""
     from tilelang_core.simt.transform.apply_layouts import shared_layout
 
-    layout, _ = shared_layout(region.source, st.annotated)
+    layout, _ = shared_layout(region.source, st.annotated, st.views)
     cols = int(region.source.ty.shape[-1])
     i, j = tirx.Var("i", "int32"), tirx.Var("j", "int32")
     if layout.kind != "annotated" or not st.analyzer.can_prove(layout.offset(i, j) == i * cols + j):

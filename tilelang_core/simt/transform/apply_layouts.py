@@ -17,6 +17,7 @@ import tvm_ffi
 from tvm import tirx
 
 from tilelang_core.layout import Layout, make_swizzled_layout
+from tilelang_core.transform.buffer_views import drop_view_decls
 from tilelang_core.transform.layout_inference import is_fragment
 
 from tilelang_core.errors import LoweringError
@@ -26,9 +27,13 @@ from .state import KernelState
 SHARED = ("shared", "shared.dyn")
 
 
-def shared_layout(buffer, annotated: dict | None = None) -> tuple[Layout, int]:
+def shared_layout(buffer, annotated: dict | None = None, views: dict | None = None) -> tuple[Layout, int]:
     """(layout of the trailing dims, elements per leading index) of a shared buffer: the user's
-    T.annotate_layout if any, else the 16-byte XOR swizzle of its last two dims."""
+    T.annotate_layout if any, else the 16-byte XOR swizzle of its last two dims. A view
+    (T.reshape, ``views``: view -> allocation) addresses its allocation's memory: its element k
+    in row-major order is the allocation's element k, wherever the allocation's layout puts it."""
+    if views and buffer in views:
+        return _view_layout(buffer, views[buffer], annotated), _prod(buffer.ty.shape)
     if annotated and str(buffer.name) in annotated:
         layout = annotated[str(buffer.name)]
         tile = 1
@@ -41,6 +46,31 @@ def shared_layout(buffer, annotated: dict | None = None) -> tuple[Layout, int]:
         rows, cols = shape[-2], shape[-1]
         return make_swizzled_layout(rows, cols, bits), rows * cols
     return Layout.row_major(shape), shape[0] if shape else 1
+
+
+def _prod(shape) -> int:
+    out = 1
+    for s in shape:
+        out *= int(s)
+    return out
+
+
+def _view_layout(view, source, annotated) -> Layout:
+    layout, tile = shared_layout(source, annotated)
+    source_shape = [int(s) for s in source.ty.shape]
+    view_shape = [int(s) for s in view.ty.shape]
+
+    def offset(*idx):
+        flat = 0
+        for i, s in zip(idx, view_shape):
+            flat = flat * s + i
+        position = []
+        for s in reversed(source_shape):
+            position.insert(0, flat % s)
+            flat = flat // s
+        return _flat_offset(source, layout, tile, position)
+
+    return Layout(tuple(view_shape), offset, "annotated", align_bytes=layout.align_bytes)
 
 
 def _flat_offset(buffer, layout: Layout, tile: int, indices):
@@ -114,6 +144,10 @@ def apply_layouts(body, st: KernelState, annotated: dict | None = None):
     st.extra_allocs = [b for b in st.extra_allocs if str(b.ty.storage_scope) not in SHARED]
     shared_bufs = [b for b in allocs if str(b.ty.storage_scope) in SHARED] + extra_shared
     shared, pools = _pool_shared(shared_bufs, annotated or {})
+    for view, source in st.views.items():  # T.reshape of a shared tile: its memory, re-indexed
+        if source in shared:
+            pool, base, _, _ = shared[source]
+            shared[view] = (pool, base, *shared_layout(view, annotated, st.views))
 
     def remap(buffer, indices):
         pool, base, layout, tile = shared[buffer]
@@ -143,7 +177,7 @@ def apply_layouts(body, st: KernelState, annotated: dict | None = None):
     _check_fragments_lowered(body, st)
     body = tvm_ffi.structural_map(body, [(tvm.ir.TensorLoad, on_load)])
     body = tvm_ffi.structural_map(body, [(tirx.BufferStore, on_store), (tirx.AllocBuffer, on_alloc)])
-    return _insert_allocs(body, pools + st.extra_allocs)
+    return _insert_allocs(drop_view_decls(body, st.views), pools + st.extra_allocs)
 
 
 def _replicated_elements(body, st: KernelState):

@@ -54,6 +54,9 @@ class KernelState:
     backend: object = None
     #: [(global tensor, value)] from T.annotate_safe_value: what a T.Parallel read past its edge gives
     safe_values: list = field(default_factory=list)
+    #: T.reshape views of on-chip buffers -> the allocation whose storage they name
+    #: (transform/buffer_views.py); a view's accesses go to its allocation's registers or slot
+    views: dict = field(default_factory=dict)
 
     def for_group(self, thread_var, num_threads: int) -> "KernelState":
         """This state for a group of ``num_threads`` threads indexed by ``thread_var``

@@ -106,3 +106,39 @@ def test_sliding_window_mask_before_a_wgmma_gemm():
     blocks = (ki // block >= (qi // block - 2).clamp(min=0)) & (ki // block <= qi // block)
     ref = torch.where(blocks, ref, torch.tensor(7.0, device="cuda", dtype=torch.float64))
     torch.testing.assert_close(s.double(), ref, rtol=1e-3, atol=2e-2)
+
+
+def test_views_of_a_wgmma_accumulator_and_of_shared_and_global_memory():
+    """T.reshape / T.view on sm_90a (tests/language/test_buffer_views.py runs the same kernels on
+    cpu and the interpreters): a wgmma accumulator written and reduced through its (N, Q, H) view
+    (TileLang's fp8 lightning indexer), groups of 32 straddling threads, a swizzled shared tile
+    read flat, a float32 tensor read as float16."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "tests" / "language"))
+    import test_buffer_views as views
+
+    bn, bq, heads, d = 64, 2, 32, 64
+    q = torch.randn(bq * heads, d, device="cuda", dtype=torch.float16)
+    k = torch.randn(bn, d, device="cuda", dtype=torch.float16)
+    w = torch.randn(bq, heads, device="cuda", dtype=torch.float32)
+    out = torch.full((bn, bq), float("nan"), device="cuda")
+    compiled(views.scaled_logits(bn, bq, heads, d))(q, k, w, out)
+    s = (k.double() @ q.double().T).clamp_min(0).reshape(bn, bq, heads)
+    torch.testing.assert_close(out.double(), (s * w.double()).sum(-1), rtol=1e-3, atol=1e-2)
+
+    a = torch.randn(2, 192, device="cuda")
+    b = torch.full((2, 6), float("nan"), device="cuda")
+    compiled(views.grouped_sum(2, 6, 32, 128))(a, b)
+    torch.testing.assert_close(b.double(), a.double().reshape(2, 6, 32).sum(-1), rtol=1e-5, atol=1e-5)
+
+    a = torch.randn(8, 32, device="cuda")
+    b = torch.full((256,), float("nan"), device="cuda")
+    compiled(views.shared_reshape(8, 32, True))(a, b)
+    assert torch.equal(b, a.reshape(-1))
+
+    a = torch.randn(4 * 8, device="cuda")
+    b = torch.zeros(4, 16, device="cuda", dtype=torch.float16)
+    compiled(views.global_view(4, 8, "float32", "float16", 16))(a, b)
+    assert torch.equal(b.view(torch.int16), a.view(torch.int16).reshape(4, 16))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import tvm_ffi
 from tvm import tirx
 
+from tilelang_core.errors import LoweringError
 from tilelang_core.ir import Gemm, TileOp, is_tile_op
 from tilelang_core.simt.lowering import SHARED, scope
 from tilelang_core.simt.transform.block_swizzle import has_swizzle, rasterize
@@ -82,6 +83,12 @@ class HopperPlanner:
             if plan is None:
                 self.notes.append(f"{names}: not wgmma ({why})")
             else:
+                for operand in (op.A, op.B):
+                    if operand.source in st.views:
+                        raise LoweringError(
+                            f"kernel '{st.kernel}': {names} reads '{operand.source.name}', a T.reshape "
+                            f"view of shared '{st.views[operand.source].name}', with wgmma on {self.arch}; "
+                            f"pass the allocated tile itself, or set tl.disable_wgmma")
                 widest[0] = max(widest[0], plan.n_inst)
                 self.notes.append(f"{names}: wgmma m64n{plan.n_inst}k{wgmma_k(str(op.A.source.ty.dtype))}, "
                                   f"{plan.wg_m}x{plan.wg_n} warpgroups")
@@ -93,6 +100,11 @@ class HopperPlanner:
 
         tvm_ffi.structural_walk(body, [(tirx.TilePrimitiveCall, on_call)])
         body = self._rasterize(body)
+        if any(str(v.ty.storage_scope) in SHARED for v in st.views):
+            # a TMA box writes the allocation's swizzle; a view's accesses are composed with the
+            # layout only in the kit's own lowering, so keep the pipeline there
+            self.notes.append("T.Pipelined: cp.async pipeline (the kernel views shared memory with T.reshape/T.view)")
+            return body
         if self.options.disable_tma_lower or self.options.disable_warp_specialized:
             self.notes.append("T.Pipelined: cp.async pipeline (tl.disable_tma_lower / tl.disable_warp_specialized)")
             return body
