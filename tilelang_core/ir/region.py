@@ -76,6 +76,12 @@ def extents_of(region: TensorRegion) -> list:
     return [r.extent for r in region.region]
 
 
+def covers_whole(region: TensorRegion) -> bool:
+    """Is ``region`` its whole buffer (every dim from 0 over the buffer's extent)?"""
+    return all(as_int(r.min) == 0 and as_int(r.extent) == as_int(s)
+               for r, s in zip(region.region, region.source.ty.shape))
+
+
 def as_int(x) -> int | None:
     """The value of a constant integer expression, else None."""
     if isinstance(x, int):

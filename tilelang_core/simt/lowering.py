@@ -107,9 +107,7 @@ def lower_copy(call, ctx):
     return copy_elementwise(op, st)
 
 
-def covers_whole_buffer(region) -> bool:
-    return all(R.as_int(r.min) == 0 and R.as_int(r.extent) == R.as_int(s)
-               for r, s in zip(region.region, region.source.ty.shape))
+covers_whole_buffer = R.covers_whole
 
 
 def require_whole_fragment(region, st: KernelState, what: str) -> None:
@@ -122,23 +120,18 @@ def require_whole_fragment(region, st: KernelState, what: str) -> None:
 
 def copy_fragment(op: Copy, st: KernelState):
     """Each thread moves the elements its fragment layout gives it (both sides fragments: same
-    layout, register to register)."""
+    layout, register to register). A part of a fragment (``acc_o[:valid_h, :]``, TileLang's GQA
+    decoding epilogue) moves the thread's elements that lie inside the part."""
+    if scope(op.src) == FRAGMENT and scope(op.dst) == FRAGMENT:
+        return _copy_between_fragments(op, st)
     frag_region = op.dst if scope(op.dst) == FRAGMENT else op.src
     other = op.src if frag_region is op.dst else op.dst
-    for region in (op.src, op.dst):
-        if scope(region) == FRAGMENT:
-            require_whole_fragment(region, st, "T.copy")
     layout = st.layouts[frag_region.source]
     regs = st.local_buffer(frag_region.source)
     writes_fragment = frag_region is op.dst
-    if scope(other) == FRAGMENT:
-        other_regs = st.local_buffer(other.source)
-
-        def body(l):
-            src = tirx.BufferLoad(other_regs, [l])
-            return tirx.BufferStore(regs, cast(src, dtype(op.dst)), [l])
-
-        return loop("l", layout.local_size, body, tirx.ForKind.UNROLLED)
+    inside = _inside(frag_region, layout, st)
+    if inside is not None:
+        return _copy_fragment_part(op, st, frag_region, other, layout, regs, inside)
 
     vec = fragment_vector_width(layout, frag_region, other, st)
 
@@ -185,6 +178,90 @@ def copy_fragment(op: Copy, st: KernelState):
         # Replicas hold equal values: one copy writes.
         stmt = if_then(layout.replica_of(st.thread_var) == 0, stmt)
     return stmt
+
+
+def _inside(region, layout, st: KernelState):
+    """``l -> predicate`` that this thread's register ``l`` lies inside ``region`` of its fragment;
+    None when the region is the whole fragment."""
+    if covers_whole_buffer(region):
+        return None
+
+    def pred(l):
+        idx = layout.index_of(st.thread_var, l)
+        conds = []
+        for d, r in enumerate(region.region):
+            if R.as_int(r.min) == 0 and R.as_int(r.extent) == R.as_int(region.source.ty.shape[d]):
+                continue
+            conds += [r.min <= idx[d], idx[d] < r.min + r.extent]
+        out = conds[0]
+        for c in conds[1:]:
+            out = tirx.And(out, c)
+        return st.simplify(out)
+
+    return pred
+
+
+def _tile_position(region, layout, st: KernelState, l) -> list:
+    """Where this thread's register ``l`` sits in ``region``'s tile (one index per tile axis)."""
+    idx = layout.index_of(st.thread_var, l)
+    return [st.simplify(idx[d] - region.region[d].min) for d in tile_dims(region)]
+
+
+def _copy_fragment_part(op: Copy, st: KernelState, frag_region, other, layout, regs, inside):
+    """Part of a fragment to or from memory: every register of the thread, guarded by whether its
+    element is inside the part (elements outside it are left as they are)."""
+    writes_fragment = frag_region is op.dst
+
+    def body(l):
+        index = region_index(other, _tile_position(frag_region, layout, st, l))
+        pred = inside(l)
+        bounds = in_bounds(st, other, index)
+        if bounds is not None:
+            pred = tirx.And(pred, bounds)
+        if writes_fragment:
+            stmt = tirx.BufferStore(regs, cast(load(other, index), dtype(op.dst)), [l])
+        else:
+            stmt = tirx.BufferStore(other.source, cast(tirx.BufferLoad(regs, [l]), dtype(op.dst)), index)
+        return if_then(pred, stmt)
+
+    stmt = loop("l", layout.local_size, body, tirx.ForKind.UNROLLED)
+    if not writes_fragment and layout.replicas > 1:
+        stmt = if_then(layout.replica_of(st.thread_var) == 0, stmt)  # replicas hold equal values
+    return stmt
+
+
+def _copy_between_fragments(op: Copy, st: KernelState):
+    """Register to register. Whole fragments share one layout (layout inference gives a copy's
+    two sides the same); a part of a fragment is read from one that every thread holds whole
+    (``T.copy(lse[k, :], lse_k)``, TileLang's MHA inference combine), into each thread's own
+    registers of the destination (part)."""
+    src, dst = op.src, op.dst
+    regs = st.local_buffer(dst.source)
+    dst_layout = st.layouts[dst.source]
+    if covers_whole_buffer(src) and covers_whole_buffer(dst):
+        src_regs = st.local_buffer(src.source)
+
+        def same(l):
+            return tirx.BufferStore(regs, cast(tirx.BufferLoad(src_regs, [l]), dtype(dst)), [l])
+
+        return loop("l", dst_layout.local_size, same, tirx.ForKind.UNROLLED)
+    src_layout = st.layouts[src.source]
+    if not src_layout.is_whole:
+        raise LoweringError(
+            f"kernel '{st.kernel}': T.copy({R.fmt_region(src)}, {R.fmt_region(dst)}) moves part of "
+            f"fragment '{src.source.name}', whose elements are spread over the threads "
+            f"({st.layouts[src.source]}); a thread can only read its own registers. Copy through "
+            f"shared memory, or read it in a T.Parallel loop")
+    src_regs = st.local_buffer(src.source)
+    inside = _inside(dst, dst_layout, st)
+
+    def body(l):
+        index = region_index(src, _tile_position(dst, dst_layout, st, l))
+        value = tirx.BufferLoad(src_regs, [st.simplify(src_layout.local_of(*index))])
+        stmt = tirx.BufferStore(regs, cast(value, dtype(dst)), [l])
+        return stmt if inside is None else if_then(inside(l), stmt)
+
+    return loop("l", dst_layout.local_size, body, tirx.ForKind.UNROLLED)
 
 
 #: never moved as vectors: TVM's CUDA printer spells a vector of 4 bools "ushort4" (8 bytes for 4;

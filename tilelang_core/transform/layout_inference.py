@@ -250,6 +250,10 @@ class _Solver:
                                                  f"{[nest.extents[d] for d in dims]} that do not span it")
         for buffer in _scalar_fragment_accesses(self.func.body):
             irregular.setdefault(buffer, "read or written outside T.Parallel loops and tile ops")
+        for op in ops:  # T.copy(lse[k, :], lse_k): a thread reads the part wherever it lies
+            if isinstance(op, Copy) and is_fragment(op.src.source) and is_fragment(op.dst.source) \
+                    and not R.covers_whole(op.src):
+                irregular.setdefault(op.src.source, "part of it copied into another fragment")
         for buffer, why in irregular.items():
             if buffer in self.layouts:  # a gemm's: its layout stands, and the error below says why
                 continue
@@ -297,7 +301,7 @@ class _Solver:
             return self.assign(op.dst.source, src.reduce(op.dim, keepdim=keep), f"{op!r}")
         if isinstance(op, Copy) and is_fragment(op.src.source) and is_fragment(op.dst.source):
             a, b = op.src.source, op.dst.source
-            if buffer_shape(a) == buffer_shape(b):
+            if buffer_shape(a) == buffer_shape(b) and R.covers_whole(op.src) and R.covers_whole(op.dst):
                 if a in self.layouts:
                     # register-to-register copies move no data between threads: same layout
                     return self.assign(b, self.layouts[a], f"{op!r} (copied from '{a.name}')")

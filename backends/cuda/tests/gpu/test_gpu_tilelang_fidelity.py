@@ -142,3 +142,28 @@ def test_views_of_a_wgmma_accumulator_and_of_shared_and_global_memory():
     b = torch.zeros(4, 16, device="cuda", dtype=torch.float16)
     compiled(views.global_view(4, 8, "float32", "float16", 16))(a, b)
     assert torch.equal(b.view(torch.int16), a.view(torch.int16).reshape(4, 16))
+
+
+@pytest.mark.parametrize("valid", [1, 4, 63])
+def test_part_of_a_wgmma_accumulator_to_shared(valid):
+    """TileLang's GQA decoding epilogue: T.copy(acc_o[:valid_h, :], O_shared) from a wgmma
+    accumulator (tests/simt/test_fragment_parts.py runs the same rule on the interpreters)."""
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16"),
+             O: T.Tensor((valid, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            a = T.alloc_shared((64, 64), "float16")
+            b = T.alloc_shared((64, 64), "float16")
+            c = T.alloc_fragment((64, 64), "float32")
+            o = T.alloc_shared((valid, 64), "float16")
+            T.copy(A, a)
+            T.copy(B, b)
+            T.gemm(a, b, c, clear_accum=True, policy=T.GemmWarpPolicy.FullRow)
+            T.copy(c[:valid, :], o)
+            T.copy(o, O)
+
+    a = torch.randn(64, 64, device="cuda", dtype=torch.float16)
+    b = torch.randn(64, 64, device="cuda", dtype=torch.float16)
+    out = torch.full((valid, 64), float("nan"), device="cuda", dtype=torch.float16)
+    compiled(main)(a, b, out)
+    torch.testing.assert_close(out.double(), (a.double() @ b.double())[:valid], rtol=1e-2, atol=5e-2)

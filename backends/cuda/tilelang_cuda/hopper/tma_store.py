@@ -27,6 +27,7 @@ from tvm import tirx
 from tilelang_core.ir import Copy, TileOp, is_tile_op
 from tilelang_core.ir import region as R
 from tilelang_core.simt import intrinsics as I
+from tilelang_core.simt.lowering import covers_whole_buffer
 from tilelang_core.simt.transform.state import if_then, seq
 
 from .tma import TMA_DTYPES, NotSpecialized, TmaBox, check_tile, global_box
@@ -62,7 +63,7 @@ def plan_stores(stmts: list, hopper_layouts: dict, budget: int | None = None,
             continue
         frag = op.src.source
         try:
-            if any(not isinstance(r.min, tirx.IntImm) or int(r.min) != 0 for r in op.src.region):
+            if not covers_whole_buffer(op.src):  # acc_o[:valid_h, :]: the box would store it all
                 raise NotSpecialized("part of a fragment")
             rows, cols = check_tile(str(frag.name), list(frag.ty.shape), dtype, "from")
             box = global_box(op.dst, rows, cols, str(frag.name), "to", op)
