@@ -77,6 +77,41 @@ def scaled_logits(bn, bq, heads, d):
     return main
 
 
+def shared_dtype_view(rows, cols, dtype, view_dtype, view_cols, out_dtype):
+    """TileLang's shared reinterpreting view: written through the tile (swizzled: 2-D), read
+    through the view, whose layout must induce the same bytes."""
+    @T.prim_func
+    def main(A: T.Tensor((rows, cols), dtype), B: T.Tensor((rows, view_cols), out_dtype)):
+        with T.Kernel(1, threads=64):
+            S = T.alloc_shared((rows, cols), dtype)
+            V = T.view(S, (rows, view_cols), dtype=view_dtype)
+            T.copy(A, S)
+            for i, j in T.Parallel(rows, view_cols):
+                B[i, j] = T.cast(V[i, j], out_dtype)
+
+    return main
+
+
+@pytest.mark.parametrize("path", PATHS)
+@settings(max_examples=3, deadline=None)
+@given(rows=st.integers(1, 9), cols=st.sampled_from([8, 16, 64]),
+       pair=st.sampled_from([("float32", "float16"), ("float16", "float32"), ("int32", "int8"),
+                             ("float32", "bfloat16"), ("int8", "int32")]), seed=st.integers(0, 999))
+def test_shared_view_with_another_dtype_reads_the_tiles_bytes(path, rows, cols, pair, seed):
+    dtype, view_dtype = pair
+    np_view = {"bfloat16": np.uint16}.get(view_dtype, view_dtype)
+    view_cols = cols * np.dtype(dtype).itemsize // np.dtype(np_view).itemsize
+    rng = np.random.default_rng(seed)
+    a = (rng.standard_normal((rows, cols)) * 100).astype(dtype)
+    out_dtype = "float32" if view_dtype == "bfloat16" else view_dtype
+    got = run(path, shared_dtype_view(rows, cols, dtype, view_dtype, view_cols, out_dtype), A=a,
+              B=np.zeros((rows, view_cols), out_dtype))["B"]
+    expected = a.view(np_view).reshape(rows, view_cols)
+    if view_dtype == "bfloat16":  # the bit patterns, read as bfloat16 (the upper half of a float)
+        expected = (expected.astype(np.uint32) << 16).view(np.float32)
+    np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
+
+
 @pytest.mark.parametrize("path", PATHS)
 @settings(max_examples=3, deadline=None)
 @given(rows=st.integers(1, 6), cols=st.sampled_from([4, 8, 16]),
@@ -140,6 +175,24 @@ def test_a_view_that_does_not_cover_its_buffer_is_an_assertion():
 
 
 @pytest.mark.parametrize("path", SIMT_PATHS)
+def test_widening_view_of_elements_not_side_by_side_is_refused(path):
+    """A float32 view of a float16 tile laid out column-major would need two elements that are
+    not neighbours in memory: refused, naming both."""
+    from tilelang_core.testing.oracle import lower
+
+    @T.prim_func
+    def main(A: T.Tensor((16, 16), "float16"), B: T.Tensor((16, 8), "float32")):
+        with T.Kernel(1, threads=32):
+            S = T.alloc_shared((16, 16), "float16")
+            T.annotate_layout({S: T.Layout((16, 16), lambda i, j: j * 16 + i)})
+            T.copy(A, S)
+            T.copy(T.view(S, (16, 8), dtype="float32"), B)
+
+    with pytest.raises(LoweringError, match="are not side by side in its layout"):
+        lower(path, main)
+
+
+@pytest.mark.parametrize("path", SIMT_PATHS)
 def test_fragment_view_with_another_dtype_is_refused(path):
     from tilelang_core.testing.oracle import lower
 
@@ -151,4 +204,41 @@ def test_fragment_view_with_another_dtype_is_refused(path):
             T.copy(T.view(f, (128,), dtype="float16"), B)
 
     with pytest.raises(LoweringError, match="T.view of local.fragment buffer 'f' \\(float32\\) as float16"):
+        lower(path, main)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_row_major_annotation_on_a_shared_view_lays_its_tile_out_row_major(path):
+    """TileLang's annotated dtype-changing view: T.annotate_layout on the view (row-major) makes
+    the tile row-major; what is written through the tile is read through the view."""
+    @T.prim_func
+    def main(A: T.Tensor((16, 16), "float16"), B: T.Tensor((16, 32), "int8")):
+        with T.Kernel(1, threads=64):
+            stage = T.alloc_shared((2, 16, 16), "float16")
+            as_i8 = T.view(stage, (2, 16, 32), dtype="int8")
+            T.annotate_layout({as_i8: T.Layout((2, 16, 32), lambda s, i, j: s * 512 + i * 32 + j)})
+            for i, j in T.Parallel(16, 16):
+                stage[1, i, j] = A[i, j]
+            for i, j in T.Parallel(16, 32):
+                B[i, j] = as_i8[1, i, j]
+
+    a = np.random.default_rng(0).standard_normal((16, 16)).astype(np.float16)
+    out = run(path, main, A=a, B=np.zeros((16, 32), np.int8))
+    np.testing.assert_array_equal(out["B"], a.view(np.int8).reshape(16, 32))
+
+
+@pytest.mark.parametrize("path", SIMT_PATHS)
+def test_other_annotation_on_a_shared_view_is_refused(path):
+    from tilelang_core.testing.oracle import lower
+
+    @T.prim_func
+    def main(A: T.Tensor((16, 16), "float16"), B: T.Tensor((16, 16), "float16")):
+        with T.Kernel(1, threads=64):
+            S = T.alloc_shared((16, 16), "float16")
+            V = T.reshape(S, (16, 16))
+            T.annotate_layout({V: T.Layout((16, 16), lambda i, j: j * 16 + i)})
+            T.copy(A, S)
+            T.copy(V, B)
+
+    with pytest.raises(LoweringError, match="a view's layout follows its tile's; annotate 'S' instead"):
         lower(path, main)

@@ -149,3 +149,16 @@ def test_reducer_result_read_in_plain_code(path):
     a = np.arange(1, 9, dtype=np.int32)
     out = run(path, kernel, A=a, B=np.zeros(1, np.int32))
     assert int(out["B"][0]) == 36
+
+
+def test_loops_over_fragments_held_whole_vectorize_in_printable_widths():
+    """A fragment held whole is one run of all its registers (128 floats here: TileLang's MHA
+    inference combine); its T.Parallel loop vectorizes in at most 16 bytes (TVM's CUDA printer
+    refused float32x128 on the H200)."""
+    import re
+
+    from tilelang_core.testing.oracle import lower
+
+    text = lower("cuda:sm_80", log_sum_exp(4, 128, 128)).script()
+    widths = [int(w) for w in re.findall(r"T\.vectorized\((\d+)\)", text)]
+    assert widths and max(widths) * 4 <= 16, widths

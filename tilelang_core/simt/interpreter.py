@@ -59,13 +59,23 @@ class Pointer:
 class Storage:
     """A buffer's memory: shared/global are one array; local has one row per lane."""
 
-    def __init__(self, array: np.ndarray, per_lane: bool, shape=None, dtype: str = ""):
+    def __init__(self, array: np.ndarray, per_lane: bool, shape=None, dtype: str = "",
+                 bf16_bits: bool = False):
         self.array = array
         self.per_lane = per_lane
         self.shape = shape  # logical N-D shape (global buffers), for flattening indices
         # bytes of one element on the device: bfloat16 is held as float32 here but is 2 bytes
         # there, which is what byte-sized copies (tl_copy_16) count in
         self.elem_bytes = _DEVICE_BYTES.get(dtype, array.itemsize)
+        # the shared pool's bfloat16 view holds the device's bit patterns (uint16 over the pool's
+        # bytes, so that other dtypes' views of the same bytes see them): read as float32,
+        # written rounded to nearest even
+        self.bf16_bits = bf16_bits
+
+    def values(self) -> np.ndarray:
+        """The elements as numbers, flat (bfloat16 bit patterns decoded)."""
+        flat = self.array.reshape(-1)
+        return _from_bf16_bits(flat) if self.bf16_bits else flat
 
     def flat(self, indices, lanes):
         # a vector access (a Ramp index) has shape (vector lanes, threads); a scalar one (threads,)
@@ -84,11 +94,15 @@ class Storage:
             out = self.array[np.arange(flat.shape[-1]), safe]
         else:
             out = self.array.reshape(-1)[safe]
-        return np.where(mask, out, np.zeros((), dtype=self.array.dtype))
+        if self.bf16_bits:
+            out = _from_bf16_bits(out)
+        return np.where(mask, out, np.zeros((), dtype=out.dtype))
 
     def write(self, flat, value, mask):
         lanes = np.nonzero(mask)[0]
         value = np.broadcast_to(np.asarray(value), flat.shape)
+        if self.bf16_bits:
+            value = _to_bf16_bits(value)
         if self.per_lane:
             self.array[lanes, flat[..., lanes]] = value[..., lanes].astype(self.array.dtype)
         else:
@@ -96,6 +110,16 @@ class Storage:
             if not np.shares_memory(view, self.array):
                 raise RuntimeError("global buffers must be contiguous")
             view[flat[..., lanes]] = value[..., lanes].astype(self.array.dtype)
+
+
+def _from_bf16_bits(bits: np.ndarray) -> np.ndarray:
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def _to_bf16_bits(value: np.ndarray) -> np.ndarray:
+    u = np.ascontiguousarray(value, dtype=np.float32).view(np.uint32)
+    rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+    return np.where(np.isnan(value), 0x7FC0, rounded).astype(np.uint16)
 
 
 #: what ``Interpreter.device_helper`` returns for a helper name it does not implement
@@ -204,16 +228,20 @@ class Interpreter:
         source = data.args[0] if isinstance(data, tirx.Call) and data.op.name == "tirx.buffer_data" else None
         if source is None or source not in self.storage or self.storage[source].per_lane:
             raise NotImplementedError(f"interpreter: a buffer declared over {data} (only views of "
-                                      f"tensors are modelled)")
+                                      f"tensors and of the shared pool are modelled)")
         base = self.storage[source]
         dtype = str(decl.buffer.ty.dtype)
+        shape = [int(s) for s in decl.buffer.ty.shape]
+        if dtype == "bfloat16" and base.array.dtype == np.uint8:  # the shared pool's
+            self.storage[decl.buffer] = Storage(base.array.reshape(-1).view(np.uint16), False, shape,
+                                                dtype, bf16_bits=True)
+            return
         if "bfloat16" in (dtype, str(source.ty.dtype)) and dtype != str(source.ty.dtype):
             raise NotImplementedError("interpreter: a view changing bfloat16 to another dtype "
                                       "(bfloat16 is held as float32 here)")
         array = base.array.reshape(-1)
         if array.dtype != NP_DTYPES[dtype]:
             array = array.view(NP_DTYPES[dtype])
-        shape = [int(s) for s in decl.buffer.ty.shape]
         self.storage[decl.buffer] = Storage(array, False, shape, dtype)
 
     def _alloc(self, buffer):
@@ -227,7 +255,10 @@ class Interpreter:
             array = np.full((self.lanes, size), np.nan if np.issubdtype(dt, np.floating) else 0, dtype=dt)
             self.storage[buffer] = Storage(array, True, dtype=str(buffer.ty.dtype))
         else:
-            array = np.full(size, np.nan if np.issubdtype(dt, np.floating) else 0, dtype=dt)
+            # the shared byte pool starts as 0xff bytes: NaN in every float view (a read before a
+            # write shows up), -1 in the integer ones
+            fill = np.nan if np.issubdtype(dt, np.floating) else (255 if dt == np.uint8 and "shared" in scope else 0)
+            array = np.full(size, fill, dtype=dt)
             self.storage[buffer] = Storage(array, False, [size], str(buffer.ty.dtype))
 
     # -- expressions ----------------------------------------------------------------------------
@@ -351,6 +382,8 @@ class Interpreter:
         sequentially consistent. Expression forms take the lanes the enclosing statement and
         branches leave active (``read_mask``), not ``mask``, which expressions get all-true."""
         ptr = self.pointer(args[0])
+        if ptr.storage.bf16_bits:
+            raise NotImplementedError("interpreter: atomics on bfloat16 in shared memory")
         view = ptr.storage.array.reshape(-1)
         returns = name.endswith("_ret") or name == "tl_atomic_load"
         active = self.read_mask & mask if returns else mask

@@ -163,7 +163,7 @@ def _shuffle(st, red, size: int, digit, comb, helper: str):
 def _across_warps(st, red, size: int, digit, kind: str, comb, dt: str):
     """Threads differing in this (warp-level) digit exchange partials through shared memory."""
     threads = st.num_threads
-    ws = st.alloc(f"{red.name}_ws", (size * threads,), dt, "shared.dyn")
+    ws = st.alloc_scratch(f"{red.name}_ws", (size * threads,), dt)
     tx = st.thread_var
     own = tirx.floormod(tirx.floordiv(tx, digit.stride), digit.extent)
     base = tx - own * digit.stride

@@ -45,7 +45,7 @@ from .lower_gemm_fma import fma_accumulator_layout
 from .transform import (KernelState, apply_layouts, block_swizzle, insert_barriers, longest_first,
                         lower_parallel, parallel_tile_ops, prefetch_fragments, software_pipeline, split_masked_fills,
                         thread_binding)
-from .transform.apply_layouts import annotated_layouts
+from .transform.apply_layouts import annotated_layouts, settle_view_annotations
 from .transform.lower_intrinsics import check_intrinsics, lower_intrinsics
 
 
@@ -112,7 +112,7 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
     layouts = infer_layouts(func, num_threads, accumulator_layout, operand_layout=operand_layout)
     st = KernelState(kernel=name, thread_var=tx, num_threads=num_threads, dialect=dialect,
                      layouts=layouts, options=options, backend=backend, safe_values=safe_values,
-                     views=views)
+                     views=views, block_threads=num_threads)
     for buffer, layout in layouts.items():
         if buffer not in views:
             st.locals[buffer] = tirx.decl_buffer((layout.local_size,), str(buffer.ty.dtype),
@@ -121,6 +121,7 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
         if source in st.locals:
             st.locals[view] = st.locals[source]
     body, st.annotated = annotated_layouts(func.body, name, kind)
+    settle_view_annotations(views, st.annotated, name)
     func = func.with_body(body)
     # warp votes, shuffles, lane queries, explicit vector accesses (ir/intrinsics.py)
     intrinsics = bool(calls_in(func.body) or vector_accesses(func.body))

@@ -57,19 +57,19 @@ def root_of(buffer, views: dict):
 
 
 def check_views(views: dict, kernel: str, kind: str) -> None:
-    """Refuse the views a register or shared-memory pool cannot honour on ``kind``: a view of a
-    fragment or shared tile with another dtype (its elements would straddle registers or the
-    pool's element type), or in another memory scope than its source."""
+    """Refuse the views registers cannot honour on ``kind``: a view of a fragment with another
+    dtype (its elements would straddle registers), or one in another memory scope than its
+    source. Shared views may change dtype (the pool is bytes; apply_layouts checks the layout)."""
     for view, source in views.items():
         vs, ss = str(view.ty.storage_scope), str(source.ty.storage_scope)
         if vs != ss:
             raise LoweringError(f"kernel '{kernel}': '{view.name}' views '{source.name}' ({ss}) "
                                 f"as {vs}; a view keeps its buffer's memory scope")
-        if str(view.ty.dtype) != str(source.ty.dtype):
+        if str(view.ty.dtype) != str(source.ty.dtype) and ss == "local.fragment":
             raise LoweringError(
                 f"kernel '{kernel}': T.view of {ss} buffer '{source.name}' ({source.ty.dtype}) as "
-                f"{view.ty.dtype} is not supported by the {kind} backend yet (views of on-chip "
-                f"buffers keep their dtype; views of global tensors may change it); use "
+                f"{view.ty.dtype} is not supported by the {kind} backend yet (views of fragments "
+                f"keep their dtype; views of shared and global memory may change it); use "
                 f"T.reinterpret on the elements instead")
 
 

@@ -107,9 +107,9 @@ def test_block_k_32_gemm_takes_wgmma_and_tma_with_the_64_byte_swizzle():
     source, kernel = cuda_source(kernels.make_gemm(1000, 520, 264, bm=128, bn=128, bk=32, stages=3))
     assert "tl_cp_async_16" not in kernel and "tl_mma_m16n8k16" not in kernel
     assert kernel.count("tl_tma_load<2>") == 3  # A: one box of 64-byte rows; B: two 128-byte strips
-    assert "tl_wgmma_desc<2>((&(smem_ptr[((k % 3) * 4096)])), 16, 512)" in kernel
-    assert "tl_wgmma_desc<2>((&(smem_ptr[(((k % 3) * 4096) + 16)])), 16, 512)" in kernel
-    assert "tl_wgmma_desc<2>((&(smem_ptr[(((k % 3) * 4096) + 2048)])), 16, 512)" in kernel  # second 64-row slab
+    assert "tl_wgmma_desc<2>((&(((half*)smem_ptr)[((k % 3) * 4096)])), 16, 512)" in kernel
+    assert "tl_wgmma_desc<2>((&(((half*)smem_ptr)[(((k % 3) * 4096) + 16)])), 16, 512)" in kernel
+    assert "tl_wgmma_desc<2>((&(((half*)smem_ptr)[(((k % 3) * 4096) + 2048)])), 16, 512)" in kernel  # second 64-row slab
     assert "static_cast<CUtensorMapSwizzle>(2)" in source and "static_cast<CUtensorMapSwizzle>(3)" in source
     _, nt = cuda_source(kernels.make_gemm(1000, 520, 264, bm=128, bn=128, bk=32, stages=3, trans_b=True))
     assert "tl_wgmma_desc<2>" in nt and "tl_wgmma_desc((" not in nt  # A and B K-major: every descriptor
@@ -503,7 +503,7 @@ def test_tma_store_epilogue_stores_in_swizzled_strips(tmp_path):
     # the loop body twice (stream-K: whole tiles, then the tail's pieces), the epilogue with it
     assert kernel.count("tl_tma_store<2>") == 2 * 4 and kernel.count("tl_bulk_wait_read<0>") == 2 * 2
     first_round = kernel[kernel.index("tl_tma_store<2>"):kernel.index("tl_bulk_wait_read<0>")]
-    buffers = re.findall(r"tl_tma_store<2>\(\(&\(smem_ptr\[(\d+)\]\)\)", first_round)
+    buffers = re.findall(r"tl_tma_store<2>\(\(&\(\(\(half\*\)smem_ptr\)\[(\d+)\]\)\)", first_round)
     assert len(buffers) == 2 and len(set(buffers)) == 2  # one round: two strips, two buffers
     assert "C_f -> C by TMA stores (4 strips)" in source[:source.find("#ifdef")]
     first = kernel.index("tl_tma_store<2>")

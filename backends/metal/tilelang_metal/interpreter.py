@@ -75,7 +75,7 @@ class MetalInterpreter(Interpreter):
         base = starts.pop()
         i, j = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
         offsets = base + (j * ld + i if transposed else i * ld + j)
-        return ptr.storage.array.reshape(-1)[offsets].astype(np.float64)
+        return ptr.storage.values()[offsets].astype(np.float64)
 
     def _gemm(self, mi, ni, ks, ta, tb, args, mask):
         c, a, b = self.pointer(args[0]), self.pointer(args[1]), self.pointer(args[3])

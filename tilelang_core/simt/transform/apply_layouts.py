@@ -6,8 +6,8 @@ their register buffers (KernelState.locals); what is left here is the allocation
 for shared buffers the rewrite of every logical N-D access ``S[s, i, j]`` (loads, stores, and the
 ``address_of`` operands of the copy helpers and of a backend's matrix loads) to ``smem[base_S + s * rows * cols + swizzle(i, j)]``.
 Pooling is ours (not TVM's MergeSharedMemoryAllocations, which cannot see through pointer
-operands): one ``shared.dyn`` array for the dtype with the most bytes, 16-byte aligned slices, and
-a static ``__shared__`` array per other dtype (reduction workspaces). No reuse across lifetimes yet.
+operands): one ``shared.dyn`` byte array, buffers whose lifetimes do not overlap sharing bytes
+(shared_pool.py).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from tilelang_core.transform.layout_inference import is_fragment
 
 from tilelang_core.errors import LoweringError
 
+from .shared_pool import pool_shared
 from .state import KernelState
 
 SHARED = ("shared", "shared.dyn")
@@ -56,21 +57,49 @@ def _prod(shape) -> int:
 
 
 def _view_layout(view, source, annotated) -> Layout:
+    """The offsets (in the view's elements) of a view of ``source``: element k of the view in
+    row-major order is the k-th run of its bits in ``source``'s row-major order, wherever
+    ``source``'s layout puts that run. A narrower dtype splits an element of the source (offset x
+    ratio + part); a wider one needs ``ratio`` source elements side by side in memory, checked."""
     layout, tile = shared_layout(source, annotated)
     source_shape = [int(s) for s in source.ty.shape]
     view_shape = [int(s) for s in view.ty.shape]
+    view_bits, source_bits = (tvm.runtime.DataType(str(b.ty.dtype)).bits for b in (view, source))
+    if view_bits % 8 or source_bits % 8:
+        raise LoweringError(f"T.view of shared '{source.name}' ({source.ty.dtype}) as {view.ty.dtype}: "
+                            f"views of shared memory need whole-byte dtypes")
 
-    def offset(*idx):
-        flat = 0
-        for i, s in zip(idx, view_shape):
-            flat = flat * s + i
+    def at(flat):  # the source element at row-major position ``flat``
         position = []
         for s in reversed(source_shape):
             position.insert(0, flat % s)
             flat = flat // s
         return _flat_offset(source, layout, tile, position)
 
+    narrow, wide = max(1, source_bits // view_bits), max(1, view_bits // source_bits)
+    if wide > 1:
+        _check_side_by_side(view, source, at, _prod(source_shape), wide)
+
+    def offset(*idx):
+        flat = 0
+        for i, s in zip(idx, view_shape):
+            flat = flat * s + i
+        if narrow > 1:
+            return at(flat // narrow) * narrow + flat % narrow
+        return at(flat * wide) // wide
+
     return Layout(tuple(view_shape), offset, "annotated", align_bytes=layout.align_bytes)
+
+
+def _check_side_by_side(view, source, at, size: int, wide: int) -> None:
+    for k in range(0, size, wide):
+        base = at(k)
+        if base % wide or any(at(k + j) != base + j for j in range(1, wide)):
+            raise LoweringError(
+                f"T.view of shared '{source.name}' ({source.ty.dtype}) as {view.ty.dtype}: elements "
+                f"{k}..{k + wide - 1} of '{source.name}' are not side by side in its layout, so one "
+                f"{view.ty.dtype} cannot cover them; lay '{source.name}' out row-major, or view it "
+                f"with a dtype no wider than its own")
 
 
 def _flat_offset(buffer, layout: Layout, tile: int, indices):
@@ -108,6 +137,33 @@ def annotated_layouts(body, kernel: str, kind: str):
     return visit(body), found
 
 
+def settle_view_annotations(views: dict, annotated: dict, kernel: str) -> None:
+    """A T.annotate_layout on a view of shared memory (TileLang's ``A_i8 = T.view(A_stage, ...,
+    T.int8)`` laid out ``[s, i, j]``): a view's layout follows its tile's, so a row-major one makes
+    the tile row-major; any other is refused (the tile's layout is what to annotate)."""
+    import itertools
+
+    for view, source in views.items():
+        name = str(view.name)
+        if name not in annotated or str(source.ty.storage_scope) not in SHARED:
+            continue
+        layout = annotated.pop(name)
+        shape = [int(x) for x in view.ty.shape]
+        rank = len(layout.shape)
+        row_major = Layout.row_major(shape[-rank:])
+        if tuple(layout.shape) != tuple(shape[-rank:]) or any(
+                layout.offset(*idx) != row_major.offset(*idx)
+                for idx in itertools.product(*(range(x) for x in layout.shape))):
+            raise LoweringError(f"kernel '{kernel}': T.annotate_layout on '{name}', a view of shared "
+                                f"'{source.name}': a view's layout follows its tile's; annotate "
+                                f"'{source.name}' instead")
+        existing = annotated.get(str(source.name))
+        if existing is not None and existing.kind == "annotated":
+            continue  # the tile's own annotation decides; the view follows it
+        annotated[str(source.name)] = Layout.row_major([int(x) for x in source.ty.shape][-2:]) \
+            if len(source.ty.shape) >= 2 else Layout.row_major([int(x) for x in source.ty.shape])
+
+
 def vector_contiguous(layout: Layout, vec: int, analyzer) -> bool:
     """Do ``vec`` consecutive elements of a row (starting at a multiple of ``vec``) land on
     ``vec`` consecutive, ``vec``-aligned offsets? True by construction for our swizzles (they
@@ -143,11 +199,14 @@ def apply_layouts(body, st: KernelState, annotated: dict | None = None):
     extra_shared = [b for b in st.extra_allocs if str(b.ty.storage_scope) in SHARED]
     st.extra_allocs = [b for b in st.extra_allocs if str(b.ty.storage_scope) not in SHARED]
     shared_bufs = [b for b in allocs if str(b.ty.storage_scope) in SHARED] + extra_shared
-    shared, pools = _pool_shared(shared_bufs, annotated or {})
-    for view, source in st.views.items():  # T.reshape of a shared tile: its memory, re-indexed
-        if source in shared:
-            pool, base, _, _ = shared[source]
-            shared[view] = (pool, base, *shared_layout(view, annotated, st.views))
+    # the backends' own static words (mbarriers, a tile scheduler's slots: scope "shared", named
+    # tl_*) keep fixed arrays of their own, outside the pool and its reuse
+    static = [b for b in shared_bufs if str(b.ty.storage_scope) == "shared" and str(b.name).startswith("tl_")]
+    shared, body, pool, decls = pool_shared([b for b in shared_bufs if b not in static], body,
+                                             lambda b: shared_layout(b, annotated, st.views), st.views,
+                                             st.scratch)
+    static_placed, static_pools = _static_arrays(static)
+    shared.update(static_placed)
 
     def remap(buffer, indices):
         pool, base, layout, tile = shared[buffer]
@@ -177,7 +236,8 @@ def apply_layouts(body, st: KernelState, annotated: dict | None = None):
     _check_fragments_lowered(body, st)
     body = tvm_ffi.structural_map(body, [(tvm.ir.TensorLoad, on_load)])
     body = tvm_ffi.structural_map(body, [(tirx.BufferStore, on_store), (tirx.AllocBuffer, on_alloc)])
-    return _insert_allocs(drop_view_decls(body, st.views), pools + st.extra_allocs)
+    return _insert_allocs(drop_view_decls(body, st.views),
+                          ([pool] if pool is not None else []) + static_pools + st.extra_allocs, decls)
 
 
 def _replicated_elements(body, st: KernelState):
@@ -227,52 +287,34 @@ def _check_fragments_lowered(body, st: KernelState) -> None:
             f"T.alloc_var for per-thread scalars)")
 
 
-def _pool_shared(buffers, annotated: dict):
-    """One dynamic shared pool for the dtype with the most bytes (CUDA and HIP have one dynamic
-    shared array per kernel; TVM's merging pass does not see through our pointer operands), a static
-    shared array per other dtype. Returns ({buffer: (pool, base, layout, tile)}, pools)."""
+def _static_arrays(buffers):
+    """One static ``__shared__`` array per dtype for ``buffers`` (16-byte aligned slices), as
+    ``({buffer: (array, base, layout, tile)}, arrays)``."""
     by_dtype: dict = {}
     for b in buffers:
         by_dtype.setdefault(str(b.ty.dtype), []).append(b)
-
-    def nbytes(bufs):
-        total = 0
-        for b in bufs:
-            n = tvm.runtime.DataType(str(b.ty.dtype)).bits // 8
-            for s in b.ty.shape:
-                n *= int(s)
-            total += n
-        return total
-
-    order = sorted(by_dtype, key=lambda d: -nbytes(by_dtype[d]))
-    mapping, pools = {}, []
-    for rank, dt in enumerate(order):
+    mapping, arrays = {}, []
+    for dt, bufs in by_dtype.items():
         elem = max(1, tvm.runtime.DataType(dt).bits // 8)
-        offset, placed = 0, []
-        for b in by_dtype[dt]:
-            size = 1
-            for s in b.ty.shape:
-                size *= int(s)
-            layout, tile = shared_layout(b, annotated)
-            # 16-byte bases for vector and ldmatrix accesses; more where the layout asks (a
-            # 128-byte swizzle period for TMA and wgmma: 1024)
-            align = max(1, max(16, layout.align_bytes) // elem)
-            offset = (offset + align - 1) // align * align
-            placed.append((b, offset, layout, tile))
-            offset += size
         chunk = max(1, 16 // elem)
-        offset = (offset + chunk - 1) // chunk * chunk
-        scope = "shared.dyn" if rank == 0 else "shared"
-        pool = tirx.decl_buffer((offset,), dt, name="smem" if rank == 0 else f"smem_{dt}", scope=scope)
-        pools.append(pool)
+        array = None
+        offset, placed = 0, []
+        for b in bufs:
+            placed.append((b, offset, *shared_layout(b)))
+            offset = (offset + _prod(b.ty.shape) + chunk - 1) // chunk * chunk
+        array = tirx.decl_buffer((offset,), dt, name=f"smem_{dt}", scope="shared")
+        arrays.append(array)
         for b, base, layout, tile in placed:
-            mapping[b] = (pool, base, layout, tile)
-    return mapping, pools
-def _insert_allocs(body, buffers):
-    """Allocate ``buffers`` next to the kernel's own allocations (inside the thread launch)."""
-    if not buffers:
+            mapping[b] = (array, base, layout, tile)
+    return mapping, arrays
+
+
+def _insert_allocs(body, buffers, decls=()):
+    """Allocate ``buffers`` next to the kernel's own allocations (inside the thread launch), then
+    declare ``decls`` (the typed views of the shared pool)."""
+    if not buffers and not decls:
         return body
-    new = [tirx.AllocBuffer(b) for b in buffers]
+    new = [tirx.AllocBuffer(b) for b in buffers] + list(decls)
 
     def visit(node):
         if isinstance(node, tirx.AttrStmt) and node.attr_key == "thread_extent" \

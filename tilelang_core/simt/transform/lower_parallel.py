@@ -196,7 +196,7 @@ def _emit(nest, st: KernelState, anchor, guard_replicas: bool):
         body = _atomics_on_one_replica(body, anchor.replica_of(st.thread_var) == 0)
     if anchor.local_size == 1:
         return substitute(body, {l_var: tirx.const(0, "int32")}), False
-    vec = _register_run(anchor)
+    vec = _printable(_register_run(anchor), body)
     if vec > 1 and not needs_guards:
         vectorized = _vectorized(body, l_var, anchor.local_size, vec, st)
         if vectorized is not None:
@@ -220,6 +220,22 @@ def _register_run(anchor) -> int:
     if digits and digits[-1].space == LOCAL and digits[-1].stride == 1:
         return digits[-1].extent
     return 1
+
+
+def _printable(run: int, body) -> int:
+    """The widest vector of at most 16 bytes per value that splits ``run`` evenly: a fragment held
+    whole has a run of all its registers (128 floats), which no C type spells."""
+    widest = [1]
+
+    def on_access(node):
+        buffer = node.buffer if isinstance(node, tirx.BufferStore) else node.source
+        widest[0] = max(widest[0], tvm.runtime.DataType(str(buffer.ty.dtype)).bits // 8)
+
+    tvm_ffi.structural_walk(body, [(tvm.ir.TensorLoad, on_access), (tirx.BufferStore, on_access)])
+    vec = run
+    while vec > 1 and (vec * widest[0] > 16 or run % vec):
+        vec //= 2
+    return vec
 
 
 def _vectorized(body, l_var, local_size: int, vec: int, st: KernelState):

@@ -54,6 +54,11 @@ class KernelState:
     backend: object = None
     #: [(global tensor, value)] from T.annotate_safe_value: what a T.Parallel read past its edge gives
     safe_values: list = field(default_factory=list)
+    #: threads of the whole block (``num_threads`` is a thread group's inside ``for_group``)
+    block_threads: int = 0
+    #: block-wide shared workspaces each use of which ends at a barrier (written, barrier, read,
+    #: barrier): they may share bytes with one another (shared_pool.py)
+    scratch: set = field(default_factory=set)
     #: T.reshape views of on-chip buffers -> the allocation whose storage they name
     #: (transform/buffer_views.py); a view's accesses go to its allocation's registers or slot
     views: dict = field(default_factory=dict)
@@ -79,6 +84,15 @@ class KernelState:
     def alloc(self, name: str, shape, dtype: str, scope: str):
         buffer = tirx.decl_buffer(shape, dtype, name=name, scope=scope)
         self.extra_allocs.append(buffer)
+        return buffer
+
+    def alloc_scratch(self, name: str, shape, dtype: str):
+        """A shared workspace the caller uses only as written, barrier, read, barrier. Used by the
+        whole block, it may share bytes with the other such workspaces (two reductions in a loop
+        take one); a thread group's may run beside another group's, so it keeps its own."""
+        buffer = self.alloc(name, shape, dtype, "shared.dyn")
+        if self.num_threads == self.block_threads:
+            self.scratch.add(buffer)
         return buffer
 
 

@@ -167,3 +167,25 @@ def test_part_of_a_wgmma_accumulator_to_shared(valid):
     out = torch.full((valid, 64), float("nan"), device="cuda", dtype=torch.float16)
     compiled(main)(a, b, out)
     torch.testing.assert_close(out.double(), (a.double() @ b.double())[:valid], rtol=1e-2, atol=5e-2)
+
+
+@pytest.mark.parametrize("dtypes", [("float16", "float32", "int32"), ("float32", "float16", "float16")])
+def test_successive_tiles_reuse_shared_bytes_across_dtypes(dtypes):
+    """The shared pool's reuse on sm_90a (tests/simt/test_shared_pool.py runs the same kernel on
+    the interpreters): three phases' tiles of different dtypes in the same bytes, with a barrier
+    where they change hands; the reductions' workspaces share bytes inside a loop."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "tests" / "simt"))
+    import test_shared_pool as pool
+
+    shapes = [(64, 128), (32, 128), (64, 32)]
+    torch_dtype = {"float16": torch.float16, "float32": torch.float32, "int32": torch.int32}
+    xs = [(torch.randn(*s, device="cuda") * 20).to(torch_dtype[d]) for s, d in zip(shapes, dtypes)]
+    out = torch.full((64, 128), float("nan"), device="cuda")
+    compiled(pool.phases(shapes, dtypes, 128))(*xs, out)
+    i = torch.arange(64, device="cuda")[:, None]
+    j = torch.arange(128, device="cuda")[None, :]
+    ref = xs[0].double() + 2 * xs[1].double()[i % 32, j] + 3 * xs[2].double()[i, j % 32]
+    torch.testing.assert_close(out.double(), ref, rtol=1e-5, atol=1e-4)

@@ -174,6 +174,11 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     after = [s for s in stmts[at + 1:] if not isinstance(s, (tirx.AllocBuffer, tirx.Bind))]
     n = loop.extent
     ring_bytes = shared_bytes(body, {buf: stages for buf in written}) + 8 * 2 * stages * len(written)
+    if shared_limit is not None and ring_bytes > shared_limit:
+        # every tile of a specialized kernel lives throughout it (producer and consumers run at
+        # once); the cp.async pipeline lets later tiles reuse dead ones' bytes (shared_pool.py)
+        raise NotSpecialized(f"its shared memory with the TMA ring ({ring_bytes} bytes) is more than "
+                             f"the {shared_limit} a block may have")
     if persistent not in PERSISTENT_MODES:
         raise ValueError(f"persistent={persistent!r} must be one of {PERSISTENT_MODES}")
     # "tile_operands" (the default): persistent only where the producer can take over a per-tile
