@@ -66,16 +66,6 @@ def test_copy_shape_mismatch():
     _raises(build, "T.copy(A[0:128, 0:64], S)", "T.copy shape mismatch", "[128, 64]", "[64, 64]")
 
 
-def test_copy_start_index_on_both_sides():
-    def build():
-        @T.prim_func
-        def k(A: T.Tensor((128, 64), T.float32), B: T.Tensor((128, 64), T.float32)):
-            with T.Kernel(1, threads=128):
-                T.copy(A[0, 0], B[0, 0])
-
-    _raises(build, "T.copy(A[0, 0], B[0, 0])", "both single elements")
-
-
 def test_gemm_shape_mismatch():
     def build():
         @T.prim_func

@@ -109,7 +109,7 @@ def test_legacy_replicated_reducer_gemv(path):
 
 
 def test_update_outside_parallel_is_refused():
-    with pytest.raises(FrontendError, match="must be inside a T.Parallel loop"):
+    with pytest.raises(FrontendError, match="outside any T.Parallel loop"):
         @T.prim_func
         def outside(A: T.Tensor((8,), "float32")):
             with T.Kernel(1, threads=32):
@@ -119,6 +119,78 @@ def test_update_outside_parallel_is_refused():
                 for i in T.serial(8):
                     T.reducer_update(acc[0], A[i])
                 T.finalize_reducer(acc, out)
+
+
+def protocol_kernel(case):
+    """A scalar sum reducer used against its protocol in one way (``case``); "ok" keeps it."""
+    @T.prim_func
+    def kernel(A: T.Tensor((8,), "float32"), B: T.Tensor((2,), "float32")):
+        with T.Kernel(1, threads=32):
+            src = T.alloc_fragment((8,), "float32")
+            T.copy(A, src)
+            acc = T.alloc_reducer((1,), "float32", op="sum")
+            out = T.alloc_fragment((1,), "float32")
+            if case == "init dtype":
+                T.reducer_init(acc, T.float16(1.0))
+            elif case == "clear":
+                T.clear(acc)
+            elif case not in ("update before init", "init per iteration"):
+                T.reducer_init(acc)
+            if case == "double init":
+                T.reducer_init(acc)
+            if case == "init per iteration":
+                for _ in T.serial(2):
+                    T.reducer_init(acc)
+                    for i in T.Parallel(8):
+                        T.reducer_update(acc[0], src[i])
+            else:
+                for i in T.Parallel(8):
+                    T.reducer_update(acc[0], src[i])
+            if case == "store":
+                acc[0] = 1.0
+            if case == "read before finalize":
+                B[1] = acc[0]
+            if case == "finalize per iteration":
+                for _ in T.serial(2):
+                    T.finalize_reducer(acc, out)
+            elif case == "finalize in a branch":
+                if A[0] > 0:
+                    T.finalize_reducer(acc, out)
+            elif case != "no finalize":
+                T.finalize_reducer(acc, out)
+            B[0] = out[0]
+            if case == "ok":
+                B[1] = acc[0]  # after the finalize the reducer holds the result
+
+    return kernel
+
+
+@pytest.mark.parametrize("case,message", [
+    ("init dtype", "dtype float16 does not match reducer acc's dtype float32"),
+    ("clear", "illegal store to reducer acc .T.clear"),
+    ("update before init", "T.reducer_update of reducer acc before T.reducer_init"),
+    ("double init", "double T.reducer_init of reducer acc"),
+    ("store", "illegal store to reducer acc"),
+    ("read before finalize", "illegal read of reducer acc before T.finalize_reducer"),
+    ("no finalize", "reducer acc is never finalized"),
+    ("init per iteration", "not in the scope of its T.reducer_init"),
+    ("finalize per iteration", "not in the scope of its T.reducer_init"),
+])
+def test_reducer_protocol_violations_are_refused(case, message):
+    with pytest.raises(FrontendError, match=message):
+        protocol_kernel(case)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("case", ["ok", "finalize in a branch"])
+def test_reducer_used_by_its_protocol(path, case):
+    a = RNG.standard_normal(8).astype(np.float32)
+    a[0] = abs(a[0])  # the branch is taken
+    b = np.zeros(2, np.float32)
+    run(path, protocol_kernel(case), A=a, B=b)
+    np.testing.assert_allclose(b[0], a.astype(np.float64).sum(), rtol=1e-5)
+    if case == "ok":
+        np.testing.assert_allclose(b[1], b[0])
 
 
 def test_index_that_is_not_a_loop_variable_is_refused():

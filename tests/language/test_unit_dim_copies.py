@@ -107,3 +107,27 @@ def test_last_column_of_a_batch(path):
     y = np.full((B, M), np.nan, np.float32)
     run(path, batch_column(B, M, N, 16), X=x, Y=y)
     np.testing.assert_array_equal(y, x[:, :, N - 1])
+
+
+def gather_elements(N, index_dtype):
+    """TileLang's ``T.copy(indices[pid], idx[0])``: two elements are one element each (was refused)."""
+    @T.prim_func
+    def gather(indices: T.Tensor((N,), index_dtype), X: T.Tensor((N,), "float32"),
+               out: T.Tensor((N,), "float32")):
+        with T.Kernel(N, threads=1) as pid:
+            idx = T.alloc_local([1], "int32")
+            T.copy(indices[pid], idx[0])
+            T.copy(X[idx[0]], out[pid])
+
+    return gather
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+def test_copy_between_two_elements_moves_one_element(path, index_dtype):
+    N = 13
+    perm = RNG.permutation(N).astype(index_dtype)
+    x = RNG.standard_normal(N).astype(np.float32)
+    out = np.full(N, np.nan, np.float32)
+    run(path, gather_elements(N, index_dtype), indices=perm, X=x, out=out)
+    np.testing.assert_array_equal(out, x[perm])

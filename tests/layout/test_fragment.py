@@ -130,3 +130,15 @@ def test_canonical_merges_digits_that_continue_each_other():
     split = Fragment((8,), ((Digit(2, THREAD, 4), Digit(4, THREAD, 1)),))
     assert split != Fragment.spread((8,), 8)
     assert split.canonical() == Fragment.spread((8,), 8).canonical()
+
+
+def test_gemm_fragment_8x8_places_pairs_of_a_row_in_one_lane():
+    from tilelang_core.layout import make_gemm_fragment_8x8, make_gemm_fragment_8x8_transposed
+
+    f, t = make_gemm_fragment_8x8(), make_gemm_fragment_8x8_transposed()
+    assert (f.num_threads, f.local_size, t.num_threads, t.local_size) == (32, 2, 32, 2)
+    for i in range(8):
+        for j in range(8):
+            assert (f.thread_of(i, j), f.local_of(i, j)) == (4 * i + j // 2, j % 2)
+            assert (t.thread_of(i, j), t.local_of(i, j)) == (4 * j + i // 2, i % 2)
+            assert f.index_of(4 * i + j // 2, j % 2) == [i, j]

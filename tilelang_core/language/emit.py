@@ -60,10 +60,11 @@ def region_from_start(start, other, what: str):
 
 
 def pair_regions(a, b, what_a: str, what_b: str):
-    """Regions for two operands where either may be a start element (``A[i, j]``)."""
-    if is_element(a) and is_element(b):
-        raise FrontendError(f"{what_a} and {what_b} are both single elements; give at least one "
-                            f"as a buffer or a slice such as A[0:64, :] so the extent is known")
+    """Regions for two operands where either may be a start element (``A[i, j]``); two elements
+    are one element each (``T.copy(indices[pid], idx[0])``)."""
+    if is_element(a) and is_element(b):  # TileLang's rule: one element each
+        return tuple(R.make_region(x.source, list(x.indices), [1] * len(x.indices))
+                     for x in (_unwrap(a), _unwrap(b)))
     if is_element(a):
         return region_from_start(a, b, what_a), R.to_region(b, what_b)
     if is_element(b):

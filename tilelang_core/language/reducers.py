@@ -41,6 +41,7 @@ from ..ir import region as R
 from .allocate import alloc_fragment
 from .dtypes import canonical_dtype
 from .kernel import current_kernel
+from .reducer_checks import check_reducer_protocol
 
 _OPS = {"sum": "sum", "max": "max", "min": "min"}
 _MARKERS = ("tl.reducer_init", "tl.reducer_update", "tl.finalize_reducer")
@@ -106,6 +107,11 @@ def reducer_init(reducer, init=None):
         raise FrontendError("T.reducer_init is for reducers without replication=; a legacy "
                             "replication= reducer starts from T.clear/T.fill")
     dtype = str(reducer.ty.dtype)
+    given = init.scalar if hasattr(init, "scalar") else init
+    if isinstance(given, tvm.ir.Expr) and tvm.ir.is_prim_expr(given) and str(given.ty) != dtype:
+        # TileLang's rule: a Python number converts, an expression must already have the dtype
+        raise FrontendError(f"T.reducer_init: the starting value's dtype {given.ty} does not match reducer "
+                            f"{reducer.name}'s dtype {dtype}; write T.cast(value, {dtype!r})")
     value = _identity(red.op, dtype) if init is None else _as_value(init, dtype)
     B.evaluate(tirx.call_intrin("handle", "tl.reducer_init", _handle(reducer), value))
 
@@ -188,6 +194,7 @@ def lower_reducers(func, reducers: dict, source_error):
     the FrontendError for a refusal."""
     if not reducers:
         return func
+    check_reducer_protocol(func.body, reducers, source_error)
     plan = _Plan(reducers)
     body = _rewrite_updates(func.body, plan, source_error, [])
     body = _rewrite_epochs(body, plan, source_error)
@@ -265,7 +272,8 @@ def _legacy_contribution(store, red, error):
 
 def _accumulate(red, indices, value, plan, error, nest):
     if not nest:
-        raise error(f"T.reducer_update of {red.buffer.name} must be inside a T.Parallel loop")
+        raise error(f"T.reducer_update of {red.buffer.name} is outside any T.Parallel loop: a thread-uniform "
+                    "update would count once per thread; put it inside T.Parallel")
     loop_vars = [loop.loop_var for loop in nest]
     extents = [R.as_int(loop.extent) for loop in nest]
     if any(e is None for e in extents):

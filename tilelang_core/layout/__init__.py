@@ -10,5 +10,7 @@ Example::
 
 from .fragment import LOCAL, THREAD, Digit, Fragment
 from .layout import Layout, make_swizzled_layout, swizzle_period
+from .mma_fragments import make_gemm_fragment_8x8, make_gemm_fragment_8x8_transposed
 
-__all__ = ["LOCAL", "THREAD", "Digit", "Fragment", "Layout", "make_swizzled_layout", "swizzle_period"]
+__all__ = ["LOCAL", "THREAD", "Digit", "Fragment", "Layout", "make_gemm_fragment_8x8",
+           "make_gemm_fragment_8x8_transposed", "make_swizzled_layout", "swizzle_period"]
