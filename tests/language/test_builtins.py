@@ -53,14 +53,6 @@ def test_reinterpret_takes_either_argument_order():
     assert str(T.reinterpret(T.uint32, x).ty) == "uint32"
 
 
-def test_named_barrier_is_refused():
-    with pytest.raises(FrontendError, match="named barrier"):
-        @T.prim_func
-        def named(A: T.Tensor((128,), "float32")):
-            with T.Kernel(1, threads=128):
-                T.sync_threads(3, 64)
-
-
 def test_serial_is_tilelangs_spelling_of_serial():
     @T.prim_func
     def prefix(A: T.Tensor((16,), "float32")):

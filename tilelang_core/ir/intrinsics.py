@@ -8,7 +8,8 @@ arithmetic or a refusal. What a backend must know about each is declared here on
 
 * ``scope``: who executes the op together. ``"warp"``: every lane of the warp named by the
   op's lane mask (a vote, a shuffle); ``"block"``: every thread of the block (a barrier that
-  votes); ``"thread"``: nobody, the op is a function of its operands (lane index, bit scans).
+  votes), or for ``named_barrier`` the threads it counts; ``"thread"``: nobody, the op is a
+  function of its operands (lane index, bit scans).
 * ``pure``: the value depends on the operands alone (``TCallEffectKind`` says so to TVM's
   passes, which may then simplify or merge calls); collective ops are opaque, so no pass moves,
   merges or drops them.
@@ -75,6 +76,8 @@ _ALL = [
     # block barriers that vote: (pred bool)
     _define("syncthreads_count", "block"), _define("syncthreads_and", "block"),
     _define("syncthreads_or", "block"),
+    # a barrier over part of the block: (barrier id int32 constant, thread count int32 constant)
+    _define("named_barrier", "block", spelling="sync_threads"),
     # thread-index queries: (linear thread index, warp size or -1 for the target's[, warps per group])
     _define("get_lane_idx", "thread", True), _define("get_warp_idx", "thread", True),
     _define("get_warp_idx_sync", "thread", True), _define("get_warp_group_idx", "thread", True),

@@ -19,7 +19,10 @@ reach, with a warning that names it: the same values, and no out-of-bounds acces
 from __future__ import annotations
 
 import contextlib
+import math
 import warnings
+
+import numpy as np
 
 import tvm
 import tvm_ffi
@@ -44,6 +47,8 @@ def check_on_chip_bounds(func, error, warn=None):
     warn = warn or warnings.warn
     analyzer = tvm.sym.Analyzer()
     ranged: set[int] = set()
+    conditions: list = []  # the enclosing if conditions (else branches: negated)
+    ranges: dict[int, tuple] = {}  # variable handle -> (var, min, extent) of the ranged ones
     grow: dict[int, tuple] = {}  # fragment handle -> (buffer, needed extent per dimension)
 
     def check(buffer, indices, what):
@@ -52,6 +57,17 @@ def check_on_chip_bounds(func, error, warn=None):
         for dim, (index, extent) in enumerate(zip(indices, buffer.ty.shape)):
             extent = R.as_int(extent)
             if extent is None or not _only_ranged_vars(index, ranged):
+                continue
+            if _vars_of(index) & {v for c in conditions for v in _vars_of(c)}:
+                # under a condition on the index's variables the bound below need not be attained
+                # (``if tx < 256 - (1 << i): s[tx + (1 << i)]`` stays below 256): look for a point
+                # of the loop ranges where the conditions hold and the index leaves the buffer
+                bad = _witness(index, extent, conditions, ranges)
+                if bad is not None:
+                    raise error(f"{what} {buffer.name}[{', '.join(str(i) for i in indices)}]: index {index} of "
+                                f"dimension {dim} reaches {bad} where the enclosing conditions hold, but "
+                                f"{buffer.name} has {extent} elements there; an on-chip buffer has no safe "
+                                "out-of-bounds access: size it to the loop, or bound the index")
                 continue
             bound = analyzer.const_int_bound(analyzer.simplify(index))
             if (str(buffer.ty.storage_scope) == "local.fragment" and bound.min_value >= 0
@@ -83,19 +99,25 @@ def check_on_chip_bounds(func, error, warn=None):
             if R.as_int(node.min) is not None and R.as_int(node.extent) is not None and node.step is None:
                 analyzer.bind(node.loop_var, tvm.ir.Range.from_min_extent(node.min, node.extent))
                 ranged.add(node.loop_var.__chandle__())
+                ranges[node.loop_var.__chandle__()] = (node.loop_var, R.as_int(node.min), R.as_int(node.extent))
             visit(node.body)
         elif isinstance(node, tirx.AttrStmt):
             if node.attr_key == "thread_extent" and R.as_int(node.value) is not None:
                 with contextlib.suppress(Exception):
                     analyzer.bind(node.node.var, tvm.ir.Range.from_min_extent(0, node.value))
                     ranged.add(node.node.var.__chandle__())
+                    ranges[node.node.var.__chandle__()] = (node.node.var, 0, R.as_int(node.value))
             visit(node.body)
         elif isinstance(node, tirx.IfThenElse):
             exprs(node.condition)
+            conditions.append(node.condition)
             with analyzer.constraint_scope(node.condition):
                 visit(node.then_case)
+            cond = node.condition
+            conditions[-1] = tirx.Not(cond) if str(cond.ty) == "bool" else cond == tirx.const(0, str(cond.ty))
             if node.else_case is not None:
                 visit(node.else_case)
+            conditions.pop()
         elif isinstance(node, tirx.While):
             visit(node.body)
         elif isinstance(node, tirx.BufferStore):
@@ -129,6 +151,71 @@ def check_on_chip_bounds(func, error, warn=None):
                                             scope="local.fragment")
     body = tvm_ffi.structural_map(func.body, [(tirx.Var, lambda v: replaced.get(v.__chandle__(), v))])
     return func.with_body(body)
+
+
+#: at most this many points of the loop ranges are tried by _witness
+_WITNESS_POINTS = 1 << 16
+_NUMPY_OPS = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "FloorDiv": np.floor_divide,
+              "FloorMod": np.mod, "Min": np.minimum, "Max": np.maximum, "LT": np.less, "LE": np.less_equal,
+              "GT": np.greater, "GE": np.greater_equal, "EQ": np.equal, "NE": np.not_equal,
+              "And": np.logical_and, "Or": np.logical_or, "LShift": np.left_shift, "RShift": np.right_shift,
+              "BitwiseAnd": np.bitwise_and, "BitwiseOr": np.bitwise_or, "BitwiseXor": np.bitwise_xor}
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def _evaluate(expr, env: dict):
+    """``expr`` over numpy arrays of the variables in ``env`` (integer arithmetic only)."""
+    kind = type(expr).__name__
+    if isinstance(expr, tirx.IntImm):
+        return np.int64(expr.value)
+    if isinstance(expr, tirx.Var):
+        if expr.__chandle__() not in env:
+            raise _Unsupported
+        return env[expr.__chandle__()]
+    if isinstance(expr, tirx.Cast) and str(expr.dtype).startswith(("int", "uint", "bool")):
+        return _evaluate(expr.value, env)
+    if kind == "Not":
+        return np.logical_not(_evaluate(expr.a, env))
+    if kind in _NUMPY_OPS:
+        a, b = _evaluate(expr.a, env), _evaluate(expr.b, env)
+        if kind in ("FloorDiv", "FloorMod") and np.any(b == 0):
+            raise _Unsupported
+        return _NUMPY_OPS[kind](a, b)
+    raise _Unsupported
+
+
+def _witness(index, extent: int, conditions: list, ranges: dict):
+    """The farthest value of ``index`` outside [0, extent) at a point of the loop ranges where every one of
+    ``conditions`` holds, else None (also when the points are too many or an expression is not
+    plain integer arithmetic: nothing is proven then)."""
+    names = _vars_of(index)
+    for cond in conditions:
+        names |= _vars_of(cond)
+    if not names <= set(ranges) or math.prod(ranges[n][2] for n in names) > _WITNESS_POINTS:
+        return None
+    order = sorted(names)
+    grids = np.meshgrid(*[np.arange(ranges[n][1], ranges[n][1] + ranges[n][2], dtype=np.int64) for n in order],
+                        indexing="ij")
+    env = {n: g.reshape(-1) for n, g in zip(order, grids)}
+    try:
+        holds = np.ones(env[order[0]].shape, dtype=bool)
+        for cond in conditions:
+            holds &= np.broadcast_to(_evaluate(cond, env), holds.shape).astype(bool)
+        values = np.broadcast_to(_evaluate(index, env), holds.shape)[holds]
+    except _Unsupported:
+        return None
+    if values.size and values.max() >= extent:
+        return int(values.max())
+    return int(values.min()) if values.size and values.min() < 0 else None
+
+
+def _vars_of(expr) -> set[int]:
+    found: set[int] = set()
+    tvm_ffi.structural_walk(expr, [(tirx.Var, lambda v: found.add(v.__chandle__()))])
+    return found
 
 
 def _only_ranged_vars(expr, ranged: set[int]) -> bool:

@@ -19,6 +19,7 @@ from tvm import tirx
 from tvm.script.ir_builder import tirx as B
 
 from ..errors import FrontendError
+from ..ir import intrinsics as I
 from .dtypes import canonical_dtype
 from .expr import _expr, _unary
 from .kernel import current_kernel
@@ -122,14 +123,31 @@ def attr(node, attr_key: str, value):
 def sync_threads(barrier_id=None, arrive_count=None):
     """A barrier for every thread of the block (``__syncthreads()`` on CUDA).
 
-    TileLang's named form ``T.sync_threads(id, count)`` (a subset of the threads) is refused:
-    an ordinary barrier would wait for threads that never arrive.
+    ``T.sync_threads(barrier_id, arrive_count)`` is TileLang's named barrier: a barrier among the
+    ``arrive_count`` threads that reach barrier ``barrier_id`` (``bar.sync id, count``), used inside
+    a branch that selects those threads (``if tx < 256: ... T.sync_threads(3, 256)``). The count
+    must be the number of threads the enclosing ``if`` conditions select (the whole block outside
+    any), in whole warps; anything else would hang and is refused at the line.
     """
     current_kernel("T.sync_threads")
-    if barrier_id is not None or arrive_count is not None:
-        raise FrontendError("T.sync_threads(barrier_id, arrive_count) (a named barrier over part of "
-                            "the block) is not supported; use T.sync_threads() for the whole block")
-    B.evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+    if barrier_id is None and arrive_count is None:
+        B.evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+        return
+    if barrier_id is None or arrive_count is None:
+        raise FrontendError("T.sync_threads takes both barrier_id and arrive_count (a named barrier over "
+                            "arrive_count threads), or neither (the whole block)")
+    values = []
+    for what, value in (("barrier_id", barrier_id), ("arrive_count", arrive_count)):
+        value = value.value if isinstance(value, tirx.IntImm) else value
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise FrontendError(f"T.sync_threads: {what} must be a compile-time integer, got {value!r}")
+        values.append(value)
+    if not 1 <= values[0] <= 15:
+        raise FrontendError(f"T.sync_threads: barrier_id must be 1 to 15 (barrier 0 is the block's "
+                            f"T.sync_threads()), got {values[0]}")
+    if values[1] < 1:
+        raise FrontendError(f"T.sync_threads: arrive_count must be positive, got {values[1]}")
+    B.evaluate(I.call("named_barrier", "void", tirx.const(values[0], "int32"), tirx.const(values[1], "int32")))
 
 
 def let(var, value, body=None):

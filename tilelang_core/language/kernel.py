@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import math
 
 import tvm
 from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as B
 
-from ..errors import FrontendError
+from ..errors import FrontendError, FrontendValueError
 
 _BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
@@ -33,6 +34,17 @@ def _extent(value, what: str, must_be_const: bool):
                                 f"{value}")
         return value
     raise FrontendError(f"{what} must be an integer, got {value!r}")
+
+
+def _normalize_threads(threads) -> list[int]:
+    """TileLang's helper: ``threads`` as a 3-D block ``[x, y, z]`` (None is 128 threads)."""
+    extents = [128] if threads is None else list(threads) if isinstance(threads, (list, tuple)) else [threads]
+    if not 1 <= len(extents) <= 3:
+        raise FrontendValueError(f"T.Kernel threads takes 1 to 3 extents, got {len(extents)}")
+    for t in extents:
+        if isinstance(t, bool) or not isinstance(t, int) or t <= 0:
+            raise FrontendValueError(f"T.Kernel threads must be positive integers, got {threads!r}")
+    return extents + [1] * (3 - len(extents))
 
 
 class Kernel:
@@ -67,6 +79,7 @@ class Kernel:
         self.threads = [_extent(t, "T.Kernel threads", True) for t in thread_list]
         self.block_vars: list = []
         self.thread_vars: list = []
+        self.thread_id = None  # the linear thread index (the one threadIdx.x launch)
         self._stack: contextlib.ExitStack | None = None
 
     def __enter__(self):
@@ -78,10 +91,21 @@ class Kernel:
         stack.__enter__()
         for tag, extent in zip(_BLOCK_TAGS, self.blocks, strict=False):
             self.block_vars.append(stack.enter_context(B.launch_thread(tag, extent)))
-        for tag, extent, name in zip(_THREAD_TAGS, self.threads, _THREAD_NAMES, strict=False):
-            var = stack.enter_context(B.launch_thread(tag, extent))
-            IRBuilder.name(name, var)
-            self.thread_vars.append(var)
+        # A 2-D/3-D block is one threadIdx.x of x * y * z threads, ty = tid // x and so on: CUDA's
+        # linear thread id, so warps hold the same threads; every tile op and backend sees one
+        # thread dimension.
+        flat = stack.enter_context(B.launch_thread(_THREAD_TAGS[0], math.prod(self.threads)))
+        IRBuilder.name(_THREAD_NAMES[0], flat)
+        self.thread_id = flat
+        total, inner = math.prod(self.threads), 1
+        for extent in self.threads:
+            index = flat if inner == 1 else tvm.tirx.floordiv(flat, inner)
+            if extent == 1:
+                index = tvm.tirx.const(0, "int32")
+            elif inner * extent < total:
+                index = tvm.tirx.floormod(index, extent)
+            self.thread_vars.append(index)
+            inner *= extent
         self._stack = stack
         _ACTIVE.append(self)
         return self.block_vars[0] if len(self.block_vars) == 1 else tuple(self.block_vars)

@@ -95,14 +95,9 @@ def _scalar(value, name: str):
 
 
 def _linear_thread_index(name: str):
-    """``tx + ty * X + tz * X * Y`` of the enclosing kernel: warps are cut from it."""
-    kernel = current_kernel(f"T.{name}")
-    tid, stride = None, 1
-    for var, extent in zip(kernel.thread_vars, kernel.threads):
-        term = var if stride == 1 else var * stride
-        tid = term if tid is None else tid + term
-        stride = stride * extent
-    return tid
+    """``tx + ty * X + tz * X * Y`` of the enclosing kernel (its one thread launch, kernel.py):
+    warps are cut from it."""
+    return current_kernel(f"T.{name}").thread_id
 
 
 # -- votes and ballots --------------------------------------------------------------------------

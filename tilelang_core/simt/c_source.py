@@ -61,12 +61,13 @@ def _tir_pipeline():
     from tvm.tirx import compilation_pipeline as cp
 
     from ..transform.positive_floor_dividends import PositiveFloorDividends
+    from .transform.printable import Printable
 
     @tvm.transform.module_pass(opt_level=0, name="tilelang_simt_c.TIRPipeline")
     def _pipeline(mod, _ctx):
         passes = [  # PositiveFloorDividends: TVM's FlattenBuffer miscompiles (c - x) % m otherwise
             PositiveFloorDividends(), tirx.transform.FlattenBuffer(), tirx.transform.BF16ComputeLegalize(),
-            tirx.transform.NarrowDataType(32), tirx.transform.VectorizeLoop(True),
+            tirx.transform.NarrowDataType(32), Printable(), tirx.transform.VectorizeLoop(True),
             tirx.transform.UnrollLoop(), tirx.transform.StmtSimplify(), tirx.transform.RemoveNoOp(),
             tirx.transform.CommonSubexprElim(), tirx.transform.FP8ComputeLegalize(),
             tirx.transform.VerifyMemory(), tirx.transform.AnnotateEntryFunc(),

@@ -57,6 +57,8 @@ class SimtDialect:
         asking for another one is refused by name, never run relaxed.
     block_votes: the backend defines ``tl_syncthreads_count/and/or`` (T.syncthreads_*: a barrier
         that counts a predicate over the block); False: those are refused at the user's line.
+    named_barriers: the backend defines ``tl_named_barrier(id, count)``, a barrier among ``count``
+        threads (``bar.sync``; T.sync_threads(id, count) over part of the block); False: refused.
     vector_bytes: the widest vector load/store the codegen prints (T.ldg256 moves 32 bytes; MSL
         vectors hold 16); wider explicit accesses are refused at the user's line.
     """
@@ -70,6 +72,7 @@ class SimtDialect:
     atomic_orders: tuple = ALL_MEMORY_ORDERS
     block_votes: bool = True
     vector_bytes: int = 32
+    named_barriers: bool = False
 
     def __post_init__(self):
         if not self.kind:
@@ -88,4 +91,4 @@ class SimtDialect:
     def __hash__(self):
         return hash((self.kind, self.warp_size, self.async_copy, self.shuffle_xor,
                      tuple(sorted(self.atomic_dtypes.items())), tuple(sorted(self.warp_reduce.items())),
-                     self.atomic_orders, self.block_votes, self.vector_bytes))
+                     self.atomic_orders, self.block_votes, self.vector_bytes, self.named_barriers))

@@ -486,7 +486,7 @@ _BINARY = {
     "Min": np.minimum, "Max": np.maximum, "EQ": np.equal, "NE": np.not_equal, "LT": np.less,
     "LE": np.less_equal, "GT": np.greater, "GE": np.greater_equal, "And": np.logical_and,
     "Or": np.logical_or, "BitwiseXor": np.bitwise_xor, "BitwiseAnd": np.bitwise_and,
-    "BitwiseOr": np.bitwise_or,
+    "BitwiseOr": np.bitwise_or, "LShift": np.left_shift, "RShift": np.right_shift,
 }
 
 

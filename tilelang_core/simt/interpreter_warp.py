@@ -122,6 +122,12 @@ def warp_helper(interp, name: str, args, mask):
                 offset //= 2
             value[lanes] = v
         return value
+    if name == "tl_named_barrier":
+        # lockstep: nothing to wait for; check that the count is the threads that arrive
+        count = int(np.asarray(interp.expr(args[1])).reshape(-1)[0])
+        if int(active.sum()) != count:
+            raise RuntimeError(f"tl_named_barrier(count={count}) reached by {int(active.sum())} threads")
+        return None
     if name == "tl_sync_warp":
         lanes_arg = _per_lane(interp, args[0])
         for start, lanes in _warps(interp):

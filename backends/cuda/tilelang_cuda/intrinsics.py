@@ -122,6 +122,22 @@ __device__ __forceinline__ double tl_shfl_xor(double v, int lane_mask) {
 __device__ __forceinline__ int tl_shfl_xor(int v, int lane_mask) {
   return __shfl_xor_sync(0xffffffffu, v, lane_mask);
 }
+// every integer type CUDA shuffles, so an int64_t (long) or uint32 value matches one exactly
+__device__ __forceinline__ unsigned tl_shfl_xor(unsigned v, int lane_mask) {
+  return __shfl_xor_sync(0xffffffffu, v, lane_mask);
+}
+__device__ __forceinline__ long tl_shfl_xor(long v, int lane_mask) {
+  return __shfl_xor_sync(0xffffffffu, v, lane_mask);
+}
+__device__ __forceinline__ unsigned long tl_shfl_xor(unsigned long v, int lane_mask) {
+  return __shfl_xor_sync(0xffffffffu, v, lane_mask);
+}
+__device__ __forceinline__ long long tl_shfl_xor(long long v, int lane_mask) {
+  return __shfl_xor_sync(0xffffffffu, v, lane_mask);
+}
+__device__ __forceinline__ unsigned long long tl_shfl_xor(unsigned long long v, int lane_mask) {
+  return __shfl_xor_sync(0xffffffffu, v, lane_mask);
+}
 __device__ __forceinline__ half tl_shfl_xor(half v, int lane_mask) {
   return __shfl_xor_sync(0xffffffffu, v, lane_mask);
 }

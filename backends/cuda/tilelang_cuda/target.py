@@ -16,8 +16,8 @@ _COMMON = {
     "warp_size": 32,
     "max_threads_per_block": 1024,
     "registers_per_thread": 255,
-    "dtypes": ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32",
-               "int64", "uint32", "bool"),
+    "dtypes": ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32",
+               "int64", "uint32", "uint64", "bool"),
     # operand types mma.sync takes (float32 operands run as tensorfloat32); lower_gemm/mma.py
     # picks the instruction through this entry, so an arch without a type gets the FMA path
     "mma": ("float16", "bfloat16", "tensorfloat32", "int8", "uint8"),
@@ -26,7 +26,7 @@ _COMMON = {
 }
 
 #: fp8 element types (TVM spells e4m3 "float8_e4m3fn"), from Ada on
-_FP8 = ("float8_e4m3", "float8_e4m3fn", "float8_e5m2")
+_FP8 = ("float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu")
 
 #: per-arch facts; shared memory is the opt-in maximum per block in bytes
 CAPABILITIES = {

@@ -54,6 +54,9 @@ WARP_HELPERS = {
     "tl_warp_reduce_bitand": _reduce("bitand", "v & other"),
     "tl_warp_reduce_bitor": _reduce("bitor", "v | other"),
     "tl_sync_warp": f"{_D} void tl_sync_warp(unsigned long long lanes) {{ __syncwarp((unsigned)lanes); }}\n",
+    # T.sync_threads(id, count): a barrier among the count threads (whole warps) that reach it
+    "tl_named_barrier": (f"{_D} void tl_named_barrier(int id, int count) {{\n"
+                         f"  asm volatile(\"bar.sync %0, %1;\" :: \"r\"(id), \"r\"(count) : \"memory\");\n}}\n"),
     # true on the lowest lane of the warp that executes it (T.shuffle_elect's elect_one_sync)
     "tl_elect_one_sync": (f"{_D} bool tl_elect_one_sync() {{\n"
                           f"  unsigned lane;\n  asm volatile(\"mov.u32 %0, %%laneid;\" : \"=r\"(lane));\n"

@@ -9,6 +9,8 @@ executes an op are still visible. It refuses, naming the op and the line:
 * a block vote (``T.syncthreads_*``) inside ``T.Pipelined`` (warp specialization may run the body
   on part of the block), under an ``if`` that depends on the thread index (a barrier that part
   of the block never reaches), or on a backend without them (``SimtDialect.block_votes``);
+* a named barrier ``T.sync_threads(id, count)`` whose count is not the threads that reach it
+  (named_barriers.py);
 * an explicit vector access (T.ldg128 and kin) whose start is not provably aligned, or wider
   than ``SimtDialect.vector_bytes``;
 and turns ``T.__ldg`` of a buffer the kernel writes into a plain load (the read-only cache is
@@ -38,6 +40,7 @@ from tilelang_core.lowering import source_location
 from tilelang_core.transform.bindings import written_buffers
 from tilelang_core.transform.lower_tile_ops import bind_loop_ranges
 
+from .named_barriers import check_named_barriers, lower_named_barrier
 from .state import KernelState, uses_var
 
 #: PrimFunc attribute: the warp size the kernel's helpers assume
@@ -57,12 +60,13 @@ def check_intrinsics(body, st: KernelState):
     _check_vector_alignment(body, st)
     if not I.calls_in(body):
         return body
+    check_named_barriers(body, st, lambda intrinsic, stmt, message: _error(st, intrinsic, stmt, message))
     written = written_buffers(body)
 
     def check(node, where, parallel: bool, pipelined: bool, divergent: bool):
         for call in I.calls_in(node):
             intrinsic = I.intrinsic_of(call)
-            if not intrinsic.collective:
+            if not intrinsic.collective or intrinsic.name == "named_barrier":  # (named_barriers.py)
                 continue
             if parallel:
                 raise _error(st, intrinsic, where, "it is collective (the lanes execute it together) and is "
@@ -259,6 +263,8 @@ class _Lowering:
             return tirx.call_extern(dtype, f"tl_{name}", args[0])
         if name == "sync_warp":
             return tirx.call_extern("void", "tl_sync_warp", self.lanes(intrinsic, args[0]))
+        if name == "named_barrier":
+            return lower_named_barrier(self.st, args)
         if name == "shuffle_elect":
             extent = int(args[1].value)
             if extent % self.ws:

@@ -224,14 +224,19 @@ def _register_run(anchor) -> int:
 
 def _printable(run: int, body) -> int:
     """The widest vector of at most 16 bytes per value that splits ``run`` evenly: a fragment held
-    whole has a run of all its registers (128 floats), which no C type spells."""
+    whole has a run of all its registers (128 floats), which no C type spells. Values computed
+    wider than they are stored count too: half values scaled by a float literal become a float32
+    vector, and TVM prints a 32-byte float vector as ``ulonglong4`` (uncompilable)."""
     widest = [1]
 
-    def on_access(node):
-        buffer = node.buffer if isinstance(node, tirx.BufferStore) else node.source
-        widest[0] = max(widest[0], tvm.runtime.DataType(str(buffer.ty.dtype)).bits // 8)
+    def widen(dtype):
+        widest[0] = max(widest[0], tvm.runtime.DataType(str(dtype)).bits // 8)
 
-    tvm_ffi.structural_walk(body, [(tvm.ir.TensorLoad, on_access), (tirx.BufferStore, on_access)])
+    def on_access(node):
+        widen((node.buffer if isinstance(node, tirx.BufferStore) else node.source).ty.dtype)
+
+    tvm_ffi.structural_walk(body, [(tvm.ir.TensorLoad, on_access), (tirx.BufferStore, on_access),
+                                   (tirx.Cast, lambda c: widen(c.dtype))])
     vec = run
     while vec > 1 and (vec * widest[0] > 16 or run % vec):
         vec //= 2

@@ -77,7 +77,9 @@ class _Emulation:
             f"without one)" + (f"\n  --> {where}" if where else ""))
 
     def collectives(self, node):
-        return [c for c in I.calls_in(node) if I.intrinsic_of(c).collective]
+        # (a named barrier is a barrier: threads_to_loops.py splits the thread loops there)
+        return [c for c in I.calls_in(node) if I.intrinsic_of(c).collective
+                and I.intrinsic_of(c).name != "named_barrier"]
 
     def depends_on_thread(self, expr) -> bool:
         found = []

@@ -29,6 +29,7 @@ import tvm_ffi
 from tvm import tirx
 
 from tilelang_core.errors import LoweringError
+from tilelang_core.ir import intrinsics as I
 from tilelang_core.ir.atomic_calls import RMW_OP, atomic_calls, has_thread_atomics, is_parallel_loop
 from tilelang_core.lowering import source_location
 from tilelang_core.transform.bindings import is_pure
@@ -57,6 +58,34 @@ def is_sync(stmt) -> bool:
     op = stmt.value.op
     name = str(op.name) if isinstance(op, tvm.ir.Op) else ""
     return name in SYNC_OPS or "sync_threads" in name or name.endswith("barrier")
+
+
+def named_barrier_count(stmt) -> int | None:
+    """``count`` of a ``T.sync_threads(id, count)`` statement, else None."""
+    if isinstance(stmt, tirx.Evaluate) and I.intrinsic_of(stmt.value) is not None \
+            and I.intrinsic_of(stmt.value).name == "named_barrier":
+        return int(stmt.value.args[1].value)
+    return None
+
+
+def _block_sync():
+    return tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+
+
+def _whole_block_named_barriers(body, threads: _Threads, extent):
+    """Named barriers outside any branch on the thread: the block's barrier when they count the
+    whole block, else refused (they would count threads that never arrive)."""
+    def on_eval(stmt):
+        count = named_barrier_count(stmt)
+        if count is None:
+            return stmt
+        if not isinstance(extent, tirx.IntImm) or count != int(extent.value):
+            raise LoweringError(f"kernel '{threads.kernel}': T.sync_threads(id, {count}) is outside any branch "
+                                f"on the thread index, so the whole block ({extent} threads) reaches it; the "
+                                "count must be the threads that reach it")
+        return _block_sync()
+
+    return raising_structural_map(body, [(tirx.Evaluate, on_eval)])
 
 
 def uses_vars(node, keys: set[int]) -> bool:
@@ -255,20 +284,20 @@ class _Threads:
         uniform_cond = None
         for term in uniform:
             uniform_cond = term if uniform_cond is None else tirx.And(uniform_cond, term)
-        then_case = self._spread(branch.then_case, branch.condition, hi > lo, uniform_cond, branch)
+        then_case = self._spread(branch.then_case, branch.condition, hi > lo, uniform_cond, branch, hi - lo)
         if branch.else_case is None:
             return then_case
         if uniform and is_block_wide(branch.else_case):
             raise refuse()
         runs = not (lo <= 0 and hi >= extent)  # the complement of the range is not empty
-        else_case = self._spread(branch.else_case, tirx.Not(branch.condition), runs, None, branch)
+        else_case = self._spread(branch.else_case, tirx.Not(branch.condition), runs, None, branch, None)
         return tirx.SeqStmt([then_case, else_case])
 
-    def _spread(self, stmt, cond, runs: bool, uniform_cond, branch):
+    def _spread(self, stmt, cond, runs: bool, uniform_cond, branch, size):
         if not is_block_wide(stmt):
             return tirx.IfThenElse(cond, stmt, None)
         if isinstance(stmt, tirx.SeqStmt):
-            return tirx.SeqStmt([self._spread(s, cond, runs, uniform_cond, branch) for s in stmt.seq])
+            return tirx.SeqStmt([self._spread(s, cond, runs, uniform_cond, branch, size) for s in stmt.seq])
         if isinstance(stmt, tirx.Bind) and uses_vars(stmt.value, self.keys) and not is_pure(stmt.value):
             # it would run for every thread: a read past the range's data
             raise self.error(f"in the value of '{stmt.var}', which reads memory in a branch on the "
@@ -278,7 +307,7 @@ class _Threads:
             return stmt
         if isinstance(stmt, tirx.For) and not is_parallel_loop(stmt):
             return tirx.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind,
-                            self._spread(stmt.body, cond, runs, uniform_cond, branch),
+                            self._spread(stmt.body, cond, runs, uniform_cond, branch, size),
                             stmt.thread_binding, stmt.annotations, stmt.step)
         if isinstance(stmt, tirx.IfThenElse) and uses_vars(stmt.condition, self.keys):
             # a range inside a range: each branch with both conditions
@@ -288,10 +317,19 @@ class _Threads:
                                                              stmt.else_case, None)))
             return parts[0] if len(parts) == 1 else tirx.SeqStmt(parts)
         if isinstance(stmt, tirx.IfThenElse):
-            else_case = (self._spread(stmt.else_case, cond, runs, uniform_cond, branch)
+            else_case = (self._spread(stmt.else_case, cond, runs, uniform_cond, branch, size)
                          if stmt.else_case is not None else None)
-            return tirx.IfThenElse(stmt.condition, self._spread(stmt.then_case, cond, runs, uniform_cond, branch),
+            return tirx.IfThenElse(stmt.condition, self._spread(stmt.then_case, cond, runs, uniform_cond, branch, size),
                                    else_case)
+        count = named_barrier_count(stmt)
+        if count is not None:
+            # TileLang's T.sync_threads(id, count) over the threads of this branch: a split point
+            # between the branch's thread loops, like the block's barrier
+            if count != size:
+                raise self.error(f"in a condition around T.sync_threads(id, {count}) that selects "
+                                 f"{'no single range of' if size is None else size} threads (the count must "
+                                 "be the threads of the branch)", branch)
+            return _block_sync()
         if is_sync(stmt) or not tile_level(stmt):
             raise self.error("in a condition that encloses a barrier", branch)
         if not runs:
@@ -340,10 +378,11 @@ def threads_to_loops(func: tirx.PrimFunc) -> tirx.PrimFunc:
                                                lambda a: a.body if is_thread_launch(a) else a)])
     threads = _Threads(func, launches)
     if not is_per_thread(body, threads.keys):
-        return func.with_body(body)  # tile-level kernel: the threads just disappear
+        # tile-level kernel: the threads just disappear
+        return func.with_body(_whole_block_named_barriers(body, threads, launches[0][1]))
     body = threads.binds_to_registers(body)
     body = threads.privatize_registers(body)
-    body = threads.split(body)
+    body = _whole_block_named_barriers(threads.split(body), threads, launches[0][1])
     if uses_vars(body, threads.keys):  # a use the split could not place in a thread loop
         raise threads.error("outside any statement that can become a loop over threads")
     return func.with_body(body)

@@ -1,0 +1,85 @@
+"""On the H200: this stop's TileLang language rules run on sm_90a against torch (skipped without a
+GPU). The kernels are the ones compiled by nvcc in CI (backends/cuda/tests/test_language_fidelity_build.py)
+and run on cpu and the SIMT interpreters (tests/language/test_named_barriers.py, test_block_shapes.py)."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "tests" / "language"))
+
+import tilelang_core as tl  # noqa: E402
+from fidelity_kernels import splitk_gemv, suffix_sums  # noqa: E402
+from test_language_fidelity_build import binary, column_sums, element_gather, row_reduce, vectorized_cast  # noqa: E402
+
+
+def cuda(func):
+    return tl.compile(func, target="cuda")
+
+
+@pytest.mark.parametrize("R,threads", [(256, 1024), (128, 256), (64, 64)])
+def test_named_barrier_scan_over_part_of_the_block(R, threads):
+    kernel = cuda(suffix_sums(R, threads))
+    for seed in range(3):
+        gen = torch.Generator("cuda").manual_seed(seed)
+        h = torch.randint(-100, 100, (R,), device="cuda", dtype=torch.int32, generator=gen)
+        o = torch.zeros(R, device="cuda", dtype=torch.int32)
+        kernel(h, o)
+        torch.testing.assert_close(o, h.flip(0).cumsum(0).flip(0).to(torch.int32), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("N,K,BN,BK,tile_k", [(1000, 1024, 32, 4, 8), (257, 300, 16, 8, 2)])
+def test_splitk_gemv_on_a_2d_block(N, K, BN, BK, tile_k):
+    a = torch.randn(K, device="cuda")
+    b = torch.randn(N, K, device="cuda")
+    c = torch.full((N,), float("nan"), device="cuda")
+    cuda(splitk_gemv(N, K, BN, BK, tile_k))(a, b, c)
+    torch.testing.assert_close(c.double(), b.double() @ a.double(), rtol=1e-4, atol=1e-3)
+
+
+def test_column_sums_on_a_2d_block():
+    b = torch.randn(64, 96, device="cuda")
+    c = torch.zeros(64, device="cuda")
+    cuda(column_sums())(b, c)
+    torch.testing.assert_close(c.double(), b.double().sum(1), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int64", "uint64", "float8_e4m3fn", "float8_e5m2"])
+def test_vectorized_casts(dtype):
+    a = torch.zeros(64, device="cuda", dtype=getattr(torch, dtype))
+    cuda(vectorized_cast(dtype))(a)
+    want = torch.zeros(64, dtype=torch.float64)
+    for k in range(4):
+        want[8 * k:8 * k + 2 ** k] = torch.arange(1, 2 ** k + 1)
+    torch.testing.assert_close(a.cpu().to(torch.float64), want, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("op", ["max", "min", "clamp"])
+def test_fp8_min_max(op):
+    a = torch.randint(-4, 5, (256,), device="cuda").float()
+    b = torch.randint(-4, 5, (256,), device="cuda").float()
+    c = torch.empty(256, device="cuda", dtype=torch.float8_e4m3fn)
+    cuda(binary("float8_e4m3fn", op))(a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn), c)
+    want = {"max": torch.maximum(a, b), "min": torch.minimum(a, b), "clamp": a.clamp(-1, 1)}[op]
+    torch.testing.assert_close(c.float(), want, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("kind", ["sum", "max", "min"])
+def test_int64_row_reduction(kind):
+    a = torch.randint(-2**40, 2**40, (8, 64), device="cuda", dtype=torch.int64)
+    b = torch.zeros(8, device="cuda", dtype=torch.int64)
+    cuda(row_reduce("int64", kind))(a, b)
+    want = {"sum": a.sum(1), "max": a.max(1).values, "min": a.min(1).values}[kind]
+    torch.testing.assert_close(b, want, rtol=0, atol=0)
+
+
+def test_copy_between_two_elements():
+    perm = torch.randperm(16, device="cuda")
+    x = torch.randn(16, device="cuda")
+    out = torch.full((16,), float("nan"), device="cuda")
+    cuda(element_gather())(perm, x, out)
+    torch.testing.assert_close(out, x[perm], rtol=0, atol=0)

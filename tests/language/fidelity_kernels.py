@@ -1,0 +1,58 @@
+"""Kernels written as TileLang's examples write them, shared by the reference-path tests here and
+the H200 tests (backends/cuda/tests/gpu/test_gpu_language_rules.py). Plain builders: no pytest or
+hypothesis at import."""
+
+import tilelang_core.language as T
+
+
+def suffix_sums(R=128, threads=256, count=None, cond="range"):
+    """s[t] = sum(H[t:]) by the first R threads (Hillis-Steele), synchronized by barrier 3."""
+    count = R if count is None else count
+
+    @T.prim_func
+    def scan(H: T.Tensor((R,), "int32"), O: T.Tensor((R,), "int32")):
+        with T.Kernel(1, threads=threads):
+            tx = T.get_thread_binding()
+            s = T.alloc_shared((R,), "int32")
+            v = T.alloc_var("int32")
+            if tx < R:
+                s[tx] = H[tx]
+            T.sync_threads()
+            if (tx < R) if cond == "range" else (tx < R and tx % 2 == 0):
+                for i in T.serial(R.bit_length() - 1):
+                    T.sync_threads(3, count)
+                    if tx < R - (1 << i):
+                        v = s[tx] + s[tx + (1 << i)]
+                    T.sync_threads(3, count)
+                    if tx < R - (1 << i):
+                        s[tx] = v
+                T.sync_threads(3, count)
+                O[tx] = s[tx]
+
+    return scan
+
+
+def splitk_gemv(N, K, BN, BK, tile_k):
+    """C[n] = sum_k A[k] B[n, k]: thread (tn, tk) of a (BN, BK) block adds its K slice into C_s[tn]."""
+    @T.prim_func
+    def gemv(A: T.Tensor((K,), "float32"), B: T.Tensor((N, K), "float32"), C: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, BN), threads=(BN, BK)) as bn:
+            tn = T.get_thread_binding(0)
+            tk = T.get_thread_binding(1)
+            acc = T.alloc_local((1,), "float32")
+            C_s = T.alloc_shared((BN,), "float32")
+            if tk == 0:
+                C_s[tn] = 0.0
+            T.sync_threads()
+            acc[0] = 0.0
+            for bk in T.serial(T.ceildiv(K, BK * tile_k)):
+                for k in T.serial(tile_k):
+                    kk = bk * BK * tile_k + tk * tile_k + k
+                    if kk < K and bn * BN + tn < N:
+                        acc[0] += A[kk] * B[bn * BN + tn, kk]
+            T.atomic_add(C_s[tn], acc[0])
+            T.sync_threads()
+            if tk == 0 and bn * BN + tn < N:
+                C[bn * BN + tn] = C_s[tn]
+
+    return gemv

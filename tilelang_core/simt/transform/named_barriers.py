@@ -1,0 +1,115 @@
+"""TileLang's named barriers, ``T.sync_threads(barrier_id, arrive_count)``, checked and lowered.
+
+A named barrier waits until ``arrive_count`` threads reached barrier ``barrier_id`` (CUDA's
+``bar.sync id, count``, counted in whole warps). Used as TileLang's kernels use it, inside a
+branch that selects those threads::
+
+    if tx < 256:
+        for i in T.serial(8):
+            T.sync_threads(3, 256)      # the 256 threads of the branch, not the block
+            ...
+
+The count has to be exactly the threads that reach it, or the barrier hangs (too many) or lets
+threads through early (too few: a race, a silent wrong answer). So the enclosing ``if``
+conditions on the thread index must select one range of threads (``lo <= tx < hi``, the
+transform/thread_ranges.py rule) whose size is the count and that starts on a warp; outside any
+such condition the count must be the block size. Refused at the user's line: any other count, a
+condition that is not one range, a named barrier inside ``T.Parallel`` or ``T.Pipelined`` (the
+kit decides who runs those bodies), and a barrier over part of the block on a backend without
+named barriers (``SimtDialect.named_barriers``). A barrier over the whole block becomes the
+block's ordinary barrier on every backend.
+"""
+
+from __future__ import annotations
+
+from tvm import tirx
+
+from tilelang_core.ir import intrinsics as I
+from tilelang_core.transform.thread_ranges import selected_range
+
+from .state import KernelState, uses_var
+
+#: marks a named barrier over the whole block, lowered as the block's ordinary barrier
+_WHOLE = "whole"
+
+
+def _intersect(a, b):
+    if a is None or b is None:
+        return None
+    return (max(a[0], b[0]), min(a[1], b[1]))
+
+
+def check_named_barriers(body, st: KernelState, error) -> None:
+    """Raise ``error(intrinsic, stmt, message)`` for a named barrier the module docstring refuses."""
+    ws, threads = st.dialect.warp_size, st.block_threads or st.num_threads
+
+    def check(stmt, where, selected, inside: str | None):
+        stmt = where if where is not None else stmt
+        for call in I.calls_in(stmt):
+            intrinsic = I.intrinsic_of(call)
+            if intrinsic.name != "named_barrier":
+                continue
+            count = int(call.args[1].value)
+            if inside is not None:
+                raise error(intrinsic, stmt, f"a named barrier inside {inside}, whose body the backend "
+                                             "may run on other threads than the branch's; put it outside")
+            if selected is None:
+                raise error(intrinsic, stmt, "the 'if' conditions around it do not select one range of "
+                                             "threads (write them as 'tx >= lo and tx < hi' with constant "
+                                             "bounds), so the threads that reach it cannot be counted")
+            lo, hi = selected
+            if count != hi - lo:
+                where = ("the whole block" if (lo, hi) == (0, threads)
+                         else f"the threads {lo} <= tx < {hi} its 'if' conditions select")
+                raise error(intrinsic, stmt, f"arrive_count={count}, but {where} ({hi - lo}) reach it; "
+                                             "the count must be exactly those threads")
+            if count == threads:
+                continue
+            if lo % ws or count % ws:
+                raise error(intrinsic, stmt, f"the threads {lo} <= tx < {hi} are not whole {ws}-lane warps "
+                                             "(a named barrier counts warps)")
+            if not st.dialect.named_barriers:
+                raise error(intrinsic, stmt, f"the {st.dialect.kind} backend has no barrier over part of the "
+                                             "block; synchronize the whole block with T.sync_threads() "
+                                             "outside the branch")
+
+    def visit(node, selected, inside, where=None):
+        if getattr(node, "span", None) is not None and node.span.source_name is not None:
+            where = node
+        if isinstance(node, tirx.SeqStmt):
+            for s in node.seq:
+                visit(s, selected, inside, where)
+        elif isinstance(node, tirx.For):
+            ann = node.annotations or {}
+            inner = inside or ("a T.Parallel loop" if "tl.parallel" in ann else
+                               "a T.Pipelined loop" if "tl.num_stages" in ann else None)
+            visit(node.body, selected, inner, where)
+        elif isinstance(node, tirx.IfThenElse):
+            then_sel = else_sel = selected
+            if uses_var(node.condition, st.thread_var):
+                then_sel = _intersect(selected, selected_range(node.condition, st.thread_var, threads)[0])
+                else_sel = _intersect(selected, selected_range(tirx.Not(node.condition), st.thread_var,
+                                                               threads)[0])
+            visit(node.then_case, then_sel, inside, where)
+            if node.else_case is not None:
+                visit(node.else_case, else_sel, inside, where)
+        elif isinstance(node, tirx.While):
+            visit(node.body, None if uses_var(node.condition, st.thread_var) else selected, inside, where)
+        elif isinstance(node, tirx.AttrStmt):
+            visit(node.body, selected, inside, where)
+        else:
+            check(node, where, selected, inside)
+
+    if any(I.intrinsic_of(c).name == "named_barrier" for c in I.calls_in(body)):
+        visit(body, (0, threads), None)
+
+
+def lower_named_barrier(st: KernelState, args):
+    """The lowered call: ``tl_named_barrier(id, count)``, or the block's barrier for the whole block."""
+    count = int(args[1].value)
+    if count == (st.block_threads or st.num_threads):
+        return tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared")
+    return tirx.call_extern("void", "tl_named_barrier", args[0], args[1])
+
+
+__all__ = ["check_named_barriers", "lower_named_barrier"]
