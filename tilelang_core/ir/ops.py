@@ -352,7 +352,9 @@ class Gemm(TileOp):
         return (self.C,)
 
 
-REDUCE_KINDS = ("max", "min", "sum", "abssum", "absmax")
+#: bitand/bitor/bitxor take integer sources only (TileLang's T.reduce_bitand and kin)
+BITWISE_REDUCE_KINDS = ("bitand", "bitor", "bitxor")
+REDUCE_KINDS = ("max", "min", "sum", "abssum", "absmax") + BITWISE_REDUCE_KINDS
 
 
 def _normalize_dim(dim, rank: int, what: str) -> int:
@@ -392,6 +394,9 @@ class Reduce(TileOp):
         self.dim = _normalize_dim(self.dim, len(src_ext), what)
         self.clear = bool(self.clear)
         self.nan_propagate = bool(self.nan_propagate)
+        if self.kind in BITWISE_REDUCE_KINDS and not str(self.src.source.ty.dtype).startswith(("int", "uint")):
+            raise FrontendError(f"{what} needs an integer source, got {self.src.source.ty.dtype} "
+                                f"({self.src.source.name})")
         if self.nan_propagate and self.kind not in ("max", "min", "absmax"):
             raise FrontendError(f"{what}(nan_propagate=True): only max, min and absmax reductions "
                                 f"propagate NaNs (a sum of a NaN is NaN already)")

@@ -46,7 +46,8 @@ from .loops import Parallel, Pipelined, grid, serial, thread_binding, unroll, ve
 from .tensor import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor, TensorType,
                      dynamic, symbolic)
 from .tile_ops import (atomic_add, atomic_addx2, atomic_addx4, atomic_max, atomic_min, clear, copy, cummax, cumsum, fill, gemm,
-                       reduce, reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum)
+                       reduce, reduce_absmax, reduce_abssum, reduce_bitand, reduce_bitor, reduce_bitxor, reduce_max,
+                       reduce_min, reduce_sum)
 from .atomics import atomic_and, atomic_load, atomic_or, atomic_store, atomic_xor
 from .logical import all_of, any_of
 from .views import reshape, view

@@ -35,7 +35,7 @@ from tvm import tirx
 from tvm.script.ir_builder import tirx as B
 from tvm.tirx import CallEffectKind, is_buffer_var
 
-from ..errors import FrontendError
+from ..errors import FrontendAssertionError, FrontendError
 from ..ir import Fill, Reduce
 from ..ir import region as R
 from .allocate import alloc_fragment
@@ -43,7 +43,8 @@ from .dtypes import canonical_dtype
 from .kernel import current_kernel
 from .reducer_checks import check_reducer_protocol
 
-_OPS = {"sum": "sum", "max": "max", "min": "min"}
+_OPS = {"sum": "sum", "max": "max", "min": "min", "bitand": "bitand", "bitor": "bitor", "bitxor": "bitxor"}
+_BITWISE = ("bitand", "bitor", "bitxor")
 _MARKERS = ("tl.reducer_init", "tl.reducer_update", "tl.finalize_reducer")
 for _name in _MARKERS:
     tvm.ir.register_op_attr(_name, "TCallEffectKind", CallEffectKind.Opaque.value)
@@ -79,13 +80,15 @@ def _registry() -> dict:
 
 
 def alloc_reducer(shape, dtype, op: str = "sum", replication=None):
-    """A reducer of logical ``shape``: see the module docs. ``op``: "sum", "max" or "min"."""
+    """A reducer of logical ``shape``: see the module docs. ``op``: "sum", "max", "min", or on
+    integer dtypes "bitand", "bitor", "bitxor"."""
     current_kernel("T.alloc_reducer")
-    if op in ("bitand", "bitor", "bitxor"):
-        raise FrontendError(f"T.alloc_reducer(op={op!r}): bitwise reducers are not supported yet; "
-                            "use op='sum', 'max' or 'min'")
     if op not in _OPS:
-        raise FrontendError(f"T.alloc_reducer: op must be 'sum', 'max' or 'min', got {op!r}")
+        raise FrontendError(f"T.alloc_reducer: op must be one of {', '.join(map(repr, _OPS))}, got {op!r}")
+    if op in _BITWISE and not canonical_dtype(dtype, "T.alloc_reducer").startswith(("int", "uint")):
+        # TileLang asserts this (AssertionError)
+        raise FrontendAssertionError(f"T.alloc_reducer(op={op!r}) needs an integer dtype, got "
+                                     f"{canonical_dtype(dtype, 'T.alloc_reducer')}")
     if replication is not None and replication not in ("all", "none"):
         raise FrontendError(f"T.alloc_reducer: replication must be 'all' or 'none', got {replication!r}")
     buf = alloc_fragment(shape, canonical_dtype(dtype, "T.alloc_reducer"))
@@ -159,6 +162,10 @@ def _as_value(value, dtype: str):
 
 
 def _identity(op: str, dtype: str):
+    if op in ("bitor", "bitxor"):
+        return tirx.const(0, dtype)
+    if op == "bitand":
+        return tirx.max_value(dtype) if dtype.startswith("uint") else tirx.const(-1, dtype)
     if op == "sum":
         return tirx.const(0, dtype)
     if op == "max":
@@ -167,6 +174,8 @@ def _identity(op: str, dtype: str):
 
 
 def _combine(op: str, a, b):
+    if op in _BITWISE:
+        return {"bitand": tirx.bitwise_and, "bitor": tirx.bitwise_or, "bitxor": tirx.bitwise_xor}[op](a, b)
     return a + b if op == "sum" else tirx.max(a, b) if op == "max" else tirx.min(a, b)
 
 
@@ -259,14 +268,15 @@ def _legacy_contribution(store, red, error):
     same = lambda x: (isinstance(x, tvm.ir.TensorLoad) and x.source.same_as(store.buffer)  # noqa: E731
                       and len(x.indices) == len(store.indices)
                       and all(tvm_ffi.structural_equal(a, b) for a, b in zip(x.indices, store.indices)))
-    kinds = {"sum": tirx.Add, "max": tirx.Max, "min": tirx.Min}
+    kinds = {"sum": tirx.Add, "max": tirx.Max, "min": tirx.Min, "bitand": tirx.BitwiseAnd,
+             "bitor": tirx.BitwiseOr, "bitxor": tirx.BitwiseXor}
     if isinstance(value, kinds[red.op]):
         if same(value.a):
             return value.b
         if same(value.b):
             return value.a
     raise error(f"reducer {store.buffer.name} (replication=) may only be updated as "
-                f"{store.buffer.name}[i] = {store.buffer.name}[i] {'+' if red.op == 'sum' else red.op} value "
+                f"{store.buffer.name}[i] = {store.buffer.name}[i] { {'sum': '+', 'bitand': '&', 'bitor': '|', 'bitxor': '^'}.get(red.op, red.op)} value "
                 "inside T.Parallel")
 
 

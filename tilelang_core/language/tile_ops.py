@@ -103,7 +103,7 @@ def gemm(A, B, C, transpose_A: bool = False, transpose_B: bool = False,
 def reduce(buffer, out, reduce_type: str, dim: int = -1, clear: bool = True, batch: int = 1,
            nan_propagate: bool = False, annotations=None):
     """Reduce ``buffer`` along ``dim`` into ``out`` with ``reduce_type`` in
-    max/min/sum/abssum/absmax.
+    max/min/sum/abssum/absmax, or bitand/bitor/bitxor on integer tiles.
 
     ``batch`` (TileLang's grouping of cross-thread reductions) and ``annotations`` are schedule
     hints with no effect on the values. ``nan_propagate=True``: a NaN element makes a max, min or
@@ -145,6 +145,21 @@ def reduce_absmax(buffer, out, dim: int = -1, clear: bool = True, batch: int = 1
                nan_propagate: bool = False, annotations=None):
     """Maximum absolute value along ``dim``."""
     reduce(buffer, out, "absmax", dim, clear, batch, nan_propagate, annotations)
+
+
+def reduce_bitand(buffer, out, dim: int = -1, clear: bool = True, batch: int = 1, annotations=None):
+    """Bitwise and along ``dim`` (integer tiles)."""
+    reduce(buffer, out, "bitand", dim, clear, batch, False, annotations)
+
+
+def reduce_bitor(buffer, out, dim: int = -1, clear: bool = True, batch: int = 1, annotations=None):
+    """Bitwise or along ``dim`` (integer tiles)."""
+    reduce(buffer, out, "bitor", dim, clear, batch, False, annotations)
+
+
+def reduce_bitxor(buffer, out, dim: int = -1, clear: bool = True, batch: int = 1, annotations=None):
+    """Bitwise exclusive or along ``dim`` (integer tiles)."""
+    reduce(buffer, out, "bitxor", dim, clear, batch, False, annotations)
 
 
 def cumsum(src, dst=None, dim: int = 0, reverse: bool = False, annotations=None):

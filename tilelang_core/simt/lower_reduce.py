@@ -27,6 +27,8 @@ from .transform.state import loop, seq
 
 
 def identity(kind: str, dt: str):
+    if kind == "bitand":  # every bit set
+        return tvm.tirx.max_value(dt) if dt.startswith("uint") else tirx.const(-1, dt)
     if kind == "max":
         return tvm.tirx.min_value(dt)
     if kind == "min":
@@ -39,7 +41,12 @@ def combine(kind: str, a, b):
         return tirx.Max(a, b)
     if kind == "min":
         return tirx.Min(a, b)
+    if kind in _BITWISE:
+        return _BITWISE[kind](a, b)
     return a + b
+
+
+_BITWISE = {"bitand": tirx.bitwise_and, "bitor": tirx.bitwise_or, "bitxor": tirx.bitwise_xor}
 
 
 def same_placement(a, b) -> bool:

@@ -153,3 +153,19 @@ def test_ragged_tiles_are_zeroed_before_the_partial_copy():
     assert not any(isinstance(i, isa.InitL1) for i in isa.instructions(exact.cube))
     ragged = lower_program(example("gemm/gemm.py").gemm.get_tir(100, 128, 64))
     assert any(isinstance(i, isa.InitL1) for i in isa.instructions(ragged.cube))
+
+
+def test_bitwise_reduction_is_refused_by_name():
+    import tilelang_core.language as T
+
+    @T.prim_func
+    def bits(A: T.Tensor((16, 64), "int32"), B: T.Tensor((16,), "int32")):
+        with T.Kernel(1, threads=64):
+            a = T.alloc_fragment((16, 64), "int32")
+            b = T.alloc_fragment((16,), "int32")
+            T.copy(A, a)
+            T.reduce_bitor(a, b, dim=1)
+            T.copy(b, B)
+
+    with pytest.raises(LoweringError, match="T.reduce_bitor: the vector unit has no bitwise reduction"):
+        lower_program(bits)

@@ -222,6 +222,9 @@ def lower_reduce(op, ctx: IsaContext) -> None:
     if dst.rows * dst.cols != out_len:
         raise ctx.error(what, f"destination has {dst.rows * dst.cols} elements, expected {out_len}")
     dst = isa.Tile(dst.buf, 1, out_len, row=dst.row, col=dst.col, slot=dst.slot)
+    if op.kind in ("bitand", "bitor", "bitxor"):
+        raise ctx.error(what, f"T.reduce_{op.kind}: the vector unit has no bitwise reduction; reduce with "
+                              "T.Parallel and T.serial over the elements")
     base = {"sum": "sum", "abssum": "sum", "max": "max", "absmax": "max", "min": "min"}[op.kind]
     temps = []
     if op.kind.startswith("abs"):

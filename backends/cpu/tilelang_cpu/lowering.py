@@ -307,6 +307,10 @@ _REDUCE = {
     "max": (tirx.max, tirx.min_value, lambda x: x),
     "min": (tirx.min, tirx.max_value, lambda x: x),
     "absmax": (tirx.max, lambda t: zero(t), tirx.abs),
+    "bitand": (tirx.bitwise_and, lambda t: tirx.max_value(t) if t.startswith("uint") else tirx.const(-1, t),
+               lambda x: x),
+    "bitor": (tirx.bitwise_or, lambda t: zero(t), lambda x: x),
+    "bitxor": (tirx.bitwise_xor, lambda t: zero(t), lambda x: x),
 }
 
 

@@ -127,6 +127,7 @@ def test_fp8_min_max_clamp_compile_and_widen(dtype, op, tmp_path):
 def test_integer_row_reductions_compile(arch, dtype, tmp_path):
     compiles(row_reduce(dtype, "sum"), arch, tmp_path)
     compiles(row_reduce(dtype, "max"), arch, tmp_path)
+    compiles(row_reduce(dtype, "bitxor"), arch, tmp_path)
 
 
 @needs_nvcc

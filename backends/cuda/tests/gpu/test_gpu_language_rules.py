@@ -68,12 +68,18 @@ def test_fp8_min_max(op):
     torch.testing.assert_close(c.float(), want, rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("kind", ["sum", "max", "min"])
+@pytest.mark.parametrize("kind", ["sum", "max", "min", "bitand", "bitor", "bitxor"])
 def test_int64_row_reduction(kind):
     a = torch.randint(-2**40, 2**40, (8, 64), device="cuda", dtype=torch.int64)
     b = torch.zeros(8, device="cuda", dtype=torch.int64)
     cuda(row_reduce("int64", kind))(a, b)
-    want = {"sum": a.sum(1), "max": a.max(1).values, "min": a.min(1).values}[kind]
+    if kind.startswith("bit"):
+        import functools
+
+        op = {"bitand": torch.bitwise_and, "bitor": torch.bitwise_or, "bitxor": torch.bitwise_xor}[kind]
+        want = functools.reduce(op, a.unbind(1))
+    else:
+        want = {"sum": a.sum(1), "max": a.max(1).values, "min": a.min(1).values}[kind]
     torch.testing.assert_close(b, want, rtol=0, atol=0)
 
 
