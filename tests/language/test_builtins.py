@@ -112,3 +112,52 @@ def test_fast_math_computes_the_function():
     y = torch.zeros(64)
     tilelang.compile(fast, target="cpu")(x, y)
     torch.testing.assert_close(y.double(), x.double().exp() + x.double().sin(), rtol=1e-5, atol=1e-5)
+
+
+def test_tvm_thread_allreduce_is_refused_with_the_tile_language_alternatives():
+    with pytest.raises(FrontendError, match="T.tvm_thread_allreduce .* is not supported: write the reduction "
+                                            "with T.alloc_reducer"):
+        @T.prim_func
+        def k(A: T.Tensor((32,), "float32")):
+            with T.Kernel(1, threads=(4, 8)):
+                tk = T.get_thread_binding(1)
+                acc = T.alloc_local((1,), "float32")
+                red = T.alloc_local((1,), "float32")
+                acc[0] = A[tk]
+                with T.attr(T.comm_reducer(lambda x, y: x + y, [T.float32(0)]), "reduce_scope",
+                            T.reinterpret(T.uint64(0), dtype="handle")):
+                    T.evaluate(T.tvm_thread_allreduce(T.uint32(1), acc[0], True, red[0], tk, dtype="handle"))
+
+
+def extern_exp(form):
+    @T.prim_func
+    def k(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=16):
+            tx = T.get_thread_binding()
+            if form == "tvm":
+                B[tx] = T.call_extern("float32", "expf", A[tx])
+            else:  # TileLang's spelling: the name first, the result type by keyword
+                B[tx] = T.call_extern("expf", A[tx], dtype="float32")
+
+    return k
+
+
+@pytest.mark.parametrize("form", ["tvm", "tilelang"])
+def test_call_extern_in_both_spellings(form):
+    import numpy as np
+
+    from tilelang_core.testing.oracle import run
+
+    a = np.linspace(-2, 2, 16).astype(np.float32)
+    b = np.zeros(16, np.float32)
+    run("cpu", extern_exp(form), A=a, B=b)
+    np.testing.assert_allclose(b, np.exp(a.astype(np.float64)), rtol=1e-6)
+    assert 'T.call_extern("float32", "expf"' in extern_exp(form).script()
+
+
+def test_call_extern_without_a_name_is_refused():
+    with pytest.raises(FrontendError, match="function name must be a string"):
+        @T.prim_func
+        def k(A: T.Tensor((16,), "float32")):
+            with T.Kernel(1, threads=16):
+                A[0] = T.call_extern("float32", A[0])

@@ -97,11 +97,19 @@ def likely(cond):
     return tirx.likely(_expr(cond, "T.likely"))
 
 
-def call_extern(dtype, func_name: str, *args):
-    """A call of the device function ``func_name`` returning ``dtype`` (``"handle"`` for void);
-    it must exist in the generated source (a backend's headers or ``T.import_source``)."""
+def call_extern(*args, dtype=None):
+    """A call of a device function returning ``dtype`` (``"handle"`` for void): TVM's
+    ``T.call_extern(dtype, "f", *args)`` or TileLang's ``T.call_extern("f", *args, dtype=dtype)``.
+    The function must exist in the generated source (a backend's headers)."""
+    if dtype is None:
+        if len(args) < 2:
+            raise FrontendError("T.call_extern takes (dtype, func_name, *args) or (func_name, *args, dtype=...)")
+        dtype, args = args[0], args[1:]
+    if not args or not isinstance(args[0], str):
+        raise FrontendError(f"T.call_extern: the function name must be a string, got {args[0] if args else None!r}")
+    func_name, rest = args[0], args[1:]
     return tirx.call_extern(canonical_dtype(dtype, "T.call_extern") if dtype != "handle" else "handle",
-                            func_name, *args)
+                            func_name, *rest)
 
 
 def call_intrin(dtype, op_name: str, *args):
@@ -187,7 +195,19 @@ def Serial(start, stop=None, step=None, annotations=None):  # noqa: N802 - TileL
 
 
 comm_reducer = B.comm_reducer
-tvm_thread_allreduce = B.tvm_thread_allreduce
+
+
+def tvm_thread_allreduce(*args, **kwargs):
+    """TVM's low-level cross-thread reduction (under ``T.attr(T.comm_reducer(...), "reduce_scope")``).
+
+    Refused: TileLang-X's backends do not lower it (TVM's printer would fail on it with
+    "Unresolved call"). The same reduction in the tile language: ``T.alloc_reducer`` with
+    ``T.reducer_update`` inside ``T.Parallel`` and ``T.finalize_reducer``, ``T.reduce_sum`` of a
+    fragment, or ``T.warp_reduce_sum`` when the threads reduced over are one warp.
+    """
+    raise FrontendError("T.tvm_thread_allreduce (TVM's low-level thread reduction) is not supported: "
+                        "write the reduction with T.alloc_reducer / T.reducer_update / T.finalize_reducer, "
+                        "T.reduce_sum on a fragment, or T.warp_reduce_sum across one warp")
 Ramp = B.Ramp
 Broadcast = B.Broadcast
 Shuffle = B.Shuffle
