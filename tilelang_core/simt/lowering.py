@@ -330,6 +330,10 @@ def copy_vectorized(op: Copy, st: KernelState, vec: int, use_async: bool):
     extents = [R.as_int(e) for e in tile_extents(op.src)]
     if any(e is None for e in extents):
         return copy_elementwise(op, st)
+    if scope(op.src) in GLOBAL and scope(op.dst) not in SHARED and not _region_inside(st, op.src):
+        # global -> global: the store is predicated on the destination, so a ragged source would
+        # be read past its end; the element-wise copy reads 0 there (TileLang's rule)
+        return copy_elementwise(op, st)
     rows = 1
     for e in extents[:-1]:
         rows *= e
@@ -367,6 +371,12 @@ def copy_vectorized(op: Copy, st: KernelState, vec: int, use_async: bool):
     return loop("v", iters, body, tirx.ForKind.UNROLLED)
 
 
+def _region_inside(st: KernelState, region) -> bool:
+    """Does every element of ``region`` provably lie inside its buffer?"""
+    return all(st.analyzer.can_prove(r.min + r.extent <= shape)
+               for r, shape in zip(region.region, region.source.ty.shape))
+
+
 def _unflatten(st: KernelState, flat, outer_extents: list[int], per_row: int, vec: int) -> list:
     """Tile index of vector ``flat``: row-major over outer axes, then the vector along the last."""
     col = st.simplify(tirx.floormod(flat, per_row) * vec)
@@ -379,15 +389,19 @@ def _unflatten(st: KernelState, flat, outer_extents: list[int], per_row: int, ve
 
 
 def copy_elementwise(op: Copy, st: KernelState):
-    """Any other copy: one element per thread per step, predicated."""
+    """Any other copy: one element per thread per step, predicated on the destination. A source
+    element past its tensor's end reads 0 (TileLang's rule, as the vectorized copies zero-fill):
+    skipping it left a padded destination uninitialized."""
     extents = tile_extents(op.src)
 
     def element(index):
         src_index = region_index(op.src, index)
         dst_index = region_index(op.dst, index)
         value = cast(load(op.src, src_index), dtype(op.dst))
-        conds = [in_bounds(st, op.src, src_index), in_bounds(st, op.dst, dst_index)]
-        return tirx.BufferStore(op.dst.source, value, dst_index), conds
+        inside = in_bounds(st, op.src, src_index)
+        if inside is not None:
+            value = tirx.if_then_else(inside, value, tirx.const(0, dtype(op.dst)))
+        return tirx.BufferStore(op.dst.source, value, dst_index), [in_bounds(st, op.dst, dst_index)]
 
     return spread_over_threads(st, extents, element, unroll_max=64)
 
