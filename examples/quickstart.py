@@ -41,6 +41,22 @@ def reference(a, b):
     return torch.relu(a.double() @ b.double())
 
 
+#: where a backend's source starts the kernel itself (CUDA/HIP, Metal, the cpu backend's LLVM IR:
+#: its block loop, TVM's parallel lambda, or with one block the first loop after the argument
+#: checks); before it: includes, helpers, string constants
+BODY_MARKERS = (('extern "C" __global__',), ("__global__",), ("kernel void",), ("define ", "@__tvm_parallel_lambda"),
+                ("for_begin",), ("define ",))
+
+
+def kernel_body_line(lines: list[str]) -> int:
+    """Index of the line where the kernel's own code starts (0 when no marker is found)."""
+    for markers in BODY_MARKERS:
+        for i, line in enumerate(lines):
+            if all(m in line for m in markers) and not line.rstrip().endswith(";"):  # a definition
+                return i
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--m", type=int, default=1000)
@@ -68,8 +84,10 @@ def main(argv=None):
     print(f"\n=== the kernel after lowering for {target} (kernel.asm['lowered']) ===")
     print(kernel.asm["lowered"])
     source = kernel.get_kernel_source().splitlines()
-    print(f"=== generated source, first 25 of {len(source)} lines (kernel.get_kernel_source()) ===")
-    print("\n".join(source[:25]))
+    start = kernel_body_line(source)
+    print(f"=== generated source, lines {start + 1}-{min(start + 25, len(source))} of {len(source)}: the kernel "
+          f"body (kernel.get_kernel_source()) ===")
+    print("\n".join(source[start:start + 25]))
     if not err < 1e-3:
         raise SystemExit(f"FAILED: relative error {err:.2e}")
     print("OK")

@@ -95,6 +95,19 @@ def test_runs_as_a_script(argv, tmp_path):
     assert "OK" in out.stdout and "cpu reference backend" in out.stderr
 
 
+def test_quickstart_shows_the_kernel_body_not_the_preamble():
+    quickstart = load("quickstart.py")
+    out = subprocess.run([sys.executable, str(EXAMPLES / "quickstart.py"), "--m", "64", "--n", "64", "--k", "32"],
+                         capture_output=True, text=True, timeout=300,
+                         env={k: v for k, v in os.environ.items() if not k.startswith("TILELANG_")})
+    shown = out.stdout.split("=== generated source", 1)[1]
+    assert "private constant" not in shown and ("parallel_lambda" in shown or "for_begin" in shown)  # loops
+    cuda = ["#include <cuda_fp16.h>", "__device__ int helper();", 'extern "C" __global__ void k(float* A) {', "}"]
+    assert quickstart.kernel_body_line(cuda) == 2
+    assert quickstart.kernel_body_line(["#include <metal_stdlib>", "kernel void k(device float* A) {"]) == 1
+    assert quickstart.kernel_body_line(["nothing here"]) == 0
+
+
 def test_T_compile_and_tilelang_compile_are_the_same_entry_point():
     import numpy as np
 
