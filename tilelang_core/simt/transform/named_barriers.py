@@ -29,10 +29,6 @@ from tilelang_core.transform.thread_ranges import selected_range
 
 from .state import KernelState, uses_var
 
-#: marks a named barrier over the whole block, lowered as the block's ordinary barrier
-_WHOLE = "whole"
-
-
 def _intersect(a, b):
     if a is None or b is None:
         return None
