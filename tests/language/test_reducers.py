@@ -12,13 +12,14 @@ RNG = np.random.default_rng(5)
 REF = {"sum": np.sum, "max": np.max, "min": np.min}
 
 
-def row_reduce(M, K, bK, op, seed=None):
+def row_reduce(M, K, bK, op, seed=None, dtype="float32"):
+    """Out[i] = A[i, 0] op A[i, 1] op ... with a reducer fed over K // bK tiles."""
     @T.prim_func
-    def rows(A: T.Tensor((M, K), "float32"), Out: T.Tensor((M,), "float32")):
+    def rows(A: T.Tensor((M, K), dtype), Out: T.Tensor((M,), dtype)):
         with T.Kernel(1, threads=128):
-            acc = T.alloc_reducer((M,), "float32", op=op)
-            a = T.alloc_fragment((M, bK), "float32")
-            out = T.alloc_fragment((M,), "float32")
+            acc = T.alloc_reducer((M,), dtype, op=op)
+            a = T.alloc_fragment((M, bK), dtype)
+            out = T.alloc_fragment((M,), dtype)
             if seed is None:
                 T.reducer_init(acc)
             else:
@@ -206,25 +207,6 @@ def test_index_that_is_not_a_loop_variable_is_refused():
                 T.finalize_reducer(acc, out)
 
 
-def bitwise_rows(M, K, bK, op, dtype):
-    """B[i] = A[i, 0] op A[i, 1] op ... with a bitwise reducer over K // bK tiles."""
-    @T.prim_func
-    def rows(A: T.Tensor((M, K), dtype), B: T.Tensor((M,), dtype)):
-        with T.Kernel(1, threads=64):
-            tile = T.alloc_fragment((M, bK), dtype)
-            acc = T.alloc_reducer((M,), dtype, op=op)
-            out = T.alloc_fragment((M,), dtype)
-            T.reducer_init(acc)
-            for k in T.serial(K // bK):
-                T.copy(A[0, k * bK], tile)
-                for i, j in T.Parallel(M, bK):
-                    T.reducer_update(acc[i], tile[i, j])
-            T.finalize_reducer(acc, out)
-            T.copy(out, B)
-
-    return rows
-
-
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("op", ["bitand", "bitor", "bitxor"])
 @pytest.mark.parametrize("dtype", ["int32", "uint32", "int64"])
@@ -236,7 +218,7 @@ def test_bitwise_reducers(path, op, dtype):
     if op == "bitand":  # keep some bits set in every element so the answer is not 0
         a |= np.array(0x5A, dtype=dtype)
     b = np.zeros(M, dtype)
-    run(path, bitwise_rows(M, K, bK, op, dtype), A=a, B=b)
+    run(path, row_reduce(M, K, bK, op, dtype=dtype), A=a, Out=b)
     ufunc = {"bitand": np.bitwise_and, "bitor": np.bitwise_or, "bitxor": np.bitwise_xor}[op]
     np.testing.assert_array_equal(b, ufunc.reduce(a, axis=1))
 

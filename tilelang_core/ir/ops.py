@@ -357,6 +357,18 @@ BITWISE_REDUCE_KINDS = ("bitand", "bitor", "bitxor")
 REDUCE_KINDS = ("max", "min", "sum", "abssum", "absmax") + BITWISE_REDUCE_KINDS
 
 
+def bitwise_combine(kind: str, a, b):
+    """``a`` combined with ``b`` by the bitwise reduction ``kind`` (every backend's and the reducers')."""
+    return {"bitand": tvm.tirx.bitwise_and, "bitor": tvm.tirx.bitwise_or, "bitxor": tvm.tirx.bitwise_xor}[kind](a, b)
+
+
+def bitwise_identity(kind: str, dtype: str):
+    """The start value of the bitwise reduction ``kind``: every bit set for bitand, else 0."""
+    if kind != "bitand":
+        return tvm.tirx.const(0, dtype)
+    return tvm.tirx.max_value(dtype) if dtype.startswith("uint") else tvm.tirx.const(-1, dtype)
+
+
 def _normalize_dim(dim, rank: int, what: str) -> int:
     d = _const_int(dim, f"{what} dim")
     if not -rank <= d < rank:

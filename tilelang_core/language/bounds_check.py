@@ -30,6 +30,7 @@ from tvm import tirx
 
 from ..ir import TileOp, is_tile_op
 from ..ir import region as R
+from ..ir.numpy_ops import BINARY_UFUNCS, DIVISIONS
 
 ON_CHIP = ("shared", "shared.dyn", "local", "local.fragment", "local.var")
 
@@ -46,9 +47,8 @@ def check_on_chip_bounds(func, error, warn=None):
     """
     warn = warn or warnings.warn
     analyzer = tvm.sym.Analyzer()
-    ranged: set[int] = set()
     conditions: list = []  # the enclosing if conditions (else branches: negated)
-    ranges: dict[int, tuple] = {}  # variable handle -> (var, min, extent) of the ranged ones
+    ranges: dict[int, tuple] = {}  # handle -> (min, extent) of the loop/thread variables of known range
     grow: dict[int, tuple] = {}  # fragment handle -> (buffer, needed extent per dimension)
 
     def check(buffer, indices, what):
@@ -56,7 +56,7 @@ def check_on_chip_bounds(func, error, warn=None):
             return
         for dim, (index, extent) in enumerate(zip(indices, buffer.ty.shape)):
             extent = R.as_int(extent)
-            if extent is None or not _only_ranged_vars(index, ranged):
+            if extent is None or not _only_ranged_vars(index, ranges):
                 continue
             if _vars_of(index) & {v for c in conditions for v in _vars_of(c)}:
                 # under a condition on the index's variables the bound below need not be attained
@@ -98,15 +98,13 @@ def check_on_chip_bounds(func, error, warn=None):
                 return  # a loop that never runs reads and writes nothing
             if R.as_int(node.min) is not None and R.as_int(node.extent) is not None and node.step is None:
                 analyzer.bind(node.loop_var, tvm.ir.Range.from_min_extent(node.min, node.extent))
-                ranged.add(node.loop_var.__chandle__())
-                ranges[node.loop_var.__chandle__()] = (node.loop_var, R.as_int(node.min), R.as_int(node.extent))
+                ranges[node.loop_var.__chandle__()] = (R.as_int(node.min), R.as_int(node.extent))
             visit(node.body)
         elif isinstance(node, tirx.AttrStmt):
             if node.attr_key == "thread_extent" and R.as_int(node.value) is not None:
                 with contextlib.suppress(Exception):
                     analyzer.bind(node.node.var, tvm.ir.Range.from_min_extent(0, node.value))
-                    ranged.add(node.node.var.__chandle__())
-                    ranges[node.node.var.__chandle__()] = (node.node.var, 0, R.as_int(node.value))
+                    ranges[node.node.var.__chandle__()] = (0, R.as_int(node.value))
             visit(node.body)
         elif isinstance(node, tirx.IfThenElse):
             exprs(node.condition)
@@ -155,11 +153,6 @@ def check_on_chip_bounds(func, error, warn=None):
 
 #: at most this many points of the loop ranges are tried by _witness
 _WITNESS_POINTS = 1 << 16
-_NUMPY_OPS = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "FloorDiv": np.floor_divide,
-              "FloorMod": np.mod, "Min": np.minimum, "Max": np.maximum, "LT": np.less, "LE": np.less_equal,
-              "GT": np.greater, "GE": np.greater_equal, "EQ": np.equal, "NE": np.not_equal,
-              "And": np.logical_and, "Or": np.logical_or, "LShift": np.left_shift, "RShift": np.right_shift,
-              "BitwiseAnd": np.bitwise_and, "BitwiseOr": np.bitwise_or, "BitwiseXor": np.bitwise_xor}
 
 
 class _Unsupported(Exception):
@@ -179,11 +172,11 @@ def _evaluate(expr, env: dict):
         return _evaluate(expr.value, env)
     if kind == "Not":
         return np.logical_not(_evaluate(expr.a, env))
-    if kind in _NUMPY_OPS:
+    if kind in BINARY_UFUNCS:
         a, b = _evaluate(expr.a, env), _evaluate(expr.b, env)
-        if kind in ("FloorDiv", "FloorMod") and np.any(b == 0):
+        if kind in DIVISIONS and np.any(b == 0):
             raise _Unsupported
-        return _NUMPY_OPS[kind](a, b)
+        return BINARY_UFUNCS[kind](a, b)
     raise _Unsupported
 
 
@@ -194,10 +187,10 @@ def _witness(index, extent: int, conditions: list, ranges: dict):
     names = _vars_of(index)
     for cond in conditions:
         names |= _vars_of(cond)
-    if not names <= set(ranges) or math.prod(ranges[n][2] for n in names) > _WITNESS_POINTS:
+    if not names <= set(ranges) or math.prod(ranges[n][1] for n in names) > _WITNESS_POINTS:
         return None
     order = sorted(names)
-    grids = np.meshgrid(*[np.arange(ranges[n][1], ranges[n][1] + ranges[n][2], dtype=np.int64) for n in order],
+    grids = np.meshgrid(*[np.arange(lo, lo + extent, dtype=np.int64) for lo, extent in (ranges[n] for n in order)],
                         indexing="ij")
     env = {n: g.reshape(-1) for n, g in zip(order, grids)}
     try:
@@ -218,7 +211,7 @@ def _vars_of(expr) -> set[int]:
     return found
 
 
-def _only_ranged_vars(expr, ranged: set[int]) -> bool:
+def _only_ranged_vars(expr, ranged) -> bool:
     """Does ``expr`` depend on nothing but loop/thread variables of known range (no loads)?"""
     ok = [True]
 

@@ -94,10 +94,10 @@ class Kernel:
         # A 2-D/3-D block is one threadIdx.x of x * y * z threads, ty = tid // x and so on: CUDA's
         # linear thread id, so warps hold the same threads; every tile op and backend sees one
         # thread dimension.
-        flat = stack.enter_context(B.launch_thread(_THREAD_TAGS[0], math.prod(self.threads)))
+        total, inner = math.prod(self.threads), 1
+        flat = stack.enter_context(B.launch_thread(_THREAD_TAGS[0], total))
         IRBuilder.name(_THREAD_NAMES[0], flat)
         self.thread_id = flat
-        total, inner = math.prod(self.threads), 1
         for extent in self.threads:
             index = flat if inner == 1 else tvm.tirx.floordiv(flat, inner)
             if extent == 1:

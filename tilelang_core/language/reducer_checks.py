@@ -49,18 +49,18 @@ class _Walk:
                 return name
         return None
 
-    def check_reads(self, node, skip=()):
-        """Refuse a load of a reducer whose epoch is open (``skip``: the marker's own operands)."""
+    def check_reads(self, node):
+        """Refuse a load of a reducer whose epoch is open."""
         def on_load(load):
             handle = self.reducer_handle(load)
-            if handle is not None and not any(load.same_as(s) for s in skip) \
-                    and self.state.get(handle, (None,))[0] == _OPEN:
+            if handle is not None and self.state.get(handle, (None,))[0] == _OPEN:
                 raise self.error(f"illegal read of reducer {self.name(handle)} before T.finalize_reducer: "
                                  "between T.reducer_init and T.finalize_reducer it holds partial "
                                  "contributions; read the finalize's destination instead")
         tvm_ffi.structural_walk(node, [(tvm.ir.TensorLoad, on_load)])
 
     def visit(self, stmt, loops: tuple):
+        marker = self.marker(stmt)
         if isinstance(stmt, tirx.SeqStmt):
             for s in stmt.seq:
                 self.visit(s, loops)
@@ -82,8 +82,8 @@ class _Walk:
                     self.state[handle] = (_CLOSED, None)
         elif isinstance(stmt, tirx.AttrStmt):
             self.visit(stmt.body, loops)
-        elif self.marker(stmt) is not None:
-            self.on_marker(stmt, self.marker(stmt), loops)
+        elif marker is not None:
+            self.on_marker(stmt, marker, loops)
         elif isinstance(stmt, tirx.BufferStore) and stmt.buffer.__chandle__() in self.reducers:
             raise self.error(f"illegal store to reducer {stmt.buffer.name}: contribute with "
                              f"T.reducer_update({stmt.buffer.name}[...], value) inside T.Parallel")

@@ -37,14 +37,14 @@ from tvm.tirx import CallEffectKind, is_buffer_var
 
 from ..errors import FrontendAssertionError, FrontendError
 from ..ir import Fill, Reduce
+from ..ir.ops import BITWISE_REDUCE_KINDS, bitwise_combine, bitwise_identity
 from ..ir import region as R
 from .allocate import alloc_fragment
 from .dtypes import canonical_dtype
 from .kernel import current_kernel
 from .reducer_checks import check_reducer_protocol
 
-_OPS = {"sum": "sum", "max": "max", "min": "min", "bitand": "bitand", "bitor": "bitor", "bitxor": "bitxor"}
-_BITWISE = ("bitand", "bitor", "bitxor")
+_OPS = ("sum", "max", "min") + BITWISE_REDUCE_KINDS
 _MARKERS = ("tl.reducer_init", "tl.reducer_update", "tl.finalize_reducer")
 for _name in _MARKERS:
     tvm.ir.register_op_attr(_name, "TCallEffectKind", CallEffectKind.Opaque.value)
@@ -85,7 +85,7 @@ def alloc_reducer(shape, dtype, op: str = "sum", replication=None):
     current_kernel("T.alloc_reducer")
     if op not in _OPS:
         raise FrontendError(f"T.alloc_reducer: op must be one of {', '.join(map(repr, _OPS))}, got {op!r}")
-    if op in _BITWISE and not canonical_dtype(dtype, "T.alloc_reducer").startswith(("int", "uint")):
+    if op in BITWISE_REDUCE_KINDS and not canonical_dtype(dtype, "T.alloc_reducer").startswith(("int", "uint")):
         # TileLang asserts this (AssertionError)
         raise FrontendAssertionError(f"T.alloc_reducer(op={op!r}) needs an integer dtype, got "
                                      f"{canonical_dtype(dtype, 'T.alloc_reducer')}")
@@ -162,10 +162,8 @@ def _as_value(value, dtype: str):
 
 
 def _identity(op: str, dtype: str):
-    if op in ("bitor", "bitxor"):
-        return tirx.const(0, dtype)
-    if op == "bitand":
-        return tirx.max_value(dtype) if dtype.startswith("uint") else tirx.const(-1, dtype)
+    if op in BITWISE_REDUCE_KINDS:
+        return bitwise_identity(op, dtype)
     if op == "sum":
         return tirx.const(0, dtype)
     if op == "max":
@@ -174,8 +172,8 @@ def _identity(op: str, dtype: str):
 
 
 def _combine(op: str, a, b):
-    if op in _BITWISE:
-        return {"bitand": tirx.bitwise_and, "bitor": tirx.bitwise_or, "bitxor": tirx.bitwise_xor}[op](a, b)
+    if op in BITWISE_REDUCE_KINDS:
+        return bitwise_combine(op, a, b)
     return a + b if op == "sum" else tirx.max(a, b) if op == "max" else tirx.min(a, b)
 
 

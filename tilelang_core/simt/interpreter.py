@@ -40,6 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 from tvm import tirx
 
+from ..ir.numpy_ops import BINARY_UFUNCS
+
 NP_DTYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64,
              "bfloat16": np.float32, "int8": np.int8, "uint8": np.uint8, "int16": np.int16,
              "int32": np.int32, "int64": np.int64, "uint32": np.uint32, "bool": np.bool_,
@@ -285,8 +287,8 @@ class Interpreter:
             right = np.broadcast_to(self.expr(e.b), (self.lanes,)).astype(bool)
             self.read_mask = outer
             return left & right if kind == "And" else left | right
-        if kind in _BINARY:
-            return _BINARY[kind](self.expr(e.a), self.expr(e.b))
+        if kind in BINARY_UFUNCS:
+            return BINARY_UFUNCS[kind](self.expr(e.a), self.expr(e.b))
         if kind == "Not":
             return np.logical_not(self.expr(e.a))
         if kind == "Select":
@@ -473,21 +475,6 @@ def reinterpret(value, src: str, dst: str, threads: int):
         out = raw.view(np_dtype(dst))
     out = out.T
     return out if "x" in dst else out[0]
-
-
-def _floordiv(a, b):
-    return np.floor_divide(a, b)
-
-
-_BINARY = {
-    "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "FloorDiv": _floordiv,
-    "FloorMod": np.mod, "Div": lambda a, b: np.true_divide(a, b) if np.issubdtype(np.asarray(a).dtype, np.floating)
-    else np.trunc(np.true_divide(a, b)).astype(np.int64), "Mod": np.fmod,
-    "Min": np.minimum, "Max": np.maximum, "EQ": np.equal, "NE": np.not_equal, "LT": np.less,
-    "LE": np.less_equal, "GT": np.greater, "GE": np.greater_equal, "And": np.logical_and,
-    "Or": np.logical_or, "BitwiseXor": np.bitwise_xor, "BitwiseAnd": np.bitwise_and,
-    "BitwiseOr": np.bitwise_or, "LShift": np.left_shift, "RShift": np.right_shift,
-}
 
 
 def run_kernel(func: tirx.PrimFunc, args: dict) -> None:

@@ -17,6 +17,7 @@ import tvm
 from tvm import tirx
 
 from tilelang_core.ir import Reduce, TileOp
+from tilelang_core.ir.ops import BITWISE_REDUCE_KINDS, bitwise_combine, bitwise_identity
 from tilelang_core.layout import THREAD
 from tilelang_core.lowering import nan_propagating
 
@@ -27,8 +28,8 @@ from .transform.state import loop, seq
 
 
 def identity(kind: str, dt: str):
-    if kind == "bitand":  # every bit set
-        return tvm.tirx.max_value(dt) if dt.startswith("uint") else tirx.const(-1, dt)
+    if kind in BITWISE_REDUCE_KINDS:
+        return bitwise_identity(kind, dt)
     if kind == "max":
         return tvm.tirx.min_value(dt)
     if kind == "min":
@@ -41,12 +42,9 @@ def combine(kind: str, a, b):
         return tirx.Max(a, b)
     if kind == "min":
         return tirx.Min(a, b)
-    if kind in _BITWISE:
-        return _BITWISE[kind](a, b)
+    if kind in BITWISE_REDUCE_KINDS:
+        return bitwise_combine(kind, a, b)
     return a + b
-
-
-_BITWISE = {"bitand": tirx.bitwise_and, "bitor": tirx.bitwise_or, "bitxor": tirx.bitwise_xor}
 
 
 def same_placement(a, b) -> bool:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from tvm import tirx
 
 from tilelang_core.ir import region as R
+from tilelang_core.ir.ops import BITWISE_REDUCE_KINDS
 
 from . import isa
 from .target import memory_sizes
@@ -222,7 +223,7 @@ def lower_reduce(op, ctx: IsaContext) -> None:
     if dst.rows * dst.cols != out_len:
         raise ctx.error(what, f"destination has {dst.rows * dst.cols} elements, expected {out_len}")
     dst = isa.Tile(dst.buf, 1, out_len, row=dst.row, col=dst.col, slot=dst.slot)
-    if op.kind in ("bitand", "bitor", "bitxor"):
+    if op.kind in BITWISE_REDUCE_KINDS:
         raise ctx.error(what, f"T.reduce_{op.kind}: the vector unit has no bitwise reduction; reduce with "
                               "T.Parallel and T.serial over the elements")
     base = {"sum": "sum", "abssum": "sum", "max": "max", "absmax": "max", "min": "min"}[op.kind]

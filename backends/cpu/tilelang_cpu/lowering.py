@@ -12,12 +12,14 @@ Rules are registered in the core table (``tilelang_core.lowering``) under backen
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Sequence
 
 import tvm
 from tvm import tirx
 
 from tilelang_core.ir import TileOp
+from tilelang_core.ir.ops import bitwise_combine, bitwise_identity
 from tilelang_core.lowering import LoweringContext, in_bounds, nan_propagating, register_lowering
 
 KIND = "cpu"
@@ -307,10 +309,9 @@ _REDUCE = {
     "max": (tirx.max, tirx.min_value, lambda x: x),
     "min": (tirx.min, tirx.max_value, lambda x: x),
     "absmax": (tirx.max, lambda t: zero(t), tirx.abs),
-    "bitand": (tirx.bitwise_and, lambda t: tirx.max_value(t) if t.startswith("uint") else tirx.const(-1, t),
-               lambda x: x),
-    "bitor": (tirx.bitwise_or, lambda t: zero(t), lambda x: x),
-    "bitxor": (tirx.bitwise_xor, lambda t: zero(t), lambda x: x),
+    "bitand": (partial(bitwise_combine, "bitand"), partial(bitwise_identity, "bitand"), lambda x: x),
+    "bitor": (partial(bitwise_combine, "bitor"), partial(bitwise_identity, "bitor"), lambda x: x),
+    "bitxor": (partial(bitwise_combine, "bitxor"), partial(bitwise_identity, "bitxor"), lambda x: x),
 }
 
 

@@ -154,7 +154,7 @@ def _emit(nest, st: KernelState, anchor, guard_replicas: bool):
     for _ in nest.extents:
         inner = inner.body
 
-    _check_fragment_indices(nest, inner, st)
+    _check_fragment_indices(nest, st)
 
     def frag_index(buffer, indices):
         dims = access_dims(nest, indices)
@@ -207,25 +207,18 @@ def _emit(nest, st: KernelState, anchor, guard_replicas: bool):
                     tirx.ForKind.UNROLLED, body), False
 
 
-def _check_fragment_indices(nest, body, st: KernelState) -> None:
+def _check_fragment_indices(nest, st: KernelState) -> None:
     """A fragment the loop does not hold whole must be indexed by the loop's own variables: an
     element at a shifted index (``acc[i + s * 16, j]``) is another thread's register. Refused
     with the line (was a TypeError deep in the lowering); TileLang's sparse MLA backward does this."""
     from tilelang_core.errors import LayoutError
     from tilelang_core.lowering import source_location
 
-    bad = []
-
-    def visit(node):
-        buffer = node.buffer if isinstance(node, tirx.BufferStore) else node.source
-        if is_fragment(buffer) and not st.layouts[buffer].is_whole \
-                and access_dims(nest, list(node.indices)) is None:
-            bad.append((buffer, list(node.indices)))
-
-    tvm_ffi.structural_walk(body, [(tvm.ir.TensorLoad, visit), (tirx.BufferStore, visit)])
+    bad = [(buffer, indices) for buffer, indices in nest.accesses
+           if not st.layouts[buffer].is_whole and access_dims(nest, indices) is None]
     if bad:
         buffer, indices = bad[0]
-        loop_vars = ", ".join(str(loop.loop_var) for loop in _nest_loops(nest))
+        loop_vars = ", ".join(str(v) for v in nest.loop_vars)
         where = source_location(nest.loop)
         raise LayoutError(
             f"kernel '{st.kernel}': fragment '{buffer.name}' is accessed at [{', '.join(map(str, indices))}] in a "
@@ -233,14 +226,6 @@ def _check_fragment_indices(nest, body, st: KernelState) -> None:
             "inside T.Parallel it must be indexed by the loop variables themselves (or a constant for a "
             "unit dimension). Copy the fragment to shared memory first (T.copy(frag, frag_shared)) and "
             "index that." + (f"\n  --> {where}" if where else ""))
-
-
-def _nest_loops(nest):
-    loop, loops = nest.loop, []
-    for _ in nest.extents:
-        loops.append(loop)
-        loop = loop.body
-    return loops
 
 
 def _atomics_on_one_replica(body, first_replica):

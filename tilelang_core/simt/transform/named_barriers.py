@@ -39,9 +39,9 @@ def check_named_barriers(body, st: KernelState, error) -> None:
     """Raise ``error(intrinsic, stmt, message)`` for a named barrier the module docstring refuses."""
     ws, threads = st.dialect.warp_size, st.block_threads or st.num_threads
 
-    def check(stmt, where, selected, inside: str | None):
-        stmt = where if where is not None else stmt
-        for call in I.calls_in(stmt):
+    def check(leaf, where, selected, inside: str | None):
+        stmt = where if where is not None else leaf  # the error names the nearest line
+        for call in I.calls_in(leaf):
             intrinsic = I.intrinsic_of(call)
             if intrinsic.name != "named_barrier":
                 continue

@@ -40,7 +40,8 @@ def _key(obj) -> int:
     return obj.__chandle__()
 
 
-def _sync():
+def block_sync():
+    """The block's barrier statement (TVM's ``tvm_storage_sync("shared")``)."""
     return tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
 
 
@@ -177,7 +178,7 @@ class _Emulation:
             rest = []  # a block barrier is a warp barrier for every warp
         else:
             rest = [tvm_ffi.structural_map(stmt, [(tvm.ir.Call, replace)])]
-        return tirx.SeqStmt([*publish, _sync(), *uniform, *rest, _sync()])
+        return tirx.SeqStmt([*publish, block_sync(), *uniform, *rest, block_sync()])
 
     def scratch(self, value, publish, dtype=None):
         """A block array every thread writes its ``value`` to; returns the array."""

@@ -37,6 +37,8 @@ from tilelang_core.transform.lower_tile_ops import kernel_name
 from tilelang_core.transform.thread_ranges import is_block_wide as tile_level, selected_range
 from tilelang_core.transform.structural import structural_map as raising_structural_map
 
+from .emulate_warps import block_sync
+
 THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 #: scopes that are per-thread registers on a GPU
 PRIVATE_SCOPES = ("local", "local.var")
@@ -68,10 +70,6 @@ def named_barrier_count(stmt) -> int | None:
     return None
 
 
-def _block_sync():
-    return tirx.Evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
-
-
 def _whole_block_named_barriers(body, threads: _Threads, extent):
     """Named barriers outside any branch on the thread: the block's barrier when they count the
     whole block, else refused (they would count threads that never arrive)."""
@@ -83,7 +81,7 @@ def _whole_block_named_barriers(body, threads: _Threads, extent):
             raise LoweringError(f"kernel '{threads.kernel}': T.sync_threads(id, {count}) is outside any branch "
                                 f"on the thread index, so the whole block ({extent} threads) reaches it; the "
                                 "count must be the threads that reach it")
-        return _block_sync()
+        return block_sync()
 
     return raising_structural_map(body, [(tirx.Evaluate, on_eval)])
 
@@ -329,7 +327,7 @@ class _Threads:
                 raise self.error(f"in a condition around T.sync_threads(id, {count}) that selects "
                                  f"{'no single range of' if size is None else size} threads (the count must "
                                  "be the threads of the branch)", branch)
-            return _block_sync()
+            return block_sync()
         if is_sync(stmt) or not tile_level(stmt):
             raise self.error("in a condition that encloses a barrier", branch)
         if not runs:
