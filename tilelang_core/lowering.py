@@ -81,10 +81,20 @@ def registered_ops(backend_kind: str) -> list[str]:
     return sorted(short_name(op) for op, kind in _RULES if kind == backend_kind)
 
 
+def user_span(node):
+    """The span of the user's line a node carries, or None. A statement a ``T.macro`` expanded
+    carries a SequentialSpan (the call's line, then the macro body's): its first line counts."""
+    span = getattr(node, "span", None)
+    for part in getattr(span, "spans", None) or [span]:
+        if part is not None and getattr(part, "source_name", None) is not None:
+            return part
+    return None
+
+
 def source_location(node) -> str | None:
     """``file:line:col`` of a node the frontend gave a span (tile ops carry the user's line)."""
-    span = getattr(node, "span", None)
-    if span is None or span.source_name is None:
+    span = user_span(node)
+    if span is None:
         return None
     return f"{span.source_name.name}:{span.line}:{span.column}"
 

@@ -29,7 +29,7 @@ def bufs():
 
 
 def test_every_op_is_registered_as_tile_primitive():
-    assert set(registered_ops()) == {"copy", "fill", "gemm", "reduce", "cumsum", "atomic"}
+    assert set(registered_ops()) == {"copy", "fill", "gemm", "reduce", "cumsum", "atomic", "tma_copy"}
     for name in registered_ops():
         op = get_op(name)
         assert str(op.name) == f"tl.tile.{name}"

@@ -50,7 +50,7 @@ def shuffle_offsets(text: str) -> list[int]:
 def test_rules_register_for_another_kind_idempotently():
     register_simt_rules(KIND)
     register_simt_rules(KIND)
-    assert registered_ops(KIND) == ["atomic", "copy", "cumsum", "fill", "gemm", "reduce"]
+    assert registered_ops(KIND) == ["atomic", "copy", "cumsum", "fill", "gemm", "reduce", "tma_copy"]
 
 
 def test_another_gemm_rule_for_a_kind_that_has_one_is_refused():

@@ -14,9 +14,10 @@ Read one back in a pass::
 
 from .. import ffi_errors  # noqa: F401 - TileLang error types survive TVM passes
 from .ops import Atomic, Copy, Cumsum, Fill, Gemm, GemmWarpPolicy, Reduce, TileOp
+from .tma_copy import TmaCopy
 from .registry import OP_PREFIX, get_op, get_op_class, is_tile_op, registered_ops
 
 __all__ = [
-    "OP_PREFIX", "Atomic", "Copy", "Cumsum", "Fill", "Gemm", "GemmWarpPolicy", "Reduce", "TileOp",
+    "OP_PREFIX", "Atomic", "Copy", "Cumsum", "Fill", "Gemm", "GemmWarpPolicy", "Reduce", "TileOp", "TmaCopy",
     "get_op", "get_op_class", "is_tile_op", "registered_ops",
 ]

@@ -85,6 +85,14 @@ _ALL = [
     _define("ffs", "thread", True, "__ffs"), _define("fns", "thread", True, "__fns"),
     # a load through the read-only data cache: (TensorLoad of a global buffer)
     _define("ldg", "thread", False, "__ldg"),
+    # mbarriers of T.alloc_barrier (language/barriers.py): every thread that reaches one performs
+    # it. (barrier TensorLoad) / (barrier, parity int32)
+    _define("mbarrier_arrive", "thread"), _define("mbarrier_wait_parity", "thread"),
+    # T.alloc_barrier's initialization, once per barrier buffer at the kernel's top level:
+    # (TensorLoad of its element 0, arrive count of each element int32 ...)
+    _define("mbarrier_init", "block", spelling="alloc_barrier"),
+    # a register reallocation hint for the warpgroup (setmaxnreg): (count int32, 1 = raise, 0 = lower)
+    _define("set_max_nreg", "thread"),
 ]
 INTRINSICS: dict[str, Intrinsic] = {i.name: i for i in _ALL}
 _OPS: dict[str, tvm.ir.Op] = {}

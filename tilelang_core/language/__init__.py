@@ -25,6 +25,10 @@ from ..layout import Layout  # T.Layout(shape, forward): TileLang's layouts, fla
 from ..jit import compile  # T.compile(func, out_idx=None, target="auto", pass_configs=None)
 from . import dtypes as _dtypes
 from .allocate import alloc_buffer, alloc_fragment, alloc_global, alloc_local, alloc_shared, alloc_var
+from .barriers import (WarpSpecialize, alloc_barrier, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc,
+                       barrier_arrive, barrier_wait, dec_max_nreg, inc_max_nreg, mbarrier_arrive,
+                       mbarrier_arrive_expect_tx, mbarrier_expect_tx, mbarrier_wait_parity, no_set_max_nreg,
+                       set_max_nreg, tma_copy, ws)
 from .annotations import annotate_layout, annotate_safe_value, use_swizzle
 from .intrinsics import (Broadcast, Ramp, Serial, Shuffle, address_of, assume, atan, attr, bitwise_and,
                        bitwise_not, bitwise_or, bitwise_xor, call_extern, call_intrin, clz, comm_reducer,

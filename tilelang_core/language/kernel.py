@@ -80,6 +80,7 @@ class Kernel:
         self.block_vars: list = []
         self.thread_vars: list = []
         self.thread_id = None  # the linear thread index (the one threadIdx.x launch)
+        self.barriers: list = []  # T.alloc_barrier buffers (language/barriers.py)
         self._stack: contextlib.ExitStack | None = None
 
     def __enter__(self):

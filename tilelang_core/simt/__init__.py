@@ -131,7 +131,10 @@ def register_simt_rules(kind: str, *, gemm=None) -> None:
     from .lower_reduce import lower_reduce
     from .lowering import lower_copy, lower_fill
 
+    from .transform.mbarriers import lower_tma_copy
+
     rules = {"copy": lower_copy, "fill": lower_fill, "reduce": lower_reduce,
-             "atomic": lower_atomic, "cumsum": lower_cumsum, "gemm": gemm or lower_gemm_fma}
+             "atomic": lower_atomic, "cumsum": lower_cumsum, "gemm": gemm or lower_gemm_fma,
+             "tma_copy": lower_tma_copy}
     for op_name, rule in rules.items():
         register_lowering(op_name, kind)(rule)

@@ -20,9 +20,19 @@ def check_dtypes(func, arch: str, kind: str, archs, capability: Callable[[str, s
     import tvm_ffi
     from tvm import tirx
 
+    from .transform.mbarriers import barrier_buffers
+
     supported = set(capability(arch, "dtypes"))
     seen = {str(p.ty.dtype) for p in func.params if tirx.is_buffer_var(p)}
-    tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, lambda a: seen.add(str(a.buffer.ty.dtype))),
+    # T.alloc_barrier's uint64 words are the mbarriers' own storage (LowerBarrierInits refuses
+    # them where the backend has none), not the kernel's data
+    barriers = barrier_buffers(func.body)
+
+    def on_alloc(alloc):
+        if not any(alloc.buffer.same_as(b) for b in barriers):
+            seen.add(str(alloc.buffer.ty.dtype))
+
+    tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, on_alloc),
                                         (tirx.DeclBuffer, lambda d: seen.add(str(d.buffer.ty.dtype)))])  # T.view
     for dt in sorted(seen - supported):
         having = [a for a in archs if dt in capability(a, "dtypes")]

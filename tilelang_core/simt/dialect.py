@@ -59,6 +59,10 @@ class SimtDialect:
         that counts a predicate over the block); False: those are refused at the user's line.
     named_barriers: the backend defines ``tl_named_barrier(id, count)``, a barrier among ``count``
         threads (``bar.sync``; T.sync_threads(id, count) over part of the block); False: refused.
+    mbarriers: the backend defines the ``tl_mbarrier_*`` helpers (T.alloc_barrier and its waits and
+        arrivals; transform/mbarriers.py); False: those are refused at compile time.
+    max_nreg: the backend defines ``tl_set_max_nreg<count, inc>()`` (T.set_max_nreg, setmaxnreg);
+        False: the hint is dropped (values are the same).
     vector_bytes: the widest vector load/store the codegen prints (T.ldg256 moves 32 bytes; MSL
         vectors hold 16); wider explicit accesses are refused at the user's line.
     """
@@ -73,6 +77,8 @@ class SimtDialect:
     block_votes: bool = True
     vector_bytes: int = 32
     named_barriers: bool = False
+    mbarriers: bool = False
+    max_nreg: bool = False
 
     def __post_init__(self):
         if not self.kind:
@@ -91,4 +97,5 @@ class SimtDialect:
     def __hash__(self):
         return hash((self.kind, self.warp_size, self.async_copy, self.shuffle_xor,
                      tuple(sorted(self.atomic_dtypes.items())), tuple(sorted(self.warp_reduce.items())),
-                     self.atomic_orders, self.block_votes, self.vector_bytes, self.named_barriers))
+                     self.atomic_orders, self.block_votes, self.vector_bytes, self.named_barriers, self.mbarriers,
+                     self.max_nreg))

@@ -9,8 +9,8 @@ tl_copy_N, tl_store_N, tl_cp_async_*, tl_shfl_xor, tl_atomic_*). A backend subcl
 arithmetic of copies, swizzles, operand lane addresses, matrix fragments and reductions against
 torch without a GPU.
 
-The warp helpers (tl_ballot_sync, tl_shfl_sync, tl_warp_reduce_*, ...) are modelled in
-interpreter_warp.py, over warps of the kernel's ``tl.warp_size``. A vector value (a ``Ramp``
+The mbarrier helpers (T.alloc_barrier) are modelled in interpreter_mbarrier.py, the warp helpers
+(tl_ballot_sync, tl_shfl_sync, tl_warp_reduce_*, ...) in interpreter_warp.py, over warps of the kernel's ``tl.warp_size``. A vector value (a ``Ramp``
 index, ``T.ldg128``'s ``uint32x4``) is an array with the vector lanes on a leading axis,
 ``(lanes, threads)``; ``T.reinterpret`` reads the bytes as the device holds them.
 
@@ -365,11 +365,13 @@ class Interpreter:
             value = np.broadcast_to(self.expr(args[0]), (self.lanes,))
             lane_mask = int(self.expr(args[1]))
             return value[np.arange(self.lanes) ^ lane_mask]
+        from .interpreter_mbarrier import mbarrier_helper  # T.alloc_barrier's waits and arrivals
         from .interpreter_warp import warp_helper  # votes, shuffles, warp reductions, bit scans
 
-        handled = warp_helper(self, name, args, mask)
-        if handled is not NOT_HANDLED:
-            return handled
+        for model in (warp_helper, mbarrier_helper):
+            handled = model(self, name, args, mask)
+            if handled is not NOT_HANDLED:
+                return handled
         handled = self.device_helper(name, args, mask)
         if handled is NOT_HANDLED:
             raise NotImplementedError(f"interpreter: device helper {name} (no rule in "
@@ -411,10 +413,13 @@ class Interpreter:
         return NOT_HANDLED
 
     def whole_warps(self, mask, width: int, what: str):
-        """Lane ranges of the warps (``width`` lanes) a warp-wide instruction runs on: every lane
-        of each warp must be active, as the hardware requires."""
+        """Lane ranges of the warps (``width`` lanes) a warp-wide instruction runs on: the warps
+        with an active lane (a thread group's branch leaves the others out), every lane of each
+        active, as the hardware requires."""
         for w in range(0, self.lanes, width):
             lanes = np.arange(w, w + width)
+            if not mask[lanes].any():
+                continue
             if not mask[lanes].all():
                 raise RuntimeError(f"{what} needs the whole warp of {width} lanes")
             yield lanes

@@ -47,6 +47,8 @@ from .transform import (KernelState, apply_layouts, block_swizzle, insert_barrie
                         thread_binding)
 from .transform.apply_layouts import annotated_layouts, settle_view_annotations
 from .transform.lower_intrinsics import check_intrinsics, lower_intrinsics
+from .transform.mbarriers import barrier_buffers, lower_barrier_inits
+from .transform.named_barriers import group_barriers
 
 
 @dataclass
@@ -120,6 +122,10 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
     for view, source in views.items():  # a T.reshape of a fragment names the same registers
         if source in st.locals:
             st.locals[view] = st.locals[source]
+    # T.alloc_barrier: initialized by one thread before a block barrier (transform/mbarriers.py)
+    st.barriers = barrier_buffers(func.body)
+    if st.barriers:
+        func = run_pass(f"{kind}.LowerBarrierInits", _on_body(lower_barrier_inits), func, st)
     body, st.annotated = annotated_layouts(func.body, name, kind)
     settle_view_annotations(views, st.annotated, name)
     func = func.with_body(body)
@@ -137,7 +143,8 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
         func = run_pass(f"{kind}.SplitMaskedFills", _on_body(split_masked_fills), func)
     func = run_pass(f"{kind}.SoftwarePipeline", _on_body(software_pipeline), func,
                     use_async=dialect.async_copy, shared_limit=shared_limit, async_preload=async_preload)
-    func = run_pass(f"{kind}.InsertBarriers", _on_body(insert_barriers), func)
+    func = run_pass(f"{kind}.InsertBarriers", _on_body(insert_barriers), func,
+                    group_barrier=group_barriers(func.body, st))
     func = run_pass(f"{kind}.ParallelTileOps", _on_body(parallel_tile_ops), func, st)
     # lower_tile_ops binds the loop ranges and bound values into st.analyzer (via ctx) first
     ctx = SimtLoweringContext(backend_kind=kind, kernel=name, analyzer=st.analyzer,

@@ -411,5 +411,52 @@ def _allocated_fragments(stmt) -> list:
 def infer_layouts(func: tirx.PrimFunc, num_threads: int,
                   accumulator_layout: AccumulatorLayout | None = None,
                   vector_bytes: int = 16, operand_layout: OperandLayout | None = None) -> dict:
-    """``{fragment buffer: Fragment}`` for every ``local.fragment`` buffer of ``func``."""
-    return _Solver(func, num_threads, accumulator_layout, vector_bytes, operand_layout).solve()
+    """``{fragment buffer: Fragment}`` for every ``local.fragment`` buffer of ``func``.
+
+    Fragments used under a condition that selects a group of threads (``T.ws``, ``if tx < 128``:
+    transform/thread_ranges.py) are laid out over that group's threads, from the group's code
+    alone; the rest over the block's ``num_threads``."""
+    groups = _group_bodies(func.body)
+    fixed: dict = {}
+    for (_lo, threads), bodies in groups.items():
+        sub = func.with_body(bodies[0] if len(bodies) == 1 else tirx.SeqStmt(bodies))
+        fixed.update(_Solver(sub, threads, accumulator_layout, vector_bytes, operand_layout).solve())
+    body = _without_groups(func.body) if groups else func.body
+    solver = _Solver(func.with_body(body), num_threads, accumulator_layout, vector_bytes, operand_layout)
+    solver.layouts.update(fixed)
+    solver.why.update({b: "its thread group's code" for b in fixed})
+    return solver.solve()
+
+
+def _group_bodies(body) -> dict:
+    """``{(lo, threads): [bodies of the THREAD_RANGE regions of that group that use fragments]}``."""
+    from .thread_ranges import THREAD_RANGE, region_lo
+
+    found: dict = {}
+
+    def on_attr(attr):
+        if attr.attr_key == THREAD_RANGE and _uses_fragments(attr.body):
+            found.setdefault((region_lo(attr), int(attr.value)), []).append(attr.body)
+
+    tvm_ffi.structural_walk(body, [(tirx.AttrStmt, on_attr)], order="pre")
+    return found
+
+
+def _uses_fragments(body) -> bool:
+    found = []
+    tvm_ffi.structural_walk(body, [(tvm.ir.TensorRegion, lambda r: found.append(r.source)),
+                                   (tvm.ir.TensorLoad, lambda l: found.append(l.source)),
+                                   (tirx.BufferStore, lambda st: found.append(st.buffer))])
+    return any(is_fragment(b) for b in found if tirx.is_buffer_var(b))
+
+
+def _without_groups(body):
+    """``body`` with the fragment-using THREAD_RANGE regions emptied (solved on their own)."""
+    from .thread_ranges import THREAD_RANGE
+
+    def on_attr(attr):
+        if attr.attr_key == THREAD_RANGE and _uses_fragments(attr.body):
+            return tirx.Evaluate(tirx.const(0, "int32"))
+        return attr
+
+    return tvm_ffi.structural_map(body, [(tirx.AttrStmt, on_attr)])

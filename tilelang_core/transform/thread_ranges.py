@@ -30,7 +30,7 @@ from tvm import tirx
 
 from ..errors import LoweringError
 from ..ir.atomic_calls import TILE_ATOMIC_OP, is_parallel_loop
-from ..lowering import source_location
+from ..lowering import source_location, user_span
 from .bindings import is_pure
 from .structural import structural_map, structural_walk
 
@@ -137,39 +137,12 @@ class _Marker:
         return tirx.AttrStmt(self.tx, THREAD_RANGE, tirx.const(hi - lo, "int32"), inner)
 
     def _check_region(self, body, cond_node):
-        fragments = []
-
-        def on_region(region):
-            if self.is_fragment(region.source):
-                fragments.append(region.source)
-
-        def on_load(load):
-            if self.is_fragment(load.source):
-                fragments.append(load.source)
-
-        def on_store(store):
-            if self.is_fragment(store.buffer):
-                fragments.append(store.buffer)
-
         def on_for(loop):
             if _is_pipelined(loop):
                 raise self.error("a T.Pipelined loop inside a branch on the thread index is not "
                                  "supported (its barriers synchronize the whole block); move the "
                                  "condition inside the loop body or pipeline the whole block", loop)
 
-        blockwide = []
-        tvm_ffi.structural_walk(body, [(tirx.TilePrimitiveCall, blockwide.append)])
-        for call in blockwide:
-            tvm_ffi.structural_walk(call, [(tvm.ir.TensorRegion, on_region)])
-        for loop in _parallel_loops(body):
-            tvm_ffi.structural_walk(loop, [(tvm.ir.TensorLoad, on_load), (tirx.BufferStore, on_store)])
-        if fragments:
-            names = ", ".join(sorted({str(f.name) for f in fragments}))
-            raise self.error(
-                f"the tile ops or T.Parallel loops under this condition on the thread index use the "
-                f"fragment(s) {names}; a fragment's layout spans every thread of the block, so only "
-                f"part of it would be computed. Use shared memory inside the branch, or move the "
-                f"fragment work out of it", cond_node)
         structural_walk(body, [(tirx.For, on_for)])
 
     def visit(self, node, pipelined: bool = False):
@@ -179,9 +152,11 @@ class _Marker:
             self.note_bind(node)
             return node
         if isinstance(node, tirx.For):
-            inside = pipelined or _is_pipelined(node)
             if is_parallel_loop(node):
                 return node
+            if _planned(node) and has_ws_regions(node.body):
+                node = _serial(node)  # the author's mbarriers pipeline it (language/barriers.py)
+            inside = pipelined or _is_pipelined(node)
             return tirx.For(node.loop_var, node.min, node.extent, node.kind, self.visit(node.body, inside),
                             node.thread_binding, node.annotations, node.step)
         if isinstance(node, tirx.AttrStmt):
@@ -227,6 +202,102 @@ class _Marker:
         return tirx.IfThenElse(node.condition, then_case, else_case)
 
 
+#: AttrStmt key of a T.ws body (language/barriers.py; spelled here too: the core's passes do not
+#: import the frontend)
+WS_ATTR = "tl.warp_specialize"
+#: annotations of a T.Pipelined loop the pipeline planner reads
+_PLAN_KEYS = ("tl.num_stages", "tl.order", "tl.stage", "tl.group")
+
+
+def has_ws_regions(node) -> bool:
+    """Does ``node`` contain a ``T.ws`` body?"""
+    found = []
+    tvm_ffi.structural_walk(node, [(tirx.AttrStmt, lambda a: found.append(a) if a.attr_key == WS_ATTR else None)])
+    return bool(found)
+
+
+def _planned(loop) -> bool:
+    return loop.annotations is not None and "tl.num_stages" in loop.annotations
+
+
+def _serial(loop):
+    """A T.Pipelined loop whose body synchronizes its warpgroups itself (``T.ws`` regions and
+    mbarriers), as a plain loop: the author wrote the pipeline, and software-pipelining it again
+    would move the tile ops out of their regions. (TileLang also multi-buffers such loops for
+    ``num_stages > 1``; here they run as written.)"""
+    ann = {k: v for k, v in (loop.annotations or {}).items() if str(k) not in _PLAN_KEYS}
+    return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, loop.body, loop.thread_binding,
+                    ann or None, loop.step)
+
+
+def region_lo(region: tirx.AttrStmt) -> int:
+    """The first thread of a THREAD_RANGE region (its Bind is ``tx_r = tx - lo``)."""
+    value = (region.body.seq[0] if isinstance(region.body, tirx.SeqStmt) else region.body).value
+    return int(value.b) if isinstance(value, tirx.Sub) and isinstance(value.b, tirx.IntImm) else 0
+
+
+def fragment_groups(body, is_fragment) -> dict:
+    """``{fragment: {group: where}}`` over every use of every fragment in ``body``: a group is
+    ``(lo, threads)`` of the innermost THREAD_RANGE region around the use, or None outside any;
+    ``where`` is the user's line of its first use there (or None)."""
+    groups: dict = {}
+
+    def note(buffer, group, where):
+        if is_fragment(buffer):
+            groups.setdefault(buffer, {}).setdefault(group, source_location(where) if where is not None else None)
+
+    def visit(node, group, where=None):
+        where = node if user_span(node) is not None else where
+        if isinstance(node, tirx.AttrStmt) and node.attr_key == THREAD_RANGE:
+            visit(node.body, (region_lo(node), int(node.value)), where)
+            return
+        if isinstance(node, tirx.SeqStmt):
+            for s in node.seq:
+                visit(s, group, where)
+            return
+        if isinstance(node, (tirx.For, tirx.AttrStmt, tirx.While)):
+            visit(node.body, group, where)
+            if isinstance(node, tirx.For):
+                _visit_expr(node.extent, group, where)
+            return
+        if isinstance(node, tirx.IfThenElse):
+            _visit_expr(node.condition, group, where)
+            visit(node.then_case, group, where)
+            if node.else_case is not None:
+                visit(node.else_case, group, where)
+            return
+        _visit_expr(node, group, where)
+
+    def _visit_expr(node, group, where):
+        tvm_ffi.structural_walk(node, [(tvm.ir.TensorRegion, lambda r: note(r.source, group, where)),
+                                       (tvm.ir.TensorLoad, lambda l: note(l.source, group, where)),
+                                       (tirx.BufferStore, lambda st: note(st.buffer, group, where))])
+
+    visit(body, None)
+    return groups
+
+
+def check_fragment_groups(body, is_fragment, kernel: str) -> dict:
+    """``{fragment: (lo, threads)}`` for the fragments used inside THREAD_RANGE regions, which
+    are then laid out over that group's threads; LoweringError for a fragment used by two groups
+    (or by a group and the whole block): its layout can span only one of them."""
+    out = {}
+    for buffer, groups in fragment_groups(body, is_fragment).items():
+        ranges = {g for g in groups if g is not None}
+        if not ranges:
+            continue
+        if len(groups) > 1:
+            names = {g: "the whole block" if g is None else f"threads {g[0]}..{g[0] + g[1] - 1}" for g in groups}
+            lines = "".join(f"\n  --> {where} ({names[g]})" for g, where in groups.items() if where)
+            raise LoweringError(
+                f"kernel '{kernel}': fragment '{buffer.name}' is used by different groups of threads "
+                f"({', '.join(sorted(names.values()))}); a fragment's registers belong to the threads of one "
+                f"group (its layout spans them), so only part of it would be computed. Use it under one "
+                f"thread condition (one T.ws), or pass the values through shared memory" + lines)
+        out[buffer] = next(iter(ranges))
+    return out
+
+
 def _is_pipelined(loop) -> bool:
     return loop.annotations is not None and "tl.pipelined" in loop.annotations
 
@@ -241,7 +312,9 @@ def mark_thread_ranges(body, tx, num_threads: int, kernel: str, is_fragment=lamb
     """``body`` with every block-wide branch on the thread index wrapped in a THREAD_RANGE region
     (module docstring); LoweringError for the branches we cannot lower correctly.
     ``is_fragment(buffer)`` says which buffers have a block-wide register layout."""
-    return _Marker(kernel, tx, num_threads, is_fragment).visit(body)
+    marked = _Marker(kernel, tx, num_threads, is_fragment).visit(body)
+    check_fragment_groups(marked, is_fragment, kernel)
+    return marked
 
 
 def in_thread_ranges(body, transform):

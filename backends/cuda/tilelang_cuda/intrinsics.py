@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 
+from .mbarrier_helpers import MBARRIER_HELPERS
 from .warp_intrinsics import WARP_HELPERS
 
 DEVICE_HEADER = r"""
@@ -304,8 +305,9 @@ ON_DEMAND_HELPERS = {
 
 # votes, shuffles, warp reductions, bit scans (warp_intrinsics.py)
 ON_DEMAND_HELPERS.update(WARP_HELPERS)
+ON_DEMAND_HELPERS.update(MBARRIER_HELPERS)
 
-_HELPER_NAME = re.compile(r"\b(" + "|".join(ON_DEMAND_HELPERS) + r")\(")
+_HELPER_NAME = re.compile(r"\b(" + "|".join(ON_DEMAND_HELPERS) + r")[(<]")  # calls and template calls
 
 
 def with_on_demand_helpers(source: str) -> str:

@@ -201,7 +201,8 @@ def apply_layouts(body, st: KernelState, annotated: dict | None = None):
     shared_bufs = [b for b in allocs if str(b.ty.storage_scope) in SHARED] + extra_shared
     # the backends' own static words (mbarriers, a tile scheduler's slots: scope "shared", named
     # tl_*) keep fixed arrays of their own, outside the pool and its reuse
-    static = [b for b in shared_bufs if str(b.ty.storage_scope) == "shared" and str(b.name).startswith("tl_")]
+    static = [b for b in shared_bufs if str(b.ty.storage_scope) == "shared" and str(b.name).startswith("tl_")
+              or any(b.same_as(m) for m in st.barriers)]
     shared, body, pool, decls = pool_shared([b for b in shared_bufs if b not in static], body,
                                              lambda b: shared_layout(b, annotated, st.views), st.views,
                                              st.scratch)

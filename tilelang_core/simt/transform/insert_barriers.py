@@ -10,8 +10,15 @@ last ones. Loops already planned by the software pipeline (``tl.pipelined``) pla
 and such a region is ordered against earlier statements by its prologue only (its loop starts
 with a wait and a barrier).
 Tile ops under a condition that selects a group of threads (transform/thread_ranges.py) are
-ordered against the code around their branch like any statement; a barrier the group would need
-inside its branch is refused (a block barrier there waits for threads that never arrive).
+ordered against the code around their branch like any statement; a barrier the group needs
+inside its branch is a barrier among the group's threads (``group_barrier``: a named barrier,
+named_barriers.py), never a block barrier, which would wait for threads that never arrive.
+The bodies of ``T.ws`` regions are synchronized by their author (mbarriers, language/barriers.py):
+their accesses are ordered against the block-wide code around them, never against one another.
+A run of ``T.tma_copy`` statements ends with a barrier among the threads that issued them: each
+thread ties its part of the copy to the mbarrier's current phase (simt/transform/mbarriers.py),
+and every part must be tied before any thread's arrival can complete that phase (TileLang's
+kernels let one thread arrive for a copy its whole warpgroup issued).
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from tvm import tirx
 from tilelang_core.errors import LoweringError
 from tilelang_core.ir import TileOp, is_tile_op
 from tilelang_core.lowering import source_location
-from tilelang_core.transform.thread_ranges import THREAD_RANGE
+from tilelang_core.transform.thread_ranges import THREAD_RANGE, WS_ATTR
 
 from .. import intrinsics as I
 from .state import PIPELINE_REGION, is_pipeline_region, region_entry
@@ -58,76 +65,92 @@ def accesses(stmt) -> tuple[set, set]:
     return {b for b in reads if _is_shared(b)}, {b for b in writes if _is_shared(b)}
 
 
+def split_ws(stmt) -> tuple[set, set, set, set]:
+    """``accesses`` of ``stmt`` as (reads, writes) outside T.ws bodies, then (reads, writes) inside them."""
+    bodies = []
+
+    def on_attr(attr):
+        if attr.attr_key == WS_ATTR:
+            bodies.append(attr.body)
+            return tirx.Evaluate(tirx.const(0, "int32"))
+        return attr
+
+    outside = tvm_ffi.structural_map(stmt, [(tirx.AttrStmt, on_attr)])
+    r, w = accesses(outside)
+    ws_r, ws_w = set(), set()
+    for body in bodies:
+        br, bw = accesses(body)
+        ws_r |= br
+        ws_w |= bw
+    return r, w, ws_r, ws_w
+
+
 def conflict(reads, writes, pending_reads, pending_writes) -> bool:
     """Does an access (reads, writes) race with earlier ones (RAW, WAR or WAW)?"""
     return bool(reads & pending_writes or writes & pending_reads or writes & pending_writes)
 
 
-def insert_barriers(stmt):
-    """The kernel body with barriers inserted (see the module docstring)."""
-    return _visit(stmt)
+def insert_barriers(stmt, group_barrier=None):
+    """The kernel body with barriers inserted (see the module docstring). ``group_barrier(region)``:
+    the barrier statement among the threads of a THREAD_RANGE region (None: such barriers are
+    refused)."""
+    return _visit(stmt, I.syncthreads, group_barrier)
 
 
-def _visit(node):
+def _visit(node, sync, group_barrier=None):
     if isinstance(node, tirx.SeqStmt):
-        return _visit_seq(list(node.seq))
+        return _visit_seq(list(node.seq), sync=sync, group_barrier=group_barrier)
     if isinstance(node, tirx.AttrStmt):
         if node.attr_key == PIPELINE_REGION:
             return node.body  # planned by software_pipeline; the marker has done its job
         if node.attr_key == THREAD_RANGE:
-            body = _visit(node.body)
-            if _barriers(body) > _barriers(node.body):
-                raise _group_barrier_error(node)
+            inner = (lambda: group_barrier(node)) if group_barrier is not None else _refused(node)
+            body = _visit(node.body, inner, group_barrier)
             return tirx.AttrStmt(node.node, node.attr_key, node.value, body)
-        return tirx.AttrStmt(node.node, node.attr_key, node.value, _visit(node.body))
+        return tirx.AttrStmt(node.node, node.attr_key, node.value, _visit(node.body, sync, group_barrier))
     if isinstance(node, tirx.For):
         if node.annotations is not None and ("tl.pipelined" in node.annotations
                                              or "tl.parallel" in node.annotations):
             return node
-        body = _visit(node.body)
+        body = _visit(node.body, sync, group_barrier)
         if _loop_carried(node.body):
-            body = _append_barrier(body)
+            body = _append_barrier(body, sync)
         return tirx.For(node.loop_var, node.min, node.extent, node.kind, body,
                         node.thread_binding, node.annotations)
     if isinstance(node, tirx.IfThenElse):
-        return tirx.IfThenElse(node.condition, _visit(node.then_case),
-                               _visit(node.else_case) if node.else_case is not None else None)
+        return tirx.IfThenElse(node.condition, _visit(node.then_case, sync, group_barrier),
+                               _visit(node.else_case, sync, group_barrier) if node.else_case is not None else None)
     return node
 
 
-def _barriers(stmt) -> int:
-    found = []
+def _refused(region):
+    def sync():
+        raise group_barrier_error(region)
 
-    def on_call(call):
-        if getattr(call.op, "name", "") == "tirx.tvm_storage_sync":
-            found.append(call)
-
-    tvm_ffi.structural_walk(stmt, [(tvm.ir.Call, on_call)])
-    return len(found)
+    return sync
 
 
-def _group_barrier_error(region) -> LoweringError:
+def group_barrier_error(region, why: str = "this backend has no barrier over a group of threads") -> LoweringError:
     calls = []
     tvm_ffi.structural_walk(region.body, [(tirx.TilePrimitiveCall, calls.append)])
     where = next((source_location(c) for c in calls if source_location(c)), None)
     return LoweringError(
         f"the tile ops under a condition on the thread index (a group of {int(region.value)} threads) "
         f"need a barrier between them (one writes shared memory another reads); a block barrier "
-        f"inside the branch would wait for threads that never reach it, and barriers over a group "
-        f"of threads are not supported yet. Close the branch before the second op and open a new "
-        f"one after it" + (f"\n  --> {where}" if where else ""))
+        f"inside the branch would wait for threads that never reach it, and {why}. Close the branch "
+        f"before the second op and open a new one after it" + (f"\n  --> {where}" if where else ""))
 
 
 def _loop_carried(body) -> bool:
     """Could iteration i+1 race with iteration i? Conservatively yes whenever the body writes
     shared memory: the next iteration's first write may meet this one's last read or write."""
-    _, writes = accesses(body)
+    _, writes, _, _ = split_ws(body)
     return bool(writes)
 
 
-def _append_barrier(body):
+def _append_barrier(body, sync):
     stmts = list(body.seq) if isinstance(body, tirx.SeqStmt) else [body]
-    return tirx.SeqStmt(stmts + [I.syncthreads()])
+    return tirx.SeqStmt(stmts + [sync()])
 
 
 def insert_barriers_in_seq(stmts, ignore=frozenset()):
@@ -135,21 +158,37 @@ def insert_barriers_in_seq(stmts, ignore=frozenset()):
     return _visit_seq(list(stmts), ignore)
 
 
-def _visit_seq(stmts, ignore=frozenset()):
+def _visit_seq(stmts, ignore=frozenset(), sync=I.syncthreads, group_barrier=None):
     out = []
-    pending_r, pending_w = set(), set()
+    pending_r, pending_w = set(), set()  # block-wide code's accesses since the last barrier
+    ws_pending_r, ws_pending_w = set(), set()  # T.ws bodies' (module docstring)
+    after_tma = False  # the statement before was a T.tma_copy (module docstring)
     for s in stmts:
+        if after_tma and not _is_tma_copy(s):
+            out.append(sync())
+            pending_r, pending_w, ws_pending_r, ws_pending_w = set(), set(), set(), set()
+        after_tma = _is_tma_copy(s)
         # a pipeline region's loop starts with a wait and a barrier: only its prologue can race
         # with what came before (an async preload of Q has nothing else between it and that wait)
-        r, w = accesses(region_entry(s) if is_pipeline_region(s) else s)
+        r, w, ws_r, ws_w = split_ws(region_entry(s) if is_pipeline_region(s) else s)
         r, w = {b for b in r if b not in ignore}, {b for b in w if b not in ignore}
-        if conflict(r, w, pending_r, pending_w):
-            out.append(I.syncthreads())
-            pending_r, pending_w = set(), set()
-        out.append(_visit(s))
+        ws_r, ws_w = {b for b in ws_r if b not in ignore}, {b for b in ws_w if b not in ignore}
+        if (conflict(r, w, pending_r | ws_pending_r, pending_w | ws_pending_w)
+                or conflict(ws_r, ws_w, pending_r, pending_w)):
+            out.append(sync())
+            pending_r, pending_w, ws_pending_r, ws_pending_w = set(), set(), set(), set()
+        out.append(_visit(s, sync, group_barrier))
         if is_pipeline_region(s):
             pending_r, pending_w = set(), set()  # it ends with wait_group(0) + barrier
         else:
             pending_r |= r
             pending_w |= w
+            ws_pending_r |= ws_r
+            ws_pending_w |= ws_w
+    if after_tma:
+        out.append(sync())
     return tirx.SeqStmt(out) if len(out) > 1 else out[0]
+
+
+def _is_tma_copy(stmt) -> bool:
+    return is_tile_op(stmt) and TileOp.from_stmt(stmt).name == "tma_copy"

@@ -36,10 +36,11 @@ from tvm import tirx
 
 from tilelang_core.errors import LoweringError
 from tilelang_core.ir import intrinsics as I
-from tilelang_core.lowering import source_location
+from tilelang_core.lowering import source_location, user_span
 from tilelang_core.transform.bindings import written_buffers
 from tilelang_core.transform.lower_tile_ops import bind_loop_ranges
 
+from .mbarriers import MBARRIER_OPS, lower_mbarrier
 from .named_barriers import check_named_barriers, lower_named_barrier
 from .state import KernelState, uses_var
 
@@ -85,7 +86,7 @@ def check_intrinsics(body, st: KernelState):
                              "threads that skip it never reach the barrier; vote outside the 'if'")
 
     def visit(node, where, parallel=False, pipelined=False, divergent=False):
-        where = node if getattr(node, "span", None) is not None and node.span.source_name is not None else where
+        where = node if user_span(node) is not None else where
         if isinstance(node, tirx.SeqStmt):
             for s in node.seq:
                 visit(s, where, parallel, pipelined, divergent)
@@ -192,7 +193,7 @@ def _statement_of(body, call):
 
     def visit(node):
         if isinstance(node, tirx.Stmt):
-            if getattr(node, "span", None) is not None and node.span.source_name is not None:
+            if user_span(node) is not None:
                 hits = [c for c in I.calls_in(node) if c.same_as(call) or tvm.ir.structural_equal(c, call)]
                 if hits:
                     found[0] = node
@@ -278,6 +279,12 @@ class _Lowering:
             return tirx.call_extern(dtype, f"tl_{name}", *args)
         if name == "ldg":
             return tirx.call_extern(dtype, "tl_ldg", tirx.address_of(args[0]))
+        if name in MBARRIER_OPS:
+            return lower_mbarrier(self.st, name, args, lambda message: self.fail(intrinsic, message))
+        if name == "set_max_nreg":  # a hint: dropped where the backend has no register reallocation
+            if not self.st.dialect.max_nreg:
+                return tirx.const(0, "int32")
+            return tirx.call_extern("void", f"tl_set_max_nreg<{int(args[0])}, {int(args[1])}>")
         raise self.fail(intrinsic, "no lowering rule (a gap in tilelang_core.simt: please report it)")
 
     def source_lane(self, kind: str, operand, width: int):

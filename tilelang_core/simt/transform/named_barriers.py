@@ -25,8 +25,11 @@ from __future__ import annotations
 from tvm import tirx
 
 from tilelang_core.ir import intrinsics as I
-from tilelang_core.transform.thread_ranges import selected_range
+from tilelang_core.lowering import user_span
+from tilelang_core.transform.thread_ranges import region_lo, selected_range
 
+from .. import intrinsics as SI
+from .insert_barriers import group_barrier_error
 from .state import KernelState, uses_var
 
 def _intersect(a, b):
@@ -70,7 +73,7 @@ def check_named_barriers(body, st: KernelState, error) -> None:
                                              "outside the branch")
 
     def visit(node, selected, inside, where=None):
-        if getattr(node, "span", None) is not None and node.span.source_name is not None:
+        if user_span(node) is not None:
             where = node
         if isinstance(node, tirx.SeqStmt):
             for s in node.seq:
@@ -108,4 +111,40 @@ def lower_named_barrier(st: KernelState, args):
     return tirx.call_extern("void", "tl_named_barrier", args[0], args[1])
 
 
-__all__ = ["check_named_barriers", "lower_named_barrier"]
+#: named barrier ids the group barriers take, highest first (0 is the block's; the cuda backend's
+#: own warp specialization counts up from 1)
+GROUP_BARRIER_IDS = range(15, 0, -1)
+
+
+def group_barriers(body, st: KernelState):
+    """``group_barrier(region)`` for insert_barriers: the barrier among the threads of a
+    THREAD_RANGE region, one named barrier id per thread range (ids the kernel's own
+    T.sync_threads use are left alone). A group of one thread needs none."""
+    taken = {int(c.args[0].value) for c in I.calls_in(body) if I.intrinsic_of(c).name == "named_barrier"
+             and isinstance(c.args[0], tirx.IntImm)}
+    ids: dict = {}
+
+    def group_barrier(region):
+        lo, count = region_lo(region), int(region.value)
+        if count == 1:
+            return tirx.Evaluate(tirx.const(0, "int32"))
+        if count == (st.block_threads or st.num_threads):
+            return SI.syncthreads()
+        ws = st.dialect.warp_size
+        if not st.dialect.named_barriers:
+            raise group_barrier_error(region, f"the {st.dialect.kind} backend has no barrier over a group of threads")
+        if lo % ws or count % ws:
+            raise group_barrier_error(region, f"the threads {lo} <= tx < {lo + count} are not whole {ws}-lane "
+                                              f"warps (a barrier over a group counts warps)")
+        if (lo, count) not in ids:
+            free = [i for i in GROUP_BARRIER_IDS if i not in taken and i not in ids.values()]
+            if not free:
+                raise group_barrier_error(region, "every named barrier id is taken")
+            ids[(lo, count)] = free[0]
+        return tirx.Evaluate(tirx.call_extern("void", "tl_named_barrier", tirx.const(ids[(lo, count)], "int32"),
+                                              tirx.const(count, "int32")))
+
+    return group_barrier
+
+
+__all__ = ["GROUP_BARRIER_IDS", "check_named_barriers", "group_barriers", "lower_named_barrier"]

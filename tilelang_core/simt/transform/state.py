@@ -62,6 +62,8 @@ class KernelState:
     #: T.reshape views of on-chip buffers -> the allocation whose storage they name
     #: (transform/buffer_views.py); a view's accesses go to its allocation's registers or slot
     views: dict = field(default_factory=dict)
+    #: T.alloc_barrier buffers (mbarriers.py): a fixed shared array of their own
+    barriers: list = field(default_factory=list)
 
     def for_group(self, thread_var, num_threads: int) -> "KernelState":
         """This state for a group of ``num_threads`` threads indexed by ``thread_var``

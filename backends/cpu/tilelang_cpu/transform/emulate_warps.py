@@ -29,7 +29,7 @@ from tvm import tirx
 
 from tilelang_core.errors import LoweringError
 from tilelang_core.ir import intrinsics as I
-from tilelang_core.lowering import source_location
+from tilelang_core.lowering import source_location, user_span
 from tilelang_core.transform.lower_tile_ops import kernel_name
 
 THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
@@ -68,14 +68,15 @@ class _Emulation:
         self.count = 0
 
     # -- refusals -----------------------------------------------------------------------------
-    def refuse(self, intrinsic, stmt, why: str) -> LoweringError:
+    def refuse(self, intrinsic, stmt, why: str, instead: str | None = None) -> LoweringError:
         where = source_location(stmt) if stmt is not None else None
-        return LoweringError(
-            f"T.{intrinsic.spelling} in kernel '{kernel_name(self.func)}' cannot run on the cpu backend: {why}. "
+        instead = instead or (
             f"The cpu backend runs a block's threads one after another and emulates a {intrinsic.scope}-"
             f"collective op only where every lane executes it together; otherwise it needs a GPU backend "
             f"(target='cuda', 'hip' or 'metal'; tilelang_core.testing.oracle runs their SIMT interpreters "
-            f"without one)" + (f"\n  --> {where}" if where else ""))
+            f"without one)")
+        return LoweringError(f"T.{intrinsic.spelling} in kernel '{kernel_name(self.func)}' cannot run on the cpu "
+                             f"backend: {why}. {instead}" + (f"\n  --> {where}" if where else ""))
 
     def collectives(self, node):
         # (a named barrier is a barrier: threads_to_loops.py splits the thread loops there)
@@ -98,7 +99,7 @@ class _Emulation:
 
     # -- walk ---------------------------------------------------------------------------------
     def visit(self, stmt, divergent: bool, where):
-        where = stmt if getattr(stmt, "span", None) is not None and stmt.span.source_name is not None else where
+        where = stmt if user_span(stmt) is not None else where
         if isinstance(stmt, tirx.SeqStmt):
             out = []
             for s in stmt.seq:
@@ -309,6 +310,11 @@ class _Emulation:
             if name == "syncthreads_and":
                 return tirx.Cast("int32", count == self.threads)
             return tirx.Cast("int32", count > 0)
+        if name == "mbarrier_init":
+            raise self.refuse(intrinsic, where, "it runs a block's threads one after another, so a thread waiting "
+                              "on an mbarrier for another thread's arrival would wait forever",
+                              "Hand-written warp specialization needs target='cuda' (sm_80 or newer; "
+                              "tilelang_core.testing.oracle runs its SIMT interpreter without a GPU)")
         raise self.refuse(intrinsic, where, "it has no cpu emulation (a gap in tilelang-cpu: please report it)")
 
 

@@ -353,6 +353,10 @@ CLUSTER_HELPERS = CLUSTER_HELPERS.replace("@TMA_MULTICAST_BY_RANK@", _by_rank(
     "[%0], [%1, {{{coords}}}], [%2], %3", '"r"(dst), "l"(map), "r"(mbar), "h"(mask)', 4))
 _CLUSTER_MARK = re.compile(r"tl_cluster_dims\((\d+), (\d+), (\d+)\);")
 _MIN_BLOCKS_MARK = re.compile(r"tl_min_blocks_per_sm\((\d+)\);")
+#: T.set_max_nreg's call (mbarrier_helpers.py): ptxas honours setmaxnreg only where it knows the
+#: registers at entry, i.e. with a minimum of blocks per SM in __launch_bounds__ (else it warns
+#: "'setmaxnreg' ignored")
+_MAX_NREG_MARK = re.compile(r"tl_set_max_nreg<\d+, \d+>\(\);")
 _KERNEL_DECL = r'extern "C" __global__ void (?:__launch_bounds__\([\d, ]+\) )?(?:__cluster_dims__\([\d, ]+\) )?'
 
 
@@ -360,8 +364,10 @@ def with_kernel_attributes(source: str) -> str:
     """``source`` with the launch attributes that marker calls in a kernel's body ask for on its
     declarations: ``tl_cluster_dims(x, y, z)`` -> ``__cluster_dims__`` (the launch then forms the
     clusters; no host change is needed), ``tl_min_blocks_per_sm(n)`` -> ``__launch_bounds__(threads,
-    n)`` (ptxas then keeps the registers at entry within the SM's share of n blocks)."""
-    for mark_re, attribute in ((_CLUSTER_MARK, _add_cluster_dims), (_MIN_BLOCKS_MARK, _add_min_blocks)):
+    n)`` (ptxas then keeps the registers at entry within the SM's share of n blocks), and a
+    ``tl_set_max_nreg<n, inc>()`` call -> ``__launch_bounds__(threads, 1)`` unless a count is given."""
+    for mark_re, attribute in ((_CLUSTER_MARK, _add_cluster_dims), (_MIN_BLOCKS_MARK, _add_min_blocks),
+                               (_MAX_NREG_MARK, _add_one_block)):
         at = 0
         while (mark := mark_re.search(source, at)) is not None:
             decl = source.rfind('extern "C" __global__ void', 0, mark.start())
@@ -382,13 +388,20 @@ def _add_cluster_dims(decl: str, mark) -> str:
     return decl[:name_at] + f"__cluster_dims__({mark.group(1)}, {mark.group(2)}, {mark.group(3)}) " + decl[name_at:]
 
 
-def _add_min_blocks(decl: str, mark) -> str:
+def _add_min_blocks(decl: str, mark, blocks: str | None = None) -> str:
     bounds = re.search(r"__launch_bounds__\((\d+)\)", decl)
     if bounds is None:
         from tilelang_core.errors import CompileError
 
         raise CompileError(f"{mark.group(0)} on a kernel without __launch_bounds__ ({decl}); report this")
-    return decl[:bounds.start()] + f"__launch_bounds__({bounds.group(1)}, {mark.group(1)})" + decl[bounds.end():]
+    blocks = blocks or mark.group(1)
+    return decl[:bounds.start()] + f"__launch_bounds__({bounds.group(1)}, {blocks})" + decl[bounds.end():]
+
+
+def _add_one_block(decl: str, mark) -> str:
+    if re.search(r"__launch_bounds__\(\d+, \d+\)", decl):
+        return decl  # a count is given already (this kernel's other calls, or tl_min_blocks_per_sm)
+    return _add_min_blocks(decl, mark, "1")
 
 
 def hopper_header(device_source: str) -> str:

@@ -1,0 +1,53 @@
+"""The cuda definitions of the SIMT kit's mbarrier helpers (T.alloc_barrier and its waits and
+arrivals; contract in tilelang_core/simt/transform/mbarriers.py) and of ``tl_set_max_nreg``.
+
+On-demand helpers like warp_intrinsics.py's: a kernel's source gets only the ones it calls. mbarriers
+exist from sm_80 (``try_wait`` from sm_90; sm_80 polls ``test_wait``; lowering.py refuses them
+below sm_80); ``setmaxnreg`` is sm_90a's, a hint compiled only where the architecture has it.
+"""
+
+from __future__ import annotations
+
+_D = "__device__ __forceinline__"
+_ADDR = "static_cast<unsigned>(__cvta_generic_to_shared(bar))"
+
+MBARRIER_HELPERS = {
+    "tl_mbarrier_init": (f"{_D} void tl_mbarrier_init(void* bar, unsigned count) {{\n"
+                         f"  asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\" :: \"r\"({_ADDR}), \"r\"(count) : \"memory\");\n}}\n"),
+    # the initialization visible to the other threads (and the async proxy) before the block barrier
+    "tl_mbarrier_fence_init": (f"{_D} void tl_mbarrier_fence_init() {{\n"
+                               "#if __CUDA_ARCH__ >= 900\n"
+                               "  asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n"
+                               "#else\n  __threadfence_block();\n#endif\n}\n"),
+    # release: this thread's earlier shared-memory writes reach the waiters; on sm_90 also their
+    # wgmma and TMA reads (the async proxy), which the arrive's release alone does not order
+    "tl_mbarrier_arrive": (f"{_D} void tl_mbarrier_arrive(void* bar) {{\n"
+                           "#if __CUDA_ARCH__ >= 900\n"
+                           "  asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n"
+                           "#endif\n"
+                           f"  asm volatile(\"mbarrier.arrive.shared::cta.b64 _, [%0];\" :: \"r\"({_ADDR}) : \"memory\");\n}}\n"),
+    # acquire; on sm_90 then also for this thread's wgmma reads (the async proxy) of what it sees
+    "tl_mbarrier_wait": (f"{_D} void tl_mbarrier_wait(void* bar, int parity) {{\n"
+                         "  asm volatile(\"{\\n.reg .pred p;\\nTL_MBAR_WAIT_%=:\\n\"\n"
+                         "#if __CUDA_ARCH__ >= 900\n"
+                         "               \"mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\\n\"\n"
+                         "#else\n"
+                         "               \"mbarrier.test_wait.parity.shared::cta.b64 p, [%0], %1;\\n\"\n"
+                         "#endif\n"
+                         "               \"@!p bra TL_MBAR_WAIT_%=;\\n}\\n\"\n"
+                         f"               :: \"r\"({_ADDR}), \"r\"(parity) : \"memory\");\n"
+                         "#if __CUDA_ARCH__ >= 900\n"
+                         "  asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n"
+                         "#endif\n}\n"),
+    # the current phase waits for this thread's cp.async copies so far (no .noinc: not an arrival)
+    "tl_mbarrier_track": (f"{_D} void tl_mbarrier_track(void* bar) {{\n"
+                          f"  asm volatile(\"cp.async.mbarrier.arrive.shared::cta.b64 [%0];\" :: \"r\"({_ADDR}) : \"memory\");\n}}\n"),
+    # T.set_max_nreg: setmaxnreg exists on sm_90a (the arch-specific feature set) only
+    "tl_set_max_nreg": (f"template <int N, int INC>\n{_D} void tl_set_max_nreg() {{\n"
+                        "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n"
+                        "  if (INC) asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %0;\" :: \"n\"(N));\n"
+                        "  else asm volatile(\"setmaxnreg.dec.sync.aligned.u32 %0;\" :: \"n\"(N));\n"
+                        "#endif\n}\n"),
+}
+
+__all__ = ["MBARRIER_HELPERS"]

@@ -1,0 +1,262 @@
+"""TileLang's hand-written warp specialization: mbarriers, ``T.ws`` regions and ``T.tma_copy``.
+
+A producer warpgroup loads tiles and signals an mbarrier; the consumer waits on it, computes and
+signals back::
+
+    data_is_ready = T.alloc_barrier(arrive_count=128)
+    compute_is_done = T.alloc_barrier(arrive_count=128)
+    for ko in T.serial(T.ceildiv(K, 64)):
+        with T.ws(1):                                  # threads 128..255
+            T.barrier_wait(compute_is_done, (ko + 1) % 2)
+            T.tma_copy(A[by * 128, ko * 64], A_shared, barrier=data_is_ready)
+            T.barrier_arrive(data_is_ready)
+        with T.ws(0):                                  # threads 0..127
+            T.barrier_wait(data_is_ready, ko % 2)
+            T.gemm(A_shared, B_shared, C_local)
+            T.barrier_arrive(compute_is_done)
+
+The rules, TileLang's (docs/tile-ir.md, "Hand-written warp specialization"):
+
+* ``T.alloc_barrier(count)`` / ``T.alloc_barrier([c0, c1, ...])``: mbarriers in shared memory,
+  each completing a phase once ``count`` threads arrived (and the bytes expected on it landed).
+  They are initialized once at the kernel's start, before any thread uses them.
+* ``T.ws(g, ...)``: the body runs on warpgroup(s) ``g`` (threads ``128 g .. 128 g + 127``); tile
+  ops in it are performed by those threads, fragments used only there are laid out over them.
+  The author orders the regions of different warpgroups with the mbarriers; the compiler inserts
+  no block barrier between them.
+* ``T.barrier_wait(b, parity)`` = ``T.mbarrier_wait_parity``: wait until the phase of parity
+  ``parity`` of ``b`` completed. ``T.barrier_arrive(b)`` = ``T.mbarrier_arrive``: this thread
+  arrives. ``T.mbarrier_expect_tx`` (counting bytes by hand) is refused: only T.tma_copy's bytes
+  exist here, and it counts its own.
+* ``T.tma_copy(src, dst, barrier=b)``: the copy global -> shared; the phase of ``b`` that is current
+  when it is issued completes only once the copy has landed (whoever arrives), as TMA's bytes do
+  (ir/tma_copy.py).
+* ``T.set_max_nreg(n, inc)`` and kin: register reallocation between warpgroups (``setmaxnreg``), a
+  performance hint; the cuda backend emits it on sm_90a, every other target ignores it.
+
+Backends without mbarriers refuse these at compile time, naming the target.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import tvm
+from tvm import tirx
+from tvm.ir import TensorLoad
+from tvm.script.ir_builder import tirx as B
+
+from ..errors import FrontendError
+from ..ir import intrinsics as I
+from ..ir import region as R
+from ..ir.tma_copy import TmaCopy
+from .emit import emit, is_element, pair_regions, _unwrap
+from .kernel import current_kernel
+
+#: threads of one warpgroup (T.ws counts in warpgroups)
+WARP_GROUP = 128
+#: AttrStmt key around a T.ws body: the author synchronizes it with the other warpgroups
+WS_ATTR = "tl.warp_specialize"
+#: PTX: an mbarrier counts at most 2^20 - 1 arrivals per phase
+MAX_ARRIVALS = (1 << 20) - 1
+
+
+def _int(value, what: str) -> int:
+    value = value.value if isinstance(value, tirx.IntImm) else value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise FrontendError(f"{what} must be a compile-time integer, got {value!r}")
+    return value
+
+
+def alloc_barrier(arrive_count):
+    """``len(counts)`` mbarriers in shared memory, element ``i`` completing a phase after
+    ``counts[i]`` arrivals (an int is one barrier). Index the result (``mbars[i]``) to pick one."""
+    kernel = current_kernel("T.alloc_barrier")
+    counts = list(arrive_count) if isinstance(arrive_count, (list, tuple, tvm.ir.Array)) else [arrive_count]
+    if not counts:
+        raise FrontendError("T.alloc_barrier needs at least one arrive count")
+    counts = [_int(c, "T.alloc_barrier arrive_count") for c in counts]
+    for c in counts:
+        if not 1 <= c <= MAX_ARRIVALS:
+            raise FrontendError(f"T.alloc_barrier: arrive_count must be 1 to {MAX_ARRIVALS}, got {c}")
+    buffer = B.alloc_buffer([len(counts)], "uint64", scope="shared")
+    B.evaluate(I.call("mbarrier_init", "void", tirx.BufferLoad(buffer, [tirx.const(0, "int32")]),
+                      *[tirx.const(c, "int32") for c in counts]))
+    kernel.barriers.append(buffer)
+    return buffer
+
+
+def _barrier(x, what: str):
+    """The TensorLoad of one mbarrier: ``mbars[i]``, or a T.alloc_barrier buffer itself (its
+    element 0)."""
+    kernel = current_kernel(what)
+    x = _unwrap(x)
+    if tirx.is_buffer_var(x):
+        if not any(x.same_as(b) for b in kernel.barriers):
+            raise FrontendError(f"{what}: '{x.name}' is not a barrier; allocate it with T.alloc_barrier")
+        return tirx.BufferLoad(x, [tirx.const(0, "int32")])
+    if isinstance(x, TensorLoad) and any(x.source.same_as(b) for b in kernel.barriers):
+        return x
+    raise FrontendError(f"{what}: expected a barrier from T.alloc_barrier (mbars or mbars[i]), got {x!r}")
+
+
+def mbarrier_wait_parity(mbarrier, parity):
+    """Wait until the phase of parity ``parity`` (0 or 1) of ``mbarrier`` has completed."""
+    bar = _barrier(mbarrier, "T.mbarrier_wait_parity")
+    B.evaluate(I.call("mbarrier_wait_parity", "void", bar, _i32(parity, "T.mbarrier_wait_parity parity")))
+
+
+def mbarrier_arrive(mbarrier, cta_id=None):
+    """This thread arrives on ``mbarrier``."""
+    if cta_id is not None:
+        raise FrontendError("T.mbarrier_arrive(cta_id=...): cluster barriers are not supported")
+    B.evaluate(I.call("mbarrier_arrive", "void", _barrier(mbarrier, "T.mbarrier_arrive")))
+
+
+def _no_expect_tx(name: str):
+    def refuse(mbarrier, tx):
+        current_kernel(f"T.{name}")
+        raise FrontendError(f"T.{name}: counting transaction bytes by hand is not supported. The bytes of a "
+                            f"T.tma_copy are already counted on its barrier= (it needs no expect_tx); bytes "
+                            f"of other asynchronous copies (TMA gather, cluster copies) do not exist here, so "
+                            f"the phase would never complete")
+
+    refuse.__name__ = name
+    refuse.__doc__ = f"TileLang's ``T.{name}``: refused (the error says why)."
+    return refuse
+
+
+mbarrier_expect_tx = _no_expect_tx("mbarrier_expect_tx")
+mbarrier_arrive_expect_tx = _no_expect_tx("mbarrier_arrive_expect_tx")
+
+
+def barrier_wait(mbarrier, parity):
+    """TileLang's short name of ``T.mbarrier_wait_parity``."""
+    mbarrier_wait_parity(mbarrier, parity)
+
+
+def barrier_arrive(mbarrier):
+    """TileLang's short name of ``T.mbarrier_arrive``."""
+    mbarrier_arrive(mbarrier)
+
+
+def _i32(value, what: str):
+    if isinstance(value, bool):
+        raise FrontendError(f"{what} must be an integer, got {value!r}")
+    if isinstance(value, int):
+        return tirx.const(value, "int32")
+    if isinstance(value, tvm.ir.Expr) and str(value.ty).startswith(("int", "uint")):
+        return value if str(value.ty) == "int32" else tirx.Cast("int32", value)
+    raise FrontendError(f"{what} must be an integer expression, got {value!r}")
+
+
+class WarpSpecialize:
+    """``with T.ws(g, ...):`` the body runs on warpgroups ``g, ...`` (module docstring)."""
+
+    def __init__(self, *warp_group_idx):
+        if not warp_group_idx:
+            raise FrontendError("T.ws needs at least one warpgroup index")
+        self.groups = sorted({_int(g, "T.ws warpgroup index") for g in warp_group_idx})
+        if self.groups[0] < 0:
+            raise FrontendError(f"T.ws: warpgroup indices are 0 or more, got {self.groups[0]}")
+        self._stack = None
+
+    def __enter__(self):
+        kernel = current_kernel("T.ws")
+        threads = 1
+        for t in kernel.threads:
+            threads *= int(t) if isinstance(t, (int, tirx.IntImm)) else 0
+        last = (self.groups[-1] + 1) * WARP_GROUP
+        if threads and last > threads:
+            raise FrontendError(f"T.ws({', '.join(map(str, self.groups))}) needs threads up to {last}, but the "
+                                f"kernel has {threads} (a warpgroup is {WARP_GROUP} threads)")
+        tid, cond = kernel.thread_id, None
+        for lo, hi in _runs(self.groups):
+            term = tirx.And(tid >= lo * WARP_GROUP, tid < hi * WARP_GROUP)
+            cond = term if cond is None else tirx.Or(cond, term)
+        stack = contextlib.ExitStack()
+        stack.__enter__()
+        stack.enter_context(B.If(cond))
+        stack.enter_context(B.Then())
+        stack.enter_context(B.attr(tirx.const(0, "int32"), WS_ATTR, tirx.const(1, "int32")))
+        self._stack = stack
+        return None
+
+    def __exit__(self, exc_type, exc, tb):
+        stack, self._stack = self._stack, None
+        return stack.__exit__(exc_type, exc, tb)
+
+
+def _runs(groups: list[int]) -> list[tuple[int, int]]:
+    runs: list[list[int]] = []
+    for g in groups:
+        if runs and runs[-1][1] == g:
+            runs[-1][1] = g + 1
+        else:
+            runs.append([g, g + 1])
+    return [(lo, hi) for lo, hi in runs]
+
+
+ws = WarpSpecialize
+
+
+def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=None, eviction_policy=None,
+             annotations=None):
+    """Copy ``src`` (global) to ``dst`` (shared), counted on ``barrier`` (ir/tma_copy.py); every
+    thread of the region calls it, as TileLang's elect a leader among them."""
+    del eviction_policy, annotations  # cache hints
+    if cluster_mask is not None:
+        raise FrontendError("T.tma_copy(cluster_mask=...): TMA multicast is not supported")
+    if leader_scope_threads is not None:
+        raise FrontendError("T.tma_copy(leader_scope_threads=...) is not supported: the threads that reach "
+                            "the copy issue it once")
+    src_r, dst_r = pair_regions(src, dst, "T.tma_copy source", "T.tma_copy destination")
+    if barrier is None:
+        if R.scope_of(src_r) != "global" and R.scope_of(dst_r) == "global":
+            raise FrontendError("T.tma_copy stores (shared -> global) are not supported; use T.copy")
+        raise FrontendError("T.tma_copy: a load needs barrier= (an mbarrier from T.alloc_barrier that the "
+                            "consumers wait on)")
+    bar = _barrier(barrier, "T.tma_copy")
+    emit(TmaCopy(src_r, dst_r, R.make_region(bar.source, list(bar.indices), [1])))
+
+
+def set_max_nreg(reg_count, is_inc):
+    """Registers per thread of this warpgroup become ``reg_count`` (``is_inc``: 1 to raise, 0 to lower)."""
+    count = _int(reg_count, "T.set_max_nreg reg_count")
+    inc = _int(is_inc, "T.set_max_nreg is_inc")
+    if not 24 <= count <= 256 or count % 8:
+        raise FrontendError(f"T.set_max_nreg: reg_count must be a multiple of 8 in 24..256, got {count}")
+    if inc not in (0, 1):
+        raise FrontendError(f"T.set_max_nreg: is_inc must be 0 or 1, got {inc}")
+    current_kernel("T.set_max_nreg")
+    B.evaluate(I.call("set_max_nreg", "void", tirx.const(count, "int32"), tirx.const(inc, "int32")))
+
+
+def inc_max_nreg(reg_count):
+    """``T.set_max_nreg(reg_count, 1)``."""
+    set_max_nreg(reg_count, 1)
+
+
+def dec_max_nreg(reg_count):
+    """``T.set_max_nreg(reg_count, 0)``."""
+    set_max_nreg(reg_count, 0)
+
+
+def _hint(name: str):
+    def hint(*args, **kwargs):
+        current_kernel(f"T.{name}")
+
+    hint.__name__ = name
+    hint.__doc__ = (f"TileLang's hint to its automatic warp specialization's register split; accepted and "
+                    f"ignored (the cuda backend chooses its split itself, and the values are the same).")
+    return hint
+
+
+annotate_producer_reg_dealloc = _hint("annotate_producer_reg_dealloc")
+annotate_consumer_reg_alloc = _hint("annotate_consumer_reg_alloc")
+no_set_max_nreg = _hint("no_set_max_nreg")
+
+__all__ = ["WARP_GROUP", "WS_ATTR", "WarpSpecialize", "alloc_barrier", "annotate_consumer_reg_alloc",
+           "annotate_producer_reg_dealloc", "barrier_arrive", "barrier_wait", "dec_max_nreg", "inc_max_nreg",
+           "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx", "mbarrier_wait_parity",
+           "no_set_max_nreg", "set_max_nreg", "tma_copy", "ws"]
