@@ -3,7 +3,7 @@ T.tma_copy, the mbarrier waits and arrivals, T.set_max_nreg. Here: what the fron
 why, what each backend without mbarriers says, where barriers go (none between T.ws regions, a
 barrier among a group's threads inside one), and a thread group's branch needing such a barrier
 on every reference path. The numerics of TileLang's warp-specialized GEMMs on the cuda
-interpreter are in backends/cuda/tests/test_warp_specialize.py, on the H200 in
+interpreter are in backends/cuda/tests/test_ws_kernels_interpreted.py, on the H200 in
 backends/cuda/tests/gpu/test_gpu_warp_specialize.py."""
 
 import numpy as np

@@ -30,6 +30,7 @@ from .barriers import (WarpSpecialize, alloc_barrier, annotate_consumer_reg_allo
                        mbarrier_arrive_expect_tx, mbarrier_expect_tx, mbarrier_wait_parity, no_set_max_nreg,
                        set_max_nreg, tma_copy, ws)
 from .annotations import annotate_layout, annotate_safe_value, use_swizzle
+from .async_copy import ptx_commit_group, ptx_wait_group
 from .intrinsics import (Broadcast, Ramp, Serial, Shuffle, address_of, assume, atan, attr, bitwise_and,
                        bitwise_not, bitwise_or, bitwise_xor, call_extern, call_intrin, clz, comm_reducer,
                        cosh, disable_warp_group_reg_alloc, evaluate, fmod, handle, isfinite, let, likely, log1p, nearbyint, popcount,

@@ -39,12 +39,27 @@ def _int_list(value, what: str) -> list[int] | None:
     return list(value)
 
 
+#: TileLang's T.Parallel annotations that change nothing here: its async rewrite's
+#: "the author commits and waits" switch (this loop's stores are synchronous)
+_PARALLEL_HINTS = {"parallel_async_without_async_commit_wait"}
+
+
 class Parallel(LoopNest):
     """Iterate the element space ``extents`` in parallel: ``for i, j in T.Parallel(M, N)``."""
 
-    def __init__(self, *extents, coalesced_width: int | None = None):
+    def __init__(self, *extents, coalesced_width: int | None = None, loop_layout=None, prefer_async=None,
+                 annotations: dict | None = None):
         if not extents:
             raise FrontendError("T.Parallel needs at least one extent")
+        if loop_layout is not None:
+            raise FrontendError("T.Parallel(loop_layout=...) is not supported: layout inference places the loop")
+        # prefer_async (TileLang's request to issue the loop's global -> shared stores as cp.async)
+        # is a hint: the stores complete as written, which every wait the author wrote allows
+        # (language/async_copy.py)
+        for key in annotations or {}:
+            if key not in _PARALLEL_HINTS:
+                raise FrontendError(f"T.Parallel annotation {key!r} is not supported (known: "
+                                    f"{', '.join(sorted(_PARALLEL_HINTS))})")
         self.extents = [_bound(e, "T.Parallel extent") for e in extents]
         self.annotations: dict = {"tl.parallel": 1}
         if coalesced_width is not None:

@@ -39,6 +39,7 @@ from ..ir import region as R
 from ..layout import Fragment
 from .buffer_views import buffer_views, root_of
 from .lower_tile_ops import kernel_name
+from .structural import stmt_children
 
 FRAGMENT_SCOPE = "local.fragment"
 
@@ -88,7 +89,7 @@ def parallel_nests(stmt) -> list[ParallelNest]:
         if isinstance(node, tirx.For) and _is_parallel(node):
             nests.append(_collect_nest(node))
             return
-        for child in _children(node):
+        for child in stmt_children(node):
             visit(child)
 
     visit(stmt)
@@ -97,15 +98,6 @@ def parallel_nests(stmt) -> list[ParallelNest]:
 
 def _is_parallel(loop) -> bool:
     return loop.annotations is not None and "tl.parallel" in loop.annotations
-
-
-def _children(node) -> list:
-    if isinstance(node, tirx.SeqStmt):
-        return list(node.seq)
-    if isinstance(node, tirx.IfThenElse):
-        return [node.then_case] + ([node.else_case] if node.else_case is not None else [])
-    body = getattr(node, "body", None)
-    return [body] if isinstance(body, tirx.Stmt) else []
 
 
 def _collect_nest(loop) -> ParallelNest:
@@ -365,7 +357,7 @@ def _scalar_fragment_accesses(body) -> list:
             _loads(node.value, found)
         elif isinstance(node, (tirx.IfThenElse, tirx.While)):
             _loads(node.condition, found)
-        for child in _children(node):
+        for child in stmt_children(node):
             visit(child)
 
     visit(body)

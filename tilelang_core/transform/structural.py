@@ -49,3 +49,16 @@ def structural_walk(root, entries: Sequence[tuple[Any, Callable]], order: str = 
     tvm_ffi.structural_walk(root, [(t, visit_only(f)) for t, f in _guard(entries, box)], order=order)
     if box:
         raise box[0]
+
+
+def stmt_children(node) -> list:
+    """The statements directly inside ``node``: a SeqStmt's, both branches of an if, a loop's or
+    attribute's body (for walks that carry state down, which structural_walk cannot)."""
+    from tvm import tirx
+
+    if isinstance(node, tirx.SeqStmt):
+        return list(node.seq)
+    if isinstance(node, tirx.IfThenElse):
+        return [node.then_case] + ([node.else_case] if node.else_case is not None else [])
+    body = getattr(node, "body", None)
+    return [body] if isinstance(body, tirx.Stmt) else []

@@ -32,7 +32,7 @@ from ..errors import LoweringError
 from ..ir.atomic_calls import TILE_ATOMIC_OP, is_parallel_loop
 from ..lowering import source_location, user_span
 from .bindings import is_pure
-from .structural import structural_map, structural_walk
+from .structural import stmt_children, structural_map, structural_walk
 
 #: AttrStmt key of a branch that runs on a sub-range of the block's threads (value: its size)
 THREAD_RANGE = "tl.thread_range"
@@ -328,6 +328,25 @@ def in_thread_ranges(body, transform):
         return tirx.AttrStmt(attr.node, attr.attr_key, attr.value, new_body)
 
     return structural_map(body, [(tirx.AttrStmt, on_attr)])
+
+
+def tile_ops_with_threads(body, num_threads: int) -> list:
+    """``[(tile op call, threads that perform it)]`` in program order: the innermost THREAD_RANGE
+    region's group, else the block's ``num_threads``. What a backend plans per op (a gemm's
+    warpgroups) must use these, as its rule, lowered inside the region, does."""
+    found = []
+
+    def visit(node, threads):
+        if isinstance(node, tirx.AttrStmt) and node.attr_key == THREAD_RANGE:
+            threads = int(node.value)
+        if isinstance(node, tirx.TilePrimitiveCall):
+            found.append((node, threads))
+            return
+        for child in stmt_children(node):
+            visit(child, threads)
+
+    visit(body, num_threads)
+    return found
 
 
 def strip_thread_ranges(body):

@@ -1,6 +1,6 @@
 """Hand-written warp-specialized kernels in TileLang's style (its examples/warp_specialize): a
 producer warpgroup loading tiles with T.tma_copy, a consumer computing, mbarriers between them.
-Shared by the interpreter tests (test_warp_specialize.py) and the H200 tests
+Shared by the interpreter tests (test_ws_kernels_interpreted.py) and the H200 tests
 (gpu/test_gpu_warp_specialize.py)."""
 
 import tilelang_core.language as T
@@ -143,5 +143,33 @@ def ws_scale_rows(M, N, bM=32, arrivals=1):
                         y[i, j] = X_s[i, j] * 2.0
                     T.barrier_arrive(empty)
                     T.copy(y, Y[t * bM, 0])
+
+    return main
+
+
+def ws_register_a_gemm(M=64, N=64, K=64):
+    """C = relu(A) @ B by warpgroup 1 of a 256-thread block, A through registers (TileLang's
+    minference consumer: P @ V after the softmax): on sm_90a a wgmma with A in registers fits the
+    group's one warpgroup, not the block's two; warpgroup 0 only loads."""
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=256):
+            A_s = T.alloc_shared((M, K), "float16")
+            B_s = T.alloc_shared((K, N), "float16")
+            a = T.alloc_fragment((M, K), "float16")
+            c = T.alloc_fragment((M, N), "float32")
+            ready = T.alloc_barrier(arrive_count=128)
+            with T.ws(0):
+                T.tma_copy(A[0, 0], A_s, barrier=ready)
+                T.tma_copy(B[0, 0], B_s, barrier=ready)
+                T.barrier_arrive(ready)
+            with T.ws(1):
+                T.barrier_wait(ready, 0)
+                T.copy(A_s, a)
+                for i, k in T.Parallel(M, K):
+                    a[i, k] = T.max(a[i, k], T.float16(0))
+                T.clear(c)
+                T.gemm(a, B_s, c, policy=T.GemmWarpPolicy.FullRow)
+                T.copy(c, C)
 
     return main

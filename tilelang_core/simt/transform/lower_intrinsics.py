@@ -67,6 +67,9 @@ def check_intrinsics(body, st: KernelState):
     def check(node, where, parallel: bool, pipelined: bool, divergent: bool):
         for call in I.calls_in(node):
             intrinsic = I.intrinsic_of(call)
+            if intrinsic.name in ("cp_async_commit", "cp_async_wait") and pipelined:
+                raise _error(st, intrinsic, where, "inside T.Pipelined, whose async-copy groups the software "
+                             "pipeline counts itself; use a T.serial loop for a hand-written pipeline")
             if not intrinsic.collective or intrinsic.name == "named_barrier":  # (named_barriers.py)
                 continue
             if parallel:
@@ -285,6 +288,12 @@ class _Lowering:
             if not self.st.dialect.max_nreg:
                 return tirx.const(0, "int32")
             return tirx.call_extern("void", f"tl_set_max_nreg<{int(args[0])}, {int(args[1])}>")
+        if name in ("cp_async_commit", "cp_async_wait"):  # no async copies without the dialect's
+            if not self.st.dialect.async_copy:
+                return tirx.const(0, "int32")
+            if name == "cp_async_commit":
+                return tirx.call_extern("void", "tl_cp_async_commit")
+            return tirx.call_extern("void", f"tl_cp_async_wait<{int(args[0])}>")
         raise self.fail(intrinsic, "no lowering rule (a gap in tilelang_core.simt: please report it)")
 
     def source_lane(self, kind: str, operand, width: int):

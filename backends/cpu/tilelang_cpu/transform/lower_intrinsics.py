@@ -7,8 +7,8 @@ execute together (votes, shuffles, warp reductions, ``T.sync_warp``, ``T.shuffle
 executes them together, and are refused with the op, the kernel and the line elsewhere
 (emulate_warps.py). Ops of one thread's operands are arithmetic: lane/warp/warp-group indices
 (of 32-lane warps, TileLang's default, unless the kernel gives a size), ``T.__ffs`` and
-``T.__fns`` (bit arithmetic), ``T.__ldg`` (a plain load); ``T.set_max_nreg`` (a register hint) is
-dropped.
+``T.__fns`` (bit arithmetic), ``T.__ldg`` (a plain load); ``T.set_max_nreg`` (a register hint) and
+``T.ptx_commit_group`` / ``T.ptx_wait_group`` (the cpu backend's copies are synchronous) are dropped.
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ def lower_intrinsics(func: tirx.PrimFunc) -> tirx.PrimFunc:
             return args[0]
         if intrinsic.name == "named_barrier":
             return call  # a barrier: threads_to_loops.py splits the thread loops there
-        if intrinsic.name == "set_max_nreg":
-            return tirx.const(0, "int32")  # a register hint for GPU warpgroups
+        if intrinsic.name in ("set_max_nreg", "cp_async_commit", "cp_async_wait"):
+            return tirx.const(0, "int32")  # a register hint; async-copy groups (the copies here are plain)
         raise LoweringError(f"T.{intrinsic.spelling} in kernel '{kernel_name(func)}' has no cpu lowering "
                             f"(a gap in tilelang-cpu: please report it)")
 

@@ -1,6 +1,6 @@
 """On the H200: TileLang's hand-written warp-specialized kernels (ws_kernels.py: mbarriers,
 T.ws, T.tma_copy, T.set_max_nreg) compiled for sm_90a, against torch in float64 (skipped without
-a GPU). The interpreter runs the same kernels in test_warp_specialize.py, except the consumer-first
+a GPU). The interpreter runs the same kernels in test_ws_kernels_interpreted.py, except the consumer-first
 order, which only real concurrent warpgroups can run."""
 
 import warnings
@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
 import tilelang_core as tl  # noqa: E402
-from ws_kernels import ws_gemm, ws_gemm_stages, ws_scale_rows, ws_split_gemm  # noqa: E402
+from ws_kernels import ws_gemm, ws_gemm_stages, ws_register_a_gemm, ws_scale_rows, ws_split_gemm  # noqa: E402
 
 
 def compiled(func):
@@ -52,3 +52,12 @@ def test_one_arrival_publishes_the_whole_copy():
     y = torch.full_like(x, float("nan"))
     compiled(ws_scale_rows(1000, 64, bM=32, arrivals=1))(x, y)
     torch.testing.assert_close(y, 2 * x, rtol=0, atol=0)
+
+
+def test_register_a_gemm_in_a_warpgroup():
+    """wgmma with A in registers planned for the group's warpgroup (the planner used the block's)."""
+    a = torch.randn(64, 64, device="cuda", dtype=torch.float16)
+    b = torch.randn(64, 64, device="cuda", dtype=torch.float16)
+    c = torch.full((64, 64), float("nan"), device="cuda")
+    compiled(ws_register_a_gemm())(a, b, c)
+    torch.testing.assert_close(c.double(), a.double().clamp(min=0) @ b.double(), rtol=1e-3, atol=1e-2)

@@ -15,6 +15,7 @@ from tilelang_core.errors import LoweringError
 from tilelang_core.ir import Gemm, TileOp, is_tile_op
 from tilelang_core.simt.lowering import SHARED, scope
 from tilelang_core.simt.transform.block_swizzle import has_swizzle, rasterize
+from tilelang_core.transform.thread_ranges import tile_ops_with_threads
 
 from ..target import capability
 from .occupancy import fragment_registers
@@ -72,13 +73,14 @@ class HopperPlanner:
             return body
         widest = [0]  # the widest wgmma instruction (N): what two blocks per SM must fit
 
-        def on_call(call):
+        def on_call(call, threads):
             if not is_tile_op(call):
                 return
             op = TileOp.from_stmt(call)
             if not isinstance(op, Gemm):
                 return
-            plan, why = explain_wgmma(op, self.arch, st.num_threads, self.options.disable_wgmma, self.annotated)
+            # the threads its rule will have: a thread group's, inside `if tx < 128:` / T.ws
+            plan, why = explain_wgmma(op, self.arch, threads, self.options.disable_wgmma, self.annotated)
             names = f"gemm({op.A.source.name}, {op.B.source.name} -> {op.C.source.name})"
             if plan is None:
                 self.notes.append(f"{names}: not wgmma ({why})")
@@ -98,7 +100,8 @@ class HopperPlanner:
                         st.annotated[str(operand.source.name)] = wgmma_shared_layout(
                             rows, cols, element_bits(str(operand.source.ty.dtype)))
 
-        tvm_ffi.structural_walk(body, [(tirx.TilePrimitiveCall, on_call)])
+        for call, threads in tile_ops_with_threads(body, st.num_threads):
+            on_call(call, threads)
         body = self._rasterize(body)
         if any(str(v.ty.storage_scope) in SHARED for v in st.views):
             # a TMA box writes the allocation's swizzle; a view's accesses are composed with the

@@ -21,7 +21,7 @@ from tvm import tirx
 
 from lowered import lower
 from tilelang_cuda.interpreter import run_kernel
-from ws_kernels import ws_gemm, ws_gemm_stages, ws_scale_rows, ws_split_gemm
+from ws_kernels import ws_gemm, ws_gemm_stages, ws_register_a_gemm, ws_scale_rows, ws_split_gemm
 
 NVCC = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").exists()
 needs_nvcc = pytest.mark.skipif(not NVCC, reason="nvcc (CUDA toolkit) is not installed")
@@ -141,3 +141,27 @@ def test_ws_gemm_compiles_to_the_matrix_instructions_and_mbarriers(arch, mma, tm
         assert "SYNCS.ARRIVE" in code and "USETMAXREG" in code
     else:
         assert "USETMAXREG" not in code
+
+
+def test_register_a_gemm_in_a_warpgroup_is_planned_for_the_group():
+    """The sm_90a planner gives a wgmma gemm's shared operands the swizzled layout wgmma reads; it
+    must plan with the threads the gemm's rule has (the group's 128), not the block's 256, for
+    which this gemm does not fit wgmma: B_s kept the default layout while the rule issued wgmma
+    on it (found in TileLang's minference example)."""
+    from tilelang_cuda.options import CudaOptions
+    from tilelang_cuda.pipeline import CudaBackend
+
+    class Target:
+        arch = "sm_90a"
+
+    backend, options = CudaBackend(Target()), CudaOptions()
+    source = backend.codegen(backend.lower(ws_register_a_gemm(), options), options)
+    assert "gemm(a, B_s -> c): wgmma m64n64k16, 1x1 warpgroups" in source
+    assert "tl_wgmma_rs_f16_n64" in source
+    c, ref = None, None
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((64, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 64)).astype(np.float16)
+    c = np.full((64, 64), np.nan, np.float32)
+    run_kernel(lower(ws_register_a_gemm()), {"A": a, "B": b, "C": c}, cp_async_lands_at_wait=True)
+    np.testing.assert_allclose(c, np.maximum(a, 0).astype(np.float64) @ b.astype(np.float64), rtol=1e-3, atol=1e-2)

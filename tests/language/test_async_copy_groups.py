@@ -1,0 +1,87 @@
+"""TileLang's hand-written async loads (its minference example): ``T.Parallel(...,
+prefer_async=True, annotations={"parallel_async_without_async_commit_wait": True})`` stores, then
+``T.ptx_commit_group()`` and later ``T.ptx_wait_group(n)`` (language/async_copy.py). The stores
+complete as written, the waits wait for the thread's async copies (none here): the numbers are
+the loop's on every reference path. Unknown annotations, a layout for the loop and waits inside
+T.Pipelined (whose groups the software pipeline counts) are refused."""
+
+import numpy as np
+import pytest
+
+import tilelang_core.language as T
+from tilelang_core import FrontendError, LoweringError
+from tilelang_core.testing.oracle import PATHS, lower, run
+
+
+def prefetched_gather(N=64, D=32, stages=2):
+    """O[r] = X[idx[r]] a tile of 16 rows at a time, loaded one tile ahead into a ring of
+    ``stages`` shared buffers."""
+    @T.prim_func
+    def main(X: T.Tensor((N, D), "float32"), Idx: T.Tensor((N,), "int32"), O: T.Tensor((N, D), "float32")):
+        with T.Kernel(1, threads=128):
+            X_s = T.alloc_shared((stages, 16, D), "float32")
+            for i, j in T.Parallel(16, D, prefer_async=True,
+                                   annotations={"parallel_async_without_async_commit_wait": True}):
+                X_s[0, i, j] = X[Idx[i], j]
+            T.ptx_commit_group()
+            for t in T.serial(N // 16):
+                if t + 1 < N // 16:
+                    for i, j in T.Parallel(16, D, prefer_async=True):
+                        X_s[(t + 1) % stages, i, j] = X[Idx[(t + 1) * 16 + i], j]
+                T.ptx_commit_group()
+                T.ptx_wait_group(1)
+                for i, j in T.Parallel(16, D):
+                    O[t * 16 + i, j] = X_s[t % stages, i, j]
+            T.ptx_wait_group(0)
+
+    return main
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_prefetched_gather(path):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((64, 32)).astype(np.float32)
+    idx = rng.permutation(64).astype(np.int32)
+    o = np.full_like(x, np.nan)
+    run(path, prefetched_gather(), X=x, Idx=idx, O=o)
+    np.testing.assert_array_equal(o, x[idx])
+
+
+def test_the_groups_lower_to_the_async_helpers_on_cuda():
+    text = lower("cuda:sm_80", prefetched_gather()).script()
+    assert text.count("tl_cp_async_commit") == 2 and "tl_cp_async_wait<1>" in text and "tl_cp_async_wait<0>" in text
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(annotations={"parallel_loop_layout": 1}), "annotation 'parallel_loop_layout' is not supported"),
+    (dict(loop_layout=object()), r"loop_layout=...\) is not supported"),
+])
+def test_parallel_options_we_do_not_take_are_refused(kwargs, message):
+    with pytest.raises(FrontendError, match=message):
+        @T.prim_func
+        def main(X: T.Tensor((16,), "float32")):
+            with T.Kernel(1, threads=32):
+                for i in T.Parallel(16, **kwargs):
+                    X[i] = 1.0
+
+
+def test_a_wait_inside_t_pipelined_is_refused():
+    @T.prim_func
+    def main(X: T.Tensor((64,), "float32"), Y: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=32):
+            s = T.alloc_shared((16,), "float32")
+            for k in T.Pipelined(4, num_stages=2):
+                T.copy(X[k * 16], s)
+                T.ptx_wait_group(0)
+                T.copy(s, Y[k * 16])
+
+    with pytest.raises(LoweringError, match="inside T.Pipelined, whose async-copy groups the software pipeline"):
+        lower("cuda:sm_80", main)
+
+
+def test_wait_group_needs_a_constant_count():
+    with pytest.raises(FrontendError, match="constant count of groups"):
+        @T.prim_func
+        def main(X: T.Tensor((16,), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                T.ptx_wait_group(bx)
