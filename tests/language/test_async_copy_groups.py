@@ -85,3 +85,89 @@ def test_wait_group_needs_a_constant_count():
         def main(X: T.Tensor((16,), "float32")):
             with T.Kernel(1, threads=32) as bx:
                 T.ptx_wait_group(bx)
+
+
+def gathered_rows(N=32, D=64, n_valid=20):
+    """Each of 128 threads moves 16 bytes of a gathered row with T.ptx_cp_async (TileLang's sparse
+    MLA producer), zeros for rows past ``n_valid`` (its predicate)."""
+    @T.prim_func
+    def main(X: T.Tensor((N, D), "float16"), Idx: T.Tensor((N,), "int32"), O: T.Tensor((N, D), "float16")):
+        with T.Kernel(1, threads=128):
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((N, D), "float16")
+            for r in T.serial(N * D // 8 // 128):
+                row = r * 16 + tx // 8
+                T.ptx_cp_async(T.access_ptr(S[row, (tx % 8) * 8], "w", 8),
+                               T.access_ptr(X[Idx[row], (tx % 8) * 8], "r", 8), 8, predicate=row < n_valid)
+            T.ptx_commit_group()
+            T.ptx_wait_group(0)
+            T.sync_threads()
+            T.copy(S, O)
+
+    return main
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_ptx_cp_async_gathers_and_zero_fills(path):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((32, 64)).astype(np.float16)
+    idx = rng.permutation(32).astype(np.int32)
+    o = np.full_like(x, np.nan)
+    run(path, gathered_rows(), X=x, Idx=idx, O=o)
+    expect = x[idx].copy()
+    expect[20:] = 0
+    np.testing.assert_array_equal(o, expect)
+
+
+@pytest.mark.parametrize("num,message", [(3, "moves 4, 8 or 16 bytes"), (0, "positive constant")])
+def test_ptx_cp_async_sizes_are_checked(num, message):
+    with pytest.raises(FrontendError, match=message):
+        @T.prim_func
+        def main(X: T.Tensor((64,), "float16"), Y: T.Tensor((64,), "float16")):
+            with T.Kernel(1, threads=32):
+                S = T.alloc_shared((64,), "float16")
+                T.ptx_cp_async(T.access_ptr(S[0], "w"), T.access_ptr(X[0], "r"), num)
+
+
+def test_wgmma_gemm_and_wait_are_a_gemm():
+    @T.prim_func
+    def main(A: T.Tensor((64, 32), "float16"), B: T.Tensor((32, 64), "float16"), C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((64, 32), "float16")
+            B_s = T.alloc_shared((32, 64), "float16")
+            c = T.alloc_fragment((64, 64), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.wgmma_gemm(A_s, B_s, c, clear_accum=True)
+            T.wait_wgmma(0)
+            T.copy(c, C)
+
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((64, 32)).astype(np.float16)
+    b = rng.standard_normal((32, 64)).astype(np.float16)
+    c = np.full((64, 64), np.nan, np.float32)
+    run("cuda:sm_80", main, A=a, B=b, C=c)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-3, atol=1e-3)
+
+
+def test_cp_async_barrier_noinc_is_the_producers_arrival():
+    @T.prim_func
+    def main(X: T.Tensor((16, 64), "float16"), Y: T.Tensor((16, 64), "float16")):
+        with T.Kernel(1, threads=256):
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((16, 64), "float16")
+            y = T.alloc_fragment((16, 64), "float16")
+            ready = T.alloc_barrier(arrive_count=128)
+            with T.ws(0):
+                T.ptx_cp_async(T.access_ptr(S[tx // 8, (tx % 8) * 8], "w", 8),
+                               T.access_ptr(X[tx // 8, (tx % 8) * 8], "r", 8), 8)
+                T.cp_async_barrier_noinc(ready)
+            with T.ws(1):
+                T.barrier_wait(ready, 0)
+                T.copy(S, y)
+                T.copy(y, Y)
+
+    x = np.random.default_rng(8).standard_normal((16, 64)).astype(np.float16)
+    y = np.full_like(x, np.nan)
+    run("cuda:sm_80", main, X=x, Y=y)
+    np.testing.assert_array_equal(y, x)

@@ -174,3 +174,28 @@ def test_per_thread_code_in_a_group_branch_stays_per_thread(path):
     expected = np.zeros(128, np.float32)
     expected[32:96] = 1
     np.testing.assert_array_equal(out["C"], expected)
+
+
+def test_the_kernels_own_barriers_order_what_is_around_them():
+    """The scan's T.sync_threads(3, 128) are its barriers: none is added beside them (one used
+    to be, a block barrier inside 'if tx < 128', which the other 128 threads never reach)."""
+    from fidelity_kernels import suffix_sums
+    from tilelang_core.testing.oracle import lower
+
+    text = lower("cuda:sm_80", suffix_sums(128, 256)).script()
+    assert text.count("tvm_storage_sync") == 1 and text.count("tl_named_barrier") == 3
+
+
+@pytest.mark.parametrize("path", SIMT)
+def test_a_barrier_needed_under_a_per_thread_condition_is_refused(path):
+    @T.prim_func
+    def bad(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64) as _:
+            tx = T.get_thread_binding()
+            s = T.alloc_shared((64,), "float32")
+            if A[tx] > 0:
+                s[tx] = A[tx]
+                B[tx] = s[tx ^ 1]  # another thread's element: needs a barrier the others skip
+
+    with pytest.raises(LoweringError, match="inside an 'if' whose condition depends on the thread needs a barrier"):
+        run(path, bad, A=np.ones(64, np.float32), B=np.zeros(64, np.float32))

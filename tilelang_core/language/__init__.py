@@ -26,11 +26,11 @@ from ..jit import compile  # T.compile(func, out_idx=None, target="auto", pass_c
 from . import dtypes as _dtypes
 from .allocate import alloc_buffer, alloc_fragment, alloc_global, alloc_local, alloc_shared, alloc_var
 from .barriers import (WarpSpecialize, alloc_barrier, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc,
-                       barrier_arrive, barrier_wait, dec_max_nreg, inc_max_nreg, mbarrier_arrive,
+                       barrier_arrive, barrier_wait, cp_async_barrier_noinc, dec_max_nreg, inc_max_nreg, mbarrier_arrive,
                        mbarrier_arrive_expect_tx, mbarrier_expect_tx, mbarrier_wait_parity, no_set_max_nreg,
                        set_max_nreg, tma_copy, ws)
 from .annotations import annotate_layout, annotate_safe_value, use_swizzle
-from .async_copy import ptx_commit_group, ptx_wait_group
+from .async_copy import access_ptr, ptx_commit_group, ptx_cp_async, ptx_wait_group
 from .intrinsics import (Broadcast, Ramp, Serial, Shuffle, address_of, assume, atan, attr, bitwise_and,
                        bitwise_not, bitwise_or, bitwise_xor, call_extern, call_intrin, clz, comm_reducer,
                        cosh, disable_warp_group_reg_alloc, evaluate, fmod, handle, isfinite, let, likely, log1p, nearbyint, popcount,
@@ -52,7 +52,7 @@ from .tensor import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedT
                      dynamic, symbolic)
 from .tile_ops import (atomic_add, atomic_addx2, atomic_addx4, atomic_max, atomic_min, clear, copy, cummax, cumsum, fill, gemm,
                        reduce, reduce_absmax, reduce_abssum, reduce_bitand, reduce_bitor, reduce_bitxor, reduce_max,
-                       reduce_min, reduce_sum)
+                       reduce_min, reduce_sum, wait_wgmma, wgmma_gemm)
 from .atomics import atomic_and, atomic_load, atomic_or, atomic_store, atomic_xor
 from .logical import all_of, any_of
 from .views import reshape, view

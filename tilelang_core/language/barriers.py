@@ -130,6 +130,13 @@ mbarrier_expect_tx = _no_expect_tx("mbarrier_expect_tx")
 mbarrier_arrive_expect_tx = _no_expect_tx("mbarrier_arrive_expect_tx")
 
 
+def cp_async_barrier_noinc(barrier):
+    """TileLang's ``cp.async.mbarrier.arrive.noinc``: this thread arrives on ``barrier`` once its
+    copies so far have landed. Its ``T.ptx_cp_async`` copies complete as issued here
+    (language/async_copy.py), so this is the arrival itself, after them."""
+    mbarrier_arrive(barrier)
+
+
 def barrier_wait(mbarrier, parity):
     """TileLang's short name of ``T.mbarrier_wait_parity``."""
     mbarrier_wait_parity(mbarrier, parity)
@@ -257,6 +264,6 @@ annotate_consumer_reg_alloc = _hint("annotate_consumer_reg_alloc")
 no_set_max_nreg = _hint("no_set_max_nreg")
 
 __all__ = ["WARP_GROUP", "WS_ATTR", "WarpSpecialize", "alloc_barrier", "annotate_consumer_reg_alloc",
-           "annotate_producer_reg_dealloc", "barrier_arrive", "barrier_wait", "dec_max_nreg", "inc_max_nreg",
+           "annotate_producer_reg_dealloc", "barrier_arrive", "barrier_wait", "cp_async_barrier_noinc", "dec_max_nreg", "inc_max_nreg",
            "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx", "mbarrier_wait_parity",
            "no_set_max_nreg", "set_max_nreg", "tma_copy", "ws"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from tvm.ir import TensorLoad
 from tvm.script.ir_builder import tirx as B
+from tvm import tirx
 from tvm.tirx import is_buffer_var
 
 from ..errors import FrontendError
@@ -25,6 +26,7 @@ from ..ir import region as R
 from .atomics import (atomic_add, atomic_addx2, atomic_addx4, atomic_and, atomic_load,  # noqa: F401
                       atomic_max, atomic_min, atomic_or, atomic_store, atomic_xor)
 from .emit import emit, is_element, pair_regions
+from .kernel import current_kernel
 
 
 def copy(src, dst, coalesced_width: int | None = None, disable_tma: bool = False,
@@ -98,6 +100,24 @@ def gemm(A, B, C, transpose_A: bool = False, transpose_B: bool = False,
               _whole(C, "T.gemm accumulator C"), transpose_A=transpose_A,
               transpose_B=transpose_B, policy=policy, clear_accum=clear_accum, k_pack=k_pack,
               wg_wait=wg_wait))
+
+
+def wgmma_gemm(A, B, C, transpose_A: bool = False, transpose_B: bool = False,
+               policy=GemmWarpPolicy.Square, clear_accum: bool = False, annotations=None):
+    """TileLang's explicit Hopper gemm that does not wait for itself (``T.wait_wgmma`` does). Here
+    it is ``T.gemm``: complete before the next statement, which every later wait allows (on
+    sm_90a still wgmma where it fits; elsewhere mma.sync, where TileLang refuses to compile)."""
+    del annotations
+    gemm(A, B, C, transpose_A=transpose_A, transpose_B=transpose_B, policy=policy, clear_accum=clear_accum)
+
+
+def wait_wgmma(id):
+    """Wait until at most ``id`` groups of ``T.wgmma_gemm`` are in flight: nothing to wait for
+    here (each completes before the next statement)."""
+    value = id.value if isinstance(id, tirx.IntImm) else id
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise FrontendError(f"T.wait_wgmma needs a constant count (0 or more), got {id!r}")
+    current_kernel("T.wait_wgmma")
 
 
 def reduce(buffer, out, reduce_type: str, dim: int = -1, clear: bool = True, batch: int = 1,

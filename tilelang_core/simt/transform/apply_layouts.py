@@ -211,7 +211,20 @@ def apply_layouts(body, st: KernelState, annotated: dict | None = None):
 
     def remap(buffer, indices):
         pool, base, layout, tile = shared[buffer]
-        return pool, [st.simplify(base + _flat_offset(buffer, layout, tile, list(indices)))]
+        indices = list(indices)
+        last = indices[-1]
+        if isinstance(last, tirx.Ramp) and isinstance(last.stride, tirx.IntImm) and int(last.stride) == 1:
+            # an explicit vector access (T.sts128, T.ptx_cp_async): its first element through the
+            # layout, the rest beside it, which the layout must keep (lower_intrinsics proved the
+            # start aligned to the vector)
+            lanes = int(last.lanes)
+            if not vector_contiguous(layout, lanes, st.analyzer):
+                raise LoweringError(f"kernel '{st.kernel}': a {lanes}-element vector access of shared "
+                                    f"'{buffer.name}', whose layout does not keep {lanes} elements of a row "
+                                    f"side by side; access it element by element")
+            first = st.simplify(base + _flat_offset(buffer, layout, tile, indices[:-1] + [last.base]))
+            return pool, [tirx.Ramp(first, 1, lanes)]
+        return pool, [st.simplify(base + _flat_offset(buffer, layout, tile, indices))]
 
     def on_load(load):
         if load.source in shared:

@@ -13,6 +13,10 @@ Tile ops under a condition that selects a group of threads (transform/thread_ran
 ordered against the code around their branch like any statement; a barrier the group needs
 inside its branch is a barrier among the group's threads (``group_barrier``: a named barrier,
 named_barriers.py), never a block barrier, which would wait for threads that never arrive.
+A barrier the kernel wrote (``T.sync_threads``, with or without an id) orders what is around it
+like an inserted one. A barrier needed inside an ``if`` whose condition depends on the thread
+(other than a thread range, whose region has its own) is refused: the threads that skip the
+branch would never reach it.
 The bodies of ``T.ws`` regions are synchronized by their author (mbarriers, language/barriers.py):
 their accesses are ordered against the block-wide code around them, never against one another.
 A run of ``T.tma_copy`` statements ends with a barrier among the threads that issued them: each
@@ -94,33 +98,83 @@ def insert_barriers(stmt, group_barrier=None):
     """The kernel body with barriers inserted (see the module docstring). ``group_barrier(region)``:
     the barrier statement among the threads of a THREAD_RANGE region (None: such barriers are
     refused)."""
-    return _visit(stmt, I.syncthreads, group_barrier)
+    return _Inserter(group_barrier, _thread_vars(stmt)).visit(stmt, I.syncthreads)
 
 
-def _visit(node, sync, group_barrier=None):
-    if isinstance(node, tirx.SeqStmt):
-        return _visit_seq(list(node.seq), sync=sync, group_barrier=group_barrier)
-    if isinstance(node, tirx.AttrStmt):
-        if node.attr_key == PIPELINE_REGION:
-            return node.body  # planned by software_pipeline; the marker has done its job
-        if node.attr_key == THREAD_RANGE:
-            inner = (lambda: group_barrier(node)) if group_barrier is not None else _refused(node)
-            body = _visit(node.body, inner, group_barrier)
-            return tirx.AttrStmt(node.node, node.attr_key, node.value, body)
-        return tirx.AttrStmt(node.node, node.attr_key, node.value, _visit(node.body, sync, group_barrier))
-    if isinstance(node, tirx.For):
-        if node.annotations is not None and ("tl.pipelined" in node.annotations
-                                             or "tl.parallel" in node.annotations):
-            return node
-        body = _visit(node.body, sync, group_barrier)
-        if _loop_carried(node.body):
-            body = _append_barrier(body, sync)
-        return tirx.For(node.loop_var, node.min, node.extent, node.kind, body,
-                        node.thread_binding, node.annotations)
-    if isinstance(node, tirx.IfThenElse):
-        return tirx.IfThenElse(node.condition, _visit(node.then_case, sync, group_barrier),
-                               _visit(node.else_case, sync, group_barrier) if node.else_case is not None else None)
-    return node
+def _thread_vars(body) -> set:
+    """The thread index and every name bound (transitively) from it."""
+    from tvm.tirx.analysis import undefined_vars
+
+    found, binds = set(), []
+
+    def on_attr(attr):
+        if attr.attr_key == "thread_extent" and str(attr.node.thread_tag).startswith("threadIdx"):
+            found.add(attr.node.var)
+        elif attr.attr_key == THREAD_RANGE:
+            found.add(attr.node)
+
+    tvm_ffi.structural_walk(body, [(tirx.AttrStmt, on_attr), (tirx.Bind, binds.append)])
+    grew = True
+    while grew:
+        grew = False
+        for bind in binds:
+            if bind.var not in found and any(v in found for v in undefined_vars(bind.value)):
+                found.add(bind.var)
+                grew = True
+    return found
+
+
+class _Inserter:
+    def __init__(self, group_barrier, thread_vars: set):
+        self.group_barrier = group_barrier
+        self.thread_vars = thread_vars
+
+    def visit(self, node, sync):
+        if isinstance(node, tirx.SeqStmt):
+            return _visit_seq(list(node.seq), sync=sync, inserter=self)
+        if isinstance(node, tirx.AttrStmt):
+            if node.attr_key == PIPELINE_REGION:
+                return node.body  # planned by software_pipeline; the marker has done its job
+            if node.attr_key == THREAD_RANGE:
+                inner = (lambda: self.group_barrier(node)) if self.group_barrier is not None else _refused(node)
+                return tirx.AttrStmt(node.node, node.attr_key, node.value, self.visit(node.body, inner))
+            return tirx.AttrStmt(node.node, node.attr_key, node.value, self.visit(node.body, sync))
+        if isinstance(node, tirx.For):
+            if node.annotations is not None and ("tl.pipelined" in node.annotations
+                                                 or "tl.parallel" in node.annotations):
+                return node
+            body = self.visit(node.body, sync)
+            if _loop_carried(node.body):
+                body = _append_barrier(body, sync)
+            return tirx.For(node.loop_var, node.min, node.extent, node.kind, body,
+                            node.thread_binding, node.annotations)
+        if isinstance(node, tirx.IfThenElse):
+            # a condition on the thread (not one of transform/thread_ranges.py's ranges, whose
+            # regions bring their own barrier): part of the threads skip the branch
+            inner = _divergent(node) if self._on_thread(node.condition) else sync
+            return tirx.IfThenElse(node.condition, self.visit(node.then_case, inner),
+                                   self.visit(node.else_case, inner) if node.else_case is not None else None)
+        return node
+
+    def _on_thread(self, cond) -> bool:
+        from tvm.tirx.analysis import undefined_vars
+
+        return any(v in self.thread_vars for v in undefined_vars(cond))
+
+
+def _divergent(branch):
+    def sync():
+        calls = []
+        tvm_ffi.structural_walk(branch, [(tirx.TilePrimitiveCall, calls.append)])
+        where = source_location(branch) or next((source_location(c) for c in calls if source_location(c)), None)
+        raise LoweringError(
+            "shared memory accessed inside an 'if' whose condition depends on the thread needs a barrier "
+            "there (one thread writes what another reads), but the threads that skip the branch would "
+            "never reach it. Move the accesses that need ordering out of the branch, or make the condition "
+            "select one range of threads ('if tx < n:'), whose threads get a barrier of their own"
+            + (f"\n  --> {where}" if where else ""))
+
+    return sync
 
 
 def _refused(region):
@@ -143,7 +197,11 @@ def group_barrier_error(region, why: str = "this backend has no barrier over a g
 
 def _loop_carried(body) -> bool:
     """Could iteration i+1 race with iteration i? Conservatively yes whenever the body writes
-    shared memory: the next iteration's first write may meet this one's last read or write."""
+    shared memory: the next iteration's first write may meet this one's last read or write;
+    not when the body starts with a barrier of its own (the author's)."""
+    first = body.seq[0] if isinstance(body, tirx.SeqStmt) and body.seq else body
+    if _is_barrier(first):
+        return False
     _, writes, _, _ = split_ws(body)
     return bool(writes)
 
@@ -158,12 +216,17 @@ def insert_barriers_in_seq(stmts, ignore=frozenset()):
     return _visit_seq(list(stmts), ignore)
 
 
-def _visit_seq(stmts, ignore=frozenset(), sync=I.syncthreads, group_barrier=None):
+def _visit_seq(stmts, ignore=frozenset(), sync=I.syncthreads, inserter=None):
     out = []
     pending_r, pending_w = set(), set()  # block-wide code's accesses since the last barrier
     ws_pending_r, ws_pending_w = set(), set()  # T.ws bodies' (module docstring)
     after_tma = False  # the statement before was a T.tma_copy (module docstring)
     for s in stmts:
+        if _is_barrier(s):  # the author's own (T.sync_threads, with or without an id)
+            pending_r, pending_w, ws_pending_r, ws_pending_w = set(), set(), set(), set()
+            after_tma = False
+            out.append(s)
+            continue
         if after_tma and not _is_tma_copy(s):
             out.append(sync())
             pending_r, pending_w, ws_pending_r, ws_pending_w = set(), set(), set(), set()
@@ -177,7 +240,7 @@ def _visit_seq(stmts, ignore=frozenset(), sync=I.syncthreads, group_barrier=None
                 or conflict(ws_r, ws_w, pending_r, pending_w)):
             out.append(sync())
             pending_r, pending_w, ws_pending_r, ws_pending_w = set(), set(), set(), set()
-        out.append(_visit(s, sync, group_barrier))
+        out.append(inserter.visit(s, sync) if inserter is not None else _Inserter(None, set()).visit(s, sync))
         if is_pipeline_region(s):
             pending_r, pending_w = set(), set()  # it ends with wait_group(0) + barrier
         else:
@@ -188,6 +251,19 @@ def _visit_seq(stmts, ignore=frozenset(), sync=I.syncthreads, group_barrier=None
     if after_tma:
         out.append(sync())
     return tirx.SeqStmt(out) if len(out) > 1 else out[0]
+
+
+def _is_barrier(stmt) -> bool:
+    """A barrier the kernel wrote: the block's, or a named one over the threads that reach it
+    (simt/transform/named_barriers.py checks that they are exactly the threads of its branch)."""
+    from tilelang_core.ir import intrinsics as IR
+
+    if not isinstance(stmt, tirx.Evaluate) or not isinstance(stmt.value, tvm.ir.Call):
+        return False
+    if getattr(stmt.value.op, "name", "") == "tirx.tvm_storage_sync":
+        return True
+    intrinsic = IR.intrinsic_of(stmt.value)
+    return intrinsic is not None and intrinsic.name == "named_barrier"
 
 
 def _is_tma_copy(stmt) -> bool:
