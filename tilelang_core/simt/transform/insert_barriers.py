@@ -14,9 +14,10 @@ ordered against the code around their branch like any statement; a barrier the g
 inside its branch is a barrier among the group's threads (``group_barrier``: a named barrier,
 named_barriers.py), never a block barrier, which would wait for threads that never arrive.
 A barrier the kernel wrote (``T.sync_threads``, with or without an id) orders what is around it
-like an inserted one. A barrier needed inside an ``if`` whose condition depends on the thread
-(other than a thread range, whose region has its own) is refused: the threads that skip the
-branch would never reach it.
+like an inserted one. A barrier a thread group needs inside an ``if`` whose condition depends on the thread (other
+than a nested thread range, whose region has its own) is refused: the group's threads that skip
+the branch would never reach it. (At block level such a block barrier is still emitted, as
+before; known hazard, see the comment in ``_Inserter.visit``.)
 The bodies of ``T.ws`` regions are synchronized by their author (mbarriers, language/barriers.py):
 their accesses are ordered against the block-wide code around them, never against one another.
 A run of ``T.tma_copy`` statements ends with a barrier among the threads that issued them: each
@@ -103,8 +104,6 @@ def insert_barriers(stmt, group_barrier=None):
 
 def _thread_vars(body) -> set:
     """The thread index and every name bound (transitively) from it."""
-    from tvm.tirx.analysis import undefined_vars
-
     found, binds = set(), []
 
     def on_attr(attr):
@@ -118,7 +117,7 @@ def _thread_vars(body) -> set:
     while grew:
         grew = False
         for bind in binds:
-            if bind.var not in found and any(v in found for v in undefined_vars(bind.value)):
+            if bind.var not in found and any(v in found for v in _vars_in(bind.value)):
                 found.add(bind.var)
                 grew = True
     return found
@@ -150,23 +149,33 @@ class _Inserter:
                             node.thread_binding, node.annotations)
         if isinstance(node, tirx.IfThenElse):
             # a condition on the thread (not one of transform/thread_ranges.py's ranges, whose
-            # regions bring their own barrier): part of the threads skip the branch
-            inner = _divergent(node) if self._on_thread(node.condition) else sync
+            # regions bring their own barrier): part of the group's threads skip the branch, so a
+            # barrier counting the group would hang. (At block level the block barrier is still
+            # put there, as it always was: TileLang's topk selector relies on it, and CUDA leaves
+            # a __syncthreads that part of the block skips undefined; to be replaced by a proof
+            # that the accesses are disjoint, e.g. s[r, i] and s[r ^ 1, j].)
+            divergent = self._on_thread(node.condition) and sync is not I.syncthreads
+            inner = _divergent(node) if divergent else sync
             return tirx.IfThenElse(node.condition, self.visit(node.then_case, inner),
                                    self.visit(node.else_case, inner) if node.else_case is not None else None)
         return node
 
     def _on_thread(self, cond) -> bool:
-        from tvm.tirx.analysis import undefined_vars
+        return any(v in self.thread_vars for v in _vars_in(cond))
 
-        return any(v in self.thread_vars for v in undefined_vars(cond))
+
+def _vars_in(node) -> list:
+    found = []
+    tvm_ffi.structural_walk(node, [(tirx.Var, found.append)])
+    return found
 
 
 def _divergent(branch):
     def sync():
-        calls = []
-        tvm_ffi.structural_walk(branch, [(tirx.TilePrimitiveCall, calls.append)])
-        where = source_location(branch) or next((source_location(c) for c in calls if source_location(c)), None)
+        spanned = []
+        tvm_ffi.structural_walk(branch, [(tirx.Stmt, lambda n: spanned.append(n) if source_location(n) else None)],
+                                order="pre")
+        where = source_location(branch) or (source_location(spanned[0]) if spanned else None)
         raise LoweringError(
             "shared memory accessed inside an 'if' whose condition depends on the thread needs a barrier "
             "there (one thread writes what another reads), but the threads that skip the branch would "
@@ -198,10 +207,12 @@ def group_barrier_error(region, why: str = "this backend has no barrier over a g
 def _loop_carried(body) -> bool:
     """Could iteration i+1 race with iteration i? Conservatively yes whenever the body writes
     shared memory: the next iteration's first write may meet this one's last read or write;
-    not when the body starts with a barrier of its own (the author's)."""
-    first = body.seq[0] if isinstance(body, tirx.SeqStmt) and body.seq else body
-    if _is_barrier(first):
-        return False
+    not when the body's first shared access comes after a barrier of its own (the author's)."""
+    for stmt in (body.seq if isinstance(body, tirx.SeqStmt) else [body]):
+        if _is_barrier(stmt):
+            return False
+        if any(split_ws(stmt)):
+            break
     _, writes, _, _ = split_ws(body)
     return bool(writes)
 
