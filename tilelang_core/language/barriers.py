@@ -50,13 +50,12 @@ from ..errors import FrontendError
 from ..ir import intrinsics as I
 from ..ir import region as R
 from ..ir.tma_copy import TmaCopy
-from .emit import emit, is_element, pair_regions, _unwrap
+from ..transform.thread_ranges import WS_ATTR  # the key around a T.ws body
+from .emit import emit, pair_regions, _unwrap
 from .kernel import current_kernel
 
 #: threads of one warpgroup (T.ws counts in warpgroups)
 WARP_GROUP = 128
-#: AttrStmt key around a T.ws body: the author synchronizes it with the other warpgroups
-WS_ATTR = "tl.warp_specialize"
 #: PTX: an mbarrier counts at most 2^20 - 1 arrivals per phase
 MAX_ARRIVALS = (1 << 20) - 1
 

@@ -34,6 +34,7 @@ from tvm import tirx
 
 from tilelang_core.errors import LoweringError
 from tilelang_core.ir import TileOp, is_tile_op
+from tilelang_core.ir import intrinsics as IR
 from tilelang_core.lowering import source_location
 from tilelang_core.transform.thread_ranges import THREAD_RANGE, WS_ATTR
 
@@ -228,6 +229,7 @@ def insert_barriers_in_seq(stmts, ignore=frozenset()):
 
 
 def _visit_seq(stmts, ignore=frozenset(), sync=I.syncthreads, inserter=None):
+    inserter = inserter or _Inserter(None, set())  # (insert_barriers_in_seq: no thread groups)
     out = []
     pending_r, pending_w = set(), set()  # block-wide code's accesses since the last barrier
     ws_pending_r, ws_pending_w = set(), set()  # T.ws bodies' (module docstring)
@@ -251,7 +253,7 @@ def _visit_seq(stmts, ignore=frozenset(), sync=I.syncthreads, inserter=None):
                 or conflict(ws_r, ws_w, pending_r, pending_w)):
             out.append(sync())
             pending_r, pending_w, ws_pending_r, ws_pending_w = set(), set(), set(), set()
-        out.append(inserter.visit(s, sync) if inserter is not None else _Inserter(None, set()).visit(s, sync))
+        out.append(inserter.visit(s, sync))
         if is_pipeline_region(s):
             pending_r, pending_w = set(), set()  # it ends with wait_group(0) + barrier
         else:
@@ -267,8 +269,6 @@ def _visit_seq(stmts, ignore=frozenset(), sync=I.syncthreads, inserter=None):
 def _is_barrier(stmt) -> bool:
     """A barrier the kernel wrote: the block's, or a named one over the threads that reach it
     (simt/transform/named_barriers.py checks that they are exactly the threads of its branch)."""
-    from tilelang_core.ir import intrinsics as IR
-
     if not isinstance(stmt, tirx.Evaluate) or not isinstance(stmt.value, tvm.ir.Call):
         return False
     if getattr(stmt.value.op, "name", "") == "tirx.tvm_storage_sync":

@@ -58,11 +58,6 @@ def barrier_buffers(body) -> list:
     return [ev.value.args[0].source for ev in _inits(body)]
 
 
-def uses_mbarriers(body) -> bool:
-    return any(I.intrinsic_of(c).name in MBARRIER_OPS or I.intrinsic_of(c).name == "mbarrier_init"
-               for c in I.calls_in(body))
-
-
 def _refuse(st: KernelState, stmt, message: str) -> LoweringError:
     where = source_location(stmt) if stmt is not None else None
     return LoweringError(f"kernel '{st.kernel}': {message}" + (f"\n  --> {where}" if where else ""))
@@ -145,5 +140,4 @@ def lower_tma_copy(call, ctx):
     return tirx.SeqStmt([moves, track])
 
 
-__all__ = ["MBARRIER_OPS", "barrier_buffers", "lower_barrier_inits", "lower_mbarrier", "lower_tma_copy",
-           "uses_mbarriers"]
+__all__ = ["MBARRIER_OPS", "barrier_buffers", "lower_barrier_inits", "lower_mbarrier", "lower_tma_copy"]
