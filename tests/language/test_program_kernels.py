@@ -16,13 +16,14 @@ PATHS = ("cpu", "cuda:sm_80")
 RNG = np.random.default_rng(11)
 
 
-def reversed_through_workspace(N, block):
+def reversed_through_workspace(N, block, alloc=T.alloc_global):
     """Kernel 0 writes W = 2 * A, kernel 1 reads W in reverse: each block of kernel 1 reads what
-    other blocks of kernel 0 wrote."""
+    other blocks of kernel 0 wrote. (``T.alloc_buffer`` without a scope is TileLang's way to the
+    same workspace: its default scope is global.)"""
 
     @T.prim_func
     def main(A: T.Tensor((N,), T.float32), B: T.Tensor((N,), T.float32)):
-        W = T.alloc_global((N,), T.float32)
+        W = alloc((N,), T.float32)
         with T.Kernel(T.ceildiv(N, block), threads=block) as bx:
             for i in T.Parallel(block):
                 W[bx * block + i] = A[bx * block + i] * 2.0
@@ -96,9 +97,10 @@ def three_kernels_no_workspace(N):
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("N,block", [(37, 16), (1, 16), (64, 32)])
-def test_a_later_kernel_sees_what_every_block_of_an_earlier_one_wrote(path, N, block):
+@pytest.mark.parametrize("alloc", [T.alloc_global, T.alloc_buffer], ids=["alloc_global", "alloc_buffer"])
+def test_a_later_kernel_sees_what_every_block_of_an_earlier_one_wrote(path, N, block, alloc):
     a = RNG.standard_normal(N).astype(np.float32)
-    out = run(path, reversed_through_workspace(N, block), A=a, B=np.zeros(N, np.float32))
+    out = run(path, reversed_through_workspace(N, block, alloc), A=a, B=np.zeros(N, np.float32))
     np.testing.assert_allclose(out["B"], (2.0 * a.astype(np.float64))[::-1] + 1.0, rtol=1e-6)
 
 

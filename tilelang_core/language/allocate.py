@@ -104,6 +104,10 @@ def alloc_global(shape, dtype, scope: str = "global"):
     return B.alloc_buffer(dims, storage_dtype(dtype, "T.alloc_global"), scope="global")
 
 
-def alloc_buffer(shape, dtype, scope: str = "shared.dyn"):
-    """A buffer in an explicit scope (TileLang's generic allocator)."""
+def alloc_buffer(shape, dtype, scope: str = "global"):
+    """A buffer in an explicit scope (TileLang's generic allocator). Its default scope is TileLang's
+    (TVM's), global memory: a program workspace, as ``T.alloc_global`` (TileLang's split-K
+    dequantized GEMM allocates its partial sums this way, before its first ``T.Kernel``)."""
+    if str(scope) == "global":
+        return alloc_global(shape, dtype)
     return _alloc(shape, dtype, scope, "T.alloc_buffer")

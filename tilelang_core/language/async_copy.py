@@ -20,7 +20,9 @@ refused), zeros where ``predicate`` is false, as cp.async's. Landing earlier tha
 is what every wait allows, so the waits never find these copies in flight; they still wait for
 any async copy the thread issued (cp.async where the backend has it) and are dropped where it has
 none. Inside a ``T.Pipelined`` loop, whose async groups the software pipeline counts, they are
-refused. (A performance gap, not a meaning one: TileLang overlaps these loads.)
+refused. (A performance gap, not a meaning one: TileLang overlaps these loads.) As in TileLang,
+two ``T.ptx_cp_async`` writes are never ordered against each other by an inserted barrier (a
+producer's gathers under ``if is_kv_valid[...]`` need none between them).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from tvm.script.ir_builder import tirx as B
 
 from ..errors import FrontendError
 from ..ir import intrinsics as I
+from ..ir.async_writes import ASYNC_WRITE
 from .kernel import current_kernel
 from .vector_access import _GLOBAL, _SHARED, _load, _store
 
@@ -101,7 +104,10 @@ def ptx_cp_async(dst_access_ptr, src_access_ptr, num_elems, predicate=None):
         raise FrontendError(f"T.ptx_cp_async moves 4, 8 or 16 bytes (cp.async's sizes); {n} x {dst_buffer.ty.dtype} "
                             f"is {nbytes}")
     value = _load("ptx_cp_async", nbytes, _GLOBAL, "global")(src, pred=predicate)
-    _store("ptx_cp_async", nbytes, _SHARED, "shared")(dst, value)
+    # marked as an async copy's write: two of them never need a barrier between them (TileLang's
+    # rule, simt/transform/shared_races.py); what reads them still does
+    with B.attr(tirx.const(0, "int32"), ASYNC_WRITE, tirx.const(1, "int32")):
+        _store("ptx_cp_async", nbytes, _SHARED, "shared")(dst, value)
 
 
 __all__ = ["access_ptr", "ptx_commit_group", "ptx_cp_async", "ptx_wait_group"]

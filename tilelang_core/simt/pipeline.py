@@ -48,7 +48,7 @@ from .transform import (KernelState, apply_layouts, block_swizzle, insert_barrie
 from .transform.apply_layouts import annotated_layouts, settle_view_annotations
 from .transform.lower_intrinsics import check_intrinsics, lower_intrinsics
 from .transform.mbarriers import barrier_buffers, lower_barrier_inits
-from .transform.named_barriers import group_barriers
+from .transform.named_barriers import GroupBarriers
 
 
 @dataclass
@@ -143,8 +143,9 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
         func = run_pass(f"{kind}.SplitMaskedFills", _on_body(split_masked_fills), func)
     func = run_pass(f"{kind}.SoftwarePipeline", _on_body(software_pipeline), func,
                     use_async=dialect.async_copy, shared_limit=shared_limit, async_preload=async_preload)
+    barriers = GroupBarriers(func.body, st)
     func = run_pass(f"{kind}.InsertBarriers", _on_body(insert_barriers), func,
-                    group_barrier=group_barriers(func.body, st))
+                    group_barrier=barriers.for_region, range_barrier=barriers.for_branch)
     func = run_pass(f"{kind}.ParallelTileOps", _on_body(parallel_tile_ops), func, st)
     # lower_tile_ops binds the loop ranges and bound values into st.analyzer (via ctx) first
     ctx = SimtLoweringContext(backend_kind=kind, kernel=name, analyzer=st.analyzer,

@@ -68,6 +68,16 @@ def region_thread_var(region: tirx.AttrStmt) -> tirx.Var:
 def _conjuncts(cond) -> list:
     if isinstance(cond, tirx.And):
         return _conjuncts(cond.a) + _conjuncts(cond.b)
+    if isinstance(cond, tirx.Not):
+        # an else branch's condition: 'not tx < 128' is 'tx >= 128' (the bound analysis below
+        # reads comparisons, not their negations); 'not (a and b)' stays one term
+        inner = cond.a
+        if isinstance(inner, tirx.Or):
+            return _conjuncts(tirx.Not(inner.a)) + _conjuncts(tirx.Not(inner.b))
+        if isinstance(inner, tirx.Not):
+            return _conjuncts(inner.a)
+        if isinstance(inner, (tirx.LT, tirx.LE, tirx.GT, tirx.GE, tirx.EQ, tirx.NE)):
+            return [tvm.sym.Analyzer().simplify(cond)]
     return [cond]
 
 
@@ -108,7 +118,29 @@ def selected_range(cond, tx, num_threads: int) -> tuple[tuple[int, int] | None, 
         return (0, 0), uniform
     with analyzer.constraint_scope(tirx.And(tx >= lo, tx < hi)):
         exact = analyzer.can_prove(selected)
-    return ((lo, hi) if exact else None), uniform
+    if not exact:  # e.g. an elif's 'not (tx >= 128 and tx < 256)', which the bounds don't read
+        return _enumerated_range(selected, tx, num_threads), uniform
+    return (lo, hi), uniform
+
+
+def _enumerated_range(cond, tx, num_threads: int):
+    """The range of threads for which ``cond`` (on ``tx`` alone) holds, found by trying each, or
+    None when it is not one range or depends on more than ``tx``."""
+    if num_threads > 1024:
+        return None
+    analyzer = tvm.sym.Analyzer()
+    holds = []
+    for t in range(num_threads):
+        value = analyzer.simplify(tvm_ffi.structural_map(
+            cond, [(tirx.Var, lambda v: tirx.const(t, v.ty.dtype) if v.same_as(tx) else v)]))
+        if not isinstance(value, tirx.IntImm):
+            return None
+        holds.append(bool(value.value))
+    inside = [t for t, h in enumerate(holds) if h]
+    if not inside:
+        return (0, 0)
+    lo, hi = inside[0], inside[-1] + 1
+    return (lo, hi) if len(inside) == hi - lo else None
 
 
 class _Marker:

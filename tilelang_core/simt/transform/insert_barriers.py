@@ -14,10 +14,11 @@ ordered against the code around their branch like any statement; a barrier the g
 inside its branch is a barrier among the group's threads (``group_barrier``: a named barrier,
 named_barriers.py), never a block barrier, which would wait for threads that never arrive.
 A barrier the kernel wrote (``T.sync_threads``, with or without an id) orders what is around it
-like an inserted one. A barrier a thread group needs inside an ``if`` whose condition depends on the thread (other
-than a nested thread range, whose region has its own) is refused: the group's threads that skip
-the branch would never reach it. (At block level such a block barrier is still emitted, as
-before; known hazard, see the comment in ``_Inserter.visit``.)
+like an inserted one. A barrier needed inside an ``if`` whose condition depends on the thread (other
+than a thread range's region, which has its own) is refused, in the block or in a group: the
+threads that skip the branch would never reach it. Which accesses race is shared_races.py's
+question: atomics never race with atomics, and accesses to provably disjoint parts of a buffer
+(``s[r, i]`` against ``s[r ^ 1, j]``) don't either.
 The bodies of ``T.ws`` regions are synchronized by their author (mbarriers, language/barriers.py):
 their accesses are ordered against the block-wide code around them, never against one another.
 A run of ``T.tma_copy`` statements ends with a barrier among the threads that issued them: each
@@ -35,18 +36,13 @@ from tvm import tirx
 from tilelang_core.errors import LoweringError
 from tilelang_core.ir import TileOp, is_tile_op
 from tilelang_core.ir import intrinsics as IR
+from tilelang_core.ir.atomic_calls import RMW_OP
 from tilelang_core.lowering import source_location
-from tilelang_core.transform.thread_ranges import THREAD_RANGE, WS_ATTR
+from tilelang_core.transform.thread_ranges import THREAD_RANGE, WS_ATTR, region_lo
 
 from .. import intrinsics as I
+from .shared_races import collect, is_shared, races, varying_vars
 from .state import PIPELINE_REGION, is_pipeline_region, region_entry
-
-SHARED = ("shared", "shared.dyn")
-
-
-def _is_shared(buffer) -> bool:
-    return tirx.is_buffer_var(buffer) and str(buffer.ty.storage_scope) in SHARED
-
 
 def touched(stmt) -> tuple[set, set]:
     """(buffers read, buffers written) anywhere in ``stmt``, every scope: tile ops declare theirs,
@@ -59,7 +55,11 @@ def touched(stmt) -> tuple[set, set]:
             reads.update(r.source for r in op.reads)
             writes.update(r.source for r in op.writes)
 
-    tvm_ffi.structural_walk(stmt, [(tirx.TilePrimitiveCall, on_call),
+    def on_expr_call(call):  # an atomic with a result writes its destination (its load reads it)
+        if isinstance(call.op, tvm.ir.Op) and str(call.op.name) == RMW_OP:
+            writes.add(call.args[0].source)
+
+    tvm_ffi.structural_walk(stmt, [(tirx.TilePrimitiveCall, on_call), (tvm.ir.Call, on_expr_call),
                                    (tvm.ir.TensorLoad, lambda load: reads.add(load.source)),
                                    (tirx.BufferStore, lambda store: writes.add(store.buffer))])
     return reads, writes
@@ -68,20 +68,12 @@ def touched(stmt) -> tuple[set, set]:
 def accesses(stmt) -> tuple[set, set]:
     """(shared buffers read, shared buffers written) anywhere in ``stmt``."""
     reads, writes = touched(stmt)
-    return {b for b in reads if _is_shared(b)}, {b for b in writes if _is_shared(b)}
+    return {b for b in reads if is_shared(b)}, {b for b in writes if is_shared(b)}
 
 
 def split_ws(stmt) -> tuple[set, set, set, set]:
     """``accesses`` of ``stmt`` as (reads, writes) outside T.ws bodies, then (reads, writes) inside them."""
-    bodies = []
-
-    def on_attr(attr):
-        if attr.attr_key == WS_ATTR:
-            bodies.append(attr.body)
-            return tirx.Evaluate(tirx.const(0, "int32"))
-        return attr
-
-    outside = tvm_ffi.structural_map(stmt, [(tirx.AttrStmt, on_attr)])
+    outside, bodies = _ws_parts(stmt)
     r, w = accesses(outside)
     ws_r, ws_w = set(), set()
     for body in bodies:
@@ -91,16 +83,34 @@ def split_ws(stmt) -> tuple[set, set, set, set]:
     return r, w, ws_r, ws_w
 
 
+def _ws_parts(stmt):
+    """``stmt`` with its T.ws bodies cut out, and those bodies."""
+    bodies = []
+
+    def on_attr(attr):
+        if attr.attr_key == WS_ATTR:
+            bodies.append(attr.body)
+            return tirx.Evaluate(tirx.const(0, "int32"))
+        return attr
+
+    return tvm_ffi.structural_map(stmt, [(tirx.AttrStmt, on_attr)]), bodies
+
+
 def conflict(reads, writes, pending_reads, pending_writes) -> bool:
     """Does an access (reads, writes) race with earlier ones (RAW, WAR or WAW)?"""
     return bool(reads & pending_writes or writes & pending_reads or writes & pending_writes)
 
 
-def insert_barriers(stmt, group_barrier=None):
+def insert_barriers(stmt, group_barrier=None, range_barrier=None):
     """The kernel body with barriers inserted (see the module docstring). ``group_barrier(region)``:
     the barrier statement among the threads of a THREAD_RANGE region (None: such barriers are
-    refused)."""
-    return _Inserter(group_barrier, _thread_vars(stmt)).visit(stmt, I.syncthreads)
+    refused). ``range_barrier(branch, conditions)``: inside ``if`` statements on the thread whose
+    ``conditions`` (the enclosing ones too; an else branch's negated) hold, a function making the
+    barrier among the threads they select, or None where they select no range of threads (then the
+    barrier is refused; without ``range_barrier`` always)."""
+    inserter = _Inserter(group_barrier, _thread_vars(stmt), stmt)
+    inserter.range_barrier = range_barrier
+    return inserter.visit(stmt, I.syncthreads)
 
 
 def _thread_vars(body) -> set:
@@ -125,9 +135,28 @@ def _thread_vars(body) -> set:
 
 
 class _Inserter:
-    def __init__(self, group_barrier, thread_vars: set):
+    """``thread_vars`` None: the threads are not known (insert_barriers_in_seq), so no access box
+    is proved disjoint from another (shared_races.py needs to know what differs between threads)."""
+
+    def __init__(self, group_barrier, thread_vars: set | None, body=None):
         self.group_barrier = group_barrier
-        self.thread_vars = thread_vars
+        self.thread_vars = thread_vars or set()
+        self.varying = varying_vars(body, self.thread_vars) if thread_vars is not None else None
+        self.analyzer = tvm.sym.Analyzer() if thread_vars is not None else None
+        self.range_barrier = None
+        self.branch_conds = {}  # range_barrier's barriers -> the conditions they were made for
+
+    def accesses(self, stmt) -> tuple[list, list, list, list]:
+        """Access records (shared_races.py) of ``stmt``: (reads, writes) outside T.ws bodies, then inside."""
+        varying = self.varying if self.varying is not None else set()
+        outside, bodies = _ws_parts(stmt)
+        r, w = collect(outside, varying)
+        ws_r, ws_w = [], []
+        for body in bodies:
+            br, bw = collect(body, varying)
+            ws_r += br
+            ws_w += bw
+        return r, w, ws_r, ws_w
 
     def visit(self, node, sync):
         if isinstance(node, tirx.SeqStmt):
@@ -137,6 +166,9 @@ class _Inserter:
                 return node.body  # planned by software_pipeline; the marker has done its job
             if node.attr_key == THREAD_RANGE:
                 inner = (lambda: self.group_barrier(node)) if self.group_barrier is not None else _refused(node)
+                if self.group_barrier is not None:  # an 'if' on the thread inside: its part of the group
+                    lo, tx = region_lo(node), node.node
+                    self.branch_conds[inner] = [tx >= lo, tx < lo + int(node.value)]
                 return tirx.AttrStmt(node.node, node.attr_key, node.value, self.visit(node.body, inner))
             return tirx.AttrStmt(node.node, node.attr_key, node.value, self.visit(node.body, sync))
         if isinstance(node, tirx.For):
@@ -144,22 +176,38 @@ class _Inserter:
                                                  or "tl.parallel" in node.annotations):
                 return node
             body = self.visit(node.body, sync)
-            if _loop_carried(node.body):
+            if not _ends_with_barrier(body) and _loop_carried(node.body, self):
                 body = _append_barrier(body, sync)
             return tirx.For(node.loop_var, node.min, node.extent, node.kind, body,
                             node.thread_binding, node.annotations)
         if isinstance(node, tirx.IfThenElse):
             # a condition on the thread (not one of transform/thread_ranges.py's ranges, whose
-            # regions bring their own barrier): part of the group's threads skip the branch, so a
-            # barrier counting the group would hang. (At block level the block barrier is still
-            # put there, as it always was: TileLang's topk selector relies on it, and CUDA leaves
-            # a __syncthreads that part of the block skips undefined; to be replaced by a proof
-            # that the accesses are disjoint, e.g. s[r, i] and s[r ^ 1, j].)
-            divergent = self._on_thread(node.condition) and sync is not I.syncthreads
-            inner = _divergent(node) if divergent else sync
-            return tirx.IfThenElse(node.condition, self.visit(node.then_case, inner),
-                                   self.visit(node.else_case, inner) if node.else_case is not None else None)
+            # regions bring their own barrier): part of the threads skip the branch, so a barrier
+            # counting the block or the group would hang (CUDA leaves a __syncthreads that part
+            # of the block skips undefined). TileLang's top-k selector needs none there once its
+            # double-buffered accesses are proved disjoint (shared_races.py).
+            then_sync = else_sync = sync
+            if self._on_thread(node.condition):
+                then_sync = self._branch_sync(node, node.condition, sync)
+                else_sync = self._branch_sync(node, tirx.Not(node.condition), sync)
+            return tirx.IfThenElse(node.condition, self.visit(node.then_case, then_sync),
+                                   self.visit(node.else_case, else_sync) if node.else_case is not None else None)
         return node
+
+    def _branch_sync(self, node, cond, sync):
+        """The barrier inside a branch on ``cond`` (a condition on the thread) of code whose barrier
+        is ``sync``: among the threads the branch's conditions select (range_barrier), else refused."""
+        if sync is I.syncthreads:
+            conds = [cond]
+        elif sync in self.branch_conds:
+            conds = self.branch_conds[sync] + [cond]
+        else:  # inside a thread group's region: its own barrier counts the group
+            return _divergent(node)
+        made = self.range_barrier(node, conds) if self.range_barrier is not None else None
+        if made is None:
+            return _divergent(node)
+        self.branch_conds[made] = conds
+        return made
 
     def _on_thread(self, cond) -> bool:
         return any(v in self.thread_vars for v in _vars_in(cond))
@@ -187,6 +235,15 @@ def _divergent(branch):
     return sync
 
 
+def branch_barrier_error(branch, lo: int, hi: int, why: str) -> LoweringError:
+    where = source_location(branch)
+    return LoweringError(
+        f"the threads {lo} <= tx < {hi} of an 'if' on the thread index need a barrier among them (one "
+        f"writes shared memory another reads); a block barrier inside the branch would wait for threads "
+        f"that never reach it, and {why}. Move the accesses that need ordering out of the branch"
+        + (f"\n  --> {where}" if where else ""))
+
+
 def _refused(region):
     def sync():
         raise group_barrier_error(region)
@@ -205,17 +262,27 @@ def group_barrier_error(region, why: str = "this backend has no barrier over a g
         f"before the second op and open a new one after it" + (f"\n  --> {where}" if where else ""))
 
 
-def _loop_carried(body) -> bool:
-    """Could iteration i+1 race with iteration i? Conservatively yes whenever the body writes
-    shared memory: the next iteration's first write may meet this one's last read or write;
-    not when the body's first shared access comes after a barrier of its own (the author's)."""
+def _loop_carried(body, inserter) -> bool:
+    """Could iteration i+1 race with iteration i? Whenever an access of the body races with one
+    of the body from another thread (shared_races.py, no box proved disjoint: the loop variable
+    differs between iterations); not when the body's first shared access comes after a barrier of
+    its own (the author's)."""
     for stmt in (body.seq if isinstance(body, tirx.SeqStmt) else [body]):
         if _is_barrier(stmt):
             return False
         if any(split_ws(stmt)):
             break
-    _, writes, _, _ = split_ws(body)
-    return bool(writes)
+    reads, writes, ws_reads, ws_writes = inserter.accesses(body)
+    reads, writes = reads + ws_reads, writes + ws_writes
+    return races(reads, writes, reads, writes)
+
+
+def _ends_with_barrier(body) -> bool:
+    """Is the last statement a barrier (the author's, or one placed by this pass)? Then the next
+    iteration starts with nothing pending."""
+    while isinstance(body, tirx.SeqStmt):
+        body = body.seq[-1]
+    return _is_barrier(body)
 
 
 def _append_barrier(body, sync):
@@ -229,41 +296,45 @@ def insert_barriers_in_seq(stmts, ignore=frozenset()):
 
 
 def _visit_seq(stmts, ignore=frozenset(), sync=I.syncthreads, inserter=None):
-    inserter = inserter or _Inserter(None, set())  # (insert_barriers_in_seq: no thread groups)
+    inserter = inserter or _Inserter(None, None)  # (insert_barriers_in_seq: no thread groups)
     out = []
-    pending_r, pending_w = set(), set()  # block-wide code's accesses since the last barrier
-    ws_pending_r, ws_pending_w = set(), set()  # T.ws bodies' (module docstring)
+    pending_r, pending_w = [], []  # block-wide code's accesses since the last barrier
+    ws_pending_r, ws_pending_w = [], []  # T.ws bodies' (module docstring)
     after_tma = False  # the statement before was a T.tma_copy (module docstring)
     for s in stmts:
         if _is_barrier(s):  # the author's own (T.sync_threads, with or without an id)
-            pending_r, pending_w, ws_pending_r, ws_pending_w = set(), set(), set(), set()
+            pending_r, pending_w, ws_pending_r, ws_pending_w = [], [], [], []
             after_tma = False
             out.append(s)
             continue
         if after_tma and not _is_tma_copy(s):
             out.append(sync())
-            pending_r, pending_w, ws_pending_r, ws_pending_w = set(), set(), set(), set()
+            pending_r, pending_w, ws_pending_r, ws_pending_w = [], [], [], []
         after_tma = _is_tma_copy(s)
         # a pipeline region's loop starts with a wait and a barrier: only its prologue can race
         # with what came before (an async preload of Q has nothing else between it and that wait)
-        r, w, ws_r, ws_w = split_ws(region_entry(s) if is_pipeline_region(s) else s)
-        r, w = {b for b in r if b not in ignore}, {b for b in w if b not in ignore}
-        ws_r, ws_w = {b for b in ws_r if b not in ignore}, {b for b in ws_w if b not in ignore}
-        if (conflict(r, w, pending_r | ws_pending_r, pending_w | ws_pending_w)
-                or conflict(ws_r, ws_w, pending_r, pending_w)):
+        r, w, ws_r, ws_w = (_unignored(x, ignore) for x in
+                            inserter.accesses(region_entry(s) if is_pipeline_region(s) else s))
+        proof = inserter.analyzer
+        if (races(r, w, pending_r + ws_pending_r, pending_w + ws_pending_w, proof)
+                or races(ws_r, ws_w, pending_r, pending_w, proof)):
             out.append(sync())
-            pending_r, pending_w, ws_pending_r, ws_pending_w = set(), set(), set(), set()
+            pending_r, pending_w, ws_pending_r, ws_pending_w = [], [], [], []
         out.append(inserter.visit(s, sync))
         if is_pipeline_region(s):
-            pending_r, pending_w = set(), set()  # it ends with wait_group(0) + barrier
+            pending_r, pending_w = [], []  # it ends with wait_group(0) + barrier
         else:
-            pending_r |= r
-            pending_w |= w
-            ws_pending_r |= ws_r
-            ws_pending_w |= ws_w
+            pending_r += r
+            pending_w += w
+            ws_pending_r += ws_r
+            ws_pending_w += ws_w
     if after_tma:
         out.append(sync())
     return tirx.SeqStmt(out) if len(out) > 1 else out[0]
+
+
+def _unignored(found, ignore) -> list:
+    return [a for a in found if a.buffer not in ignore]
 
 
 def _is_barrier(stmt) -> bool:
@@ -273,6 +344,8 @@ def _is_barrier(stmt) -> bool:
         return False
     if getattr(stmt.value.op, "name", "") == "tirx.tvm_storage_sync":
         return True
+    if getattr(stmt.value.op, "name", "") == "tirx.call_extern" and str(stmt.value.args[0].value) == "tl_named_barrier":
+        return True  # a group's barrier this pass placed (named_barriers.GroupBarriers)
     intrinsic = IR.intrinsic_of(stmt.value)
     return intrinsic is not None and intrinsic.name == "named_barrier"
 

@@ -29,7 +29,7 @@ from tilelang_core.lowering import user_span
 from tilelang_core.transform.thread_ranges import region_lo, selected_range
 
 from .. import intrinsics as SI
-from .insert_barriers import group_barrier_error
+from .insert_barriers import branch_barrier_error, group_barrier_error
 from .state import KernelState, uses_var
 
 def _intersect(a, b):
@@ -116,35 +116,55 @@ def lower_named_barrier(st: KernelState, args):
 GROUP_BARRIER_IDS = range(15, 0, -1)
 
 
-def group_barriers(body, st: KernelState):
-    """``group_barrier(region)`` for insert_barriers: the barrier among the threads of a
-    THREAD_RANGE region, one named barrier id per thread range (ids the kernel's own
-    T.sync_threads use are left alone). A group of one thread needs none."""
-    taken = {int(c.args[0].value) for c in I.calls_in(body) if I.intrinsic_of(c).name == "named_barrier"
-             and isinstance(c.args[0], tirx.IntImm)}
-    ids: dict = {}
+class GroupBarriers:
+    """The barriers insert_barriers needs over part of the block: among the threads of a
+    THREAD_RANGE region (``for_region``) or of an ``if`` on the thread that selects a range
+    (``for_branch``, a branch of per-thread code such as a producer warpgroup's gathers), one
+    named barrier id per thread range (ids the kernel's own T.sync_threads use are left alone).
+    A group of one thread needs none; the whole block gets the block's barrier."""
 
-    def group_barrier(region):
-        lo, count = region_lo(region), int(region.value)
+    def __init__(self, body, st: KernelState):
+        self.st = st
+        self.taken = {int(c.args[0].value) for c in I.calls_in(body) if I.intrinsic_of(c).name == "named_barrier"
+                      and isinstance(c.args[0], tirx.IntImm)}
+        self.ids: dict = {}
+
+    def for_region(self, region):
+        return self._barrier(region_lo(region), int(region.value), lambda why: group_barrier_error(region, why))
+
+    def for_branch(self, branch, conds):
+        st = self.st
+        threads = st.block_threads or st.num_threads
+        if st.thread_var is None or not isinstance(threads, int):
+            return None
+        cond = conds[0]
+        for more in conds[1:]:
+            cond = tirx.And(cond, more)
+        selected, _ = selected_range(cond, st.thread_var, threads)
+        if selected is None or selected[1] <= selected[0]:
+            return None
+        lo, hi = selected
+        return lambda: self._barrier(lo, hi - lo, lambda why: branch_barrier_error(branch, lo, hi, why))
+
+    def _barrier(self, lo: int, count: int, error):
+        st = self.st
         if count == 1:
             return tirx.Evaluate(tirx.const(0, "int32"))
         if count == (st.block_threads or st.num_threads):
             return SI.syncthreads()
         ws = st.dialect.warp_size
         if not st.dialect.named_barriers:
-            raise group_barrier_error(region, f"the {st.dialect.kind} backend has no barrier over a group of threads")
+            raise error(f"the {st.dialect.kind} backend has no barrier over a group of threads")
         if lo % ws or count % ws:
-            raise group_barrier_error(region, f"the threads {lo} <= tx < {lo + count} are not whole {ws}-lane "
-                                              f"warps (a barrier over a group counts warps)")
-        if (lo, count) not in ids:
-            free = [i for i in GROUP_BARRIER_IDS if i not in taken and i not in ids.values()]
+            raise error(f"the threads {lo} <= tx < {lo + count} are not whole {ws}-lane "
+                        f"warps (a barrier over a group counts warps)")
+        if (lo, count) not in self.ids:
+            free = [i for i in GROUP_BARRIER_IDS if i not in self.taken and i not in self.ids.values()]
             if not free:
-                raise group_barrier_error(region, "every named barrier id is taken")
-            ids[(lo, count)] = free[0]
-        return tirx.Evaluate(tirx.call_extern("void", "tl_named_barrier", tirx.const(ids[(lo, count)], "int32"),
+                raise error("every named barrier id is taken")
+            self.ids[(lo, count)] = free[0]
+        return tirx.Evaluate(tirx.call_extern("void", "tl_named_barrier", tirx.const(self.ids[(lo, count)], "int32"),
                                               tirx.const(count, "int32")))
 
-    return group_barrier
 
-
-__all__ = ["GROUP_BARRIER_IDS", "check_named_barriers", "group_barriers", "lower_named_barrier"]
+__all__ = ["GROUP_BARRIER_IDS", "GroupBarriers", "check_named_barriers", "lower_named_barrier"]

@@ -32,6 +32,7 @@ from tilelang_core.errors import LoweringError
 from tilelang_core.ir import intrinsics as I
 from tilelang_core.ir.atomic_calls import RMW_OP, atomic_calls, has_thread_atomics, is_parallel_loop
 from tilelang_core.lowering import source_location
+from tilelang_core.simt.transform.insert_barriers import insert_barriers
 from tilelang_core.transform.bindings import is_pure
 from tilelang_core.transform.lower_tile_ops import kernel_name
 from tilelang_core.transform.thread_ranges import is_block_wide as tile_level, selected_range
@@ -372,6 +373,12 @@ def threads_to_loops(func: tirx.PrimFunc) -> tirx.PrimFunc:
     launches = _thread_launches(func.body)
     if not launches:
         return func
+    keys = {_key(var) for var, _ in launches}
+    if is_per_thread(func.body, keys):
+        # the barriers the GPU backends would insert (TileLang's rule: the compiler orders the
+        # threads' shared accesses) are this backend's split points too; without them one thread
+        # loop would run a read before the write of a later thread it depends on
+        func = func.with_body(insert_barriers(func.body, range_barrier=_range_barrier(launches)))
     body = tvm_ffi.structural_map(func.body, [(tirx.AttrStmt,
                                                lambda a: a.body if is_thread_launch(a) else a)])
     threads = _Threads(func, launches)
@@ -384,6 +391,25 @@ def threads_to_loops(func: tirx.PrimFunc) -> tirx.PrimFunc:
     if uses_vars(body, threads.keys):  # a use the split could not place in a thread loop
         raise threads.error("outside any statement that can become a loop over threads")
     return func.with_body(body)
+
+
+def _range_barrier(launches):
+    """insert_barriers' barrier inside ``if <thread range>:``: a named barrier counting the range,
+    which ``_Threads._spread`` turns into a split between the branch's thread loops."""
+    def barrier(_branch, conds):
+        if len(launches) != 1 or not isinstance(launches[0][1], tirx.IntImm):
+            return None
+        cond = conds[0]
+        for more in conds[1:]:
+            cond = tirx.And(cond, more)
+        selected, _ = selected_range(cond, launches[0][0], int(launches[0][1].value))
+        if selected is None or selected[1] <= selected[0]:
+            return None
+        count = selected[1] - selected[0]
+        return lambda: tirx.Evaluate(I.call("named_barrier", "void", tirx.const(1, "int32"),
+                                            tirx.const(count, "int32")))
+
+    return barrier
 
 
 def ThreadsToLoops():  # noqa: N802 (TVM pass naming)

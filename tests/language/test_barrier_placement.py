@@ -1,0 +1,105 @@
+"""Where barriers go between shared-memory accesses (simt/transform/insert_barriers.py and
+shared_races.py), with TileLang's rules: atomics don't race with atomics, accesses whose boxes
+are provably disjoint (``s[r, i]`` against ``s[r ^ 1, j]``) don't race, an atomic with a result
+writes its element, and a barrier needed inside an ``if`` that only some threads take is refused
+(it would hang). Numerics on every reference path (the interpreters run the threads one barrier
+interval at a time, so a missing barrier shows as a wrong answer), the placement in the lowered IR."""
+
+import numpy as np
+import pytest
+
+import tilelang_core.language as T
+from tilelang_core import LoweringError
+from tilelang_core.testing.oracle import PATHS, lower, run
+
+from barrier_kernels import compaction, histogram, neighbour, producer_branch, ticket
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("n,rounds", [(64, 2), (128, 3), (32, 1)])
+def test_double_buffered_compaction_needs_no_barrier_inside_the_per_thread_branch(path, n, rounds):
+    a = np.random.default_rng(n + rounds).integers(-40, 60, n).astype(np.int32)
+    out = run(path, compaction(n, rounds), A=a, O=np.full(n, -999, np.int32), C=np.zeros(1, np.int32))
+    kept = a
+    for rnd in range(rounds):
+        kept = kept[kept > rnd * 10]
+    count = int(out["C"][0])
+    assert count == len(kept)
+    np.testing.assert_array_equal(np.sort(out["O"][:count]), np.sort(kept))
+
+
+def test_the_compaction_has_no_block_barrier_under_its_branch():
+    text = lower("cuda:sm_80", compaction(64, 2)).script()
+    loop = text[text.index("for rnd"):].splitlines()
+    indent = len(loop[1]) - len(loop[1].lstrip())  # the loop body's statements
+    syncs = [line for line in loop if "tvm_storage_sync" in line]
+    # the kernel's two barriers in the loop body (and the one after it), none deeper: none inside
+    # 'if tx < cnt[r]', which the threads past the count skip, and none added beside the last one
+    assert [len(line) - len(line.lstrip()) for line in syncs] == [indent, indent, indent - 4]
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_atomics_into_shared_memory_need_no_barrier_between_them(path):
+    n, bins, per = 64, 16, 5
+    a = np.random.default_rng(7).integers(0, 1000, n * per).astype(np.int32)
+    out = run(path, histogram(n, bins, per), A=a, H=np.zeros(bins, np.int32))
+    np.testing.assert_array_equal(out["H"], np.bincount(a % bins, minlength=bins))
+    if path == "cuda:sm_80":
+        loop = lower(path, histogram(n, bins, per)).script()
+        # the two barriers the kernel wrote and none inside the loop of atomics
+        assert loop.count("tvm_storage_sync") == 2
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_an_atomic_with_a_result_writes_its_element(path):
+    n = 64
+    out = run(path, ticket(n), B=np.zeros(n, np.int32), P=np.zeros(n, np.int32))
+    np.testing.assert_array_equal(out["B"], np.full(n, n))
+    np.testing.assert_array_equal(np.sort(out["P"]), np.arange(n))
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("mirrored", [True, False])
+def test_the_same_half_read_from_another_thread_keeps_its_barrier(path, mirrored):
+    n = 64
+    a = np.random.default_rng(3).standard_normal(n).astype(np.float32)
+    out = run(path, neighbour(n, mirrored), A=a, B=np.zeros(n, np.float32))
+    expected = a[::-1] if mirrored else np.roll(a, -1)
+    np.testing.assert_array_equal(out["B"], expected)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_block_barrier_needed_under_a_per_thread_condition_is_refused(path):
+    """'if A[tx] > 0' leaves some threads out; a __syncthreads there would hang (CUDA leaves it
+    undefined): emitted anyway on the GPU backends before; the cpu backend ran one thread loop and
+    read other threads' elements before they were written. Now refused at the line everywhere."""
+    @T.prim_func
+    def bad(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64):
+            tx = T.get_thread_binding()
+            s = T.alloc_shared((64,), "float32")
+            if A[tx] > 0:
+                s[tx] = A[tx]
+                B[tx] = s[tx ^ 1]
+
+    with pytest.raises(LoweringError, match="inside an 'if' whose condition depends on the thread needs a "
+                                            "barrier(.|\n)*test_barrier_placement.py"):
+        run(path, bad, A=np.ones(64, np.float32), B=np.zeros(64, np.float32))
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("else_form", [False, True])
+def test_a_branch_of_a_thread_range_gets_a_barrier_among_its_threads(path, else_form):
+    a = np.random.default_rng(11).standard_normal(128).astype(np.float32)
+    arrays = dict(A=a, B=np.zeros(64, np.float32), C=np.zeros(64, np.float32))
+    if path.startswith(("hip", "metal")) or (path == "cpu" and else_form):
+        # no barrier over part of the block there (the cpu backend splits its thread loops only
+        # at a barrier whose branch it can count: an else branch it cannot)
+        with pytest.raises(LoweringError, match="64 <= tx < 128|no barrier over|selects no single range"):
+            run(path, producer_branch(else_form), **arrays)
+        return
+    out = run(path, producer_branch(else_form), **arrays)
+    np.testing.assert_array_equal(out["B"], 2 * a[64:][::-1])
+    if path == "cuda:sm_80":
+        text = lower(path, producer_branch(else_form)).script()
+        assert 'tl_named_barrier", 15, 64' in text and "tvm_storage_sync" not in text
