@@ -487,3 +487,23 @@ def make_gemm_div(M, N, K, bm=128, bn=256, bk=64, stages=3, threads=256):
             T.copy(C_f, C[by * bm, bx * bn])
 
     return gemm_div
+
+
+def make_register_a_gemm(M, N, K, dtype, accum, policy, threads=128):
+    """C = A @ B with A loaded into a fragment by a T.Parallel loop and fed to the gemm from
+    registers (TileLang's mhc_pre with tf32, its w4a8 dequantized GEMM with int8): the fragment
+    takes the gemm's A-operand layout, replicated over the warps that split C's columns."""
+    @T.prim_func
+    def reg_a(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), accum)):
+        with T.Kernel(1, threads=threads):
+            B_s = T.alloc_shared((K, N), dtype)
+            a = T.alloc_fragment((M, K), dtype)
+            c = T.alloc_fragment((M, N), accum)
+            T.copy(B, B_s)
+            for i, j in T.Parallel(M, K):
+                a[i, j] = A[i, j]
+            T.clear(c)
+            T.gemm(a, B_s, c, policy=policy)
+            T.copy(c, C)
+
+    return reg_a

@@ -131,10 +131,12 @@ def test_flash_attention_forward(S, D, block_m, block_n, threads):
     np.testing.assert_allclose(o.astype(np.float64), attention_reference(q, k, v), atol=2e-3)
 
 
-def test_gemm_from_registers_needs_full_row_warps():
+def test_gemm_chain_from_registers_with_split_columns_is_refused():
+    """Square splits the second gemm's columns over warps: each warp would hold a copy of its rows
+    of A, a layout the first gemm's accumulator does not have (no register shuffle converts it)."""
     from tilelang_core.errors import LayoutError
 
-    with pytest.raises(LayoutError, match="FullRow"):
+    with pytest.raises(LayoutError, match="'ab_half' gets two different layouts"):
         lower(kernels.make_gemm_from_registers(T.GemmWarpPolicy.Square))
 
 
@@ -147,6 +149,32 @@ def test_gemm_from_registers():
     run_kernel(func, {"A": a, "B": b, "C": c, "Out": out})
     ab = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float16).astype(np.float64)
     np.testing.assert_allclose(out, ab @ c.astype(np.float64), rtol=1e-2, atol=0.1)
+
+
+@pytest.mark.parametrize("dtype,accum", [("float32", "float32"), ("int8", "int32"), ("float16", "float32")])
+@pytest.mark.parametrize("M,N,K,policy,threads", [
+    (64, 64, 32, T.GemmWarpPolicy.FullRow, 128),
+    (32, 32, 64, T.GemmWarpPolicy.Square, 128),   # w4a8's split: 2 x 2 warps, A held twice
+    (64, 32, 64, T.GemmWarpPolicy.Square, 256),
+])
+def test_gemm_with_a_from_registers_of_every_tensor_core_type(dtype, accum, M, N, K, policy, threads):
+    """A register operand of tf32 (float32), int8 and fp16 gemms, any warp split (tf32 and int8
+    were refused: only m16n8k16 A fragments were laid out)."""
+    func = lower(kernels.make_register_a_gemm(M, N, K, dtype, accum, policy, threads))
+    if dtype == "int8":
+        a = RNG.integers(-100, 100, (M, K)).astype(np.int8)
+        b = RNG.integers(-100, 100, (K, N)).astype(np.int8)
+    else:
+        a = RNG.standard_normal((M, K)).astype(dtype)
+        b = RNG.standard_normal((K, N)).astype(dtype)
+    c = np.full((M, N), 7, accum)
+    run_kernel(func, {"A": a, "B": b, "C": c})
+    if dtype == "int8":
+        np.testing.assert_array_equal(c, a.astype(np.int64) @ b.astype(np.int64))
+        return
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    tol = 2e-2 * np.sqrt(K)  # tf32 keeps 10 mantissa bits, as fp16 operands do
+    np.testing.assert_allclose(c.astype(np.float64), ref, atol=tol, rtol=1e-2)
 
 
 def test_fragment_touched_outside_parallel_loops_is_held_whole():

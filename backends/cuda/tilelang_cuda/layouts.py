@@ -64,6 +64,25 @@ def mma_a_layout(bits: int = 16) -> Fragment:
     return Fragment((16, 8 * p), (rows, cols), name="mma_A")
 
 
+def mma_a_operand_layout(m: int, k: int, m_warp: int, n_warp: int, bits: int, name: str = "") -> Fragment:
+    """Registers holding a whole ``m x k`` gemm A operand of ``bits``-wide elements computed by
+    ``m_warp x n_warp`` warps: each warp's rows as mma.sync A fragments (mma_a_layout), tile
+    (mi, kk) in its registers ``[(mi * K/k_instr + kk) * per_row, ... + per_row)``; the
+    ``n_warp`` warps of one row block each hold a copy (replicas), as each needs all of its rows.
+    For 16-bit elements and one warp column this is the accumulator layout of ``m x k``."""
+    p = 32 // bits
+    k_instr, per_row = 8 * p, 4 * p
+    if m % (m_warp * MMA_M) or k % k_instr:
+        raise LayoutError(f"gemm operand {name or ''} {m}x{k} does not tile over {m_warp} warps of "
+                          f"{MMA_M}x{k_instr} mma.sync A fragments")
+    mi, ks = m // m_warp // MMA_M, k // k_instr
+    rows = (Digit(m_warp, THREAD, n_warp * WARP), Digit(mi, LOCAL, ks * per_row),
+            Digit(2, LOCAL, p), Digit(8, THREAD, 4))
+    cols = _digits(Digit(ks, LOCAL, per_row), Digit(2, LOCAL, 2 * p), Digit(4, THREAD, 1), Digit(p, LOCAL, 1))
+    replicate = (Digit(n_warp, THREAD, WARP),) if n_warp > 1 else ()
+    return Fragment((m, k), (rows, cols), replicate=replicate, name=name)
+
+
 def mma_b_layout(bits: int = 16) -> Fragment:
     """One warp's B operand of mma.sync for ``bits``-wide elements (256/bits x 8, row = k,
     col = n)."""

@@ -97,12 +97,14 @@ def lower_gemm_mma(op: Gemm, instr: MmaInstruction, st):
     prefetch = bool(op.options.get(FRAGMENT_PREFETCH)) and not a_in_registers and k_steps >= 2 \
         and a_ldmatrix and b_ldmatrix
     copies = k_steps if prefetch else 1
-    # A from a fragment already sits in mma A-operand order (see pipeline.operand_layout; fp16/bf16
-    # only): the 16x16 A tile (mi, kk) is the two 16x8 accumulator tiles (mi, 2kk), (mi, 2kk+1),
-    # i.e. eight consecutive registers starting at (mi * K/8 + 2kk) * 4.
-    a_regs = st.local_buffer(op.A.source) if a_in_registers else \
+    # A from a fragment already sits in mma A-operand order (pipeline.operand_layout,
+    # layouts.mma_a_operand_layout): the A tile (mi, kk) is the a_size registers from
+    # (mi * k_steps + kk) * a_size (for fp16 the two 16x8 accumulator tiles (mi, 2kk), (mi, 2kk+1)).
+    # tf32 operands are rounded first, into registers of their own: the kernel's fragment keeps
+    # its fp32 values.
+    frag_regs = st.local_buffer(op.A.source) if a_in_registers else None
+    a_regs = frag_regs if a_in_registers and not instr.round_tf32 else \
         st.alloc("A_frag", (copies * mi_count * a_size,), in_dtype, "local")
-    a_k_tiles = k // MMA_N
     b_regs = st.alloc("B_frag", (copies * ni_count * b_size,), in_dtype, "local")
     c_regs = st.local_buffer(op.C.source)
 
@@ -176,8 +178,13 @@ def lower_gemm_mma(op: Gemm, instr: MmaInstruction, st):
     def b_base(kk):
         return kk * ni_count * b_size if copies > 1 else 0
 
+    def copy_a(kk):  # the fragment's tiles (mi, kk) into a_regs, to be rounded there
+        return loop("e", mi_count * a_size, lambda e: tirx.BufferStore(a_regs, tirx.BufferLoad(
+            frag_regs, [(tirx.floordiv(e, a_size) * k_steps + kk) * a_size + tirx.floormod(e, a_size)]), [e]),
+            tirx.ForKind.UNROLLED)
+
     def load(kk):
-        body = [] if a_in_registers else [load_a(kk, a_base(kk))]
+        body = ([copy_a(kk)] if instr.round_tf32 else []) if a_in_registers else [load_a(kk, a_base(kk))]
         body.append(load_b(kk, b_base(kk)))
         if instr.round_tf32:
             body += [round_tf32(a_regs, a_base(kk), mi_count * a_size),
@@ -186,8 +193,8 @@ def lower_gemm_mma(op: Gemm, instr: MmaInstruction, st):
 
     def compute(kk):
         def a_operand(mi):
-            if a_in_registers:
-                return I.address_of(a_regs, (mi * a_k_tiles + 2 * kk) * 4)
+            if a_in_registers and not instr.round_tf32:
+                return I.address_of(a_regs, (mi * k_steps + kk) * a_size)
             return I.address_of(a_regs, at(a_base(kk), mi * a_size))
 
         return loop("mi", mi_count, lambda mi: loop("ni", ni_count, lambda ni: I.call(

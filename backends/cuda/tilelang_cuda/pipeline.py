@@ -49,7 +49,7 @@ from .hopper.intrinsics import scratch_statements, with_kernel_attributes
 from .intrinsics import with_on_demand_helpers
 from .transform import fast_divide, fast_exp2
 from .transform.stage_epilogue import stage_epilogue
-from .layouts import mma_accumulator_layout
+from .layouts import mma_a_operand_layout, mma_accumulator_layout
 from .lower_gemm import gemm_shape, gemm_warps
 from .lowering import CUDA
 from .mma import select_mma
@@ -78,23 +78,26 @@ def operand_layout(op, name: str, num_threads: int, planner: HopperPlanner):
     exactly an accumulator layout with one warp column (FlashAttention's P @ V without a trip
     through shared memory: the fp16 copy of one gemm's accumulator feeds the next gemm). On
     wgmma, likewise an accumulator layout with one warpgroup column. Only m16n8k16 has that
-    match: the tf32 and int8 A fragments hold other columns than the accumulator's."""
+    match: the tf32 and int8 A fragments hold other columns than the accumulator's, and get their
+    own layout (layouts.mma_a_operand_layout), as do warps that split C's columns (each holds a
+    copy of its rows of A), so their producer converts."""
     m, n, k = gemm_shape(op)
     if name == "A" and planner.plan(op, num_threads) is not None:
         return wgmma_accumulator_layout(m, k, operand_plan(m, k, num_threads), name=str(op.A.source.name))
     instr = select_mma(op, planner.arch, planner.options)
-    if instr is None or instr.bits != 16:
+    if instr is None:
         raise LayoutError(f"gemm {op!r} takes {name} from registers, which needs the tensor-core "
-                          f"path (fp16/bf16 operands, fp32 accumulator); copy it to shared memory")
+                          f"path (fp16/bf16/tf32 operands with an fp32 accumulator, int8 with int32); "
+                          f"copy it to shared memory")
     if name != "A" or op.transpose_A:
         raise LayoutError(f"gemm operand {name} of {op!r} is in registers: only a non-transposed A "
                           f"can be; copy it to a T.alloc_shared buffer")
     m_warp, n_warp = gemm_warps(op, num_threads)
-    if n_warp != 1:
-        raise LayoutError(f"gemm {op!r} takes A from registers, so every warp must own whole rows "
-                          f"of C: use policy=T.GemmWarpPolicy.FullRow (this split is "
-                          f"{m_warp}x{n_warp} warps)")
-    return mma_accumulator_layout(m, k, m_warp, 1, name=str(op.A.source.name))
+    if instr.bits == 16 and n_warp == 1:
+        # the accumulator layout exactly: an fp16 copy of one gemm's accumulator feeds the next
+        return mma_accumulator_layout(m, k, m_warp, 1, name=str(op.A.source.name))
+    # (the same registers for 16 bits; a warp column of its own holds a copy of its rows)
+    return mma_a_operand_layout(m, k, m_warp, n_warp, instr.bits, name=str(op.A.source.name))
 
 
 def lower_function(func: tirx.PrimFunc, arch: str, options: CudaOptions) -> tirx.PrimFunc:
