@@ -106,3 +106,18 @@ def producer_branch(else_form: bool):
                     B[tx - 64] = s[127 - tx]
 
     return k
+
+
+def through_a_view(n, m):
+    """TileLang's reshape test: a T.Parallel loop writes a shared tile, a copy reads it through
+    T.reshape (a view on the same memory); the copy's threads read what others wrote."""
+    @T.prim_func
+    def k(A: T.Tensor((n,), "float32"), B: T.Tensor((n // m, m), "float32")):
+        with T.Kernel(1) as _:
+            s = T.alloc_shared((n,), "float32")
+            for i in T.Parallel(n):
+                s[i] = A[i]
+            s2 = T.reshape(s, [n // m, m])
+            T.copy(s2, B)
+
+    return k

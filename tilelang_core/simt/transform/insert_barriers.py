@@ -41,7 +41,7 @@ from tilelang_core.lowering import source_location
 from tilelang_core.transform.thread_ranges import THREAD_RANGE, WS_ATTR, region_lo
 
 from .. import intrinsics as I
-from .shared_races import collect, is_shared, races, varying_vars
+from .shared_races import collect, is_shared, races, varying_vars, view_roots
 from .state import PIPELINE_REGION, is_pipeline_region, region_entry
 
 def touched(stmt) -> tuple[set, set]:
@@ -143,6 +143,7 @@ class _Inserter:
         self.thread_vars = thread_vars or set()
         self.varying = varying_vars(body, self.thread_vars) if thread_vars is not None else None
         self.analyzer = tvm.sym.Analyzer() if thread_vars is not None else None
+        self.roots = view_roots(body) if body is not None else {}
         self.range_barrier = None
         self.branch_conds = {}  # range_barrier's barriers -> the conditions they were made for
 
@@ -150,10 +151,10 @@ class _Inserter:
         """Access records (shared_races.py) of ``stmt``: (reads, writes) outside T.ws bodies, then inside."""
         varying = self.varying if self.varying is not None else set()
         outside, bodies = _ws_parts(stmt)
-        r, w = collect(outside, varying)
+        r, w = collect(outside, varying, self.roots)
         ws_r, ws_w = [], []
         for body in bodies:
-            br, bw = collect(body, varying)
+            br, bw = collect(body, varying, self.roots)
             ws_r += br
             ws_w += bw
         return r, w, ws_r, ws_w

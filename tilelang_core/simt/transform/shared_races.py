@@ -19,7 +19,8 @@ buffer granularity every pair of accesses to one buffer would race. Two rules, T
   ``s[64:128]``. Enclosing loop variables are the same in every thread because a loop whose body
   writes shared memory ends each iteration with a barrier (or starts it with the author's).
 
-Nothing else is proved: a box that depends on the thread (``s[tx]`` written, then read by the same
+A view (``T.reshape``, ``T.view``) races with the buffer it views wherever either is written (the
+indices of two shapes are not compared). Nothing else is proved: a box that depends on the thread (``s[tx]`` written, then read by the same
 thread) still counts as touching every element (TileLang proves that case with a solver; here it
 costs a barrier, never a race).
 """
@@ -48,6 +49,9 @@ class Access:
     box: tuple | None
     atomic: bool = False
     async_write: bool = False
+    #: the buffer whose memory this is: ``buffer`` itself, or what a view of it (``T.reshape``,
+    #: ``T.view``: a DeclBuffer on the same data) is a view of
+    root: object = None
 
 
 def is_shared(buffer) -> bool:
@@ -69,12 +73,39 @@ def varying_vars(body, thread_vars: set) -> set:
     return varying
 
 
-def collect(stmt, varying: set) -> tuple[list, list]:
-    """(reads, writes) of shared memory anywhere in ``stmt``, as Access records."""
+def view_roots(body) -> dict:
+    """``{view: the buffer it views}`` for every DeclBuffer of ``body`` on another buffer's data,
+    followed to the allocated buffer."""
+    parent = {}
+
+    def on_decl(decl):
+        data = decl.data  # `src.data`: tirx.buffer_data(src)
+        if isinstance(data, tvm.ir.Call) and data.args and tirx.is_buffer_var(data.args[0]):
+            data = data.args[0]
+        if tirx.is_buffer_var(data) and not data.same_as(decl.buffer):
+            parent[decl.buffer] = data
+
+    tvm_ffi.structural_walk(body, [(tirx.DeclBuffer, on_decl)])
+    roots = {}
+    for view in parent:
+        root = view
+        while root in parent:
+            root = parent[root]
+        roots[view] = root
+    return roots
+
+
+def collect(stmt, varying: set, roots: dict | None = None) -> tuple[list, list]:
+    """(reads, writes) of shared memory anywhere in ``stmt``, as Access records; ``roots``:
+    view_roots of the kernel (a view's accesses race with its buffer's)."""
     local = _bound_inside(stmt)
+    roots = roots or {}
     reads, writes, atomic_dsts, async_stores = [], [], [], []
     tvm_ffi.structural_walk(stmt, [(tirx.AttrStmt, lambda a: async_stores.append(a.body)
                                     if a.attr_key == ASYNC_WRITE else None)])
+
+    def root(buffer):
+        return roots.get(buffer, buffer)
 
     def box(ranges):
         dims = []
@@ -89,27 +120,28 @@ def collect(stmt, varying: set) -> tuple[list, list]:
             atomic = op.name == "atomic"
             for r in op.reads:
                 if is_shared(r.source):
-                    reads.append(Access(r.source, box((x.min, x.extent) for x in r.region), atomic))
+                    reads.append(Access(r.source, box((x.min, x.extent) for x in r.region), atomic, root=root(r.source)))
             for r in op.writes:
                 if is_shared(r.source):
-                    writes.append(Access(r.source, box((x.min, x.extent) for x in r.region), atomic))
+                    writes.append(Access(r.source, box((x.min, x.extent) for x in r.region), atomic, root=root(r.source)))
         elif isinstance(getattr(call, "op", None), tvm.ir.Op) and str(call.op.name) in (RMW_OP, LOAD_OP):
             dst = call.args[0]
             atomic_dsts.append(dst)
             if is_shared(dst.source):
-                access = Access(dst.source, box(_element(i) for i in dst.indices), True)
+                access = Access(dst.source, box(_element(i) for i in dst.indices), True, root=root(dst.source))
                 reads.append(access)
                 if str(call.op.name) == RMW_OP:
                     writes.append(access)
 
     def on_load(load):
         if is_shared(load.source) and not any(load.same_as(d) for d in atomic_dsts):
-            reads.append(Access(load.source, box(_element(i) for i in load.indices)))
+            reads.append(Access(load.source, box(_element(i) for i in load.indices), root=root(load.source)))
 
     def on_store(store):
         if is_shared(store.buffer):
             landing = any(store.same_as(a) for a in async_stores)
-            writes.append(Access(store.buffer, box(_element(i) for i in store.indices), async_write=landing))
+            writes.append(Access(store.buffer, box(_element(i) for i in store.indices), async_write=landing,
+                                 root=root(store.buffer)))
 
     # pre-order: an atomic call is met before the load that names its destination
     tvm_ffi.structural_walk(stmt, [(tirx.TilePrimitiveCall, on_call), (tvm.ir.Call, on_call),
@@ -131,8 +163,10 @@ def _any_race(these, those, analyzer) -> bool:
 
 
 def _race(a: Access, b: Access, analyzer) -> bool:
-    if not a.buffer.same_as(b.buffer) or (a.atomic and b.atomic) or (a.async_write and b.async_write):
+    if not a.root.same_as(b.root) or (a.atomic and b.atomic) or (a.async_write and b.async_write):
         return False
+    if not a.buffer.same_as(b.buffer):  # a view and its buffer: indices of other shapes
+        return True
     return analyzer is None or not _disjoint(a.box, b.box, analyzer)
 
 
