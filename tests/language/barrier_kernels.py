@@ -121,3 +121,21 @@ def through_a_view(n, m):
             T.copy(s2, B)
 
     return k
+
+
+def pipelined_view(n):
+    """In a T.Pipelined loop: a T.Parallel loop writes a tile, a copy reads it through a view
+    declared before the loop (the pipeline places this loop's barriers itself)."""
+    @T.prim_func
+    def k(A: T.Tensor((n * 64,), "float32"), B: T.Tensor((n, 8, 8), "float32")):
+        with T.Kernel(1, threads=64) as _:
+            a_s = T.alloc_shared((64,), "float32")
+            s = T.alloc_shared((64,), "float32")
+            s2 = T.reshape(s, [8, 8])
+            for it in T.Pipelined(n, num_stages=2):
+                T.copy(A[it * 64], a_s)
+                for i in T.Parallel(64):
+                    s[63 - i] = a_s[i] * 2.0
+                T.copy(s2, B[it, 0, 0])
+
+    return k

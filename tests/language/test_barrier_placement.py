@@ -12,7 +12,8 @@ import tilelang_core.language as T
 from tilelang_core import LoweringError
 from tilelang_core.testing.oracle import PATHS, lower, run
 
-from barrier_kernels import compaction, histogram, neighbour, producer_branch, through_a_view, ticket
+from barrier_kernels import (compaction, histogram, neighbour, pipelined_view, producer_branch, through_a_view,
+                             ticket)
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -116,3 +117,16 @@ def test_a_view_is_ordered_against_its_buffer(path):
     if path != "cpu":
         text = lower(path, through_a_view(1024, 32)).script()
         assert text.index("tvm_storage_sync") > text.index("A[") and "tvm_storage_sync" in text
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_view_declared_before_a_pipelined_loop_is_ordered_in_it(path):
+    """The software pipeline places its loop's barriers itself: it too orders the copy through
+    the view after the stores into the tile (it had no barrier there)."""
+    a = np.random.default_rng(6).standard_normal(4 * 64).astype(np.float32)
+    out = run(path, pipelined_view(4), A=a, B=np.zeros((4, 8, 8), np.float32))
+    np.testing.assert_array_equal(out["B"], (2 * a.reshape(4, 64)[:, ::-1]).reshape(4, 8, 8))
+    if path == "cuda:sm_80":
+        lines = lower(path, pipelined_view(4)).script().splitlines()
+        store = next(i for i, line in enumerate(lines) if "T.float32(2.0)" in line)
+        assert "tvm_storage_sync" in lines[store + 1]

@@ -18,7 +18,8 @@ like an inserted one. A barrier needed inside an ``if`` whose condition depends 
 than a thread range's region, which has its own) is refused, in the block or in a group: the
 threads that skip the branch would never reach it. Which accesses race is shared_races.py's
 question: atomics never race with atomics, and accesses to provably disjoint parts of a buffer
-(``s[r, i]`` against ``s[r ^ 1, j]``) don't either.
+(``s[r, i]`` against ``s[r ^ 1, j]``) don't either; a view (``T.reshape``, ``T.view``) is ordered
+against the buffer it views, in the software pipeline's loops too.
 The bodies of ``T.ws`` regions are synchronized by their author (mbarriers, language/barriers.py):
 their accesses are ordered against the block-wide code around them, never against one another.
 A run of ``T.tma_copy`` statements ends with a barrier among the threads that issued them: each
@@ -108,9 +109,7 @@ def insert_barriers(stmt, group_barrier=None, range_barrier=None):
     ``conditions`` (the enclosing ones too; an else branch's negated) hold, a function making the
     barrier among the threads they select, or None where they select no range of threads (then the
     barrier is refused; without ``range_barrier`` always)."""
-    inserter = _Inserter(group_barrier, _thread_vars(stmt), stmt)
-    inserter.range_barrier = range_barrier
-    return inserter.visit(stmt, I.syncthreads)
+    return _Inserter(group_barrier, _thread_vars(stmt), stmt, range_barrier).visit(stmt, I.syncthreads)
 
 
 def _thread_vars(body) -> set:
@@ -138,13 +137,13 @@ class _Inserter:
     """``thread_vars`` None: the threads are not known (insert_barriers_in_seq), so no access box
     is proved disjoint from another (shared_races.py needs to know what differs between threads)."""
 
-    def __init__(self, group_barrier, thread_vars: set | None, body=None):
+    def __init__(self, group_barrier=None, thread_vars: set | None = None, body=None, range_barrier=None):
         self.group_barrier = group_barrier
+        self.range_barrier = range_barrier
         self.thread_vars = thread_vars or set()
         self.varying = varying_vars(body, self.thread_vars) if thread_vars is not None else None
         self.analyzer = tvm.sym.Analyzer() if thread_vars is not None else None
-        self.roots = view_roots(body) if body is not None else {}
-        self.range_barrier = None
+        self.roots = view_roots(body) if body is not None else {}  # views -> the buffers they view
         self.branch_conds = {}  # range_barrier's barriers -> the conditions they were made for
 
     def accesses(self, stmt) -> tuple[list, list, list, list]:
@@ -161,7 +160,7 @@ class _Inserter:
 
     def visit(self, node, sync):
         if isinstance(node, tirx.SeqStmt):
-            return _visit_seq(list(node.seq), sync=sync, inserter=self)
+            return _visit_seq(list(node.seq), self, sync=sync)
         if isinstance(node, tirx.AttrStmt):
             if node.attr_key == PIPELINE_REGION:
                 return node.body  # planned by software_pipeline; the marker has done its job
@@ -291,13 +290,15 @@ def _append_barrier(body, sync):
     return tirx.SeqStmt(stmts + [sync()])
 
 
-def insert_barriers_in_seq(stmts, ignore=frozenset()):
-    """Barriers inside one statement list, from a clean state; accesses to ``ignore`` don't count."""
-    return _visit_seq(list(stmts), ignore)
+def insert_barriers_in_seq(stmts, ignore=frozenset(), kernel=None):
+    """Barriers inside one statement list, from a clean state; accesses to ``ignore`` don't count.
+    ``kernel``: the body the list is part of, whose views (T.reshape, T.view) are ordered against
+    the buffers they view (else only views declared in the list are known)."""
+    inserter = _Inserter(body=kernel if kernel is not None else tirx.SeqStmt(list(stmts)))
+    return _visit_seq(list(stmts), inserter, ignore)
 
 
-def _visit_seq(stmts, ignore=frozenset(), sync=I.syncthreads, inserter=None):
-    inserter = inserter or _Inserter(None, None)  # (insert_barriers_in_seq: no thread groups)
+def _visit_seq(stmts, inserter, ignore=frozenset(), sync=I.syncthreads):
     out = []
     pending_r, pending_w = [], []  # block-wide code's accesses since the last barrier
     ws_pending_r, ws_pending_w = [], []  # T.ws bodies' (module docstring)

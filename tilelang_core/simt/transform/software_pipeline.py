@@ -238,7 +238,7 @@ def _pipeline(loop, stages: int, staged: dict, kernel=None, shared_limit: int | 
         # Consumers may also write shared memory themselves (a synchronous copy of V in attention):
         # barriers among them, starting clean after the iteration's top barrier. Staged buffers
         # are excluded: the producers write another slot than the consumers read.
-        return insert_barriers_in_seq(out, ignore=set(staged_new()))
+        return insert_barriers_in_seq(out, ignore=set(staged_new()), kernel=kernel)
 
     commit = I.call("tl_cp_async_commit")
     p = tirx.Var("p", "int32")
