@@ -42,7 +42,7 @@ from .expr import (Cast, Select, abs, align_up, cast, ceil, ceildiv, clamp, cos,
                    max, max_value, min, min_value, pow, round, rsqrt, sigmoid, sin, sqrt, tanh,
                    trunc, truncdiv, truncmod)
 from .function import prim_func
-from .kernel import (Kernel, get_block_binding, get_block_bindings, get_thread_binding,
+from .kernel import (Kernel, get_block_binding, get_block_bindings, get_thread_binding, import_source,
                      get_thread_bindings)
 from .macro import macro
 from .pointers import make_tensor, ptr

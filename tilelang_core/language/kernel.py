@@ -10,12 +10,14 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as B
 
 from ..errors import FrontendError, FrontendValueError
+from ..ir.import_source import attr_key
 
 _BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 _THREAD_NAMES = ("tx", "ty", "tz")
 
 _ACTIVE: list[Kernel] = []
+_IMPORTED: dict[str, str] = {}  # T.import_source of the kernel being parsed: attribute key -> source
 
 
 def _extent(value, what: str, must_be_const: bool):
@@ -63,8 +65,9 @@ class Kernel:
         if is_cpu:
             raise FrontendError("T.Kernel(is_cpu=True) is not supported: kernels are lowered "
                                 "per target by the backend, the CPU one included")
-        if prelude is not None:
-            raise FrontendError("T.Kernel(prelude=...) is not supported")
+        if prelude is not None and not isinstance(prelude, str):
+            raise FrontendError(f"T.Kernel(prelude=...) takes device source as a string, got {prelude!r}")
+        self.prelude = prelude  # put before the kernel (T.import_source)
         if len(blocks) == 1 and isinstance(blocks[0], (list, tuple)):
             blocks = tuple(blocks[0])
         if not blocks:  # T.Kernel(threads=128): one block, as in TileLang
@@ -109,6 +112,8 @@ class Kernel:
             inner *= extent
         self._stack = stack
         _ACTIVE.append(self)
+        if self.prelude is not None:
+            import_source(self.prelude)
         return self.block_vars[0] if len(self.block_vars) == 1 else tuple(self.block_vars)
 
     def __exit__(self, exc_type, exc, tb):
@@ -137,12 +142,33 @@ def current_kernel(what: str) -> Kernel:
     return _ACTIVE[-1]
 
 
+def import_source(source: str | None = None) -> None:
+    """TileLang's ``T.import_source``: device source (CUDA C++ functions) put before the kernel,
+    for ``T.call_extern`` to call (ir/import_source.py). None does nothing, as in TileLang. Only
+    the cuda backend compiles it; the others refuse the kernel by name."""
+    if source is None:
+        return
+    current_kernel("T.import_source")
+    if not isinstance(source, str):
+        raise FrontendError(f"T.import_source takes the device source as a string, got {source!r}")
+    _IMPORTED[attr_key(source)] = source  # (TVM takes function attributes only at the top)
+
+
+def with_imported_sources(func):
+    """``func`` with the sources the kernel parsed last imported, as its attributes."""
+    for key, source in sorted(_IMPORTED.items()):
+        func = func.with_attr(key, source)
+    _IMPORTED.clear()
+    return func
+
+
 def reset_kernel_stack() -> None:
     """Forget open kernels (after a parse error left one open), and the pointer parameters made
     tensors by the kernel parsed last (pointers.py)."""
     from . import pointers
 
     _ACTIVE.clear()
+    _IMPORTED.clear()
     pointers.reset()
 
 

@@ -40,7 +40,7 @@ from ..transform.bindings import is_pure
 from ..transform.safe_values import check_safe_value_copies
 from . import bounds_check, global_layouts, reducers, shape_vars, stepped_loops, vector_loops
 from . import tvm_compat  # noqa: F401  (TileLang's names for renamed TVM classes, e.g. tirx.PrimExpr)
-from .kernel import reset_kernel_stack
+from .kernel import reset_kernel_stack, with_imported_sources
 
 TOKEN = "tl"
 
@@ -184,6 +184,7 @@ def parse_kernel(func: Callable, extra_vars: dict[str, Any] | None = None,
             if found and isinstance(result, tvm.tirx.PrimFunc):
                 result = reducers.lower_reducers(result, found, refuse)
             if isinstance(result, tvm.tirx.PrimFunc):
+                result = with_imported_sources(result)
                 result = stepped_loops.unit_step_loops(result)
                 result = shape_vars.solve_shape_vars(result)
                 result = global_layouts.apply_global_layouts(result, refuse)

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 from tvm import tirx
 
+from ..ir.import_source import refuse_imported_sources
 from ..ir.numpy_ops import BINARY_UFUNCS
 
 NP_DTYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64,
@@ -130,6 +131,7 @@ NOT_HANDLED = object()
 
 class Interpreter:
     def __init__(self, func: tirx.PrimFunc, args: dict, *, cp_async_lands_at_wait: bool = False):
+        refuse_imported_sources(func, "the SIMT interpreter")  # (it cannot run their device code)
         self.func = func
         self.args = args
         self.defer_async = cp_async_lands_at_wait

@@ -28,6 +28,7 @@ import tvm
 
 from tilelang_core.backend import Backend
 from tilelang_core.errors import LoweringError
+from tilelang_core.ir.import_source import refuse_imported_sources
 
 from . import isa
 from .options import AscendOptions
@@ -93,6 +94,7 @@ class AscendBackend(Backend):
 
     def lower(self, func, options: AscendOptions | None = None) -> isa.Program:
         options = options or AscendOptions()
+        refuse_imported_sources(func, "the ascend backend")
         return lower_program(func, self._arch(options), check=options.check)
 
     def codegen(self, prog: isa.Program, options: AscendOptions | None = None) -> str:

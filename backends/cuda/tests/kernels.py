@@ -507,3 +507,30 @@ def make_register_a_gemm(M, N, K, dtype, accum, policy, threads=128):
             T.copy(c, C)
 
     return reg_a
+
+
+TWICE_SOURCE = """
+__device__ void user_twice(const float* src, float* dst, int n) {
+  for (int i = 0; i < n; ++i) dst[i] = 2.0f * src[i];
+}
+"""
+
+
+def make_imported_source(prelude: bool):
+    """TileLang's dequantize examples' pattern: device source brought in with T.import_source (or
+    T.Kernel(prelude=...)), called through T.call_extern on T.access_ptr of per-thread arrays."""
+    @T.prim_func
+    def imported(A: T.Tensor((128 * 4,), T.float32), B: T.Tensor((128 * 4,), T.float32)):
+        with T.Kernel(1, threads=128, prelude=TWICE_SOURCE if prelude else None):
+            if not prelude:
+                T.import_source(TWICE_SOURCE)
+            tx = T.get_thread_binding()
+            src = T.alloc_local((4,), T.float32)
+            dst = T.alloc_local((4,), T.float32)
+            for v in T.serial(4):
+                src[v] = A[tx * 4 + v]
+            T.call_extern("user_twice", T.access_ptr(src, "r"), T.access_ptr(dst, "w"), 4, dtype=T.float32)
+            for v in T.serial(4):
+                B[tx * 4 + v] = dst[v]
+
+    return imported

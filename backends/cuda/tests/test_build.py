@@ -335,3 +335,13 @@ def test_auto_takes_nvcc_over_an_nvrtc_release_whose_code_is_slower(monkeypatch)
     assert compiler.prefers_nvrtc()
     monkeypatch.setattr(nvrtc, "available", lambda: False)
     assert not compiler.prefers_nvrtc()
+
+
+@pytest.mark.parametrize("prelude", [False, True])
+def test_imported_device_source_is_put_before_the_kernel_and_builds(tmp_path, prelude):
+    """T.import_source / T.Kernel(prelude=...): the source sits before the kernel that calls it
+    (nvcc builds it; the GPU test runs it), once however often it is imported."""
+    _, source = compile_kernel(kernels.make_imported_source(prelude), "sm_80", tmp_path)
+    assert source.count("__device__ void user_twice") == 1
+    assert source.index("__device__ void user_twice") < source.index('extern "C" __global__')
+    assert "user_twice(" in source[source.index('extern "C" __global__'):]

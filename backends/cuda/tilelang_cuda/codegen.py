@@ -228,6 +228,16 @@ def insert_device_header(source: str) -> str:
 _DYNAMIC_SMEM_ALIGN = re.compile(r"extern __shared__ __align__\(\d+\)")
 
 
+def insert_imported_sources(source: str, imported: list[str]) -> str:
+    """The kernel's own device source (T.import_source, tilelang_core/ir/import_source.py) after
+    our helpers, before the first kernel, where its T.call_extern calls find it."""
+    at = source.find('extern "C" __global__')
+    if not imported or at < 0:
+        return source
+    block = "".join(f"// T.import_source\n{text.rstrip()}\n\n" for text in imported)
+    return source[:at] + block + source[at:]
+
+
 def split_source(source: str) -> SplitSource:
     """Cut the exported ``.cu`` into a device-only and a host-only translation unit."""
     at = source.find(_HOST_MARKER)

@@ -37,6 +37,7 @@ from tvm import tirx
 
 from tilelang_core.backend import Backend, checked_arch, lower_each
 from tilelang_core.errors import CompileError, LayoutError
+from tilelang_core.ir.import_source import imported_sources
 from tilelang_core.simt.lower_gemm_fma import fma_accumulator_layout
 from tilelang_core.simt.checks import check_dtypes, check_shared_memory, check_threads
 from tilelang_core.simt.pipeline import lower_simt
@@ -194,7 +195,8 @@ class CudaBackend(Backend):
         mod = mod if options.precise_div else fast_divide(mod)
         lib = codegen.build_tvm_module(mod, self.arch)
         source = schedule_comment(mod) + with_kernel_attributes(with_on_demand_helpers(
-            codegen.export_source(lib, tensor_alignments(mod))))
+            codegen.insert_imported_sources(codegen.export_source(lib, tensor_alignments(mod)),
+                                            imported_sources(mod))))
         self.timings["codegen"] = time.perf_counter() - start
         return source
 

@@ -31,6 +31,7 @@ from tvm import tirx
 
 from tilelang_core.backend import Backend, checked_arch, lower_each
 from tilelang_core.errors import LayoutError
+from tilelang_core.ir.import_source import refuse_imported_sources
 from tilelang_core.simt.lower_gemm_fma import fma_accumulator_layout, gemm_shape
 from tilelang_core.simt.checks import check_dtypes, check_shared_memory, check_threads
 from tilelang_core.simt.pipeline import lower_simt
@@ -79,6 +80,7 @@ class GemmLayouts:
 
 
 def lower_function(func: tirx.PrimFunc, arch: str, options: HipOptions) -> tirx.PrimFunc:
+    refuse_imported_sources(func, "the hip backend")  # (TileLang's sources are CUDA's)
     check_dtypes(func, arch, "hip", ARCHS, capability)
     check_threads(func, arch, capability(arch, "max_threads_per_block"))
     user_func = func

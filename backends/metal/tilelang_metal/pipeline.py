@@ -33,6 +33,7 @@ from tvm import tirx
 
 from tilelang_core.backend import Backend, checked_arch, lower_each
 from tilelang_core.errors import LoweringError
+from tilelang_core.ir.import_source import refuse_imported_sources
 from tilelang_core.simt.checks import check_shared_memory, check_threads
 from tilelang_core.simt.pipeline import lower_simt
 from tilelang_core.simt.transform.state import thread_binding
@@ -66,6 +67,7 @@ def check_dtypes(func: tirx.PrimFunc, arch: str) -> None:
 
 
 def lower_function(func: tirx.PrimFunc, arch: str, options: MetalOptions) -> tirx.PrimFunc:
+    refuse_imported_sources(func, "the metal backend")
     check_dtypes(func, arch)
     check_threads(func, f"Metal on {arch}", capability(arch, "max_threads_per_threadgroup"), "threadgroup")
     _, num_threads = thread_binding(func, "metal")
