@@ -2,7 +2,7 @@
 
 insert_barriers.py asks this of two statements of one list: does an access of the later one
 touch, from another thread, an element an earlier one touched, with a write among the two? At
-buffer granularity every pair of accesses to one buffer would race. Two rules, TileLang's
+buffer granularity every pair of accesses to one buffer would race. Three rules, TileLang's
 (its ThreadSync pass), make it finer:
 
 - **Atomics don't race with atomics.** ``T.atomic_add(s_hist[b], 1)`` in every thread, then
@@ -16,13 +16,14 @@ buffer granularity every pair of accesses to one buffer would race. Two rules, T
   nothing bound inside the statements being compared: enclosing loop variables, block indices
   and kernel parameters qualify) and provably do not overlap: ``s[r, i]`` against
   ``s[r ^ 1, j]`` (TileLang's top-k selector double-buffers this way) or ``s[0:64]`` against
-  ``s[64:128]``. Enclosing loop variables are the same in every thread because a loop whose body
-  writes shared memory ends each iteration with a barrier (or starts it with the author's).
+  ``s[64:128]``. Enclosing loop variables are the same in every thread wherever such a proof is
+  asked: a loop whose body holds a pair that races (atomics and async writes aside) ends each
+  iteration with a barrier, or starts or ends it with the author's, so no thread runs ahead.
 
 A view (``T.reshape``, ``T.view``) races with the buffer it views wherever either is written (the
-indices of two shapes are not compared). Nothing else is proved: a box that depends on the thread (``s[tx]`` written, then read by the same
-thread) still counts as touching every element (TileLang proves that case with a solver; here it
-costs a barrier, never a race).
+indices of two shapes are not compared). Nothing else is proved: a box that depends on the thread
+(``s[tx]`` written, then read by the same thread) still counts as touching every element
+(TileLang proves that case with a solver; here it costs a barrier, never a race).
 """
 
 from __future__ import annotations
