@@ -203,11 +203,15 @@ class _Inserter:
             conds = self.branch_conds[sync] + [cond]
         else:  # inside a thread group's region: its own barrier counts the group
             return _divergent(node)
-        made = self.range_barrier(node, conds) if self.range_barrier is not None else None
-        if made is None:
+        if self.range_barrier is None:
             return _divergent(node)
-        self.branch_conds[made] = conds
-        return made
+
+        def barrier():  # the range is worked out only where a barrier is needed
+            made = self.range_barrier(node, conds)
+            return made() if made is not None else _divergent(node)()
+
+        self.branch_conds[barrier] = conds
+        return barrier
 
     def _on_thread(self, cond) -> bool:
         return any(v in self.thread_vars for v in _vars_in(cond))
