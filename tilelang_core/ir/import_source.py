@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 
+from tilelang_core.errors import LoweringError
+
 ATTR_PREFIX = "tl.import_source."
 
 
@@ -35,8 +37,6 @@ def imported_sources(mod) -> list[str]:
 def refuse_imported_sources(func, backend: str) -> None:
     """A LoweringError when ``func`` brings device source, which ``backend`` cannot compile."""
     if imported_sources(func):
-        from tilelang_core.errors import LoweringError
-
         name = func.attrs["global_symbol"] if func.attrs is not None and "global_symbol" in func.attrs else "?"
         raise LoweringError(f"kernel '{name}' brings its own device source (T.import_source or "
                             f"T.Kernel(prelude=...)), which {backend} cannot compile or run; compile "

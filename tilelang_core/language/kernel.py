@@ -163,8 +163,8 @@ def with_imported_sources(func):
 
 
 def reset_kernel_stack() -> None:
-    """Forget open kernels (after a parse error left one open), and the pointer parameters made
-    tensors by the kernel parsed last (pointers.py)."""
+    """Forget open kernels (after a parse error left one open), the sources imported by the kernel
+    parsed last, and the pointer parameters it made tensors (pointers.py)."""
     from . import pointers
 
     _ACTIVE.clear()

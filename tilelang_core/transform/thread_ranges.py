@@ -123,6 +123,18 @@ def selected_range(cond, tx, num_threads: int) -> tuple[tuple[int, int] | None, 
     return (lo, hi), uniform
 
 
+def range_of(conds, tx, num_threads: int) -> tuple[int, int] | None:
+    """The one non-empty range ``lo <= tx < hi`` of threads for which all of ``conds`` hold (the
+    conditions of nested branches, an else branch's negated), or None (no range, or empty)."""
+    cond = conds[0]
+    for more in conds[1:]:
+        cond = tirx.And(cond, more)
+    selected, _ = selected_range(cond, tx, num_threads)
+    if selected is None or selected[1] <= selected[0]:
+        return None
+    return selected
+
+
 def _enumerated_range(cond, tx, num_threads: int):
     """The range of threads for which ``cond`` (on ``tx`` alone) holds, found by trying each, or
     None when it is not one range or depends on more than ``tx``."""

@@ -26,7 +26,7 @@ from tvm import tirx
 
 from tilelang_core.ir import intrinsics as I
 from tilelang_core.lowering import user_span
-from tilelang_core.transform.thread_ranges import region_lo, selected_range
+from tilelang_core.transform.thread_ranges import range_of, region_lo, selected_range
 
 from .. import intrinsics as SI
 from .insert_barriers import branch_barrier_error, group_barrier_error
@@ -137,11 +137,8 @@ class GroupBarriers:
         threads = st.block_threads or st.num_threads
         if st.thread_var is None or not isinstance(threads, int):
             return None
-        cond = conds[0]
-        for more in conds[1:]:
-            cond = tirx.And(cond, more)
-        selected, _ = selected_range(cond, st.thread_var, threads)
-        if selected is None or selected[1] <= selected[0]:
+        selected = range_of(conds, st.thread_var, threads)
+        if selected is None:
             return None
         lo, hi = selected
         return lambda: self._barrier(lo, hi - lo, lambda why: branch_barrier_error(branch, lo, hi, why))

@@ -35,7 +35,7 @@ from tilelang_core.lowering import source_location
 from tilelang_core.simt.transform.insert_barriers import insert_barriers
 from tilelang_core.transform.bindings import is_pure
 from tilelang_core.transform.lower_tile_ops import kernel_name
-from tilelang_core.transform.thread_ranges import is_block_wide as tile_level, selected_range
+from tilelang_core.transform.thread_ranges import is_block_wide as tile_level, range_of, selected_range
 from tilelang_core.transform.structural import structural_map as raising_structural_map
 
 from .emulate_warps import block_sync
@@ -399,11 +399,8 @@ def _range_barrier(launches):
     def barrier(_branch, conds):
         if len(launches) != 1 or not isinstance(launches[0][1], tirx.IntImm):
             return None
-        cond = conds[0]
-        for more in conds[1:]:
-            cond = tirx.And(cond, more)
-        selected, _ = selected_range(cond, launches[0][0], int(launches[0][1].value))
-        if selected is None or selected[1] <= selected[0]:
+        selected = range_of(conds, launches[0][0], int(launches[0][1].value))
+        if selected is None:
             return None
         count = selected[1] - selected[0]
         return lambda: tirx.Evaluate(I.call("named_barrier", "void", tirx.const(1, "int32"),
