@@ -114,21 +114,6 @@ def test_fast_math_computes_the_function():
     torch.testing.assert_close(y.double(), x.double().exp() + x.double().sin(), rtol=1e-5, atol=1e-5)
 
 
-def test_tvm_thread_allreduce_is_refused_with_the_tile_language_alternatives():
-    with pytest.raises(FrontendError, match="T.tvm_thread_allreduce .* is not supported: write the reduction "
-                                            "with T.alloc_reducer"):
-        @T.prim_func
-        def k(A: T.Tensor((32,), "float32")):
-            with T.Kernel(1, threads=(4, 8)):
-                tk = T.get_thread_binding(1)
-                acc = T.alloc_local((1,), "float32")
-                red = T.alloc_local((1,), "float32")
-                acc[0] = A[tk]
-                with T.attr(T.comm_reducer(lambda x, y: x + y, [T.float32(0)]), "reduce_scope",
-                            T.reinterpret(T.uint64(0), dtype="handle")):
-                    T.evaluate(T.tvm_thread_allreduce(T.uint32(1), acc[0], True, red[0], tk, dtype="handle"))
-
-
 def extern_exp(form):
     @T.prim_func
     def k(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):

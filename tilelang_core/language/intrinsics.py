@@ -23,6 +23,7 @@ from ..ir import intrinsics as I
 from .dtypes import canonical_dtype
 from .expr import _expr, _unary
 from .kernel import current_kernel
+from .thread_allreduce import ReduceScope, is_reduce_scope, tvm_thread_allreduce  # noqa: F401 - T. name
 
 
 def reinterpret(value, dtype):
@@ -124,7 +125,10 @@ def evaluate(value):
 
 def attr(node, attr_key: str, value):
     """``with T.attr(node, key, value):`` a TVM attribute around the body (TileLang's low-level
-    form, e.g. the ``reduce_scope`` of a ``T.tvm_thread_allreduce``)."""
+    form). ``reduce_scope`` around a ``T.tvm_thread_allreduce`` names its reducer
+    (language/thread_allreduce.py) and adds no attribute."""
+    if is_reduce_scope(node, attr_key):
+        return ReduceScope(node)
     return B.attr(node, attr_key, value)
 
 
@@ -197,17 +201,6 @@ def Serial(start, stop=None, step=None, annotations=None):  # noqa: N802 - TileL
 comm_reducer = B.comm_reducer
 
 
-def tvm_thread_allreduce(*args, **kwargs):
-    """TVM's low-level cross-thread reduction (under ``T.attr(T.comm_reducer(...), "reduce_scope")``).
-
-    Refused: TileLang-X's backends do not lower it (TVM's printer would fail on it with
-    "Unresolved call"). The same reduction in the tile language: ``T.alloc_reducer`` with
-    ``T.reducer_update`` inside ``T.Parallel`` and ``T.finalize_reducer``, ``T.reduce_sum`` of a
-    fragment, or ``T.warp_reduce_sum`` when the threads reduced over are one warp.
-    """
-    raise FrontendError("T.tvm_thread_allreduce (TVM's low-level thread reduction) is not supported: "
-                        "write the reduction with T.alloc_reducer / T.reducer_update / T.finalize_reducer, "
-                        "T.reduce_sum on a fragment, or T.warp_reduce_sum across one warp")
 Ramp = B.Ramp
 Broadcast = B.Broadcast
 Shuffle = B.Shuffle

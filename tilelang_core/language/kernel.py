@@ -6,6 +6,7 @@ import contextlib
 import math
 
 import tvm
+import tvm_ffi
 from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as B
 
@@ -84,6 +85,7 @@ class Kernel:
         self.thread_vars: list = []
         self.thread_id = None  # the linear thread index (the one threadIdx.x launch)
         self.barriers: list = []  # T.alloc_barrier buffers (language/barriers.py)
+        self.thread_aliases: list = []  # (var, dim): ``tk = T.get_thread_binding(1)`` and the like
         self._stack: contextlib.ExitStack | None = None
 
     def __enter__(self):
@@ -120,6 +122,21 @@ class Kernel:
         _ACTIVE.pop()
         stack, self._stack = self._stack, None
         return stack.__exit__(exc_type, exc, tb)
+
+    def note_binding(self, var, value) -> None:
+        """Remember ``var`` as thread dimension d when ``value`` is the kernel's index of d, so that
+        ops taking thread bindings (T.tvm_thread_allreduce) know the name bound to it."""
+        for d, index in enumerate(self.thread_vars):
+            if tvm_ffi.structural_equal(index, value):
+                self.thread_aliases.append((var, d))
+                return
+
+    def thread_dimension(self, expr) -> int | None:
+        """The thread dimension ``expr`` is the index of (itself or a name bound to it), or None."""
+        for d, index in enumerate(self.thread_vars):
+            if tvm_ffi.structural_equal(index, expr):
+                return d
+        return next((d for var, d in self.thread_aliases if var.same_as(expr)), None)
 
     def get_thread_binding(self, dim: int = 0):
         return _pick(self.thread_vars, dim, "thread")

@@ -18,7 +18,7 @@ import tvm
 from tvm.script.ir_builder import tirx as B
 
 from ..errors import FrontendError
-from .parser import LoopNest
+from .parser import LoopNest, ThreadIndex
 
 
 def _bound(value, what: str):
@@ -120,9 +120,24 @@ def vectorized(start, stop=None, annotations=None):
 
 
 def thread_binding(start, stop=None, thread: str = "threadIdx.x"):
-    """A loop bound to a thread index (TileLang's low-level form; prefer T.Kernel/T.Parallel)."""
+    """A loop bound to a thread index (TileLang's low-level form; prefer T.Kernel/T.Parallel).
+
+    Inside a ``T.Kernel`` it is the kernel's own index of that thread dimension (parser.ThreadIndex):
+    the range must be the launch's, ``0`` to ``threads[d]``, as TVM requires of a binding it merges.
+    """
     if stop is None:
         start, stop = 0, start
+    from .kernel import _ACTIVE, _THREAD_TAGS
+
+    if _ACTIVE and thread in _THREAD_TAGS:
+        kernel, d = _ACTIVE[-1], _THREAD_TAGS.index(thread)
+        extent = kernel.threads[d] if d < len(kernel.threads) else 1
+        got = [getattr(v, "value", v) for v in (start, stop)]
+        if got != [0, extent]:
+            raise FrontendError(f"T.thread_binding({got[0]}, {got[1]}, thread={thread!r}) inside a T.Kernel must "
+                                f"span the kernel's {thread}, 0 to {extent} (T.Kernel(..., threads=...)); "
+                                f"use T.get_thread_binding({d}) and mask the threads you do not need")
+        return ThreadIndex(kernel.get_thread_binding(d) if d < len(kernel.thread_vars) else tvm.tirx.const(0, "int32"))
     return B.thread_binding(start, stop, thread=thread)
 
 

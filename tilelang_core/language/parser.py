@@ -74,6 +74,15 @@ class LoopNest:
         raise NotImplementedError
 
 
+class ThreadIndex:
+    """One of the kernel's thread indices, as ``T.thread_binding`` names it inside a ``T.Kernel``:
+    ``kr = T.thread_binding(0, n, thread="threadIdx.x")`` and ``for kr in T.thread_binding(...)``
+    both bind ``kr`` to that index (TVM merges a binding with the launch's; no loop is made)."""
+
+    def __init__(self, expr):
+        self.expr = expr
+
+
 # The parser of the kernel being parsed, for T.macro calls (TVM's own lookup walks the Python
 # stack with inspect.getouterframes, which costs ~1 ms per call).
 current_parser: contextvars.ContextVar[Any] = contextvars.ContextVar("tl_current_parser",
@@ -301,6 +310,11 @@ def visit_for(self: Parser, node: doc.For) -> None:
         frames = [B.serial(start, stop, step=step)]
     else:
         value = self.eval_expr(it)
+        if isinstance(value, ThreadIndex):
+            with self.var_table.with_frame():
+                self.eval_assign(target=node.target, source=value.expr, bind_value=_bind_assign)
+                self.visit_body(node.body)
+            return
         if isinstance(value, LoopNest):
             frames = value.frames()
         elif isinstance(value, B.frame.ForFrame):
@@ -324,8 +338,17 @@ def visit_for(self: Parser, node: doc.For) -> None:
         self.visit_body(node.body)
 
 
+def note_thread_alias(var, value) -> None:
+    from .kernel import _ACTIVE  # (kernel.py imports this module)
+
+    if _ACTIVE:
+        _ACTIVE[-1].note_binding(var, value)
+
+
 def _bind_assign(self: Parser, node: doc.expr, var_name: str, value: Any) -> Any:
     """TileLang binding: Python values stay Python; expressions become immutable lets."""
+    if isinstance(value, ThreadIndex):
+        value = value.expr
     if isinstance(value, (bool, int, float, str)) or value is None:
         return value
     if isinstance(value, Expr) and tvm.ir.is_prim_expr(value) \
@@ -334,6 +357,7 @@ def _bind_assign(self: Parser, node: doc.expr, var_name: str, value: Any) -> Any
             and not is_buffer_var(value):
         var = B.Bind(value)
         IRBuilder.name(var_name, var)
+        note_thread_alias(var, value)
         return var
     if isinstance(value, tvm.ir.TensorLoad):
         # ``v = A[i]`` reads once, like TileLang's let; a 1-element buffer read is the same.

@@ -197,7 +197,7 @@ def _statement_of(body, call):
     def visit(node):
         if isinstance(node, tirx.Stmt):
             if user_span(node) is not None:
-                hits = [c for c in I.calls_in(node) if c.same_as(call) or tvm.ir.structural_equal(c, call)]
+                hits = [c for c in I.calls_in(node) if c.same_as(call) or tvm_ffi.structural_equal(c, call)]
                 if hits:
                     found[0] = node
         return None
