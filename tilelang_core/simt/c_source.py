@@ -49,12 +49,15 @@ class ExportedSource:
     host: str       # the tvm-ffi ABI wrapper (argument checks, launch)
 
 
-def _tir_pipeline():
+def _tir_pipeline(vector_casts=None):
     """TVM passes after the kit's lowering: clean-up, codegen preparation, host/device split.
 
     Not the s_tir pipeline: its CompactBufferAllocation shrinks buffers to the elements it sees
     indexed, which is wrong for register arrays reached through pointers (matrix operands,
     vector copies), and its ThreadSync adds barriers the kit already placed.
+
+    ``vector_casts``: the backend's vector conversions (transform/vector_casts.py), printed as one
+    call after VectorizeLoop instead of lane by lane.
     """
     import tvm
     from tvm import tirx
@@ -62,12 +65,14 @@ def _tir_pipeline():
 
     from ..transform.positive_floor_dividends import PositiveFloorDividends
     from .transform.printable import Printable
+    from .transform.vector_casts import VectorCastCalls
 
     @tvm.transform.module_pass(opt_level=0, name="tilelang_simt_c.TIRPipeline")
     def _pipeline(mod, _ctx):
         passes = [  # PositiveFloorDividends: TVM's FlattenBuffer miscompiles (c - x) % m otherwise
             PositiveFloorDividends(), tirx.transform.FlattenBuffer(), tirx.transform.BF16ComputeLegalize(),
-            tirx.transform.NarrowDataType(32), Printable(), tirx.transform.VectorizeLoop(True),
+            tirx.transform.NarrowDataType(32), Printable(vector_casts), tirx.transform.VectorizeLoop(True),
+            VectorCastCalls(vector_casts),
             tirx.transform.UnrollLoop(), tirx.transform.StmtSimplify(), tirx.transform.RemoveNoOp(),
             tirx.transform.CommonSubexprElim(), tirx.transform.FP8ComputeLegalize(),
             tirx.transform.VerifyMemory(), tirx.transform.AnnotateEntryFunc(),
@@ -79,18 +84,20 @@ def _tir_pipeline():
     return _pipeline, cp.finalize_host_passes, cp.finalize_device_passes
 
 
-def build_c_module(mod, printer_arch: str = "sm_80", who: str = "the SIMT kit"):
+def build_c_module(mod, printer_arch: str = "sm_80", who: str = "the SIMT kit", vector_casts=None):
     """Lowered IRModule -> TVM module whose export is CUDA-like C++ (TVM's printer, ~ms).
-    ``printer_arch`` only selects which CUDA features the printer may use (sm_80: fp16/bf16)."""
+    ``printer_arch`` only selects which CUDA features the printer may use (sm_80: fp16/bf16);
+    ``vector_casts`` (a transform.vector_casts.VectorCasts) the conversions printed as one call."""
     import tvm
     from tvm.tirx import compilation_pipeline as cp
 
-    if PIPELINE_NAME not in cp.PIPELINE_MAP:
-        cp.register_tir_pipeline(PIPELINE_NAME, _tir_pipeline)
+    name = PIPELINE_NAME if vector_casts is None else f"{PIPELINE_NAME}.{vector_casts.name}"
+    if name not in cp.PIPELINE_MAP:
+        cp.register_tir_pipeline(name, lambda: _tir_pipeline(vector_casts))
     target = tvm.target.Target({"kind": "cuda", "arch": printer_arch, "host": {"kind": "cuda_host"}})
     try:
         with no_device_compile_in_tvm():
-            return tvm.tirx.build(mod, target=target, pipeline=PIPELINE_NAME)
+            return tvm.tirx.build(mod, target=target, pipeline=name)
     except Exception as exc:  # TVM errors carry the whole diagnostic
         raise CompileError(f"TVM's C printer failed for {who}", log=str(exc)) from exc
 

@@ -104,6 +104,9 @@ def lower_copy(call, ctx):
     vector = copy_vector_width(op, st)
     if vector > 1:
         return copy_vectorized(op, st, vector, bool(op.options.get("tl_async", False)))
+    vector = converting_vector_width(op, st)
+    if vector > 1:
+        return copy_converting(op, st, vector)
     return copy_elementwise(op, st)
 
 
@@ -305,6 +308,64 @@ def copy_vector_width(op: Copy, st: KernelState) -> int:
     return 1
 
 
+def converting_vector_width(op: Copy, st: KernelState) -> int:
+    """Elements per access for a shared/global copy that changes the dtype: 4 or 2 (the widths
+    backends convert in pairs, simt/transform/vector_casts.py), the wider side at most 16 bytes,
+    where rows and starts are aligned on both sides and the source lies inside its tensor (the
+    accesses are predicated on the destination only); 4 only where every thread gets a vector."""
+    scopes = {scope(op.src), scope(op.dst)}
+    if not (scopes <= set(SHARED) | set(GLOBAL)) or dtype(op.src) == dtype(op.dst) \
+            or BOOL in (dtype(op.src), dtype(op.dst)) or not _region_inside(st, op.src):
+        return 1
+    widest = max(elem_bytes(op.src), elem_bytes(op.dst))
+    fits = [vec for vec in (4, 2) if vec * widest <= 16 and all(_row_aligned(r, vec, st) for r in (op.src, op.dst))]
+    elements = 1
+    for e in tile_extents(op.src):
+        elements = elements * e
+    elements = R.as_int(st.simplify(elements)) or 0
+    # the widest that still gives every thread a vector (256 elements over 128 threads: 2 lanes)
+    return next((vec for vec in fits if elements >= vec * st.num_threads), fits[-1] if fits else 1)
+
+
+def _vector_grid(op: Copy, vec: int):
+    """(tile extents, vectors per row, vectors) of a copy in ``vec``-element accesses along the
+    last axis; None for a symbolic extent."""
+    extents = [R.as_int(e) for e in tile_extents(op.src)]
+    if any(e is None for e in extents):
+        return None
+    rows = 1
+    for e in extents[:-1]:
+        rows *= e
+    return extents, extents[-1] // vec, rows * (extents[-1] // vec)
+
+
+def copy_converting(op: Copy, st: KernelState, vec: int):
+    """A converting copy in ``vec``-lane vectors dealt round-robin over the threads: one vector
+    load, one vector cast (a backend's paired conversions) and one vector store each."""
+    grid = _vector_grid(op, vec)
+    if grid is None:
+        return copy_elementwise(op, st)
+    extents, per_row, total = grid
+    threads = st.num_threads
+    vi = tirx.Var("vi", "int32")
+
+    def body(it):
+        flat = st.simplify(it * threads + st.thread_var)
+        tile_index = _unflatten(st, flat, extents[:-1], per_row, vec)
+        src_index, dst_index = region_index(op.src, tile_index), region_index(op.dst, tile_index)
+        lane = lambda index: index[:-1] + [index[-1] + vi]  # noqa: E731
+        store = tirx.BufferStore(op.dst.source, cast(load(op.src, lane(src_index)), dtype(op.dst)),
+                                 lane(dst_index))
+        vector = tirx.For(vi, tirx.const(0, "int32"), tirx.const(vec, "int32"), tirx.ForKind.VECTORIZED, store)
+        conds = [c for c in (None if total % threads == 0 else flat < total, in_bounds(st, op.dst, dst_index))
+                 if c is not None]
+        if not conds:
+            return vector
+        return if_then(conds[0] if len(conds) == 1 else tirx.And(conds[0], conds[1]), vector)
+
+    return loop("v", (total + threads - 1) // threads, body, tirx.ForKind.UNROLLED)
+
+
 def _row_aligned(region, vec: int, st: KernelState) -> bool:
     dims = tile_dims(region)
     if not dims:
@@ -327,18 +388,14 @@ def _row_aligned(region, vec: int, st: KernelState) -> bool:
 
 def copy_vectorized(op: Copy, st: KernelState, vec: int, use_async: bool):
     """Global<->shared in ``vec``-element accesses, dealt round-robin over the block's threads."""
-    extents = [R.as_int(e) for e in tile_extents(op.src)]
-    if any(e is None for e in extents):
+    grid = _vector_grid(op, vec)
+    if grid is None:
         return copy_elementwise(op, st)
     if scope(op.src) in GLOBAL and scope(op.dst) not in SHARED and not _region_inside(st, op.src):
         # global -> global: the store is predicated on the destination, so a ragged source would
         # be read past its end; the element-wise copy reads 0 there (TileLang's rule)
         return copy_elementwise(op, st)
-    rows = 1
-    for e in extents[:-1]:
-        rows *= e
-    per_row = extents[-1] // vec
-    total = rows * per_row
+    extents, per_row, total = grid
     threads = st.num_threads
     iters = (total + threads - 1) // threads
     width = vec * elem_bytes(op.src)

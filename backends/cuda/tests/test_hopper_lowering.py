@@ -18,6 +18,9 @@ class Target:
         self.arch = arch
 
 
+#: a thread's store of two converted accumulator lanes into C (tilelang_cuda/vector_casts.py)
+C_STORE = "tl_cvt_floatx2_to_halfx2((&(C_ptr["
+
 def cuda_source(func, arch="sm_90a", **options):
     from tilelang_cuda.options import CudaOptions
     from tilelang_cuda.pipeline import CudaBackend
@@ -253,7 +256,7 @@ def test_gemm_keeps_one_wgmma_batch_in_flight():
     last = kernel[kernel.index(body) + len(body):]
     at = 0
     for step in ("tl_mbar_wait", "tl_wgmma_ss_f16", "tl_wgmma_commit", "tl_wgmma_wait<0>", "tl_mbar_arrive",
-                 "tl_mbar_arrive", "*(half2*)(C_ptr"):
+                 "tl_mbar_arrive", C_STORE):
         at = last.index(step, at) + 1
     assert "tl_wgmma_wait<1>" not in last
     for off in ({"disable_wgmma_overlap": True}, {"stages": 4}, {"stages": 2}):
@@ -268,7 +271,7 @@ def test_gemm_chain_of_one_k_tile_waits_in_place():
     """A single k-tile (K <= block_K): no loop, the batch is awaited right after it is issued."""
     _, kernel = cuda_source(kernels.make_gemm(256, 256, 64, **HOPPER_TILES), disable_tma_store=True)
     assert "tl_wgmma_wait<1>" not in kernel
-    assert kernel.index("tl_wgmma_commit") < kernel.index("tl_wgmma_wait<0>") < kernel.index("*(half2*)(C_ptr")
+    assert kernel.index("tl_wgmma_commit") < kernel.index("tl_wgmma_wait<0>") < kernel.index(C_STORE)
 
 
 def test_pingpong_with_overlap_takes_a_turn_per_iteration():
@@ -508,9 +511,9 @@ def test_tma_store_epilogue_stores_in_swizzled_strips(tmp_path):
     assert "C_f -> C by TMA stores (4 strips)" in source[:source.find("#ifdef")]
     first = kernel.index("tl_tma_store<2>")
     assert kernel.rindex("tl_fence_proxy_async", 0, first) > kernel.rindex("C_f_ptr[", 0, first)
-    assert "*(half2*)(C_ptr" not in kernel  # no per-thread global stores left
+    assert C_STORE not in kernel and "*(half2*)(C_ptr" not in kernel  # no per-thread global stores left
     _, threads = cuda_source(func, disable_tma_store=True)
-    assert "tl_tma_store" not in threads and "tl_bulk" not in threads and "*(half2*)(C_ptr" in threads
+    assert "tl_tma_store" not in threads and "tl_bulk" not in threads and C_STORE in threads
     if compiler.find_cuobjdump() is None:
         pytest.skip("cuobjdump missing")
     backend, options = CudaBackend(Target("sm_90a")), CudaOptions()

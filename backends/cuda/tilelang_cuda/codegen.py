@@ -26,6 +26,7 @@ from tilelang_core.errors import CompileError
 from tilelang_core.simt import c_source
 
 from .hopper.intrinsics import DRIVER_SHIMS_HOST, NUM_SMS_HOST, SCRATCH_HOST
+from .vector_casts import VECTOR_CASTS
 
 # The wrapper's first include marks where host code starts in the exported .cu.
 _HOST_MARKER = c_source.HOST_MARKER
@@ -158,7 +159,7 @@ class SplitSource:
 def build_tvm_module(mod, arch: str):
     """Lowered IRModule -> TVM runtime module for ``cuda`` + ``cuda_host`` (TVM codegen, ~ms),
     through the SIMT kit's C-style emitter (tilelang_core.simt.c_source)."""
-    return c_source.build_c_module(mod, printer_arch=arch, who=f"cuda {arch}")
+    return c_source.build_c_module(mod, printer_arch=arch, who=f"cuda {arch}", vector_casts=VECTOR_CASTS)
 
 
 def export_source(lib, alignments: dict[str, int] | None = None) -> str:

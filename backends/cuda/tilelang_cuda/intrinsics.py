@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 from .mbarrier_helpers import MBARRIER_HELPERS
+from .vector_casts import HELPERS as VECTOR_CAST_HELPERS
 from .warp_intrinsics import WARP_HELPERS
 
 DEVICE_HEADER = r"""
@@ -306,15 +307,22 @@ ON_DEMAND_HELPERS = {
 # votes, shuffles, warp reductions, bit scans (warp_intrinsics.py)
 ON_DEMAND_HELPERS.update(WARP_HELPERS)
 ON_DEMAND_HELPERS.update(MBARRIER_HELPERS)
+ON_DEMAND_HELPERS.update(VECTOR_CAST_HELPERS)  # paired conversions of vector casts (vector_casts.py)
 
 _HELPER_NAME = re.compile(r"\b(" + "|".join(ON_DEMAND_HELPERS) + r")[(<]")  # calls and template calls
 
 
 def with_on_demand_helpers(source: str) -> str:
     """``source`` (codegen's .cu, DEVICE_HEADER already in) with the ON_DEMAND_HELPERS its kernels
-    call appended to DEVICE_HEADER."""
+    call appended to DEVICE_HEADER, and those the added ones call (each before its callers: the
+    table lists callees first)."""
     used = set(_HELPER_NAME.findall(source))
     if not used:
         return source
+    pending = set(used)
+    while pending:
+        found = set(_HELPER_NAME.findall("".join(ON_DEMAND_HELPERS[name] for name in pending))) - used
+        used |= found
+        pending = found
     extra = "".join(ON_DEMAND_HELPERS[name] for name in ON_DEMAND_HELPERS if name in used)
     return source.replace(DEVICE_HEADER, DEVICE_HEADER + extra, 1)

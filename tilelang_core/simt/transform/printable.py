@@ -8,8 +8,10 @@ with nothing carried between lanes (vector_loops.py made the others serial), so 
 unrolled is the same computation, and nvcc still merges neighbouring stores where it can.
 
 Which loops: a vectorized loop of extent 1, and one whose body converts to or from an element
-type narrower than 16 bits or a 64-bit integer (TileLang's ``test_vectorize_all_dtypes`` family).
-Plain copies of those types keep their vectors: the printer handles loads and stores of them.
+type narrower than 16 bits or a 64-bit integer (TileLang's ``test_vectorize_all_dtypes`` family),
+unless the backend prints that conversion at that width as one call (vector_casts.py: fp8 <->
+fp16/bf16/fp32 on CUDA). Plain copies of those types keep their vectors: the printer handles loads
+and stores of them.
 
 fp8 minimum and maximum. ``T.max(a, b)`` on float8 values prints as ``max(a, b)``, which no CUDA
 overload takes (``__nv_fp8_e4m3`` converts to several types). Both operands are widened to
@@ -28,19 +30,29 @@ def _awkward(dtype) -> bool:
     return dt.bits < 16 or (dt.bits == 64 and str(dtype).split("x")[0] in ("int64", "uint64"))
 
 
-def _needs_unrolling(loop) -> bool:
-    if isinstance(loop.extent, tirx.IntImm) and int(loop.extent.value) == 1:
+def _needs_unrolling(loop, vector_casts=None) -> bool:
+    lanes = int(loop.extent.value) if isinstance(loop.extent, tirx.IntImm) else 0
+    if lanes == 1:
         return True
+    paired = set()  # casts stored as they are, which the backend prints as one call
+    if vector_casts is not None and lanes:
+        from .vector_casts import stored_cast_helper
+
+        def on_store(store):
+            if stored_cast_helper(store, vector_casts, lanes) is not None:
+                paired.add(store.value.__chandle__())
+
+        tvm_ffi.structural_walk(loop.body, [(tirx.BufferStore, on_store)])
     casts = []
     tvm_ffi.structural_walk(loop.body, [(tirx.Cast, casts.append)])
     return any(_awkward(c.dtype) or _awkward(c.value.dtype) for c in casts
-               if str(c.dtype) != str(c.value.dtype))
+               if str(c.dtype) != str(c.value.dtype) and c.__chandle__() not in paired)
 
 
-def unroll_unprintable_vectors(body):
+def unroll_unprintable_vectors(body, vector_casts=None):
     """``body`` with every vectorized loop of the module docstring made an unrolled loop."""
     def on_for(loop):
-        if loop.kind != tirx.ForKind.VECTORIZED or not _needs_unrolling(loop):
+        if loop.kind != tirx.ForKind.VECTORIZED or not _needs_unrolling(loop, vector_casts):
             return loop
         return tirx.For(loop.loop_var, loop.min, loop.extent, tirx.ForKind.UNROLLED, loop.body,
                         loop.thread_binding, loop.annotations, step=loop.step, span=loop.span)
@@ -65,12 +77,12 @@ def widen_fp8_min_max(body):
                                          (tirx.Min, lambda n: widen(n, tirx.Min))], order="post")
 
 
-def Printable():  # noqa: N802  (a pass factory, named like TVM's)
+def Printable(vector_casts=None):  # noqa: N802  (a pass factory, named like TVM's)
     """Pass form of this module, run just before TVM's VectorizeLoop."""
 
     @tirx.transform.prim_func_pass(opt_level=0, name="tl.Printable")
     def _pass(func, _mod, _ctx):
-        return func.with_body(widen_fp8_min_max(unroll_unprintable_vectors(func.body)))
+        return func.with_body(widen_fp8_min_max(unroll_unprintable_vectors(func.body, vector_casts)))
 
     return _pass
 
