@@ -29,20 +29,42 @@ from .emit import emit, is_element, pair_regions
 from .kernel import current_kernel
 
 
+_PREFERRED = ("tma", "cp_async", "sync")
+
+
 def copy(src, dst, coalesced_width: int | None = None, disable_tma: bool = False,
-         eviction_policy: str | None = None):
+         eviction_policy: str | None = None, prefer_instruction: str | None = None,
+         annotations: dict | None = None):
     """Copy ``src`` to ``dst`` (global/shared/fragment in any pair), converting dtypes.
 
     Either side may be a start element ``A[i, j]``: its extent is the other side's shape.
+    ``prefer_instruction`` ("tma", "cp_async", "sync") and ``annotations`` (a dict that may also
+    carry the keyword options, taking precedence, as in TileLang) are hints: the copy completes
+    before the next statement whichever instruction the backend picks; "sync" keeps TMA off.
     """
     src_r, dst_r = pair_regions(src, dst, "T.copy source", "T.copy destination")
+    if not isinstance(annotations, (dict, type(None))):
+        raise FrontendError(f"T.copy annotations must be a dict, got {annotations!r}")
+    hints = dict(annotations or {})
+    coalesced_width = hints.pop("coalesced_width", coalesced_width)
+    disable_tma = hints.pop("disable_tma", disable_tma)
+    eviction_policy = hints.pop("eviction_policy", eviction_policy)
+    prefer_instruction = hints.pop("prefer_instruction", prefer_instruction)
     options = {}
     if coalesced_width is not None:
         options["coalesced_width"] = int(coalesced_width)
-    if disable_tma:
-        options["disable_tma"] = True
     if eviction_policy is not None:
         options["eviction_policy"] = str(eviction_policy)
+    if prefer_instruction is not None:
+        if prefer_instruction not in _PREFERRED:
+            raise FrontendError(f"T.copy prefer_instruction must be one of {', '.join(map(repr, _PREFERRED))}, "
+                                f"got {prefer_instruction!r}")
+        options["prefer_instruction"] = prefer_instruction
+        disable_tma = disable_tma or prefer_instruction == "sync"
+    if disable_tma:
+        options["disable_tma"] = True
+    for key, value in hints.items():  # other annotations travel with the op (its config)
+        options[str(key)] = value if isinstance(value, (bool, int, float, str)) else str(value)
     emit(Copy(src_r, dst_r, options))
 
 
