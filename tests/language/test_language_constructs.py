@@ -367,3 +367,28 @@ def test_annotate_layout_rank_mismatch_is_an_error():
 
     with pytest.raises(FrontendError, match="has 3 dimensions but the buffer has 2"):
         build()
+
+
+def test_alloc_var_starts_at_zero_and_takes_tileLang_positional_forms():
+    # TileLang declares a local.var '= 0' when no initial value is given; a sum kept in one
+    # relies on it (its frontend_v2 while-loop test). Positional forms: (init), (scope), (init, scope).
+    @T.prim_func
+    def k(A: T.Tensor((4,), T.float32)):
+        with T.Kernel(1, threads=32):
+            z = T.alloc_var(T.float32)
+            s = T.alloc_var(T.int32, "local.var")
+            t = T.alloc_var(T.int32, 5, "local.var")
+            u = T.alloc_var(T.float32, 2.5)
+            A[0] = z
+            A[1] = T.cast(s, T.float32)
+            A[2] = T.cast(t, T.float32)
+            A[3] = u
+
+    assert {str(s.buffer.name): str(s.value) for s in _stores(k) if s.buffer.name != "A"} == \
+        {"z": "T.float32(0.0)", "s": "0", "t": "5", "u": "T.float32(2.5)"}
+    with pytest.raises(FrontendError, match="given twice"):
+        @T.prim_func
+        def bad(A: T.Tensor((4,), T.float32)):
+            with T.Kernel(1, threads=32):
+                v = T.alloc_var(T.int32, 1, init=2)
+                A[0] = T.cast(v, T.float32)

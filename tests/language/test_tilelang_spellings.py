@@ -228,3 +228,25 @@ def test_fill_of_one_element_sets_only_that_element(path):
     expected = np.full((4, 4), 3, np.int32)
     expected[2, 1], expected[0, 3] = 9, 0
     np.testing.assert_array_equal(out["C"], expected)
+
+
+@pytest.mark.parametrize("path", ["cpu", "cuda:sm_80", "hip:gfx942", "metal:apple7"])
+def test_while_loop_sums_into_a_variable_declared_without_a_value(path):
+    """TileLang's frontend_v2 while loop: ``s = T.alloc_var(T.int32)`` starts at 0 (it gave 1 on
+    the H200 when the variable was left uninitialized)."""
+    import numpy as np
+
+    from tilelang_core.testing.oracle import run
+
+    @T.prim_func
+    def while_sum(A: T.Tensor((32,), "int32"), n: T.int32):
+        with T.Kernel(1, threads=32) as _:
+            i = T.alloc_var(T.int32, 0)
+            s = T.alloc_var(T.int32)
+            while i < n:
+                s += i + T.get_thread_binding()
+                i += 1
+            A[T.get_thread_binding()] = s
+
+    out = run(path, while_sum, A=np.full(32, -7, np.int32), n=10)
+    np.testing.assert_array_equal(out["A"], 45 + 10 * np.arange(32))

@@ -70,13 +70,25 @@ def alloc_local(shape, dtype, scope: str = "local"):
 def alloc_var(dtype, *args, init=None, scope: str = "local.var"):
     """A mutable per-thread scalar: read it as ``x``, assign with ``x = ...``.
 
-    TileLang also accepts the initial value as second positional argument.
+    As in TileLang: without ``init`` a ``local.var`` starts at 0; positional arguments are
+    ``(init)``, ``(scope)`` when a string, or ``(init, scope)``.
     """
-    if args:
-        if len(args) > 1 or init is not None:
-            raise FrontendError("T.alloc_var takes (dtype, init) or (dtype, init=...)")
+    if len(args) > 2:
+        raise FrontendError(f"T.alloc_var takes at most (dtype, init, scope), got {len(args) + 1} "
+                            "positional arguments")
+    if len(args) == 1 and isinstance(args[0], str) and init is None:
+        scope = args[0]
+    elif args:
+        if init is not None:
+            raise FrontendError("T.alloc_var: the initial value is given twice (positionally and as init=)")
         init = args[0]
+        if len(args) == 2:
+            if not isinstance(args[1], str):
+                raise FrontendError(f"T.alloc_var(dtype, init, scope): scope must be a string, got {args[1]!r}")
+            scope = args[1]
     buf = _alloc((1,), dtype, scope, "T.alloc_var")
+    if init is None and str(scope) == "local.var":
+        init = 0  # TileLang's variables start at zero (its codegen declares them '= 0')
     if init is not None:
         B.buffer_store(buf, init, [0])
     # The wrapper makes ``x = T.alloc_var(...)`` bind ``x`` to the element ``buf[0]``.

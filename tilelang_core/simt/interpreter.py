@@ -125,6 +125,9 @@ def _to_bf16_bits(value: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(value), 0x7FC0, rounded).astype(np.uint16)
 
 
+#: trips after which a while loop counts as a hang
+_MAX_WHILE_TRIPS = 1 << 20
+
 #: what ``Interpreter.device_helper`` returns for a helper name it does not implement
 NOT_HANDLED = object()
 
@@ -191,6 +194,17 @@ class Interpreter:
                 self.env[s.loop_var] = np.int64(i)
                 self.stmt(s.body, mask)
                 self.read_mask = mask
+        elif kind == "While":  # each lane leaves when its own condition fails (divergence)
+            active = mask
+            for _ in range(_MAX_WHILE_TRIPS):
+                active = active & np.broadcast_to(self.expr(s.condition), (self.lanes,)).astype(bool)
+                if not active.any():
+                    break
+                self.stmt(s.body, active)
+                self.read_mask = mask
+            else:
+                raise RuntimeError(f"interpreter: while loop still running after {_MAX_WHILE_TRIPS} trips "
+                                   f"(condition {s.condition}); the kernel would hang on the device")
         elif kind == "IfThenElse":
             cond = np.broadcast_to(self.expr(s.condition), (self.lanes,)).astype(bool)
             self.stmt(s.then_case, mask & cond)
