@@ -52,7 +52,7 @@ from .tensor import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedT
                      dynamic, symbolic)
 from .tile_ops import (atomic_add, atomic_addx2, atomic_addx4, atomic_max, atomic_min, clear, copy, cummax, cumsum, fill, gemm,
                        reduce, reduce_absmax, reduce_abssum, reduce_bitand, reduce_bitor, reduce_bitxor, reduce_max,
-                       reduce_min, reduce_sum, wait_wgmma, wgmma_gemm)
+                       reduce_min, reduce_sum, transpose, wait_wgmma, wgmma_gemm)
 from .atomics import atomic_and, atomic_load, atomic_or, atomic_store, atomic_xor
 from .logical import all_of, any_of
 from .views import reshape, view

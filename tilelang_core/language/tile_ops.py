@@ -111,6 +111,32 @@ def _whole(x, what: str):
     return R.to_region(x, what)
 
 
+def transpose(src, dst, annotations: dict | None = None):
+    """``dst[..., j, i] = src[..., i, j]`` for tiles (TileLang's shared-memory transpose): ``src``
+    of shape (..., M, N), ``dst`` of shape (..., N, M). Written as a ``T.Parallel`` loop over
+    ``src``'s elements, so layout inference places it as any other element-wise loop."""
+    del annotations  # TileLang's lowering hints; the loop below is the whole meaning
+    s_r, d_r = R.to_region(src, "T.transpose source"), R.to_region(dst, "T.transpose destination")
+    s_ext, d_ext = R.extents_of(s_r), R.extents_of(d_r)
+    if len(s_ext) < 2 or len(d_ext) != len(s_ext):
+        raise FrontendError(f"T.transpose needs two tiles of the same rank (2 or more): "
+                            f"{R.fmt_region(s_r)} -> {R.fmt_region(d_r)}")
+    want = list(s_ext[:-2]) + [s_ext[-1], s_ext[-2]]
+    if not R.same_extents(want, d_ext):
+        raise FrontendError(f"T.transpose: a source of shape {R.fmt_extents(s_ext)} needs a destination "
+                            f"of shape {R.fmt_extents(want)}, got {R.fmt_extents(d_ext)}")
+    if any(R.as_int(e) is None for e in s_ext):
+        raise FrontendError(f"T.transpose needs constant tile shapes, got {R.fmt_extents(s_ext)}")
+    from contextlib import ExitStack
+
+    from .loops import Parallel
+    with ExitStack() as stack:
+        idx = [stack.enter_context(f) for f in Parallel(*[R.as_int(e) for e in s_ext]).frames()]
+        out = idx[:-2] + [idx[-1], idx[-2]]
+        value = R.buffer_of(s_r)[tuple(m + i for m, i in zip(R.mins_of(s_r), idx))]
+        B.buffer_store(R.buffer_of(d_r), value, [m + i for m, i in zip(R.mins_of(d_r), out)])
+
+
 def gemm(A, B, C, transpose_A: bool = False, transpose_B: bool = False,
          policy=GemmWarpPolicy.Square, clear_accum: bool = False, k_pack: int = 1,
          wg_wait: int = 0):
