@@ -210,6 +210,50 @@ class Fragment:
             dims.insert(0, tuple(mine) or (Digit(1, LOCAL, 0),))
         return Fragment(shape, tuple(dims), self.replicate, name=self.name)
 
+    def permute(self, order: Sequence[int]) -> Fragment:
+        """The same mapping with dimensions reordered: dimension ``k`` of the result is dimension
+        ``order[k]`` of this one (a tile read transposed, ``f[j, i]`` in a loop over ``i, j``)."""
+        order = [int(o) for o in order]
+        if sorted(order) != list(range(len(self.shape))):
+            raise LayoutError(f"fragment {self.name or ''}: {order} is not a permutation of its "
+                              f"{len(self.shape)} dimensions")
+        return Fragment(tuple(self.shape[o] for o in order), tuple(self.digits[o] for o in order),
+                        self.replicate, name=self.name)
+
+    def broadcast(self, dims: Sequence[int], extents: Sequence[int]) -> Fragment:
+        """The layout of a loop over ``extents`` whose dimensions ``dims`` (in order) index this
+        tile, every thread running the elements it holds (a row statistic ``m[i]`` read in a loop
+        over ``i, j``). The loop's other dimensions are split among this tile's replicas where
+        they divide the innermost such dimension (each replica holds the element too), else kept
+        replicated; the rest of them run in registers."""
+        dims, extents = [int(d) for d in dims], [int(e) for e in extents]
+        if sorted(dims) != dims or len(set(dims)) != len(dims) or \
+                [extents[d] for d in dims] != list(self.shape):
+            raise LayoutError(f"fragment {self.name or ''} of shape {list(self.shape)} cannot be "
+                              f"read as dims {dims} of a loop over {extents}")
+        missing = [k for k in range(len(extents)) if k not in dims]
+        replicas = [x for x in self.replicate if x.extent > 1]
+        total = math.prod(x.extent for x in replicas)
+        split = next((k for k in reversed(missing) if total > 1 and extents[k] % total == 0), None)
+        # new registers take the low numbers, innermost loop dimension first: consecutive j
+        # values land in consecutive registers (a vector store when the loop writes a row)
+        new_local, stride = {}, 1
+        for k in reversed(missing):
+            extent = extents[k] // total if k == split else extents[k]
+            new_local[k] = Digit(extent, LOCAL, stride if extent > 1 else 0)
+            stride *= extent
+        digits = []
+        for k in range(len(extents)):
+            if k in dims:
+                digits.append(tuple(Digit(x.extent, LOCAL, x.stride * stride) if x.space == LOCAL
+                                    and x.extent > 1 else x for x in self.digits[dims.index(k)]))
+            elif k == split:
+                digits.append(tuple(replicas) + (new_local[k],))
+            else:
+                digits.append((new_local[k],))
+        return Fragment(tuple(extents), tuple(digits), () if split is not None else self.replicate,
+                        name=self.name)
+
     def canonical(self) -> Fragment:
         """The same mapping with adjacent digits of a dimension merged where one continues the
         other (same space, the higher's stride = the lower's stride x extent): two layouts map

@@ -273,14 +273,11 @@ class _Solver:
                     f"kernel '{self.kernel}': fragment '{buffer.name}' is indexed with "
                     f"{[str(i) for i in indices]} inside a T.Parallel loop; index fragments with "
                     f"the loop variables themselves")
-            layout = anchor
-            for d in sorted(set(range(len(nest.extents))) - set(dims), reverse=True):
-                layout = layout.reduce(d)
-            if sorted(dims) != dims:
+            if len(set(dims)) != len(dims):
                 raise LayoutError(f"kernel '{self.kernel}': fragment '{buffer.name}' is indexed "
-                                  f"with loop variables out of order")
-            if len(buffer_shape(buffer)) != len(layout.shape):
-                layout = _with_unit_dims(layout, buffer_shape(buffer))
+                                  f"with one loop variable twice ({[str(i) for i in indices]}); a "
+                                  f"thread holds no diagonal of a tile: copy it to shared memory")
+            layout = access_layout(anchor, dims, buffer_shape(buffer))
             changed |= self.assign(buffer, layout, "a T.Parallel loop over it")
         return changed
 
@@ -331,13 +328,47 @@ class _Solver:
 
 
 def nest_anchor(nest: ParallelNest, layouts: dict) -> Fragment | None:
-    """The layout a T.Parallel nest follows: that of a fragment indexed by every loop variable in
-    order over exactly the loop's extents, a distributed one before one every thread holds whole
-    (then every thread runs every element); None when no such fragment has a layout yet."""
-    full = [layouts[b] for b, indices in nest.accesses if b in layouts
-            and access_dims(nest, indices) == list(range(len(nest.extents)))
-            and tuple(layouts[b].shape) == tuple(nest.extents)]
-    return min(full, key=lambda layout: layout.is_whole, default=None)  # min keeps the first
+    """The layout a T.Parallel nest follows: that of a fragment indexed by every loop variable
+    over exactly the loop's extents, a distributed one before one every thread holds whole (then
+    every thread runs every element), one indexed in loop order before one read transposed
+    (``f[j, i]``, whose layout is permuted into the loop's order); None when no such fragment has
+    a layout yet."""
+    full = []
+    n = len(nest.extents)
+    for buffer, indices in nest.accesses:
+        dims = access_dims(nest, indices)
+        if buffer not in layouts or dims is None or sorted(dims) != list(range(n)):
+            continue
+        layout = layouts[buffer]
+        if tuple(layout.shape) != tuple(nest.extents[d] for d in dims):
+            continue
+        # loop dim k is the buffer's dim dims.index(k)
+        full.append((layout.is_whole, dims != sorted(dims),
+                     layout if dims == sorted(dims) else layout.permute([dims.index(k) for k in range(n)])))
+    return min(full, key=lambda entry: entry[:2], default=(None, None, None))[2]  # min keeps the first
+
+
+def access_layout(anchor: Fragment, dims: list[int], shape: tuple[int, ...]) -> Fragment:
+    """The layout a fragment of ``shape`` indexed by loop dims ``dims`` (buffer dim p = loop dim
+    dims[p]) must have for each thread of a nest following ``anchor`` to hold the elements it
+    touches: the anchor reduced over the loop dims it skips, permuted into the buffer's order."""
+    layout = anchor
+    for d in sorted(set(range(len(anchor.shape))) - set(dims), reverse=True):
+        layout = layout.reduce(d)
+    kept = sorted(dims)
+    if kept != list(dims):
+        layout = layout.permute([kept.index(d) for d in dims])
+    if len(shape) != len(layout.shape):
+        layout = _with_unit_dims(layout, shape)
+    return layout
+
+
+def same_owners(a: Fragment, b: Fragment) -> bool:
+    """Do ``a`` and ``b`` put every element in the same threads' same registers (replicas in any
+    order)?"""
+    ca, cb = a.canonical(), b.canonical()
+    return ca.shape == cb.shape and ca.digits == cb.digits and \
+        sorted(ca.replicate, key=lambda x: x.stride) == sorted(cb.replicate, key=lambda x: x.stride)
 
 
 def _scalar_fragment_accesses(body) -> list:

@@ -13,11 +13,12 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tilelang_core.layout import Fragment
+from tilelang_core.layout import THREAD, Fragment
 from tilelang_core.lowering import in_bounds
 from tilelang_core.transform.bindings import bound_vars, drop_bindings, is_pure
 from tilelang_core.transform.safe_values import padding_for
-from tilelang_core.transform.layout_inference import access_dims, is_fragment, nest_anchor, parallel_nests
+from tilelang_core.transform.layout_inference import (access_dims, access_layout, is_fragment, nest_anchor,
+                                                     parallel_nests, same_owners)
 
 from .. import intrinsics as I
 from .state import KernelState, if_then, substitute
@@ -105,6 +106,11 @@ def _lower_nest(nest, st: KernelState):
     if any(st.layouts[b].is_whole for b, _ in nest.stores):
         # writes into fragments every thread holds whole: every thread runs every element
         return _emit(nest, st, Fragment.replicated(nest.extents, st.num_threads), guard_replicas=False)[0]
+    partial = _partial_anchor(nest, st)
+    if partial is not None:
+        # a fragment indexed by some of the loop variables (a row statistic m[i] read in a loop
+        # over i, j of shared tiles): each thread runs the elements whose m it holds
+        return _emit(nest, st, partial, guard_replicas=True)[0]
     # No fragment to follow: deal elements over threads, in 16-byte runs when that vectorizes.
     vec = _widest_vector(nest, st)
     while vec > 1:
@@ -115,6 +121,59 @@ def _lower_nest(nest, st: KernelState):
                 return stmt
         vec //= 2
     return _emit(nest, st, Fragment.spread(tuple(nest.extents), st.num_threads), True)[0]
+
+
+def _partial_anchor(nest, st: KernelState):
+    """The loop layout read off a distributed fragment that a subset of the loop variables index
+    (in order), or None when the nest touches no distributed fragment."""
+    for buffer, indices in nest.accesses:
+        dims = access_dims(nest, indices)
+        layout = st.layouts[buffer]
+        if layout.is_whole or dims is None or len(set(dims)) != len(dims):
+            continue
+        kept = sorted(dims)
+        in_order = layout if kept == dims else layout.permute([dims.index(d) for d in kept])
+        if list(in_order.shape) != [nest.extents[d] for d in kept]:
+            continue
+        if in_order.replicas > 1 and nest.stores and in_order.broadcast(kept, nest.extents).replicas > 1:
+            _refuse(nest, st, buffer, "is read by a subset of the loop variables while the loop also writes "
+                    "fragments, and its copies cannot split the other loop dimensions")
+        return in_order.broadcast(kept, nest.extents)
+    return None
+
+
+def _check_owners(nest, st: KernelState, anchor) -> None:
+    """Every distributed fragment the loop touches must be held by the thread that runs each of
+    its elements under ``anchor``; where layout inference could not make that so (two fragments
+    read transposed to one another, two row statistics of different layouts), the kernel is
+    refused: running it would read other threads' registers, a silent wrong answer."""
+    for buffer, indices in nest.accesses:
+        layout = st.layouts[buffer]
+        dims = access_dims(nest, indices)
+        if layout.is_whole or dims is None:
+            continue
+        if len(set(dims)) != len(dims):
+            _refuse(nest, st, buffer, "is indexed with one loop variable twice (a diagonal)")
+        want = access_layout(anchor, dims, tuple(layout.shape))
+        dropped = [k for k in range(len(nest.extents)) if k not in dims]
+        if any(b.same_as(buffer) for b, _ in nest.stores) and any(
+                x.space == THREAD and x.extent > 1 for k in dropped for x in anchor.digits[k]):
+            _refuse(nest, st, buffer, f"is written at [{', '.join(map(str, indices))}] in a loop whose other "
+                    f"variables run in other threads: each thread's copy would see only its own iterations")
+        if not same_owners(want, layout):
+            _refuse(nest, st, buffer, f"is laid out as {layout}, but this loop runs its elements in "
+                    f"other threads ({want})")
+
+
+def _refuse(nest, st: KernelState, buffer, why: str):
+    from tilelang_core.errors import LayoutError
+    from tilelang_core.lowering import source_location
+
+    where = source_location(nest.loop)
+    raise LayoutError(
+        f"kernel '{st.kernel}': fragment '{buffer.name}' {why}; a fragment's element lives in one "
+        f"thread's registers. Copy the fragment to shared memory first (T.copy(frag, frag_shared)) "
+        f"and index that in this loop." + (f"\n  --> {where}" if where else ""))
 
 
 def _widest_vector(nest, st: KernelState) -> int:
@@ -155,6 +214,7 @@ def _emit(nest, st: KernelState, anchor, guard_replicas: bool):
         inner = inner.body
 
     _check_fragment_indices(nest, st)
+    _check_owners(nest, st, anchor)
 
     def frag_index(buffer, indices):
         dims = access_dims(nest, indices)
