@@ -250,3 +250,38 @@ def test_while_loop_sums_into_a_variable_declared_without_a_value(path):
 
     out = run(path, while_sum, A=np.full(32, -7, np.int32), n=10)
     np.testing.assert_array_equal(out["A"], 45 + 10 * np.arange(32))
+
+
+@pytest.mark.parametrize("path", ["cpu", "cuda:sm_80", "hip:gfx942", "metal:apple7"])
+def test_parallel_loops_inside_a_while_loop_are_distributed(path):
+    """A T.Parallel loop in a ``while`` body was left undistributed on the SIMT backends: every
+    thread ran the whole loop (a shared-memory race on the GPU; a fragment in it was refused)."""
+    import numpy as np
+
+    from tilelang_core.testing.oracle import run
+
+    @T.prim_func
+    def doubling(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32"), C: T.Tensor((64,), "float32"),
+                 n: T.int32):
+        with T.Kernel(1, threads=32) as _:
+            f = T.alloc_fragment((64,), "float32")
+            s = T.alloc_shared((64,), "float32")
+            T.copy(A, f)
+            T.copy(A, s)
+            i = T.alloc_var(T.int32, 0)
+            while i < n:
+                for j in T.Parallel(64):
+                    f[j] = f[j] * 2.0
+                for j in T.Parallel(64):
+                    s[j] = s[j] + 1.0
+                i += 1
+            T.copy(f, B)
+            T.copy(s, C)
+
+    a = np.random.default_rng(3).standard_normal(64).astype(np.float32)
+    out = run(path, doubling, A=a, B=np.zeros(64, np.float32), C=np.zeros(64, np.float32), n=3)
+    np.testing.assert_allclose(out["B"], a * 8)
+    np.testing.assert_allclose(out["C"], a + 3, rtol=1e-6)
+    if path != "cpu":
+        lowered = str(tilelang.compile(doubling, target=path).asm["lowered"])
+        assert "tl.parallel" not in lowered

@@ -29,8 +29,17 @@ def lower_parallel(body, st: KernelState):
     if not nests:
         return body
     replacements = [(n.loop, _lower_nest(n, st)) for n in nests]
+    body = _replace_loops(body, replacements)
+    left = parallel_nests(body)
+    if left:  # every thread would run the whole loop: a race on shared memory, never an answer
+        from tilelang_core.errors import LoweringError
+        from tilelang_core.lowering import source_location
 
-    return _replace_loops(body, replacements)
+        raise LoweringError(f"kernel '{st.kernel}': internal error: a T.Parallel loop over "
+                            f"{left[0].loop_vars[0]} was not distributed over the threads (inside a "
+                            f"statement LowerParallel does not descend into); please report it"
+                            + (f"\n  --> {source_location(left[0].loop)}" if source_location(left[0].loop) else ""))
+    return body
 
 
 def _replace_loops(body, replacements):
@@ -49,6 +58,8 @@ def _replace_loops(body, replacements):
         if isinstance(node, tirx.IfThenElse):
             return tirx.IfThenElse(node.condition, visit(node.then_case),
                                    visit(node.else_case) if node.else_case is not None else None)
+        if isinstance(node, tirx.While):  # a T.Parallel inside `while` (was left unlowered)
+            return tirx.While(node.condition, visit(node.body), node.span)
         return node  # leaves, including Bind (x = expr): no body in TVM 0.27
 
     return visit(body)

@@ -7,6 +7,9 @@ known after lowering, so every ``shared.dyn`` buffer is re-declared with scope `
 the Metal codegen prints as ``threadgroup T name[N]``; its typed views go along. Accesses, including the ``address_of``
 operands of the copy and simdgroup helpers, are rewritten to the new buffer.
 
+``T.alloc_var`` variables (scope ``local.var``, which TVM's CUDA printer knows and its Metal
+codegen refuses: "Unknown storage scope") become one-element ``local`` arrays the same way.
+
 Example::
 
     func = static_threadgroup(func)     # alloc_buffer((4096,), scope="shared.dyn") -> scope="shared"
@@ -22,13 +25,18 @@ DYNAMIC = "shared.dyn"
 
 
 def static_threadgroup(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    return _rescope(_rescope(func, DYNAMIC, "shared"), "local.var", "local")
+
+
+def _rescope(func: tirx.PrimFunc, old_scope: str, new_scope: str) -> tirx.PrimFunc:
+    """Every buffer of ``old_scope`` (and its typed views) re-declared in ``new_scope``."""
     dynamic = {}
 
     def collect(alloc):
         buf = alloc.buffer
-        if str(buf.ty.storage_scope) == DYNAMIC:
+        if str(buf.ty.storage_scope) == old_scope:
             dynamic[buf] = tirx.decl_buffer(buf.ty.shape, str(buf.ty.dtype), name=str(buf.name),
-                                            scope="shared")
+                                            scope=new_scope)
 
     tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, collect)])
     if not dynamic:
@@ -38,9 +46,9 @@ def static_threadgroup(func: tirx.PrimFunc) -> tirx.PrimFunc:
 
     def collect_view(decl):
         buf = decl.buffer
-        if str(buf.ty.storage_scope) == DYNAMIC:
+        if str(buf.ty.storage_scope) == old_scope:
             dynamic[buf] = tirx.decl_buffer(buf.ty.shape, str(buf.ty.dtype), name=str(buf.name),
-                                            scope="shared")
+                                            scope=new_scope)
             data = decl.data
             source = data.args[0] if isinstance(data, tvm.ir.Call) and data.args else None
             views[buf] = next((new for old, new in pools.items() if source is not None and old.same_as(source)), None)
