@@ -86,6 +86,13 @@ class LaunchError(TileLangError):
     """Arguments do not fit the compiled kernel, or the launch itself failed."""
 
 
+class NoDeviceError(LaunchError):
+    """The kernel compiled, but this machine cannot run it (no device or runtime of its target).
+
+    Backends raise it from ``load``; ``compile`` then returns the kernel anyway (its source and
+    every stage can be read, ``export_library`` works) and the first call raises this error."""
+
+
 class CacheError(TileLangError):
     """The on-disk kernel cache could not be read or written."""
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from .. import config
-from ..errors import CompileError, ConfigError, TileLangError
+from ..errors import CompileError, ConfigError, NoDeviceError, TileLangError
 from ..runtime import entry_function
 from .cache import DiskCache, make_key
 from .params import read_params
@@ -238,8 +238,12 @@ def _build_to_tempdir(func, name, tirx_text, backend, options):
 
 
 def _load(backend, path: Path, name: str):
+    """The kernel's entry function, or the NoDeviceError saying why this machine cannot run it
+    (the kernel is still returned: its stages can be read and exported; calling it raises)."""
     try:
         module = backend.load(path)
+    except NoDeviceError as exc:
+        return exc
     except TileLangError:
         raise
     except Exception as exc:

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..errors import CacheError
+from ..errors import CacheError, NoDeviceError
 from .args import ArgBinder
 from .launcher import make_launcher
 from .params import KernelParam, check_outputs_allocatable
@@ -59,8 +59,19 @@ class JITKernel:
         self.config: dict | None = None
         self.ref_latency: float | None = None
         check_outputs_allocatable(self.params, name)
+        if isinstance(function, NoDeviceError):
+            # compiled for a target this machine cannot run (cross-compiling, inspecting): every
+            # stage is here; the first call says why it cannot run
+            self.function, self._no_device = None, function
+            self._binder, self._launch = None, self._refuse_launch
+            return
+        self._no_device = None
         self._binder = ArgBinder(name, self.params, function, device_type)
         self._launch = make_launcher(self._binder, device_type, entry_checks, entry_aligns)
+
+    def _refuse_launch(self, args):
+        raise NoDeviceError(f"kernel '{self.name}' compiled for {self.target}, but cannot run on this "
+                            f"machine: {self._no_device}") from None
 
     @property
     def out_idx(self) -> list[int]:

@@ -98,3 +98,20 @@ def test_unknown_arch_and_bad_options_are_refused():
     with pytest.raises(ConfigError, match="mfma='8x8x8' must be one of"):
         HipOptions.from_pass_configs({"mfma": "8x8x8"})
     assert HipOptions().stable_hash() != HipOptions(mfma="32x32x8").stable_hash()
+
+
+def test_compiling_for_hip_without_rocm_gives_the_kernel_and_its_first_call_says_why():
+    """Cross-compiling (issue 24): the code object is built with clang here; only running needs
+    the HIP runtime, and only the call says so."""
+    import shutil
+
+    import tilelang_core as tl
+    from tilelang_core.errors import NoDeviceError
+    from tilelang_hip.runtime import find_libamdhip64
+
+    if find_libamdhip64() is not None or shutil.which("clang-19") is None:
+        pytest.skip("needs clang-19 and no ROCm runtime on this machine")
+    kernel = tl.compile(make_gemm(128, 64, 64), target="hip:gfx942")
+    assert "__global__" in kernel.get_kernel_source() and kernel.artifact_path.is_file()
+    with pytest.raises(NoDeviceError, match=r"kernel 'big_tiles' compiled for hip.*cannot load the HIP runtime"):
+        kernel(None, None, None)

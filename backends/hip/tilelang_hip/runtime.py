@@ -17,7 +17,7 @@ from __future__ import annotations
 import ctypes
 from pathlib import Path
 
-from tilelang_core.errors import LaunchError
+from tilelang_core.errors import LaunchError, NoDeviceError
 
 from .compiler import find_libamdhip64
 
@@ -31,7 +31,7 @@ def _load_hip_runtime() -> None:
             return
         except OSError:
             continue
-    raise LaunchError("cannot load the HIP runtime (libamdhip64.so): install ROCm, or put its lib "
+    raise NoDeviceError("cannot load the HIP runtime (libamdhip64.so): install ROCm, or put its lib "
                       "folder on LD_LIBRARY_PATH, to run hip kernels")
 
 

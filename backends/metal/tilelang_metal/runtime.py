@@ -21,7 +21,7 @@ import json
 import struct
 from pathlib import Path
 
-from tilelang_core.errors import CompileError, LaunchError
+from tilelang_core.errors import CompileError, LaunchError, NoDeviceError
 
 from .compiler import FORMAT
 
@@ -102,7 +102,7 @@ def load_kernel(path: str | Path) -> MetalKernel:
     except ImportError:
         torch = None
     if torch is None or not getattr(torch.backends, "mps", None) or not torch.backends.mps.is_available():
-        raise LaunchError(f"kernel '{artifact['entry']}' needs macOS with a Metal device and torch built "
+        raise NoDeviceError(f"kernel '{artifact['entry']}' needs macOS with a Metal device and torch built "
                           f"with MPS (torch.backends.mps.is_available() is False here); its MSL is in "
                           f"kernel.get_kernel_source()")
     try:
