@@ -74,11 +74,15 @@ class ParallelNest:
 
     loop: tirx.For
     loop_vars: list
-    extents: list[int]
+    #: constants, except in a ``symbolic`` nest (PrimExprs there)
+    extents: list
     #: (buffer, indices) of every fragment load/store in the body
     accesses: list
     #: (buffer, indices) of the fragment stores among them
     stores: list = field(default_factory=list)
+    #: an extent is known only at run time (``T.Parallel(valid_len)``): allowed over shared and
+    #: global memory only; its elements are dealt over the threads round-robin
+    symbolic: bool = False
 
 
 def parallel_nests(stmt) -> list[ParallelNest]:
@@ -101,14 +105,13 @@ def _is_parallel(loop) -> bool:
 
 
 def _collect_nest(loop) -> ParallelNest:
-    loop_vars, extents, body = [], [], loop
+    loop_vars, extents, body, symbolic = [], [], loop, []
     while isinstance(body, tirx.For) and _is_parallel(body):
         extent = R.as_int(body.extent)
         if extent is None:
-            raise LayoutError(f"T.Parallel loop over {body.loop_var} has a symbolic extent "
-                              f"{body.extent}; parallel loops need constant extents")
+            symbolic.append(body)
         loop_vars.append(body.loop_var)
-        extents.append(extent)
+        extents.append(extent if extent is not None else body.extent)
         body = body.body
     accesses, stores = [], []
 
@@ -122,7 +125,12 @@ def _collect_nest(loop) -> ParallelNest:
             stores.append((_buf(store), list(store.indices)))
 
     tvm_ffi.structural_walk(body, [(tvm.ir.TensorLoad, on_load), (tirx.BufferStore, on_store)])
-    return ParallelNest(loop, loop_vars, extents, accesses, stores)
+    if symbolic and accesses:
+        raise LayoutError(f"T.Parallel loop over {symbolic[0].loop_var} has the symbolic extent "
+                          f"{symbolic[0].extent} and touches fragment '{accesses[0][0].name}'; a fragment "
+                          f"is laid out over a loop of constant extents. Loop over the tile's full size "
+                          f"and mask with `if`, or keep this loop on shared/global memory")
+    return ParallelNest(loop, loop_vars, extents, accesses, stores, symbolic=bool(symbolic))
 
 
 def _buf(node):

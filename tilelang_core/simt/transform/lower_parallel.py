@@ -111,6 +111,8 @@ def guard_global_accesses(body, st: KernelState):
 
 
 def _lower_nest(nest, st: KernelState):
+    if nest.symbolic:
+        return _emit_strided(nest, st)
     anchor = nest_anchor(nest, st.layouts)  # the one layout inference followed
     if anchor is not None:
         return _emit(nest, st, anchor, guard_replicas=False)[0]
@@ -132,6 +134,34 @@ def _lower_nest(nest, st: KernelState):
                 return stmt
         vec //= 2
     return _emit(nest, st, Fragment.spread(tuple(nest.extents), st.num_threads), True)[0]
+
+
+def _emit_strided(nest, st: KernelState):
+    """A nest whose extents are known at run time (no fragments in it): thread ``tx`` runs the
+    flat elements ``tx, tx + threads, ...`` below their product, each unflattened row-major."""
+    inner = nest.loop
+    for _ in nest.extents:
+        inner = inner.body
+    total = st.simplify(_prod_expr(nest.extents))
+    trip, flat = tirx.Var("it", "int32"), tirx.Var("flat", "int32")
+    threads = tirx.const(st.num_threads, "int32")
+    index, place = [], tirx.const(1, "int32")
+    for extent in reversed(nest.extents):
+        index.insert(0, tirx.floormod(tirx.floordiv(flat, place), extent))
+        place = place * extent
+    body = substitute(inner, dict(zip(nest.loop_vars, index)))
+    body, _ = guard_global_accesses(body, st)
+    body = tirx.IfThenElse(flat < total, body, None)
+    body = substitute(body, {flat: trip * threads + st.thread_var})
+    return tirx.For(trip, tirx.const(0, "int32"), tirx.floordiv(total + threads - 1, threads),
+                    tirx.ForKind.SERIAL, body)
+
+
+def _prod_expr(extents):
+    out = tirx.const(1, "int32")
+    for e in extents:
+        out = out * e
+    return out
 
 
 def _partial_anchor(nest, st: KernelState):

@@ -1,8 +1,9 @@
 """On the H200: fragments in T.Parallel written or read transposed, a row statistic read in a loop
-over shared tiles, T.transpose, and a while loop summing into T.alloc_var without a value, compiled
-for the GPU present (sm_90a on the H200) against torch (skipped without a GPU). The same kernels
-run on cpu and the SIMT interpreters in tests/simt/test_fragment_access_order.py,
-tests/language/test_transpose.py and tests/language/test_tilelang_spellings.py."""
+over shared tiles, T.transpose, a while loop summing into T.alloc_var without a value and a
+T.Parallel over a run-time extent, compiled for the GPU present (sm_90a on the H200) against
+torch (skipped without a GPU). The same kernels run on cpu and the SIMT interpreters in
+tests/simt/test_fragment_access_order.py, tests/language/test_transpose.py,
+tests/language/test_tilelang_spellings.py and tests/language/test_symbolic_parallel.py."""
 
 import warnings
 
@@ -95,3 +96,24 @@ def test_while_loop_sums_into_a_variable_declared_without_a_value():
     a = torch.full((128,), -7, device="cuda", dtype=torch.int32)
     compiled(main)(a, 10)
     assert a.tolist() == [45 + 10 * t for t in range(128)]
+
+
+@pytest.mark.parametrize("valid_len", [0, 13, 200, 600])
+def test_parallel_over_a_run_time_extent(valid_len):
+    max_len = 512
+
+    @T.prim_func
+    def main(A: T.Tensor((max_len,), "float32"), B: T.Tensor((max_len,), "float32"), n: T.int32):
+        with T.Kernel(1, threads=128) as _:
+            for i in T.Parallel(max_len):
+                B[i] = 0.0
+            span = T.min(n, max_len)
+            for i in T.Parallel(span):
+                B[i] = A[i] - 1.0
+
+    a = torch.randn(max_len, device="cuda")
+    b = torch.full((max_len,), float("nan"), device="cuda")
+    compiled(main)(a, b, valid_len)
+    want = torch.zeros_like(a)
+    want[:valid_len] = a[:valid_len] - 1
+    torch.testing.assert_close(b, want)
