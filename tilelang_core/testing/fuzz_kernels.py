@@ -1,0 +1,261 @@
+"""Kernel families of the differential fuzz tests (tests/fuzz on the reference paths,
+backends/cuda/tests/gpu/test_gpu_fuzz.py on a GPU), each built from generated sizes.
+
+Every builder returns a ``Case``: the kernel, its inputs (numpy, by parameter name), the float64
+reference of its outputs and the tolerance that fits the dtype. Sizes come from the test's
+strategies: ragged ones (tiles that overhang the tensor), size-1 dimensions, and values bound
+inside loop bodies (``row = by * bM + i`` in a T.Parallel body, ``kk = bz * n + k`` in a
+T.Pipelined body), the shapes that found silent wrong answers before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import tilelang_core.language as T
+
+
+@dataclass
+class Case:
+    name: str
+    func: object
+    inputs: dict
+    expected: dict
+    rtol: float = 1e-6
+    atol: float = 1e-6
+    sizes: dict = field(default_factory=dict)
+
+    def __repr__(self) -> str:  # what hypothesis prints for a failing example
+        return f"Case({self.name}, {self.sizes})"
+
+
+def _rand(rng, shape, dtype=np.float32):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+# -- copies through every staging -------------------------------------------------------------------
+def copy_case(rng, M, N, bM, bN, threads, staging):
+    """A -> (shared | fragment | shared then fragment | fragment then shared) -> B, tile by tile."""
+    builders = {"shared": _copy_shared, "fragment": _copy_fragment,
+                "shared_fragment": _copy_shared_fragment, "fragment_shared": _copy_fragment_shared}
+    a = _rand(rng, (M, N))
+    return Case("copy", builders[staging](M, N, bM, bN, threads), {"A": a, "B": np.zeros_like(a)},
+                {"B": a.astype(np.float64)}, sizes=dict(M=M, N=N, bM=bM, bN=bN, threads=threads, staging=staging))
+
+
+def _copy_shared(M, N, bM, bN, threads):
+    @T.prim_func
+    def copy_shared(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            s = T.alloc_shared((bM, bN), "float32")
+            T.copy(A[by * bM, bx * bN], s)
+            T.copy(s, B[by * bM, bx * bN])
+
+    return copy_shared
+
+
+def _copy_fragment(M, N, bM, bN, threads):
+    @T.prim_func
+    def copy_fragment(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            f = T.alloc_fragment((bM, bN), "float32")
+            T.copy(A[by * bM, bx * bN], f)
+            T.copy(f, B[by * bM, bx * bN])
+
+    return copy_fragment
+
+
+def _copy_shared_fragment(M, N, bM, bN, threads):
+    @T.prim_func
+    def copy_shared_fragment(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            s = T.alloc_shared((bM, bN), "float32")
+            f = T.alloc_fragment((bM, bN), "float32")
+            T.copy(A[by * bM, bx * bN], s)
+            T.copy(s, f)
+            T.copy(f, B[by * bM, bx * bN])
+
+    return copy_shared_fragment
+
+
+def _copy_fragment_shared(M, N, bM, bN, threads):
+    @T.prim_func
+    def copy_fragment_shared(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            f = T.alloc_fragment((bM, bN), "float32")
+            s = T.alloc_shared((bM, bN), "float32")
+            T.copy(A[by * bM, bx * bN], f)
+            T.copy(f, s)
+            T.copy(s, B[by * bM, bx * bN])
+
+    return copy_fragment_shared
+
+
+# -- element-wise with broadcast and a value bound in the loop body ----------------------------------
+def broadcast_case(rng, M, N, bM, bN, threads):
+    """B = A * r[:, None] + c[None, :] + (row % 3): a row vector in a fragment, a column vector in
+    shared memory, the global row index bound inside the T.Parallel body."""
+    @T.prim_func
+    def broadcast(A: T.Tensor((M, N), "float32"), R: T.Tensor((M,), "float32"), C: T.Tensor((N,), "float32"),
+                  B: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            f = T.alloc_fragment((bM, bN), "float32")
+            r = T.alloc_fragment((bM,), "float32")
+            c = T.alloc_shared((bN,), "float32")
+            T.copy(A[by * bM, bx * bN], f)
+            T.copy(R[by * bM], r)
+            T.copy(C[bx * bN], c)
+            for i, j in T.Parallel(bM, bN):
+                row = by * bM + i
+                f[i, j] = f[i, j] * r[i] + c[j] + T.cast(row % 3, "float32")
+            T.copy(f, B[by * bM, bx * bN])
+
+    a, r, c = _rand(rng, (M, N)), _rand(rng, (M,)), _rand(rng, (N,))
+    want = a.astype(np.float64) * r[:, None] + c[None, :] + (np.arange(M) % 3)[:, None]
+    return Case("broadcast", broadcast, {"A": a, "R": r, "C": c, "B": np.zeros_like(a)}, {"B": want},
+                rtol=1e-5, atol=1e-5, sizes=dict(M=M, N=N, bM=bM, bN=bN, threads=threads))
+
+
+# -- reductions along either dimension, from a fragment or from shared memory -----------------------
+_REDUCE = {"sum": lambda x, d: x.sum(d), "max": lambda x, d: x.max(d), "min": lambda x, d: x.min(d),
+           "abssum": lambda x, d: np.abs(x).sum(d), "absmax": lambda x, d: np.abs(x).max(d)}
+
+
+def reduce_case(rng, rows, cols, block, threads, kind, dim, source):
+    """O = reduce(A, dim) with the reduced dimension whole in one tile (an overhanging tile reads
+    zeros, which a max would see) and the other one tiled by ``block``, ragged."""
+    if dim == 1:
+        shape, tile, out_len = (rows, cols), (block, cols), rows
+    else:
+        shape, tile, out_len = (rows, cols), (rows, block), cols
+    func = _reduce_kernel(shape, tile, threads, kind, dim, source)
+    a = _rand(rng, shape)
+    return Case("reduce", func, {"A": a, "O": np.zeros(out_len, np.float32)},
+                {"O": _REDUCE[kind](a.astype(np.float64), dim)}, rtol=1e-4, atol=1e-4,
+                sizes=dict(shape=shape, tile=tile, threads=threads, kind=kind, dim=dim, source=source))
+
+
+def _reduce_kernel(shape, tile, threads, kind, dim, source):
+    (M, N), (tM, tN) = shape, tile
+    grid = T.ceildiv(M, tM) if dim == 1 else T.ceildiv(N, tN)
+    out_len = M if dim == 1 else N
+    out_tile = tM if dim == 1 else tN
+    op = getattr(T, f"reduce_{kind}")
+    if source == "fragment":
+        @T.prim_func
+        def reduce_fragment(A: T.Tensor((M, N), "float32"), O: T.Tensor((out_len,), "float32")):
+            with T.Kernel(grid, threads=threads) as b:
+                x = T.alloc_fragment((tM, tN), "float32")
+                o = T.alloc_fragment((out_tile,), "float32")
+                if dim == 1:
+                    T.copy(A[b * tM, 0], x)
+                else:
+                    T.copy(A[0, b * tN], x)
+                op(x, o, dim=dim)
+                T.copy(o, O[b * out_tile])
+
+        return reduce_fragment
+
+    @T.prim_func
+    def reduce_shared(A: T.Tensor((M, N), "float32"), O: T.Tensor((out_len,), "float32")):
+        with T.Kernel(grid, threads=threads) as b:
+            x = T.alloc_shared((tM, tN), "float32")
+            o = T.alloc_fragment((out_tile,), "float32")
+            if dim == 1:
+                T.copy(A[b * tM, 0], x)
+            else:
+                T.copy(A[0, b * tN], x)
+            op(x, o, dim=dim)
+            T.copy(o, O[b * out_tile])
+
+    return reduce_shared
+
+
+# -- row softmax ------------------------------------------------------------------------------------
+def softmax_case(rng, M, N, bM, threads):
+    """Row softmax of tiles (bM, N): max, exp, sum, divide; N = 1 included (it returned NaN)."""
+    @T.prim_func
+    def softmax(X: T.Tensor((M, N), "float32"), Y: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, bM), threads=threads) as bx:
+            x = T.alloc_fragment((bM, N), "float32")
+            m = T.alloc_fragment((bM,), "float32")
+            s = T.alloc_fragment((bM,), "float32")
+            T.copy(X[bx * bM, 0], x)
+            T.reduce_max(x, m, dim=1)
+            for i, j in T.Parallel(bM, N):
+                x[i, j] = T.exp(x[i, j] - m[i])
+            T.reduce_sum(x, s, dim=1)
+            for i, j in T.Parallel(bM, N):
+                x[i, j] = x[i, j] / s[i]
+            T.copy(x, Y[bx * bM, 0])
+
+    x = _rand(rng, (M, N))
+    e = np.exp(x.astype(np.float64) - x.max(1, keepdims=True))
+    return Case("softmax", softmax, {"X": x, "Y": np.zeros_like(x)}, {"Y": e / e.sum(1, keepdims=True)},
+                rtol=1e-4, atol=1e-6, sizes=dict(M=M, N=N, bM=bM, threads=threads))
+
+
+# -- gemm, every transpose ----------------------------------------------------------------------------
+def gemm_case(rng, M, N, K, bM, bN, bK, trans_a, trans_b, stages, threads):
+    """C = op(A) @ op(B) in fp16 with a float32 accumulator, tiles overhanging every edge."""
+    a_shape = (K, M) if trans_a else (M, K)
+    b_shape = (N, K) if trans_b else (K, N)
+    a_tile = (bK, bM) if trans_a else (bM, bK)
+    b_tile = (bN, bK) if trans_b else (bK, bN)
+
+    @T.prim_func
+    def gemm(A: T.Tensor(a_shape, "float16"), B: T.Tensor(b_shape, "float16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            A_s = T.alloc_shared(a_tile, "float16")
+            B_s = T.alloc_shared(b_tile, "float16")
+            acc = T.alloc_fragment((bM, bN), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=stages):
+                if trans_a:
+                    T.copy(A[k * bK, by * bM], A_s)
+                else:
+                    T.copy(A[by * bM, k * bK], A_s)
+                if trans_b:
+                    T.copy(B[bx * bN, k * bK], B_s)
+                else:
+                    T.copy(B[k * bK, bx * bN], B_s)
+                T.gemm(A_s, B_s, acc, transpose_A=trans_a, transpose_B=trans_b)
+            T.copy(acc, C[by * bM, bx * bN])
+
+    a, b = _rand(rng, a_shape, np.float16), _rand(rng, b_shape, np.float16)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = (a64.T if trans_a else a64) @ (b64.T if trans_b else b64)
+    return Case("gemm", gemm, {"A": a, "B": b, "C": np.zeros((M, N), np.float32)}, {"C": want},
+                rtol=1e-3, atol=1e-3 * np.sqrt(K),
+                sizes=dict(M=M, N=N, K=K, bM=bM, bN=bN, bK=bK, trans_a=trans_a, trans_b=trans_b,
+                           stages=stages, threads=threads))
+
+
+# -- split-K with atomics, the K offset bound inside the pipelined body --------------------------------
+def splitk_case(rng, M, N, K, bM, bN, bK, splits, threads):
+    """C += A[:, part] @ B[part, :] per split, accumulated with T.atomic_add; ``kk`` bound in the
+    T.Pipelined body (TileLang's split-K example; it gave a wrong answer on the H200 once)."""
+    per_split = -(-K // (splits * bK))  # K tiles per split
+
+    @T.prim_func
+    def splitk(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), splits, threads=threads) as (bx, by, bz):
+            A_s = T.alloc_shared((bM, bK), "float16")
+            B_s = T.alloc_shared((bK, bN), "float16")
+            acc = T.alloc_fragment((bM, bN), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(per_split, num_stages=2):
+                kk = bz * per_split + k
+                T.copy(A[by * bM, kk * bK], A_s)
+                T.copy(B[kk * bK, bx * bN], B_s)
+                T.gemm(A_s, B_s, acc)
+            for i, j in T.Parallel(bM, bN):
+                T.atomic_add(C[by * bM + i, bx * bN + j], acc[i, j])
+
+    a, b = _rand(rng, (M, K), np.float16), _rand(rng, (K, N), np.float16)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    return Case("splitk", splitk, {"A": a, "B": b, "C": np.zeros((M, N), np.float32)}, {"C": want},
+                rtol=1e-3, atol=1e-3 * np.sqrt(K),
+                sizes=dict(M=M, N=N, K=K, bM=bM, bN=bN, bK=bK, splits=splits, threads=threads))
