@@ -78,3 +78,15 @@ def test_gemms(path, M, N, K_, bM, bN, bK, trans_a, trans_b, stages, threads, se
        seed=st.integers(0, 99))
 def test_split_k_atomics(path, M, N, K_, splits, seed):
     check(path, K.splitk_case(np.random.default_rng(seed), M, N, K_, 32, 32, 16, splits, 128))
+
+
+@FUZZ
+@given(path=PATH, M=SIZE, N=SIZE, bM=BLOCK, bN=BLOCK, threads=THREADS, seed=st.integers(0, 99))
+def test_fragments_out_of_loop_order(path, M, N, bM, bN, threads, seed):
+    check(path, K.transpose_case(np.random.default_rng(seed), M, N, bM, bN, threads))
+
+
+@FUZZ
+@given(path=PATH, M=SIZE, N=SIZE, bM=BLOCK, threads=THREADS, dim=st.sampled_from([0, 1]), seed=st.integers(0, 99))
+def test_statistic_next_to_shared_tiles(path, M, N, bM, threads, dim, seed):
+    check(path, K.centered_case(np.random.default_rng(seed), M, N, bM, threads, dim))

@@ -259,3 +259,53 @@ def splitk_case(rng, M, N, K, bM, bN, bK, splits, threads):
     return Case("splitk", splitk, {"A": a, "B": b, "C": np.zeros((M, N), np.float32)}, {"C": want},
                 rtol=1e-3, atol=1e-3 * np.sqrt(K),
                 sizes=dict(M=M, N=N, K=K, bM=bM, bN=bN, bK=bK, splits=splits, threads=threads))
+
+
+# -- fragments indexed out of loop order, statistics next to shared tiles -------------------------------
+def transpose_case(rng, M, N, bM, bN, threads):
+    """B = A.T through a fragment written transposed in T.Parallel and a shared tile read back
+    transposed from it (both gave silent wrong answers on every SIMT backend)."""
+    @T.prim_func
+    def transpose(A: T.Tensor((M, N), "float32"), B: T.Tensor((N, M), "float32")):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            s = T.alloc_shared((bM, bN), "float32")
+            f = T.alloc_fragment((bN, bM), "float32")
+            o = T.alloc_shared((bN, bM), "float32")
+            T.copy(A[by * bM, bx * bN], s)
+            for i, j in T.Parallel(bM, bN):
+                f[j, i] = s[i, j]
+            for j, i in T.Parallel(bN, bM):
+                o[j, i] = f[j, i] * 2.0
+            T.copy(o, B[bx * bN, by * bM])
+
+    a = _rand(rng, (M, N))
+    return Case("transpose", transpose, {"A": a, "B": np.zeros((N, M), np.float32)}, {"B": 2 * a.T.astype(np.float64)},
+                sizes=dict(M=M, N=N, bM=bM, bN=bN, threads=threads))
+
+
+def centered_case(rng, M, N, bM, threads, dim):
+    """O = A - max(A, dim) with the statistic a fragment read in a loop over shared tiles only."""
+    stat = N if dim == 0 else bM
+
+    @T.prim_func
+    def centered(A: T.Tensor((M, N), "float32"), O: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, bM), threads=threads) as bx:
+            s = T.alloc_shared((bM, N), "float32")
+            o = T.alloc_shared((bM, N), "float32")
+            m = T.alloc_fragment((stat,), "float32")
+            T.copy(A[bx * bM, 0], s)
+            T.reduce_max(s, m, dim=dim)
+            for i, j in T.Parallel(bM, N):
+                o[i, j] = s[i, j] - (m[j] if dim == 0 else m[i])
+            T.copy(o, O[bx * bM, 0])
+
+    a = _rand(rng, (M, N))
+    if dim == 0:  # the tile's rows past M read 0, which the column max sees: pad as the kernel does
+        tiles = -(-M // bM)
+        padded = np.zeros((tiles * bM, N))
+        padded[:M] = a
+        want = (padded.reshape(tiles, bM, N) - padded.reshape(tiles, bM, N).max(1, keepdims=True)).reshape(-1, N)[:M]
+    else:
+        want = a.astype(np.float64) - a.max(1, keepdims=True)
+    return Case("centered", centered, {"A": a, "O": np.zeros_like(a)}, {"O": want}, rtol=1e-6, atol=1e-6,
+                sizes=dict(M=M, N=N, bM=bM, threads=threads, dim=dim))

@@ -78,3 +78,16 @@ def test_gemms(M, N, K_, bM, bN, bK, trans_a, trans_b, stages, threads, seed):
        splits=st.sampled_from([1, 2, 4]), seed=st.integers(0, 99))
 def test_split_k_atomics(M, N, K_, splits, seed):
     check(K.splitk_case(np.random.default_rng(seed), M, N, K_, 64, 64, 32, splits, 128))
+
+
+@FUZZ
+@given(M=SIZE, N=SIZE, bM=BLOCK, bN=BLOCK, threads=THREADS, seed=st.integers(0, 99))
+def test_fragments_out_of_loop_order(M, N, bM, bN, threads, seed):
+    check(K.transpose_case(np.random.default_rng(seed), M, N, bM, bN, threads))
+
+
+@FUZZ
+@given(M=SIZE, N=st.sampled_from([1, 5, 64, 128]), bM=st.sampled_from([1, 4, 16, 64]), threads=THREADS,
+       dim=st.sampled_from([0, 1]), seed=st.integers(0, 99))
+def test_statistic_next_to_shared_tiles(M, N, bM, threads, dim, seed):
+    check(K.centered_case(np.random.default_rng(seed), M, N, bM, threads, dim))
