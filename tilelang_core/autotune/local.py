@@ -10,8 +10,9 @@ begins one, so a deadline counts compile time only (not a fresh worker's imports
 its deadline is reported as timed out and the pool is killed (a hung compile cannot be interrupted
 otherwise); the other in-flight candidates are resubmitted to a fresh pool. The pool is kept between
 searches, since starting a worker costs seconds of imports (torch, tvm). As with any spawn-based
-pool, a script that tunes must keep its top-level work under ``if __name__ == "__main__":`` (workers
-import the script to find the kernel).
+pool, workers run the script that tunes again before their first candidate: when the tuning is at the
+script's top level, outside ``if __name__ == "__main__":`` (as TileLang's scripts do), the candidates
+are compiled in the calling process instead (``unguarded_main_call``).
 
     compiler = LocalCompiler(workers=4)
     outcomes = compiler.compile(spec, configs, timeout=60, on_result=print)
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import concurrent.futures as cf
+import functools
 import itertools
 import multiprocessing
 import sys
@@ -99,6 +101,54 @@ def prewarm(workers: int | None = None) -> None:
     pool, _ = _pool(count)
     for _ in range(count):  # a submitted task makes the pool spawn a worker for it
         pool.submit(int)
+
+
+def unguarded_main_call() -> str | None:
+    """Why spawned workers cannot start for this call, or None when they can.
+
+    A spawned worker starts by running the parent's ``__main__`` script again (as
+    ``__mp_main__``). TileLang scripts tune at module level; run again, that code tunes again inside
+    the worker, which then dies in its bootstrap. So when ``__main__`` is on the stack at module
+    level, outside an ``if __name__ == "__main__":`` block, the candidates are compiled in this
+    process instead (TileLang compiles in threads of the calling process for the same reason)."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if not path:
+        return None  # interactive: nothing is re-run (KernelSpec.importable says if the kernel can travel)
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__":
+            break
+        frame = frame.f_back
+    if frame is None or _inside_main_guard(path, frame.f_lineno):
+        return None
+    return (f"the tuning runs at the top level of the script {path} (line {frame.f_lineno}), which a "
+            f"spawned worker would run again; put it under `if __name__ == \"__main__\":` to compile "
+            f"in parallel")
+
+
+@functools.lru_cache(maxsize=16)
+def _main_guards(path: str) -> tuple:
+    """Line ranges of the script's top-level ``if __name__ == "__main__":`` blocks."""
+    import ast
+
+    try:
+        tree = ast.parse(open(path, encoding="utf-8").read())
+    except (OSError, SyntaxError, ValueError):
+        return ()
+    ranges = []
+    for node in tree.body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and len(node.test.comparators) == 1:
+            sides = [node.test.left, node.test.comparators[0]]
+            names = [x.id for x in sides if isinstance(x, ast.Name)]
+            consts = [x.value for x in sides if isinstance(x, ast.Constant)]
+            if names == ["__name__"] and consts == ["__main__"] and isinstance(node.test.ops[0], ast.Eq):
+                ranges.append((node.body[0].lineno, node.end_lineno))
+    return tuple(ranges)
+
+
+def _inside_main_guard(path: str, line: int) -> bool:
+    return any(lo <= line <= hi for lo, hi in _main_guards(path))
 
 
 @atexit.register

@@ -336,11 +336,11 @@ class AutoTuner(TileLangBuilder):
 
     def _run_local(self, spec: KernelSpec, configs, target, backend, settings: TimingSettings):
         from .. import config as _config
-        from .local import LocalCompiler
+        from .local import LocalCompiler, unguarded_main_call
         from .timing import SerialTimer
 
         workers = self.compile_workers if self.compile_workers is not None else _config.autotune_workers()
-        why = spec.importable()
+        why = spec.importable() or unguarded_main_call()
         if self.jit._backend is not None:
             why = "the @jit function uses a private backend object"
         elif getattr(self.jit, "_program_factory", None) is not None:
