@@ -21,11 +21,9 @@ import importlib
 import importlib.util
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 from .errors import ConfigError, TileLangError
-from .plugin.manager import get_plugin_manager
 
 COMMON_STAGES = ("tirx", "lowered", "source", "ptx", "sass")
 
@@ -142,14 +140,9 @@ def emit(reference: str, tokens, target: str | None, stage: str) -> str:
     obj = load_object(reference)
     positional, keywords = parse_args(tokens)
     kernel = compile_reference(obj, positional, keywords, target)
-    if stage in kernel.asm:
+    if stage in kernel.asm.stages:  # ptx/sass are produced now, not on every compile
         return kernel.asm[stage]
-    backend = get_plugin_manager().get_backend(kernel.target)
-    if stage in backend.on_demand_stages:  # e.g. ptx/sass: produced now, not on every compile
-        with tempfile.TemporaryDirectory(prefix="tilelang-emit-") as workdir:
-            return backend.emit(stage, kernel.asm["source"], backend.make_options(None), Path(workdir))
     kind = getattr(kernel.target, "kind", kernel.target)
     hint = " (ptx and sass come from the cuda backend: --target cuda)" if stage in ("ptx", "sass") else ""
-    available = [*kernel.asm, *backend.on_demand_stages]
     raise ConfigError(f"target '{kernel.target}' does not produce stage '{stage}'{hint}; the "
-                      f"{kind} backend produces: {', '.join(available)}")
+                      f"{kind} backend produces: {', '.join(kernel.asm.stages)}")

@@ -97,9 +97,17 @@ def compile(func, out_idx: Sequence[int] | int | None = None, target: Any = "aut
     kernel = JITKernel(name=name, params=params, function=function, artifact_path=path, asm=asm,
                        target=target_obj, key=key, entry=name, device_type=device_type,
                        entry_checks=entry_checks, entry_aligns=entry_aligns,
-                       from_cache=from_cache, keepalive=keepalive, timings=timings)
+                       from_cache=from_cache, keepalive=keepalive, timings=timings,
+                       on_demand_stages=backend.on_demand_stages,
+                       produce_stage=functools.partial(_produce_stage, backend, options, name, asm))
     _dump_ir(name, tirx_text, asm)
     return kernel
+
+
+def _produce_stage(backend, options, name: str, asm: Mapping[str, str], stage: str) -> str:
+    """An on-demand stage of a compiled kernel (``kernel.asm["sass"]``), from its source."""
+    with tempfile.TemporaryDirectory(prefix=f"tilelang-{stage}-{name}-") as workdir:
+        return _stage(stage, backend, name, backend.emit, stage, asm["source"], options, Path(workdir))
 
 
 def check_program_support(func, backend, name: str) -> None:

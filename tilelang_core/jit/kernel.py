@@ -17,6 +17,31 @@ from .launcher import make_launcher
 from .params import KernelParam, check_outputs_allocatable
 
 
+class StageTexts(dict):
+    """``kernel.asm``: the text of every stage of a compiled kernel (tirx, lowered, source), and
+    the backend's on-demand stages (ptx and sass on CUDA), computed on first access and kept, as
+    Triton's ``kernel.asm`` does::
+
+        kernel.asm["sass"]        # cuobjdump of the cubin, computed now
+        kernel.asm.stages         # every stage this kernel can show
+    """
+
+    def __init__(self, texts: Mapping[str, str], on_demand: Sequence[str] = (), produce=None):
+        super().__init__(texts)
+        self.on_demand = tuple(s for s in on_demand if s not in texts)
+        self._produce = produce
+
+    @property
+    def stages(self) -> tuple[str, ...]:
+        return (*self, *(s for s in self.on_demand if s not in self))
+
+    def __missing__(self, stage: str) -> str:
+        if stage in self.on_demand and self._produce is not None:
+            text = self[stage] = self._produce(stage)
+            return text
+        raise KeyError(f"no stage {stage!r} for this kernel; it has {', '.join(self.stages)}")
+
+
 class JITKernel:
     """A compiled kernel: call it on torch tensors, numpy arrays or tvm-ffi tensors.
 
@@ -30,7 +55,7 @@ class JITKernel:
         kernel = tilelang_core.compile(add_func, out_idx=[-1])
         c = kernel(a, b)                      # C allocated and returned
         print(kernel.get_kernel_source())     # the text handed to the toolchain
-        kernel.asm["lowered"]                 # every stage's text: tirx, lowered, source
+        kernel.asm["lowered"]                 # every stage's text: tirx, lowered, source (ptx, sass on cuda)
         kernel.params                         # (KernelParam(name='A', ...), ...)
         kernel.export_library("add.so")       # loadable with tvm_ffi.load_module alone
     """
@@ -39,10 +64,10 @@ class JITKernel:
                  asm: Mapping[str, str], target: Any = None, key: str = "", entry: str | None = None,
                  device_type: str | None = None, from_cache: bool = False, keepalive: Any = None,
                  timings: Mapping[str, float] | None = None, entry_checks: bool = False,
-                 entry_aligns: bool = False):
+                 entry_aligns: bool = False, on_demand_stages: Sequence[str] = (), produce_stage=None):
         self.name = name
         self.params: tuple[KernelParam, ...] = tuple(params)
-        self.asm: dict[str, str] = dict(asm)
+        self.asm = StageTexts(asm, on_demand_stages, produce_stage)
         self.target = target
         self.key = key
         self.entry = entry

@@ -31,3 +31,24 @@ def test_sass_of_the_gemm_example_has_tensor_core_instructions(tmp_path):
         pytest.skip("cuobjdump missing: pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm")
     sass = emit("sass", "sm_90a", tmp_path)
     assert "HGMMA" in sass and "UTMALDG" in sass  # block_K = 32: wgmma through the 64-byte swizzle
+
+
+
+def test_kernel_asm_computes_ptx_and_sass_on_first_access_and_keeps_them():
+    """``kernel.asm["ptx"]`` / ``["sass"]`` on the compiled kernel object (issue 24), as in Triton."""
+    import importlib.util
+
+    import tilelang_core as tl
+
+    spec = importlib.util.spec_from_file_location("gemm_example_for_asm", GEMM)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    kernel = tl.compile(module.gemm.fn(256, 256, 128), target="cuda:sm_80")
+    assert kernel.asm.stages == ("tirx", "lowered", "source", "ptx", "sass") and "ptx" not in kernel.asm
+    ptx = kernel.asm["ptx"]
+    assert ".target sm_80" in ptx and "mma.sync.aligned.m16n8k16" in ptx
+    assert kernel.asm["ptx"] is ptx  # kept
+    if compiler.find_cuobjdump() is not None:
+        assert "HMMA" in kernel.asm["sass"]
+    with pytest.raises(KeyError, match="no stage 'cubin' for this kernel; it has tirx, lowered, source, ptx, sass"):
+        kernel.asm["cubin"]
