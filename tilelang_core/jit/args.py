@@ -407,7 +407,14 @@ class ArgBinder:
         try:
             self.function(*call_args)
         except Exception as exc:  # the entry function's own checks, or a failing launch
-            raise self.launch_failed(exc) from exc
+            raise self.launch_failed(exc) from self.cause(exc)
+
+    def cause(self, exc: BaseException) -> BaseException | None:
+        """What a LaunchError from ``launch_failed(exc, ...)`` chains to: nothing when it is our own
+        refusal of the arguments (the wrapper's message, such as "Mismatched A.strides ...
+        expected to be compact array" for a wrong shape, would only mislead before ours), else the
+        launch failure itself."""
+        return None if getattr(exc, "_tilelang_refused", False) else exc
 
     def relaunch(self, exc: BaseException, args: tuple):
         """After the entry function refused ``args`` (it checks alignment itself): through the slow
@@ -416,7 +423,7 @@ class ArgBinder:
         try:
             _, checks, _, _ = self.check(args)
         except LaunchError as err:
-            raise err from exc
+            raise err.with_traceback(None) from None  # ours names the parameter; the wrapper's would mislead
         if any(info.ptr % p.alignment for p, _, info in checks):
             return self.launch(args)
         raise self.launch_failed(exc) from exc
@@ -432,7 +439,8 @@ class ArgBinder:
             try:
                 self.check(args)
             except LaunchError as err:
-                return err
+                exc._tilelang_refused = True  # (see cause)
+                return err.with_traceback(None)  # the user's call, not our checking frames
             except Exception:  # noqa: BLE001 - a broken argument: report the launch failure
                 pass
         return LaunchError(f"kernel '{self.kernel}' failed at launch: {type(exc).__name__}: {exc}")

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..errors import CacheError, NoDeviceError
+from ..errors import CacheError, LaunchError, NoDeviceError
 from .args import ArgBinder
 from .launcher import make_launcher
 from .params import KernelParam, check_outputs_allocatable
@@ -103,7 +103,10 @@ class JITKernel:
         return [p.index for p in self.params if p.is_output]
 
     def __call__(self, *args):
-        return self._launch(args)
+        try:
+            return self._launch(args)
+        except LaunchError as err:  # the user's call is where it went wrong, not our checks
+            raise err.with_traceback(None) from err.__cause__
 
     def get_kernel_source(self) -> str:
         """The source handed to the toolchain (CUDA C++, MSL, LLVM IR, ...)."""

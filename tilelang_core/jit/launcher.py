@@ -31,7 +31,7 @@ Two flavours, chosen by the backend's ``entry_checks_arguments``:
             if o2 is None: return _slow(args)
         ...
         try: _fn(a0, a1, o2)
-        except Exception as e: raise _failed(e, args) from e
+        except Exception as e: raise _failed(e, args) from _cause(e)
         return o2
 
 * any other entry function (a backend's own callable): every check is emitted in Python, exact
@@ -239,7 +239,7 @@ def make_launcher(binder: ArgBinder, device_type: str | None, entry_checks: bool
     params = binder.params
     inputs, outputs = binder.inputs, binder.outputs
     em = _Emitter()
-    em.globals.update(_slow=binder.launch, _fn=binder.function, _failed=binder.launch_failed,
+    em.globals.update(_slow=binder.launch, _fn=binder.function, _failed=binder.launch_failed, _cause=binder.cause,
                       _relaunch=binder.relaunch, _aligned_empty=aligned_empty, _ndarray=np.ndarray)
     names = {p.index: (f"a{i}" if not p.is_output else f"o{i}") for i, p in enumerate(params)}
     em.emit(0, "def launch(args):")
@@ -287,7 +287,8 @@ def make_launcher(binder: ArgBinder, device_type: str | None, entry_checks: bool
         if entry_aligns:  # a misaligned tensor is not an error: the slow path stages it
             em.emit(1, "except Exception as e: return _relaunch(e, args)")
         else:
-            em.emit(1, f"except Exception as e: raise _failed(e{failed_args}) from e")
+            # our own refusal stands alone; a failed launch keeps the wrapper's error as its cause
+            em.emit(1, f"except Exception as e: raise _failed(e{failed_args}) from _cause(e)")
         em.emit(1, "return None" if not outs else f"return {outs[0]}" if len(outs) == 1
                 else f"return [{', '.join(outs)}]")
     source = "\n".join(em.lines) + "\n"
