@@ -46,8 +46,9 @@ def manager():
 
 def test_no_device_falls_back_to_cpu_with_a_one_time_notice(tmp_path, manager):
     host = HostView.fake(tmp_path, {})
-    with pytest.warns(NoAcceleratorNotice, match="cpu reference backend"):
+    with pytest.warns(NoAcceleratorNotice, match="cpu reference backend") as record:
         assert resolve_target("auto", host=host, manager=manager, environ={}).kind == "cpu"
+    assert record[0].filename == __file__  # the notice points at the caller, not at library code
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert resolve_target(None, host=host, manager=manager, environ={}).kind == "cpu"  # said once only

@@ -105,3 +105,18 @@ class ResultMismatchError(TileLangError, AssertionError):
 
 class AutotuneError(TileLangError):
     """No candidate of an autotune search compiled, passed the reference check and ran."""
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning raised by the caller point at the user's code: the
+    first frame outside tilelang_core and the backend packages (modules named ``tilelang_*``)."""
+    import re
+    import sys
+
+    ours = re.compile(r"tilelang_\w+(\.|$)|importlib\.|<frozen")
+    frame, level = sys._getframe(1), 1
+    while frame is not None:
+        if not ours.match(str(frame.f_globals.get("__name__", ""))):
+            return level
+        frame, level = frame.f_back, level + 1
+    return 1

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from . import config
-from .errors import TargetError
+from .errors import TargetError, user_stacklevel
 
 
 class NoAcceleratorNotice(UserWarning):
@@ -180,7 +180,7 @@ def _warn_once(key: str, message: str, category: type[Warning]) -> None:
         if key in _said_once:
             return
         _said_once.add(key)
-    warnings.warn(message, category, stacklevel=4)
+    warnings.warn(message, category, stacklevel=user_stacklevel())  # at the user's call
 
 
 def reset_notices() -> None:

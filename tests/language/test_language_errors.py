@@ -265,3 +265,16 @@ def test_assert_on_a_run_time_value_is_refused():
         def k(A: T.Tensor((8,), "int32")):
             with T.Kernel(1, threads=32):
                 assert A[0] > 0
+
+
+def test_the_traceback_of_a_kernel_mistake_shows_no_parser_frames():
+    """Issue 24: three frames of the parser printed before the user's line."""
+    with pytest.raises(FrontendError) as info:
+        @T.prim_func
+        def bad(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=32):
+                T.copy(A, undefined_name)  # noqa: F821
+    frames = traceback.extract_tb(info.value.__traceback__)
+    ours = [f for f in frames if "tilelang_core" in f.filename]
+    assert len(ours) == 1 and ours[0].name == "prim_func"  # the decorator's own raise, nothing deeper
+    assert info.value.__cause__ is None and info.value.__suppress_context__

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import tvm
 
+from ..errors import FrontendError
 from .parser import parse_kernel
 
 
@@ -26,15 +27,24 @@ def prim_func(func: Callable | None = None, *, private: bool = False):
     """
 
     def decorate(fn: Callable, outer_locals=None) -> tvm.tirx.PrimFunc:
-        if not inspect.isfunction(fn):
-            raise TypeError(f"T.prim_func decorates a function, got {fn!r}")
-        if outer_locals is None:
-            outer_locals = sys._getframe(1).f_locals
-        return parse_kernel(fn, outer_locals=outer_locals, private=private)
+        try:
+            return _parse(fn, sys._getframe(1).f_locals if outer_locals is None else outer_locals, private)
+        except FrontendError as err:
+            # the message points at the kernel's line; the parser's frames would come before it
+            raise err.with_traceback(None) from None
 
     if func is None:
         return decorate
-    return decorate(func, sys._getframe(1).f_locals)
+    try:
+        return _parse(func, sys._getframe(1).f_locals, private)
+    except FrontendError as err:
+        raise err.with_traceback(None) from None
+
+
+def _parse(fn: Callable, outer_locals, private: bool) -> tvm.tirx.PrimFunc:
+    if not inspect.isfunction(fn):
+        raise TypeError(f"T.prim_func decorates a function, got {fn!r}")
+    return parse_kernel(fn, outer_locals=outer_locals, private=private)
 
 
 # TVMScript's parser picks a dialect by this attribute of the decorator.
