@@ -47,3 +47,20 @@ def test_targets_lists_kinds_and_capabilities():
     assert "tensor_core=wgmma" in out.stdout
     rows = json.loads(run("targets", "--json").stdout)
     assert {r["kind"] for r in rows} >= {"cpu", "cuda", "hip", "metal", "ascend"}
+
+
+def test_doctor_recognises_another_project_under_one_of_our_names(tmp_path):
+    """PyPI's tilelang-ascend is tile-ai's TileLang-Ascend (a package named `tilelang`); a user who
+    installed it got no ascend backend and no word why (issue 24)."""
+    info = tmp_path / "tilelang_ascend-0.0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tilelang-ascend\nVersion: 0.0.1\n")
+    (info / "top_level.txt").write_text("tilelang\n")
+    (info / "RECORD").write_text("")
+    env = {"PYTHONPATH": str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    report = json.loads(run("doctor", "--json", "--no-toolchains", env=env).stdout)
+    (foreign,) = report["foreign"]
+    assert foreign["distribution"] == "tilelang-ascend" and foreign["packages"] == ["tilelang"]
+    text = run("doctor", "--no-toolchains", env=env).stdout
+    assert "NOT OURS tilelang-ascend 0.0.1 (package tilelang)" in text and "pip uninstall tilelang-ascend" in text
+    assert json.loads(run("doctor", "--json", "--no-toolchains").stdout)["foreign"] == []

@@ -40,6 +40,31 @@ def _tool_version(command: str, args: list[str]) -> dict[str, Any]:
     return {"found": True, "path": path, "version": version.strip()}
 
 
+#: our distribution names on the package index (the ascend one is taken there by another project)
+OUR_DISTRIBUTIONS = ("tilelang-cpu", "tilelang-cuda", "tilelang-hip", "tilelang-metal", "tilelang-ascend")
+
+
+def foreign_distributions() -> list[dict[str, Any]]:
+    """Installed distributions that carry one of our names but are another project: they declare no
+    ``tilelang_core.backends`` entry point (PyPI's ``tilelang-ascend`` is tile-ai's TileLang-Ascend,
+    which installs a package named ``tilelang``)."""
+    from importlib import metadata
+
+    found = []
+    for name in OUR_DISTRIBUTIONS:
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        if any(ep.group == "tilelang_core.backends" for ep in dist.entry_points):
+            continue
+        top = (dist.read_text("top_level.txt") or "").split()
+        found.append({"distribution": name, "version": dist.version, "packages": top,
+                      "fix": f"pip uninstall {name}; then install TileLang-X's {name} from its wheelhouse "
+                             f"(bash tools/dev.sh wheels; pip install --find-links dist/wheelhouse {name})"})
+    return found
+
+
 def collect(*, toolchains: bool = True) -> dict[str, Any]:
     from . import __version__
     from .target import resolve_target
@@ -56,6 +81,7 @@ def collect(*, toolchains: bool = True) -> dict[str, Any]:
         "broken": [{"name": b.name, "origin": b.origin, "reason": b.reason, "traceback": b.traceback}
                    for b in manager.broken.values()],
         "disabled": list(manager.disabled),
+        "foreign": foreign_distributions(),
         "conflicts": manager.conflicts(),
         "targets": [
             {"kind": s.kind, "description": s.description, "archs": list(s.archs), "default_arch": s.default_arch,
@@ -97,6 +123,10 @@ def render(report: dict[str, Any], *, verbose: bool = False) -> str:
         out.append(f"  BROKEN {b['name']} ({b['origin']}): {b['reason']}")
         if verbose and b["traceback"]:
             out.extend("      " + line for line in b["traceback"].rstrip().splitlines())
+    for f in report.get("foreign", []):
+        packages = f" (package {', '.join(f['packages'])})" if f["packages"] else ""
+        out.append(f"  NOT OURS {f['distribution']} {f['version']}{packages}: another project under "
+                   f"TileLang-X's name, no backend for it; {f['fix']}")
     for name in report["disabled"]:
         out.append(f"  disabled {name} (TILELANG_DISABLE_PLUGINS)")
     for kind, names in report["conflicts"].items():

@@ -3,6 +3,7 @@
 #   bash tools/dev.sh demo   compile and run a real kernel on the best target present, show the code
 #   bash tools/dev.sh test   run the whole test suite (what CI runs)
 #   bash tools/dev.sh setup  only the set-up
+#   bash tools/dev.sh wheels [DIR]  every distribution's wheel into DIR (default dist/wheelhouse)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -34,5 +35,11 @@ case "$cmd" in
   setup) ;;
   demo) exec "$VENV/bin/python" examples/quickstart.py "$@" ;;
   test) exec "$VENV/bin/python" -m pytest -q "$@" ;;
-  *) echo "usage: bash tools/dev.sh demo|test|setup" >&2; exit 2 ;;
+  wheels)
+    # built offline from the sources (no build isolation: the venv's setuptools); install with
+    #   pip install --find-links DIR tilelang-core tilelang-cpu   (or -cuda, -hip, -metal, -ascend)
+    out=${1:-dist/wheelhouse}
+    "$VENV/bin/python" -m pip wheel -q --no-deps --no-build-isolation -w "$out" "${PACKAGES[@]}"
+    ls "$out"/*.whl ;;
+  *) echo "usage: bash tools/dev.sh demo|test|setup|wheels" >&2; exit 2 ;;
 esac

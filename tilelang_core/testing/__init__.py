@@ -1,6 +1,6 @@
 """Testing helpers for tilelang-core, for backend packages and for ported TileLang tests.
 
-``tilelang_core.testing.conformance`` is the backend conformance suite (a pytest plugin).
+``tilelang_core.testing.conformance`` is the backend conformance suite (subclass its BackendConformance in a backend's tests).
 
 TileLang's ``tilelang.testing`` names live here too (``pytest_helpers``, ``perf_regression``)::
 

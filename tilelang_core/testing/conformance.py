@@ -1,7 +1,7 @@
 """The backend conformance suite: checks every backend plugin must pass.
 
-It is a pytest plugin (registered through the ``pytest11`` entry point of tilelang-core), so any
-backend package runs it in its own tests by subclassing one class::
+Any backend package runs it in its own tests by subclassing one class (nothing is registered with
+pytest: projects that merely have tilelang-core installed never load it)::
 
     # backends/acme/tests/test_conformance.py
     from tilelang_core.testing.conformance import BackendConformance
