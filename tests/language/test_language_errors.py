@@ -278,3 +278,16 @@ def test_the_traceback_of_a_kernel_mistake_shows_no_parser_frames():
     ours = [f for f in frames if "tilelang_core" in f.filename]
     assert len(ours) == 1 and ours[0].name == "prim_func"  # the decorator's own raise, nothing deeper
     assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+def test_too_few_indices_name_the_buffer_and_both_ranks():
+    """Issue 25: 'unsupported operand type(s) for +: TensorRegion and float' said nothing useful."""
+    def build():
+        @T.prim_func
+        def k(A: T.Tensor((8, 4), T.float32)):
+            with T.Kernel(1, threads=32):
+                for i in T.Parallel(8):
+                    A[i, 0] = A[i] * 2.0
+
+    _raises(build, "A[i, 0] = A[i] * 2.0", "'A' has 2 dimensions (shape [8, 4]) but is indexed with 1",
+            "A[i0, i1]")

@@ -149,7 +149,37 @@ class TileLangParser(Parser):
     def report_error(self, node: doc.AST, err: Exception | str) -> None:
         if isinstance(err, FrontendError) and err.filename is not None:
             raise err
+        if isinstance(err, TypeError) and "TensorRegion" in str(err):
+            err = _rank_mistake(self, node) or err
         raise make_error(self.diag.source, node, err, kernel=self.kernel_name)
+
+
+def _rank_mistake(parser: Parser, node) -> str | None:
+    """What an arithmetic TypeError on a TensorRegion means: a buffer indexed with fewer indices
+    than it has dimensions (``A[i]`` of a 2-D ``A`` is a region of a row, not an element)."""
+    names = parser.var_table.get()
+    found = []
+
+    def visit(n):
+        if isinstance(n, doc.Subscript) and isinstance(n.value, doc.Name):
+            buffer = names.get(n.value.id)
+            if tvm.tirx.is_buffer_var(buffer):
+                given = len(n.slice.elts) if isinstance(n.slice, doc.Tuple) else 1
+                rank = len(buffer.ty.shape)
+                if given < rank:
+                    found.append((n.value.id, given, rank, list(buffer.ty.shape)))
+        for value in vars(n).values() if isinstance(n, doc.AST) else ():
+            for child in value if isinstance(value, list) else [value]:
+                if isinstance(child, doc.AST):
+                    visit(child)
+
+    visit(node)
+    if not found:
+        return None
+    name, given, rank, shape = found[0]
+    return (f"'{name}' has {rank} dimensions (shape {shape}) but is indexed with {given}: "
+            f"{name}[{', '.join(['...'] * given)}] is a region, not an element; give one index per "
+            f"dimension ({name}[{', '.join(f'i{k}' for k in range(rank))}])")
 
 
 _PARSE_LOCK = threading.RLock()
