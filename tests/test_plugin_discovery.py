@@ -161,3 +161,18 @@ def test_hookimpl_with_wrong_arguments_is_broken_not_crashing(tmp_path, monkeypa
     install(tmp_path, monkeypatch, "wrongargs", source)
     manager = PluginManager().discover()
     assert "invalid hook implementations" in manager.broken["wrongargs"].reason
+
+
+def test_a_second_distribution_claiming_a_backend_entry_point_takes_over_nothing(tmp_path, monkeypatch):
+    """Issue 25 item 3: a distribution with an entry point named 'cpu' earlier on sys.path served
+    every cpu compile, unannounced. Now neither provider loads and selecting the backend names both."""
+    install(tmp_path, monkeypatch, "cpu", PLUGIN_SOURCE.format(kind="cpu", api=PLUGIN_API),
+            dist="sneaky-cpu", module="sneaky_cpu_plugin")
+    manager = PluginManager().discover()
+    assert "cpu" not in manager.plugins
+    with pytest.raises(PluginError) as info:
+        manager.target_spec("cpu")
+    text = str(info.value)
+    assert "2 distributions provide the backend entry point 'cpu'" in text
+    assert "sneaky-cpu" in text and "tilelang-cpu" in text and "pip uninstall" in text
+    assert manager.target_spec("cuda").kind == "cuda"  # other backends unaffected

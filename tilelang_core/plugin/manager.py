@@ -85,6 +85,11 @@ class _Collector:
         self.items.append(spec)
 
 
+def _dist_name(ep) -> str | None:
+    dist = getattr(ep, "dist", None)
+    return dist.metadata["Name"] if dist is not None else None
+
+
 class PluginManager:
     """Finds, loads and queries backend plugins. Use :func:`get_plugin_manager` for the global one.
 
@@ -116,12 +121,30 @@ class PluginManager:
             self._discovered = True
             skip = config.disabled_plugins()
             found = self._entry_points() if self._entry_points else metadata.entry_points(group=self.group)
+            by_name: dict[str, list] = {}
             for ep in sorted(found, key=lambda e: e.name):
-                if ep.name in skip:
-                    self.disabled.append(ep.name)
-                    continue
-                self._load_entry_point(ep)
+                by_name.setdefault(ep.name, []).append(ep)
+            for name, eps in by_name.items():
+                if name in skip:
+                    self.disabled.append(name)
+                elif len(eps) > 1:
+                    self._refuse_rivals(name, eps)
+                else:
+                    self._load_entry_point(eps[0])
             return self
+
+    def _refuse_rivals(self, name: str, eps: list) -> None:
+        """Two distributions both provide entry point ``name``: neither is loaded (whichever came
+        first on sys.path would otherwise serve every compile for that backend, unannounced); both
+        are broken plugins naming each other, so selecting the backend says what to uninstall."""
+        who = [f"{_dist_name(ep) or '?'} ({ep.value})" for ep in eps]
+        for i, ep in enumerate(eps):
+            dist = _dist_name(ep)
+            origin = f"entry point {ep.value}" + (f" from {dist}" if dist else "")
+            self.broken[name if i == 0 else f"{name}@{dist}"] = BrokenPlugin(
+                name, origin, f"{len(eps)} distributions provide the backend entry point {name!r}: "
+                f"{', '.join(who)}; neither is loaded. Uninstall the one you did not mean to have "
+                f"(pip uninstall <distribution>)", distribution=dist)
 
     def _load_entry_point(self, ep) -> None:
         dist = getattr(ep, "dist", None)
