@@ -176,3 +176,16 @@ def test_a_second_distribution_claiming_a_backend_entry_point_takes_over_nothing
     assert "2 distributions provide the backend entry point 'cpu'" in text
     assert "sneaky-cpu" in text and "tilelang-cpu" in text and "pip uninstall" in text
     assert manager.target_spec("cuda").kind == "cuda"  # other backends unaffected
+
+
+def test_a_plugin_whose_import_hangs_is_bounded_and_blocks_no_other_target(tmp_path, monkeypatch):
+    """Issue 25 item 2: compiling for cpu did not return in 60 s while another plugin's import hung."""
+    install(tmp_path, monkeypatch, "stuck", "import time\ntime.sleep(30)\n")
+    monkeypatch.setenv("TILELANG_PLUGIN_IMPORT_TIMEOUT", "0.5")
+    start = time.monotonic()
+    manager = PluginManager().discover()
+    assert time.monotonic() - start < 10
+    assert "did not finish in 0.5 s" in manager.broken["stuck"].reason
+    assert manager.target_spec("cpu").kind == "cpu"
+    with pytest.raises(PluginError, match="TILELANG_PLUGIN_IMPORT_TIMEOUT"):
+        manager.target_spec("stuck")

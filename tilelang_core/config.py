@@ -19,6 +19,7 @@ VARIABLES: dict[str, str] = {
     "TILELANG_PROBE_ORDER": "comma-separated preference of device kinds for 'auto' (default cuda,hip,ascend,metal)",
     "TILELANG_AUTO_STRICT": "1: 'auto' with no accelerator is an error instead of the cpu fallback",
     "TILELANG_PROBE_TIMEOUT": "seconds one backend's device probe may take (default 2.0)",
+    "TILELANG_PLUGIN_IMPORT_TIMEOUT": "seconds a backend plugin's entry-point module may take to import (default 10); past it the plugin is reported broken and discovery goes on",
     "TILELANG_DISABLE_PLUGINS": "comma-separated plugin names to skip at discovery",
     "TILELANG_CACHE_DIR": "kernel disk cache folder (default ~/.cache/tilelang_core)",
     "TILELANG_DISABLE_CACHE": "1: never read or write the disk cache",
@@ -86,15 +87,23 @@ def auto_strict(environ: Mapping[str, str] | None = None) -> bool:
 
 
 def probe_timeout(environ: Mapping[str, str] | None = None) -> float:
-    value = _get("TILELANG_PROBE_TIMEOUT", environ)
+    return _seconds("TILELANG_PROBE_TIMEOUT", 2.0, environ)
+
+
+def plugin_import_timeout(environ: Mapping[str, str] | None = None) -> float:
+    return _seconds("TILELANG_PLUGIN_IMPORT_TIMEOUT", 10.0, environ)
+
+
+def _seconds(name: str, default: float, environ: Mapping[str, str] | None) -> float:
+    value = _get(name, environ)
     if not value:
-        return 2.0
+        return default
     try:
         seconds = float(value)
     except ValueError:
-        raise ConfigError(f"TILELANG_PROBE_TIMEOUT={value!r} is not a number of seconds") from None
+        raise ConfigError(f"{name}={value!r} is not a number of seconds") from None
     if seconds <= 0:
-        raise ConfigError(f"TILELANG_PROBE_TIMEOUT={value!r} must be positive")
+        raise ConfigError(f"{name}={value!r} must be positive")
     return seconds
 
 

@@ -85,6 +85,35 @@ class _Collector:
         self.items.append(spec)
 
 
+class _ImportHang(Exception):
+    pass
+
+
+def _load_bounded(ep, timeout: float):
+    """``ep.load()`` in a thread, waiting at most ``timeout`` seconds: a plugin whose import hangs
+    (a driver call at import time) must not hang every compile, for every target, with it. The
+    thread is left behind (an import cannot be interrupted); the plugin is reported broken."""
+    box: dict = {}
+
+    def run():
+        try:
+            box["module"] = ep.load()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True, name=f"tilelang-import-{ep.name}")
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise _ImportHang(f"import of {ep.value} did not finish in {timeout:g} s (TILELANG_PLUGIN_IMPORT_TIMEOUT); "
+                          f"a plugin's entry-point module must import quickly (standard library and "
+                          f"tilelang_core.plugin only)")
+    if "error" in box:
+        error = box["error"]
+        raise error.with_traceback(error.__traceback__)
+    return box["module"]
+
+
 def _dist_name(ep) -> str | None:
     dist = getattr(ep, "dist", None)
     return dist.metadata["Name"] if dist is not None else None
@@ -157,7 +186,10 @@ class PluginManager:
                 f"({self._origin_of(ep.name)}); uninstall one of them", distribution=dist_name)
             return
         try:
-            module = ep.load()
+            module = _load_bounded(ep, config.plugin_import_timeout())
+        except _ImportHang as hang:
+            self.broken[ep.name] = BrokenPlugin(ep.name, origin, str(hang), "", dist_name)
+            return
         except (Exception, SystemExit) as exc:  # a plugin must never take the core down
             self.broken[ep.name] = BrokenPlugin(ep.name, origin, f"import failed: {exc!r}",
                                                 traceback.format_exc(), dist_name)
