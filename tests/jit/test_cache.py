@@ -195,3 +195,24 @@ def test_backend_factory_receives_the_given_target(isolated_cache):
     kernel = compile(kernels.vadd, out_idx=[-1], target=FakeTarget(arch="x1"), _backend=factory)
     assert made[0].target == FakeTarget(arch="x1") and kernel.target == FakeTarget(arch="x1")
     run_vadd(kernel)
+
+
+def test_a_different_set_of_installed_plugins_misses(isolated_cache, tmp_path, monkeypatch):
+    """Issue 25 item 4: a plugin runs code at import (it could patch code generation); a kernel built
+    with it installed must not be served to a process without it, from a shared cache folder."""
+    from tilelang_core.plugin.manager import set_plugin_manager
+    from tilelang_core.testing.distributions import PLUGIN_SOURCE, make_plugin_distribution
+    from tilelang_core.plugin import PLUGIN_API
+
+    k1 = compile(kernels.vadd, out_idx=[-1], _backend=LlvmTestBackend())
+    assert "tilelang-cpu==" in json.loads((entries(isolated_cache)[0] / "manifest.json").read_text())[
+        "key_parts"]["installed_plugins"]
+    make_plugin_distribution(tmp_path / "extra", distribution="tilelang-rewriter", entry_name="rewriter",
+                             module="tilelang_rewriter_plugin",
+                             source=PLUGIN_SOURCE.format(kind="rewriter", api=PLUGIN_API), version="2.1.0")
+    monkeypatch.syspath_prepend(str(tmp_path / "extra"))
+    set_plugin_manager(None)  # a process with one more plugin installed
+    clear_memory_cache()
+    other = LlvmTestBackend()
+    k2 = compile(kernels.vadd, out_idx=[-1], _backend=other)
+    assert other.builds == 1 and k2.key != k1.key and len(entries(isolated_cache)) == 2

@@ -181,7 +181,19 @@ def _versions(backend) -> dict[str, str]:
     return {"core": str(getattr(core, "__version__", "")), "tvm": str(tvm.__version__),
             "tvm_ffi": str(tvm_ffi.__version__), "backend": f"{cls.__module__}.{cls.__qualname__}",
             "plugin": plugin_version, "code": _code_fingerprint(core.__file__) + _code_fingerprint(
-                getattr(top, "__file__", None))}
+                getattr(top, "__file__", None)), "installed_plugins": _installed_plugins()}
+
+
+def _installed_plugins() -> str:
+    """Every plugin imported in this process, with its distribution and version: any of them ran
+    code at import (one could patch code generation), so a kernel built beside a different set
+    must not be served from a shared cache folder to this one."""
+    from ..plugin.manager import get_plugin_manager
+
+    manager = get_plugin_manager()
+    loaded = [f"{p.name}:{p.distribution}=={p.dist_version}" for p in manager.plugins.values()]
+    broken = [f"{b.name}:{b.distribution}(broken)" for b in manager.broken.values()]
+    return ",".join(sorted(loaded + broken))
 
 
 @functools.lru_cache(maxsize=None)
