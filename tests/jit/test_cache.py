@@ -216,3 +216,30 @@ def test_a_different_set_of_installed_plugins_misses(isolated_cache, tmp_path, m
     other = LlvmTestBackend()
     k2 = compile(kernels.vadd, out_idx=[-1], _backend=other)
     assert other.builds == 1 and k2.key != k1.key and len(entries(isolated_cache)) == 2
+
+
+def test_a_read_only_cache_folder_serves_its_kernels_and_new_ones_build_privately(isolated_cache, monkeypatch):
+    """Issue 25 item 5: a shared, pre-warmed cache that this process cannot write was refused even
+    when it held the kernel. (Simulated: tests run as root, whom file modes do not stop.)"""
+    from tilelang_core.jit import cache as cache_module
+
+    k1 = compile(kernels.vadd, out_idx=[-1], _backend=LlvmTestBackend())
+    clear_memory_cache()
+
+    def refuse(self):
+        raise PermissionError(13, "Permission denied", str(self.base / "staging"))
+
+    monkeypatch.setattr(cache_module.DiskCache, "_probe_writable", refuse)
+    monkeypatch.setattr(cache_module, "_readonly_said", set())
+    hit = LlvmTestBackend()
+    with pytest.warns(cache_module.ReadOnlyCacheWarning, match="cannot be written.*private temporary folder") as record:
+        k2 = compile(kernels.vadd, out_idx=[-1], _backend=hit)
+    assert record[0].filename == __file__
+    assert hit.builds == 0 and k2.from_cache and k2.key == k1.key
+    run_vadd(k2)
+    miss = LlvmTestBackend()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once only
+        k3 = compile(kernels.vsub, out_idx=[-1], _backend=miss)
+    assert miss.builds == 1 and not k3.from_cache
+    assert isolated_cache not in k3.artifact_path.parents and len(entries(isolated_cache)) == 1

@@ -217,7 +217,7 @@ def install_entry(entry: Mapping | None) -> None:
     from ..jit.cache import DiskCache
 
     cache = DiskCache.from_config()
-    if cache is None or cache.lookup(entry["key"]) is not None:
+    if cache is None or cache.readonly or cache.lookup(entry["key"]) is not None:
         return
     with cache.lock(entry["key"]):
         if cache.lookup(entry["key"], evict_corrupt=True) is None:

@@ -347,6 +347,8 @@ class AutoTuner(TileLangBuilder):
             why = "the @jit function uses a custom eager program factory"
         elif _config.cache_disabled():
             why = "the disk cache is off (TILELANG_DISABLE_CACHE), and workers hand kernels back through it"
+        elif _cache_readonly():
+            why = "the disk cache folder cannot be written, and workers hand kernels back through it"
         if why and workers:
             self._note(f"autotune of '{self.name}': compiling in this process ({why})")
             workers = 0
@@ -469,3 +471,11 @@ def autotune(func: Callable | None = None, *, configs: Any = None, warmup: int =
         return AutoTuner(jit_fn, _decorator=True, **options)
 
     return wrap(func) if func is not None else wrap
+
+
+def _cache_readonly() -> bool:
+    from ..jit.cache import DiskCache
+
+    cache = DiskCache.from_config()
+    return cache is not None and cache.readonly
+

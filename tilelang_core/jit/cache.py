@@ -110,6 +110,25 @@ class _KeyLock:
         return False
 
 
+_readonly_said: set = set()
+
+
+def _warn_readonly_once(root: Path, exc: OSError) -> None:
+    if str(root) in _readonly_said:
+        return
+    _readonly_said.add(str(root))
+    from ..errors import user_stacklevel
+
+    warnings.warn(f"kernel cache folder {root} cannot be written ({exc.strerror or exc}): kernels already "
+                  f"there are used, new ones are compiled into a private temporary folder for this "
+                  f"process (set TILELANG_CACHE_DIR to a writable folder to keep them)",
+                  ReadOnlyCacheWarning, stacklevel=user_stacklevel())
+
+
+class ReadOnlyCacheWarning(UserWarning):
+    """The kernel cache folder can be read but not written (see DiskCache.readonly)."""
+
+
 class DiskCache:
     """One cache folder. ``DiskCache.from_config()`` honours the TILELANG_* variables.
 
@@ -121,16 +140,25 @@ class DiskCache:
     def __init__(self, root: Path):
         self.root = Path(root)
         self.base = self.root / FORMAT
+        #: a folder this process can read but not write (a shared, pre-warmed cache on a cluster):
+        #: kernels found there are used; new ones are built in a private temporary folder
+        self.readonly = False
         try:
-            for sub in ("kernels", "staging", "trash", "locks"):
-                (self.base / sub).mkdir(parents=True, exist_ok=True)
-            probe = self.base / "staging" / f".probe.{os.getpid()}.{uuid.uuid4().hex}"
-            probe.write_bytes(b"")
-            probe.unlink()
+            self._probe_writable()
         except OSError as exc:
-            raise CacheError(f"kernel cache folder {self.root} is unusable ({exc}); set "
-                             f"TILELANG_CACHE_DIR to a writable folder, or TILELANG_DISABLE_CACHE=1 "
-                             f"to compile without a cache") from exc
+            if not self.root.is_dir() or not os.access(self.root, os.R_OK | os.X_OK):
+                raise CacheError(f"kernel cache folder {self.root} is unusable ({exc}); set "
+                                 f"TILELANG_CACHE_DIR to a writable folder, or TILELANG_DISABLE_CACHE=1 "
+                                 f"to compile without a cache") from exc
+            self.readonly = True
+            _warn_readonly_once(self.root, exc)
+
+    def _probe_writable(self) -> None:
+        for sub in ("kernels", "staging", "trash", "locks"):
+            (self.base / sub).mkdir(parents=True, exist_ok=True)
+        probe = self.base / "staging" / f".probe.{os.getpid()}.{uuid.uuid4().hex}"
+        probe.write_bytes(b"")
+        probe.unlink()
 
     @classmethod
     def from_config(cls) -> "DiskCache | None":

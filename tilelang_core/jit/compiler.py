@@ -222,6 +222,14 @@ def _compile_and_load(func, name, tirx_text, backend, options, key, parts):
     cache = DiskCache.from_config()
     if cache is None:
         return _build_to_tempdir(func, name, tirx_text, backend, options)
+    if cache.readonly:  # a shared, pre-warmed folder: use what is there, build the rest privately
+        entry = cache.lookup(key)
+        if entry is not None:
+            try:
+                return entry.artifact_path, _load(backend, entry.artifact_path, name), entry.asm, None, True, {}
+            except CompileError:
+                pass  # unusable here, and not ours to evict
+        return _build_to_tempdir(func, name, tirx_text, backend, options)
     for attempt in range(2):
         entry = cache.lookup(key)
         from_cache = entry is not None
