@@ -189,3 +189,24 @@ def test_a_plugin_whose_import_hangs_is_bounded_and_blocks_no_other_target(tmp_p
     assert manager.target_spec("cpu").kind == "cpu"
     with pytest.raises(PluginError, match="TILELANG_PLUGIN_IMPORT_TIMEOUT"):
         manager.target_spec("stuck")
+
+
+def test_a_backend_module_that_does_not_exist_is_named_not_reinstalled(tmp_path, monkeypatch):
+    """Issue 24: doctor showed [compiles] for it, and the error said 'reinstall'."""
+    from tilelang_core.doctor import collect, render
+
+    source = PLUGIN_SOURCE.format(kind="hollow", api=PLUGIN_API) + (
+        "\nfrom tilelang_core.plugin import BackendSpec\n"
+        "@hookimpl\ndef tilelang_register_backends(registry):\n"
+        "    registry.add(BackendSpec(kind='hollow', factory='tilelang_hollow_missing.pipeline:HollowBackend'))\n")
+    install(tmp_path, monkeypatch, "hollow", source)
+    from tilelang_core.plugin.manager import set_plugin_manager
+
+    manager = PluginManager().discover()
+    set_plugin_manager(manager)
+    assert "hollow" in manager.plugins, manager.broken
+    with pytest.raises(PluginError, match="the plugin is incomplete") as info:
+        manager.backend_class("hollow")
+    assert "Reinstall" not in str(info.value)
+    text = render(collect(toolchains=False))
+    assert "hollow" in text and "BACKEND MISSING: tilelang_hollow_missing.pipeline: No module named" in text

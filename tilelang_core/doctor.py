@@ -13,7 +13,7 @@ import warnings
 from typing import Any
 
 from . import config
-from .plugin.manager import get_plugin_manager
+from .plugin.manager import backend_missing, get_plugin_manager
 from .plugin.specs import PLUGIN_API
 
 #: toolchain -> (command, version arguments)
@@ -87,6 +87,8 @@ def collect(*, toolchains: bool = True) -> dict[str, Any]:
             {"kind": s.kind, "description": s.description, "archs": list(s.archs), "default_arch": s.default_arch,
              "aliases": list(s.aliases), "features": list(s.features),
              "backend": manager.backends[s.kind].factory if s.kind in manager.backends else None,
+             "backend_missing": backend_missing(manager.backends[s.kind].factory) if s.kind in manager.backends
+             else None,
              "provider": manager.plugins[manager.providers[s.kind][0]].distribution}
             for s in sorted(manager.targets.values(), key=lambda s: s.kind)
         ],
@@ -134,7 +136,8 @@ def render(report: dict[str, Any], *, verbose: bool = False) -> str:
     out += ["", "Target kinds:"]
     for t in report["targets"]:
         archs = ", ".join(t["archs"]) or "-"
-        backend = "compiles" if t["backend"] else "registered, no compiler yet"
+        backend = ("compiles" if not t.get("backend_missing") else f"BACKEND MISSING: {t['backend_missing']}") \
+            if t["backend"] else "registered, no compiler yet"
         out.append(f"  {t['kind']:<8} {t['description']}  [{backend}]")
         out.append(f"           archs: {archs}" + (f" (default {t['default_arch']})" if t["default_arch"] else "")
                    + (f"; aliases: {', '.join(t['aliases'])}" if t["aliases"] else ""))

@@ -372,9 +372,13 @@ class PluginManager:
                 obj = getattr(obj, part)
         except Exception as exc:
             plugin = self.plugins[self.providers[spec.kind][0]]
+            if backend_missing(backend.factory):
+                fix = (f"the plugin names a backend that does not exist in {plugin.distribution}: the "
+                       f"plugin is incomplete (a vendor template not filled in?); report it to its vendor")
+            else:
+                fix = f"Reinstall it: pip install --force-reinstall {plugin.distribution}"
             raise PluginError(f"backend {backend.factory!r} of {plugin.distribution} could not be loaded: "
-                              f"{exc!r}. Reinstall it: pip install --force-reinstall "
-                              f"{plugin.distribution}") from exc
+                              f"{exc!r}. {fix}") from exc
         return obj
 
     def get_backend(self, target):
@@ -477,3 +481,17 @@ def get_backend(target):
     from ..target import Target
 
     return get_plugin_manager().get_backend(Target.parse(target))
+
+
+def backend_missing(factory: str) -> str | None:
+    """Why the ``"module:attr"`` backend of a plugin cannot exist, found without importing the
+    module itself (its parent packages are imported: they are light); None when it is there."""
+    import importlib.util
+
+    module_name, _, _ = factory.partition(":")
+    try:
+        found = importlib.util.find_spec(module_name)
+    except (ImportError, ValueError) as exc:
+        return f"{module_name}: {exc}"
+    return None if found is not None else f"no module named {module_name!r}"
+
