@@ -160,3 +160,12 @@ def test_malformed_environment_variable_is_a_config_error(tmp_path, manager):
     with pytest.raises(ConfigError, match="not a boolean"):
         resolve_target("auto", host=HostView.fake(tmp_path, {}), manager=manager,
                        environ={"TILELANG_AUTO_STRICT": "maybe"})
+
+
+def test_without_cpu_and_a_device_auto_names_the_simulator_that_runs_here(tmp_path, monkeypatch):
+    """Issue 24: with only tilelang-ascend installed and no NPU, 'auto' said only 'install tilelang-cpu'."""
+    monkeypatch.setenv("TILELANG_DISABLE_PLUGINS", "cpu")
+    host = HostView.fake(tmp_path, {})
+    with pytest.raises(TargetError, match=r"pip install tilelang-cpu, or pick a simulator that runs here: "
+                                          r"target='ascend\+sim'"):
+        resolve_target("auto", host=host, manager=PluginManager().discover(), environ={})

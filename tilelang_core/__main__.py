@@ -34,6 +34,8 @@ def _targets(args) -> int:
         print(f"{row['kind']:<8} archs: {archs}" + (f" (default {row['default_arch']})" if row["default_arch"] else "")
               + (f"  aliases: {', '.join(row['aliases'])}" if row["aliases"] else "")
               + ("" if row["compiles"] else "  [no compiler yet]"))
+        for feature in row["features"]:  # e.g. ascend+sim: the functional simulator, on any machine
+            print(f"{'':<8} variant: {row['kind']}+{feature}")
         if args.capabilities:
             for arch, caps in row["capabilities"].items():
                 print(f"    {arch or '*'}: " + ", ".join(f"{k}={v}" for k, v in sorted(caps.items())))

@@ -140,7 +140,8 @@ def render(report: dict[str, Any], *, verbose: bool = False) -> str:
             if t["backend"] else "registered, no compiler yet"
         out.append(f"  {t['kind']:<8} {t['description']}  [{backend}]")
         out.append(f"           archs: {archs}" + (f" (default {t['default_arch']})" if t["default_arch"] else "")
-                   + (f"; aliases: {', '.join(t['aliases'])}" if t["aliases"] else ""))
+                   + (f"; aliases: {', '.join(t['aliases'])}" if t["aliases"] else "")
+                   + (f"; variants: {', '.join(t['kind'] + '+' + f for f in t['features'])}" if t["features"] else ""))
     out += ["", "Devices:"]
     for d in report["devices"]:
         names = ", ".join(d["names"]) or d["kind"]

@@ -272,8 +272,13 @@ def _auto(manager, host, environ) -> Target:
         raise TargetError(f"target='auto': {why}, and TILELANG_AUTO_STRICT=1 forbids the cpu fallback. "
                           "Install the backend for your device or set TILELANG_TARGET.")
     if "cpu" not in manager.targets:
+        # a backend with a functional simulator runs kernels here too: name it (ascend+sim)
+        simulated = [f"{s.kind}+{f}" for s in sorted(manager.targets.values(), key=lambda s: s.kind)
+                     for f in s.features if f == "sim"]
+        sims = f", or pick a simulator that runs here: target={simulated[0]!r}" + \
+            (f" ({', '.join(simulated[1:])})" if simulated[1:] else "") if simulated else ""
         raise TargetError(f"target='auto': {why}, and the cpu reference backend is not installed: "
-                          "pip install tilelang-cpu")
+                          f"pip install tilelang-cpu{sims}")
     _warn_once("cpu", f"target='auto': {why}; running on the cpu reference backend "
                "(TILELANG_AUTO_STRICT=1 makes this an error).", NoAcceleratorNotice)
     spec = manager.targets["cpu"]
