@@ -3,6 +3,7 @@ sources, carries the license, a long description and nothing stray, registers no
 and a fresh virtual environment that installs tilelang-core and tilelang-cpu from the wheels (not
 editable) compiles and runs a kernel outside the source tree."""
 
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -20,8 +21,13 @@ DISTRIBUTIONS = {"tilelang_core": ".", "tilelang_cpu": "backends/cpu", "tilelang
 @pytest.fixture(scope="module")
 def wheelhouse(tmp_path_factory):
     out = tmp_path_factory.mktemp("wheelhouse")
+    # built from a copy: setuptools writes build/ and *.egg-info next to the sources it builds
+    sources = tmp_path_factory.mktemp("sources")
+    skip = shutil.ignore_patterns(".venv", ".git", ".device", "build", "dist", "__pycache__", "*.egg-info",
+                                  "tests", "bench", "docs", "examples")
+    shutil.copytree(ROOT, sources / "repo", ignore=skip)
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                           "-w", str(out), *[str(ROOT / d) for d in DISTRIBUTIONS.values()]],
+                           "-w", str(out), *[str(sources / "repo" / d) for d in DISTRIBUTIONS.values()]],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Warning" not in done.stderr and "deprecated" not in done.stderr.lower(), done.stderr[-3000:]

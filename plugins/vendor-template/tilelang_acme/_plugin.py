@@ -3,7 +3,7 @@ tilelang_core.plugin only. Heavy code (your lowering, codegen, toolchain) is nam
 "module:Class" string in a BackendSpec and imported on the first compile for your kind.
 """
 
-from tilelang_core.plugin import PLUGIN_API, PluginInfo, TargetKindSpec, hookimpl
+from tilelang_core.plugin import PLUGIN_API, BackendSpec, PluginInfo, TargetKindSpec, hookimpl
 
 from . import __version__, target
 
@@ -22,11 +22,10 @@ def tilelang_register_targets(registry):
         aliases=("acme_npu",), capabilities=target.CAPABILITIES))
 
 
-# When your compiler exists, register it (see docs/writing-a-backend.md, "The Backend"):
-#
-# @hookimpl
-# def tilelang_register_backends(registry):
-#     registry.add(BackendSpec(kind="acme", factory="tilelang_acme.pipeline:AcmeBackend"))
+@hookimpl
+def tilelang_register_backends(registry):
+    # named as a string: pipeline.py (and tvm with it) is imported on the first compile for acme
+    registry.add(BackendSpec(kind="acme", factory="tilelang_acme.pipeline:AcmeBackend"))
 
 
 @hookimpl
