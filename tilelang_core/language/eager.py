@@ -314,9 +314,13 @@ class EagerProgram:
         (shape and dtype only) for them, ready for :meth:`specialize`.
         """
         sizes = {k: v for k, v in kwargs.items() if k in self.signature.const_names}
-        if not sizes:
-            return args, kwargs
         given = dict(zip(self.signature.params, args))
+        # no sizes and no tensors either: a program whose annotations are all static (TileLang's
+        # `@jit def f(A: T.Tensor((16, 16), T.float32))` then `f.get_kernel_source()`) needs none
+        all_static = not self.signature.const_names and not args and not any(
+            n in kwargs for n in self.signature.tensor_params)
+        if not sizes and not all_static:
+            return args, kwargs
         given.update((k, v) for k, v in kwargs.items() if k not in sizes)
         defaults = self.signature.defaults
         missing = [n for n in self._scalar_names if n not in given and n not in defaults]
