@@ -38,59 +38,31 @@ def _rand(rng, shape, dtype=np.float32):
 # -- copies through every staging -------------------------------------------------------------------
 def copy_case(rng, M, N, bM, bN, threads, staging):
     """A -> (shared | fragment | shared then fragment | fragment then shared) -> B, tile by tile."""
-    builders = {"shared": _copy_shared, "fragment": _copy_fragment,
-                "shared_fragment": _copy_shared_fragment, "fragment_shared": _copy_fragment_shared}
+
+    @T.prim_func
+    def copy(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            s = T.alloc_shared((bM, bN), "float32")
+            f = T.alloc_fragment((bM, bN), "float32")
+            # the branches are Python constants: the parser keeps the one the staging names
+            if staging == "shared":
+                T.copy(A[by * bM, bx * bN], s)
+                T.copy(s, B[by * bM, bx * bN])
+            elif staging == "fragment":
+                T.copy(A[by * bM, bx * bN], f)
+                T.copy(f, B[by * bM, bx * bN])
+            elif staging == "shared_fragment":
+                T.copy(A[by * bM, bx * bN], s)
+                T.copy(s, f)
+                T.copy(f, B[by * bM, bx * bN])
+            else:
+                T.copy(A[by * bM, bx * bN], f)
+                T.copy(f, s)
+                T.copy(s, B[by * bM, bx * bN])
+
     a = _rand(rng, (M, N))
-    return Case("copy", builders[staging](M, N, bM, bN, threads), {"A": a, "B": np.zeros_like(a)},
-                {"B": a.astype(np.float64)}, sizes=dict(M=M, N=N, bM=bM, bN=bN, threads=threads, staging=staging))
-
-
-def _copy_shared(M, N, bM, bN, threads):
-    @T.prim_func
-    def copy_shared(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
-            s = T.alloc_shared((bM, bN), "float32")
-            T.copy(A[by * bM, bx * bN], s)
-            T.copy(s, B[by * bM, bx * bN])
-
-    return copy_shared
-
-
-def _copy_fragment(M, N, bM, bN, threads):
-    @T.prim_func
-    def copy_fragment(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
-            f = T.alloc_fragment((bM, bN), "float32")
-            T.copy(A[by * bM, bx * bN], f)
-            T.copy(f, B[by * bM, bx * bN])
-
-    return copy_fragment
-
-
-def _copy_shared_fragment(M, N, bM, bN, threads):
-    @T.prim_func
-    def copy_shared_fragment(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
-            s = T.alloc_shared((bM, bN), "float32")
-            f = T.alloc_fragment((bM, bN), "float32")
-            T.copy(A[by * bM, bx * bN], s)
-            T.copy(s, f)
-            T.copy(f, B[by * bM, bx * bN])
-
-    return copy_shared_fragment
-
-
-def _copy_fragment_shared(M, N, bM, bN, threads):
-    @T.prim_func
-    def copy_fragment_shared(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
-            f = T.alloc_fragment((bM, bN), "float32")
-            s = T.alloc_shared((bM, bN), "float32")
-            T.copy(A[by * bM, bx * bN], f)
-            T.copy(f, s)
-            T.copy(s, B[by * bM, bx * bN])
-
-    return copy_fragment_shared
+    return Case("copy", copy, {"A": a, "B": np.zeros_like(a)}, {"B": a.astype(np.float64)},
+                sizes=dict(M=M, N=N, bM=bM, bN=bN, threads=threads, staging=staging))
 
 
 # -- element-wise with broadcast and a value bound in the loop body ----------------------------------
