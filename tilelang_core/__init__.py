@@ -13,7 +13,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 from .errors import (AutotuneError, CacheError, CompileError, ConfigError, FrontendError, LaunchError, LayoutError,
-                     LoweringError, NoDeviceError, PluginError, TargetError, TileLangError)
+                     LoweringError, NoDeviceError, NoToolchainError, PluginError, TargetError, TileLangError)
 from .intmath import cdiv, next_power_of_2, prev_power_of_2
 from .pass_configs import PassConfigKey
 from .jit import compile, jit  # light: numpy, torch and tvm load with the first compile
@@ -51,7 +51,7 @@ _LAZY = {
 }
 
 __all__ = [
-    "AutotuneError", "CacheError", "CompileError", "ConfigError", "FrontendError", "LaunchError", "LayoutError", "NoDeviceError",
+    "AutotuneError", "CacheError", "CompileError", "ConfigError", "FrontendError", "LaunchError", "LayoutError", "NoDeviceError", "NoToolchainError",
     "LoweringError", "PassConfigKey", "PluginError", "Target", "TargetError", "TileLangError", "__version__", "autotune", "cdiv", "compile", "jit", "next_power_of_2",
     "prev_power_of_2", "set_log_level",
     *_LAZY,

@@ -82,6 +82,13 @@ class CompileError(TileLangError):
         super().__init__(text)
 
 
+class NoToolchainError(CompileError):
+    """The kernel's source was generated, but this machine lacks the toolchain that builds it
+    (the vendor's compiler). Backends raise it from ``build``; ``compile`` then returns the kernel
+    with every stage up to the source (``get_kernel_source()`` works), no binary and nothing in
+    the disk cache; calling it raises this error."""
+
+
 class LaunchError(TileLangError):
     """Arguments do not fit the compiled kernel, or the launch itself failed."""
 

@@ -42,9 +42,10 @@ def test_a_stage_the_backend_does_not_produce_lists_the_available_ones(capsys, s
     assert "--target cuda" in err
 
 
-@pytest.mark.parametrize("target, marker", [("metal", "kernel void"), ("hip:gfx942", "__global__")])
+@pytest.mark.parametrize("target, marker", [("metal", "kernel void"), ("hip:gfx942", "__global__"),
+                                            ("ascend", "kernel_operator.h")])
 def test_a_target_without_its_device_still_shows_its_source(capsys, target, marker):
-    """Cross-compiling (issue 24): no Mac, no ROCm here; the source is produced all the same."""
+    """Cross-compiling (issue 24): no Mac, no ROCm, no CANN here; the source is produced all the same."""
     rc, out, err = _compile(capsys, GEMM, "--args", "128", "128", "128", "--target", target, "--emit", "source")
     assert rc == 0, err
     assert marker in out

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from .. import config
-from ..errors import CompileError, ConfigError, NoDeviceError, TileLangError
+from ..errors import CompileError, ConfigError, NoDeviceError, NoToolchainError, TileLangError
 from ..runtime import entry_function
 from .cache import DiskCache, make_key
 from .params import read_params
@@ -88,7 +88,10 @@ def compile(func, out_idx: Sequence[int] | int | None = None, target: Any = "aut
     with _memory_lock:
         hit = _memory.get(key)
     if hit is None:
-        hit = _compile_and_load(func, name, tirx_text, backend, options, key, parts)
+        try:
+            hit = _compile_and_load(func, name, tirx_text, backend, options, key, parts)
+        except _SourceOnly as only:  # no binary, nothing cached; the first call says why
+            hit = (None, only.error, only.asm, None, False, only.timings)
         with _memory_lock:
             hit = _memory.setdefault(key, hit)
     path, function, asm, keepalive, from_cache, timings = hit
@@ -102,6 +105,14 @@ def compile(func, out_idx: Sequence[int] | int | None = None, target: Any = "aut
                        produce_stage=functools.partial(_produce_stage, backend, options, name, asm))
     _dump_ir(name, tirx_text, asm)
     return kernel
+
+
+class _SourceOnly(Exception):
+    """The build stage lacked its toolchain (NoToolchainError): the stages before it stand."""
+
+    def __init__(self, asm, error, timings):
+        super().__init__(str(error))
+        self.asm, self.error, self.timings = asm, error, timings
 
 
 def _produce_stage(backend, options, name: str, asm: Mapping[str, str], stage: str) -> str:
@@ -325,8 +336,12 @@ def _run_stages_plain(func, name, tirx_text, backend, options):
     asm["source"] = source if isinstance(source, str) else str(source)
     t2 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"tilelang-build-{name}-") as workdir:
-        binary = _stage("binary", backend, name, backend.build, lowered, source, options,
-                        Path(workdir))
+        try:
+            binary = _stage("binary", backend, name, backend.build, lowered, source, options,
+                            Path(workdir))
+        except NoToolchainError as exc:  # cross-compiling: every stage up to the source stands
+            timings.update(lowered=t1 - t0, source=t2 - t1)
+            raise _SourceOnly(asm, exc, timings) from None
     t3 = time.perf_counter()
     if not isinstance(binary, (bytes, bytearray)) or not binary:
         raise CompileError(f"backend '{backend.kind}' build() of kernel '{name}' returned "

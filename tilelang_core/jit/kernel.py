@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..errors import CacheError, LaunchError, NoDeviceError
+from ..errors import CacheError, LaunchError, NoDeviceError, NoToolchainError
 from .args import ArgBinder
 from .launcher import make_launcher
 from .params import KernelParam, check_outputs_allocatable
@@ -71,7 +71,8 @@ class JITKernel:
         self.target = target
         self.key = key
         self.entry = entry
-        self.artifact_path = Path(artifact_path)
+        #: None when the kernel was compiled where its toolchain is missing (NoToolchainError)
+        self.artifact_path = Path(artifact_path) if artifact_path is not None else None
         self.from_cache = from_cache
         self.timings = dict(timings or {})
         self.function = function
@@ -84,9 +85,9 @@ class JITKernel:
         self.config: dict | None = None
         self.ref_latency: float | None = None
         check_outputs_allocatable(self.params, name)
-        if isinstance(function, NoDeviceError):
+        if isinstance(function, (NoDeviceError, NoToolchainError)):
             # compiled for a target this machine cannot run (cross-compiling, inspecting): every
-            # stage is here; the first call says why it cannot run
+            # stage it could make is here; the first call says why it cannot run
             self.function, self._no_device = None, function
             self._binder, self._launch = None, self._refuse_launch
             return
@@ -95,8 +96,9 @@ class JITKernel:
         self._launch = make_launcher(self._binder, device_type, entry_checks, entry_aligns)
 
     def _refuse_launch(self, args):
-        raise NoDeviceError(f"kernel '{self.name}' compiled for {self.target}, but cannot run on this "
-                            f"machine: {self._no_device}") from None
+        cls = type(self._no_device)
+        raise cls(f"kernel '{self.name}' compiled for {self.target}, but cannot run on this "
+                  f"machine: {self._no_device}") from None
 
     @property
     def out_idx(self) -> list[int]:
@@ -142,6 +144,8 @@ class JITKernel:
     def export_library(self, path: str | Path) -> Path:
         """Copy the loadable artifact to ``path``; load it with ``tvm_ffi.load_module(path)``."""
         path = Path(path)
+        if self.artifact_path is None:
+            raise CacheError(f"kernel '{self.name}' has no binary to export: {self._no_device}")
         if not self.artifact_path.is_file():
             raise CacheError(f"artifact of kernel '{self.name}' at {self.artifact_path} is gone "
                              f"(evicted from the cache?); compile the kernel again to export it")

@@ -175,3 +175,22 @@ def test_every_other_example_emits_structurally_sound_ascend_c(name):
         assert pairs(body, "SetFlag") == pairs(body, "WaitFlag")
     assert Counter(re.findall(r"CrossCoreSetFlag<0x2, PIPE_\w+>\((\d+)\)", src)) == \
         Counter(re.findall(r"CrossCoreWaitFlag\((\d+)\)", src))
+
+
+def test_compiling_without_cann_gives_the_source_and_the_first_call_says_what_to_install(monkeypatch, tmp_path):
+    """Cross-compiling (issue 24): `compile --target ascend --emit source` failed for want of CANN."""
+    import tilelang_core as tl
+    from tilelang_core.errors import CacheError, NoToolchainError
+
+    monkeypatch.delenv("ASCEND_HOME_PATH", raising=False)
+    monkeypatch.delenv("ASCEND_TOOLKIT_HOME", raising=False)
+    monkeypatch.setattr(compiler, "DEFAULT_PREFIX", tmp_path / "nowhere")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path / "cache"))
+    kernel = tl.compile(example("gemm/gemm.py").gemm.get_tir(64, 64, 64), target="ascend")
+    assert "kernel_operator.h" in kernel.get_kernel_source() and kernel.artifact_path is None
+    with pytest.raises(NoToolchainError, match="kernel 'main' compiled for ascend.*CANN was not found"):
+        kernel(None, None, None)
+    with pytest.raises(CacheError, match="no binary to export"):
+        kernel.export_library(tmp_path / "k.so")
+    assert not list((tmp_path / "cache" / "v1" / "kernels").iterdir())  # nothing half-built is cached

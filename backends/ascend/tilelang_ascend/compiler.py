@@ -16,7 +16,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tilelang_core.errors import CompileError
+from tilelang_core.errors import CompileError, NoToolchainError
 
 DEFAULT_PREFIX = Path("/usr/local/Ascend/ascend-toolkit/latest")
 
@@ -57,7 +57,7 @@ def require_toolchain(kernel: str = "") -> tuple[Path, Path]:
         searched = ", ".join(f"{v}={os.environ.get(v, '(unset)')}"
                              for v in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"))
         what = f"kernel '{kernel}'" if kernel else "kernels"
-        raise CompileError(f"cannot build {what} for target 'ascend': CANN "
+        raise NoToolchainError(f"cannot build {what} for target 'ascend': CANN "
                            f"{'was not found' if home is None else 'has no bisheng compiler'} "
                            f"({searched}; also looked in {DEFAULT_PREFIX} and PATH). "
                            + INSTALL_HINT)
