@@ -38,6 +38,7 @@ from ..ir import Copy, Gemm, Reduce, TileOp, is_tile_op
 from ..ir import region as R
 from ..layout import Fragment
 from .buffer_views import buffer_views, root_of
+from .fragment_windows import window_access, window_layout
 from .lower_tile_ops import kernel_name
 from .structural import stmt_children
 
@@ -276,6 +277,8 @@ class _Solver:
             if buffer in self.layouts and self.layouts[buffer].is_whole:
                 continue  # every element is local: any index will do
             dims = access_dims(nest, indices)
+            if dims is None and buffer in self.layouts and window_access(nest, indices) is not None:
+                continue  # read through a window; LowerParallel checks that each thread holds it
             if dims is None:
                 raise LayoutError(
                     f"kernel '{self.kernel}': fragment '{buffer.name}' is indexed with "
@@ -353,7 +356,17 @@ def nest_anchor(nest: ParallelNest, layouts: dict) -> Fragment | None:
         # loop dim k is the buffer's dim dims.index(k)
         full.append((layout.is_whole, dims != sorted(dims),
                      layout if dims == sorted(dims) else layout.permute([dims.index(k) for k in range(n)])))
-    return min(full, key=lambda entry: entry[:2], default=(None, None, None))[2]  # min keeps the first
+    if full:
+        return min(full, key=lambda entry: entry[:2])[2]  # min keeps the first
+    for buffer, indices in nest.accesses:  # x_frag[i, jj * 4 + j]: a window of a laid-out fragment
+        layout = layouts.get(buffer)
+        if layout is None or layout.is_whole or access_dims(nest, indices) is not None:
+            continue
+        access = window_access(nest, indices)
+        anchor = window_layout(layout, access, nest.extents) if access is not None else None
+        if anchor is not None:
+            return anchor
+    return None
 
 
 def access_layout(anchor: Fragment, dims: list[int], shape: tuple[int, ...]) -> Fragment:

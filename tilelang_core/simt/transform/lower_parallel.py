@@ -17,6 +17,7 @@ from tilelang_core.layout import THREAD, Fragment
 from tilelang_core.lowering import in_bounds
 from tilelang_core.transform.bindings import bound_vars, drop_bindings, is_pure
 from tilelang_core.transform.safe_values import padding_for
+from tilelang_core.transform.fragment_windows import window_access, window_owned
 from tilelang_core.transform.layout_inference import (access_dims, access_layout, is_fragment, nest_anchor,
                                                      parallel_nests, same_owners)
 
@@ -191,7 +192,16 @@ def _check_owners(nest, st: KernelState, anchor) -> None:
     for buffer, indices in nest.accesses:
         layout = st.layouts[buffer]
         dims = access_dims(nest, indices)
-        if layout.is_whole or dims is None:
+        if layout.is_whole:
+            continue
+        if dims is None:  # a window (_check_fragment_indices refused every other form)
+            window = window_access(nest, indices)
+            if any(b.same_as(buffer) for b, _ in nest.stores):
+                _refuse(nest, st, buffer, "is written through a window in a T.Parallel loop")
+            _check_window_bounds(nest, st, buffer, window)
+            if not window_owned(layout, anchor, window, nest.extents):
+                _refuse(nest, st, buffer, f"is read at [{', '.join(map(str, indices))}], whose windows lie in "
+                        f"other threads than the loop's ({layout})")
             continue
         if len(set(dims)) != len(dims):
             _refuse(nest, st, buffer, "is indexed with one loop variable twice (a diagonal)")
@@ -204,6 +214,15 @@ def _check_owners(nest, st: KernelState, anchor) -> None:
         if not same_owners(want, layout):
             _refuse(nest, st, buffer, f"is laid out as {layout}, but this loop runs its elements in "
                     f"other threads ({want})")
+
+
+def _check_window_bounds(nest, st: KernelState, buffer, window) -> None:
+    """Every window an offset can select lies inside the fragment (else a register past its end)."""
+    for size, k, offset in zip(st.layouts[buffer].shape, window.dims, window.offsets):
+        top = size - int(nest.extents[k])
+        if not st.analyzer.can_prove(tirx.all(offset >= 0, offset <= top)):
+            _refuse(nest, st, buffer, f"is read through the window offset {offset}, which is not provably "
+                    f"within 0..{top}")
 
 
 def _refuse(nest, st: KernelState, buffer, why: str):
@@ -272,6 +291,9 @@ def _emit(nest, st: KernelState, anchor, guard_replicas: bool):
         layout = st.layouts[buffer]
         if layout.is_whole and access_dims(nest, indices) is None:
             return st.simplify(layout.local_of(*indices))  # held whole: the element is local
+        window = window_access(nest, indices) if access_dims(nest, indices) is None else None
+        if window is not None:  # this thread's element of the window the offsets select
+            return st.simplify(layout.local_of(*[index[k] + o for k, o in zip(window.dims, window.offsets)]))
         return frag_index(buffer, indices)
 
     def on_load(load):
@@ -316,7 +338,8 @@ def _check_fragment_indices(nest, st: KernelState) -> None:
     from tilelang_core.lowering import source_location
 
     bad = [(buffer, indices) for buffer, indices in nest.accesses
-           if not st.layouts[buffer].is_whole and access_dims(nest, indices) is None]
+           if not st.layouts[buffer].is_whole and access_dims(nest, indices) is None
+           and window_access(nest, indices) is None]
     if bad:
         buffer, indices = bad[0]
         loop_vars = ", ".join(str(v) for v in nest.loop_vars)

@@ -117,3 +117,41 @@ def test_parallel_over_a_run_time_extent(valid_len):
     want = torch.zeros_like(a)
     want[:valid_len] = a[:valid_len] - 1
     torch.testing.assert_close(b, want)
+
+
+@pytest.mark.parametrize("dtype, window", [("float32", 4), ("float16", 8)])
+def test_a_window_of_a_register_gemm_operand(dtype, window):
+    """TileLang's mHC pre: x_frag[i, jj * window + j] inside T.Parallel, x_frag also a gemm's A."""
+    TB, HB = 32, 256
+
+    @T.prim_func
+    def main(X: T.Tensor((TB, HB), dtype), Fn: T.Tensor((32, HB), dtype), O: T.Tensor((TB, 32), "float32"),
+             S: T.Tensor((TB,), "float32")):
+        with T.Kernel(1, threads=128):
+            out_frag = T.alloc_fragment((TB, 32), "float32")
+            part = T.alloc_fragment((TB, window), "float32")
+            T.clear(out_frag)
+            T.clear(part)
+            xs = T.alloc_shared((TB, HB), dtype)
+            fs = T.alloc_shared((32, HB), dtype)
+            T.copy(X, xs)
+            T.copy(Fn, fs)
+            x = T.alloc_fragment((TB, HB), dtype)
+            T.copy(xs, x)
+            for jj in T.serial(HB // window):
+                for i, j in T.Parallel(TB, window):
+                    part[i, j] += T.cast(x[i, jj * window + j], "float32") * T.cast(x[i, jj * window + j], "float32")
+            T.gemm(x, fs, out_frag, transpose_B=True)
+            total = T.alloc_fragment(TB, "float32")
+            T.reduce_sum(part, total)
+            T.copy(total, S)
+            T.copy(out_frag, O)
+
+    tdt = getattr(torch, dtype)
+    x = torch.randn(TB, HB, device="cuda", dtype=tdt)
+    fn = torch.randn(32, HB, device="cuda", dtype=tdt)
+    o = torch.full((TB, 32), float("nan"), device="cuda")
+    s = torch.full((TB,), float("nan"), device="cuda")
+    compiled(main)(x, fn, o, s)
+    torch.testing.assert_close(s.double(), (x.double() ** 2).sum(1), rtol=1e-4, atol=1e-3)
+    torch.testing.assert_close(o.double(), x.double() @ fn.double().T, rtol=2e-2, atol=5e-2)
