@@ -10,7 +10,7 @@ That is TileLang's rule for these loops (its loop layout is the fragment's, take
 index); where the fragment's layout spreads windows over threads the access is refused by the
 caller, never compiled.
 
-    access = window_access(nest, indices)           # None unless the index has this form
+    access = window_access(nest, indices, shape)    # None unless the index has this form
     layout = window_layout(frag_layout, access, nest.extents)   # the loop's layout, or None
 """
 
@@ -40,12 +40,14 @@ def _uses(expr, var) -> bool:
     return bool(found)
 
 
-def window_access(nest, indices) -> WindowAccess | None:
+def window_access(nest, indices, shape) -> WindowAccess | None:
     """The access as loop variable + offset per dimension, at least one offset nonzero, every loop
-    variable of the nest used exactly once; None for any other form."""
+    variable of the nest used exactly once, each nonzero offset a multiple of its loop extent
+    inside a dimension of ``shape`` that extent tiles; None for any other form (``acc[i + s * 32, j]``
+    over the whole of ``acc``'s rows is a shift, not a window)."""
     analyzer = tvm.sym.Analyzer()
     dims, offsets = [], []
-    for index in indices:
+    for size, index in zip(shape, indices):
         used = [k for k, v in enumerate(nest.loop_vars) if _uses(index, v)]
         if len(used) != 1:
             return None
@@ -53,6 +55,11 @@ def window_access(nest, indices) -> WindowAccess | None:
         offset = analyzer.simplify(index - var)
         if any(_uses(offset, v) for v in nest.loop_vars):
             return None  # not var + offset (var * 2, var // 2, ...)
+        extent = int(nest.extents[used[0]])
+        zero = isinstance(offset, tirx.IntImm) and offset.value == 0
+        if not zero and (size % extent or size == extent
+                         or not analyzer.can_prove(tirx.floormod(offset, extent) == 0)):
+            return None
         dims.append(used[0])
         offsets.append(offset)
     if sorted(dims) != list(range(len(nest.loop_vars))):

@@ -277,7 +277,8 @@ class _Solver:
             if buffer in self.layouts and self.layouts[buffer].is_whole:
                 continue  # every element is local: any index will do
             dims = access_dims(nest, indices)
-            if dims is None and buffer in self.layouts and window_access(nest, indices) is not None:
+            if dims is None and buffer in self.layouts and \
+                    window_access(nest, indices, self.layouts[buffer].shape) is not None:
                 continue  # read through a window; LowerParallel checks that each thread holds it
             if dims is None:
                 raise LayoutError(
@@ -362,7 +363,7 @@ def nest_anchor(nest: ParallelNest, layouts: dict) -> Fragment | None:
         layout = layouts.get(buffer)
         if layout is None or layout.is_whole or access_dims(nest, indices) is not None:
             continue
-        access = window_access(nest, indices)
+        access = window_access(nest, indices, layout.shape)
         anchor = window_layout(layout, access, nest.extents) if access is not None else None
         if anchor is not None:
             return anchor

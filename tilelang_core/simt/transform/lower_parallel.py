@@ -195,7 +195,7 @@ def _check_owners(nest, st: KernelState, anchor) -> None:
         if layout.is_whole:
             continue
         if dims is None:  # a window (_check_fragment_indices refused every other form)
-            window = window_access(nest, indices)
+            window = window_access(nest, indices, layout.shape)
             if any(b.same_as(buffer) for b, _ in nest.stores):
                 _refuse(nest, st, buffer, "is written through a window in a T.Parallel loop")
             _check_window_bounds(nest, st, buffer, window)
@@ -291,7 +291,7 @@ def _emit(nest, st: KernelState, anchor, guard_replicas: bool):
         layout = st.layouts[buffer]
         if layout.is_whole and access_dims(nest, indices) is None:
             return st.simplify(layout.local_of(*indices))  # held whole: the element is local
-        window = window_access(nest, indices) if access_dims(nest, indices) is None else None
+        window = window_access(nest, indices, layout.shape) if access_dims(nest, indices) is None else None
         if window is not None:  # this thread's element of the window the offsets select
             return st.simplify(layout.local_of(*[index[k] + o for k, o in zip(window.dims, window.offsets)]))
         return frag_index(buffer, indices)
@@ -339,7 +339,7 @@ def _check_fragment_indices(nest, st: KernelState) -> None:
 
     bad = [(buffer, indices) for buffer, indices in nest.accesses
            if not st.layouts[buffer].is_whole and access_dims(nest, indices) is None
-           and window_access(nest, indices) is None]
+           and window_access(nest, indices, st.layouts[buffer].shape) is None]
     if bad:
         buffer, indices = bad[0]
         loop_vars = ", ".join(str(v) for v in nest.loop_vars)
