@@ -209,4 +209,21 @@ def test_a_backend_module_that_does_not_exist_is_named_not_reinstalled(tmp_path,
         manager.backend_class("hollow")
     assert "Reinstall" not in str(info.value)
     text = render(collect(toolchains=False))
-    assert "hollow" in text and "BACKEND MISSING: tilelang_hollow_missing.pipeline: No module named" in text
+    assert "hollow" in text and "BACKEND BROKEN: tilelang_hollow_missing.pipeline: No module named" in text
+
+
+def test_a_backend_module_that_fails_to_import_is_not_shown_as_compiling(tmp_path, monkeypatch):
+    from tilelang_core.doctor import collect, render
+    from tilelang_core.plugin.manager import set_plugin_manager
+
+    (tmp_path / "tilelang_crashy_pipeline.py").write_text("import no_such_vendor_runtime\n")
+    source = PLUGIN_SOURCE.format(kind="crashy", api=PLUGIN_API) + (
+        "\nfrom tilelang_core.plugin import BackendSpec\n"
+        "@hookimpl\ndef tilelang_register_backends(registry):\n"
+        "    registry.add(BackendSpec(kind='crashy', factory='tilelang_crashy_pipeline:CrashyBackend'))\n")
+    install(tmp_path, monkeypatch, "crashy", source)
+    set_plugin_manager(PluginManager().discover())
+    text = render(collect(toolchains=False))
+    assert "BACKEND BROKEN: importing tilelang_crashy_pipeline:CrashyBackend fails: ModuleNotFoundError" in text
+    assert "crashy" in text and "crashy   test device crashy  [compiles]" not in text
+

@@ -65,6 +65,24 @@ def foreign_distributions() -> list[dict[str, Any]]:
     return found
 
 
+def _backend_problem(factory: str) -> str | None:
+    """Why a registered backend cannot compile here: its module is missing, or importing it fails
+    (doctor imports each backend's module once: heavy, but this is the diagnostic)."""
+    import importlib
+
+    missing = backend_missing(factory)
+    if missing:
+        return missing
+    module_name, _, attr = factory.partition(":")
+    try:
+        obj = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except Exception as exc:  # noqa: BLE001 - reported, never raised
+        return f"importing {factory} fails: {type(exc).__name__}: {exc}"
+    return None
+
+
 def collect(*, toolchains: bool = True) -> dict[str, Any]:
     from . import __version__
     from .target import resolve_target
@@ -87,7 +105,7 @@ def collect(*, toolchains: bool = True) -> dict[str, Any]:
             {"kind": s.kind, "description": s.description, "archs": list(s.archs), "default_arch": s.default_arch,
              "aliases": list(s.aliases), "features": list(s.features),
              "backend": manager.backends[s.kind].factory if s.kind in manager.backends else None,
-             "backend_missing": backend_missing(manager.backends[s.kind].factory) if s.kind in manager.backends
+             "backend_missing": _backend_problem(manager.backends[s.kind].factory) if s.kind in manager.backends
              else None,
              "provider": manager.plugins[manager.providers[s.kind][0]].distribution}
             for s in sorted(manager.targets.values(), key=lambda s: s.kind)
@@ -136,7 +154,7 @@ def render(report: dict[str, Any], *, verbose: bool = False) -> str:
     out += ["", "Target kinds:"]
     for t in report["targets"]:
         archs = ", ".join(t["archs"]) or "-"
-        backend = ("compiles" if not t.get("backend_missing") else f"BACKEND MISSING: {t['backend_missing']}") \
+        backend = ("compiles" if not t.get("backend_missing") else f"BACKEND BROKEN: {t['backend_missing']}") \
             if t["backend"] else "registered, no compiler yet"
         out.append(f"  {t['kind']:<8} {t['description']}  [{backend}]")
         out.append(f"           archs: {archs}" + (f" (default {t['default_arch']})" if t["default_arch"] else "")

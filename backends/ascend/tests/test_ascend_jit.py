@@ -147,8 +147,10 @@ def test_the_artifact_keeps_the_program_exactly():
 
 def test_without_cann_target_ascend_says_what_to_install(no_cann):
     rms = example("norm/rms_norm.py")
-    with pytest.raises(CompileError) as info:
-        tl.compile(rms.rms_norm.get_tir(20, 72), out_idx=[-1], target="ascend")
+    kernel = tl.compile(rms.rms_norm.get_tir(20, 72), out_idx=[-1], target="ascend")  # the source, no binary
+    assert kernel.get_kernel_source() and kernel.artifact_path is None
+    with pytest.raises(CompileError) as info:  # NoToolchainError, at the first call
+        kernel(None)
     text = str(info.value)
     assert "kernel 'main'" in text and "CANN Toolkit" in text and "set_env.sh" in text
     assert "torch_npu" in text and 'target="ascend+sim"' in text
