@@ -13,7 +13,7 @@ import warnings
 from typing import Any
 
 from . import config
-from .plugin.manager import backend_missing, get_plugin_manager
+from .plugin.manager import backend_missing, get_plugin_manager, resolve_factory
 from .plugin.specs import PLUGIN_API
 
 #: toolchain -> (command, version arguments)
@@ -68,16 +68,11 @@ def foreign_distributions() -> list[dict[str, Any]]:
 def _backend_problem(factory: str) -> str | None:
     """Why a registered backend cannot compile here: its module is missing, or importing it fails
     (doctor imports each backend's module once: heavy, but this is the diagnostic)."""
-    import importlib
-
     missing = backend_missing(factory)
     if missing:
         return missing
-    module_name, _, attr = factory.partition(":")
     try:
-        obj = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
+        resolve_factory(factory)
     except Exception as exc:  # noqa: BLE001 - reported, never raised
         return f"importing {factory} fails: {type(exc).__name__}: {exc}"
     return None

@@ -120,7 +120,7 @@ def user_stacklevel() -> int:
     import re
     import sys
 
-    ours = re.compile(r"tilelang_\w+(\.|$)|importlib\.|<frozen")
+    ours = re.compile(r"tilelang_\w+(\.|$)|importlib\.")
     frame, level = sys._getframe(1), 1
     while frame is not None:
         if not ours.match(str(frame.f_globals.get("__name__", ""))):

@@ -88,17 +88,17 @@ class JITKernel:
         if isinstance(function, (NoDeviceError, NoToolchainError)):
             # compiled for a target this machine cannot run (cross-compiling, inspecting): every
             # stage it could make is here; the first call says why it cannot run
-            self.function, self._no_device = None, function
+            self.function, self._cannot_run = None, function
             self._binder, self._launch = None, self._refuse_launch
             return
-        self._no_device = None
+        self._cannot_run = None
         self._binder = ArgBinder(name, self.params, function, device_type)
         self._launch = make_launcher(self._binder, device_type, entry_checks, entry_aligns)
 
     def _refuse_launch(self, args):
-        cls = type(self._no_device)
+        cls = type(self._cannot_run)
         raise cls(f"kernel '{self.name}' compiled for {self.target}, but cannot run on this "
-                  f"machine: {self._no_device}") from None
+                  f"machine: {self._cannot_run}") from None
 
     @property
     def out_idx(self) -> list[int]:
@@ -145,7 +145,7 @@ class JITKernel:
         """Copy the loadable artifact to ``path``; load it with ``tvm_ffi.load_module(path)``."""
         path = Path(path)
         if self.artifact_path is None:
-            raise CacheError(f"kernel '{self.name}' has no binary to export: {self._no_device}")
+            raise CacheError(f"kernel '{self.name}' has no binary to export: {self._cannot_run}")
         if not self.artifact_path.is_file():
             raise CacheError(f"artifact of kernel '{self.name}' at {self.artifact_path} is gone "
                              f"(evicted from the cache?); compile the kernel again to export it")

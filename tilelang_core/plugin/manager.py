@@ -109,8 +109,7 @@ def _load_bounded(ep, timeout: float):
                           f"a plugin's entry-point module must import quickly (standard library and "
                           f"tilelang_core.plugin only)")
     if "error" in box:
-        error = box["error"]
-        raise error.with_traceback(error.__traceback__)
+        raise box["error"]
     return box["module"]
 
 
@@ -176,9 +175,8 @@ class PluginManager:
                 f"(pip uninstall <distribution>)", distribution=dist)
 
     def _load_entry_point(self, ep) -> None:
-        dist = getattr(ep, "dist", None)
-        dist_name = dist.metadata["Name"] if dist is not None else None
-        dist_version = dist.version if dist is not None else None
+        dist_name = _dist_name(ep)
+        dist_version = ep.dist.version if dist_name is not None else None
         origin = f"entry point {ep.value}" + (f" from {dist_name} {dist_version}" if dist_name else "")
         if ep.name in self.plugins or ep.name in self.broken:
             self.broken[f"{ep.name}@{dist_name}"] = BrokenPlugin(
@@ -365,11 +363,8 @@ class PluginManager:
         if backend is None:
             raise PluginError(f"target kind {spec.kind!r} has no backend registered "
                               f"(plugin {self.providers[spec.kind][0]!r}); it cannot compile yet")
-        module_name, _, attr = backend.factory.partition(":")
         try:
-            obj = importlib.import_module(module_name)
-            for part in attr.split("."):
-                obj = getattr(obj, part)
+            obj = resolve_factory(backend.factory)
         except Exception as exc:
             plugin = self.plugins[self.providers[spec.kind][0]]
             if backend_missing(backend.factory):
@@ -481,6 +476,15 @@ def get_backend(target):
     from ..target import Target
 
     return get_plugin_manager().get_backend(Target.parse(target))
+
+
+def resolve_factory(factory: str):
+    """The object a ``"module:attr"`` string names, importing the module."""
+    module_name, _, attr = factory.partition(":")
+    obj = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
 def backend_missing(factory: str) -> str | None:

@@ -71,14 +71,11 @@ def window_access(nest, indices, shape) -> WindowAccess | None:
 
 def window_layout(layout: Fragment, access: WindowAccess, extents) -> Fragment | None:
     """The layout of the loop over ``extents`` that runs each element where ``layout`` holds it
-    in every window; None when the fragment spreads its windows over threads (or the windows do
-    not tile it)."""
-    analyzer = tvm.sym.Analyzer()
+    in every window; None when the fragment spreads its windows over threads. (``access`` comes
+    from window_access, which checked that the windows tile the fragment.)"""
     split_shape, window_dims = [], []
-    for d, (size, k, offset) in enumerate(zip(layout.shape, access.dims, access.offsets)):
+    for size, k in zip(layout.shape, access.dims):
         extent = int(extents[k])
-        if size % extent or not analyzer.can_prove(tirx.floormod(offset, extent) == 0):
-            return None
         if size > extent:
             window_dims.append(len(split_shape))
             split_shape.append(size // extent)

@@ -143,7 +143,7 @@ def _emit_strided(nest, st: KernelState):
     inner = nest.loop
     for _ in nest.extents:
         inner = inner.body
-    total = st.simplify(_prod_expr(nest.extents))
+    total = st.simplify(_prod(nest.extents))
     trip, flat = tirx.Var("it", "int32"), tirx.Var("flat", "int32")
     threads = tirx.const(st.num_threads, "int32")
     index, place = [], tirx.const(1, "int32")
@@ -158,13 +158,6 @@ def _emit_strided(nest, st: KernelState):
                     tirx.ForKind.SERIAL, body)
 
 
-def _prod_expr(extents):
-    out = tirx.const(1, "int32")
-    for e in extents:
-        out = out * e
-    return out
-
-
 def _partial_anchor(nest, st: KernelState):
     """The loop layout read off a distributed fragment that a subset of the loop variables index
     (in order), or None when the nest touches no distributed fragment."""
@@ -177,10 +170,11 @@ def _partial_anchor(nest, st: KernelState):
         in_order = layout if kept == dims else layout.permute([dims.index(d) for d in kept])
         if list(in_order.shape) != [nest.extents[d] for d in kept]:
             continue
-        if in_order.replicas > 1 and nest.stores and in_order.broadcast(kept, nest.extents).replicas > 1:
+        anchor = in_order.broadcast(kept, nest.extents)
+        if anchor.replicas > 1 and nest.stores:
             _refuse(nest, st, buffer, "is read by a subset of the loop variables while the loop also writes "
                     "fragments, and its copies cannot split the other loop dimensions")
-        return in_order.broadcast(kept, nest.extents)
+        return anchor
     return None
 
 
@@ -257,7 +251,8 @@ def _widest_vector(nest, st: KernelState) -> int:
     return vec
 
 
-def _prod(xs) -> int:
+def _prod(xs):
+    """The product of constants, or of extents some of which are PrimExprs (a symbolic nest)."""
     out = 1
     for x in xs:
         out *= x
@@ -289,9 +284,10 @@ def _emit(nest, st: KernelState, anchor, guard_replicas: bool):
 
     def register(buffer, indices):
         layout = st.layouts[buffer]
-        if layout.is_whole and access_dims(nest, indices) is None:
+        regular = access_dims(nest, indices) is not None
+        if layout.is_whole and not regular:
             return st.simplify(layout.local_of(*indices))  # held whole: the element is local
-        window = window_access(nest, indices, layout.shape) if access_dims(nest, indices) is None else None
+        window = None if regular else window_access(nest, indices, layout.shape)
         if window is not None:  # this thread's element of the window the offsets select
             return st.simplify(layout.local_of(*[index[k] + o for k, o in zip(window.dims, window.offsets)]))
         return frag_index(buffer, indices)
