@@ -115,25 +115,12 @@ def _reduce_kernel(shape, tile, threads, kind, dim, source):
     out_len = M if dim == 1 else N
     out_tile = tM if dim == 1 else tN
     op = getattr(T, f"reduce_{kind}")
-    if source == "fragment":
-        @T.prim_func
-        def reduce_fragment(A: T.Tensor((M, N), "float32"), O: T.Tensor((out_len,), "float32")):
-            with T.Kernel(grid, threads=threads) as b:
-                x = T.alloc_fragment((tM, tN), "float32")
-                o = T.alloc_fragment((out_tile,), "float32")
-                if dim == 1:
-                    T.copy(A[b * tM, 0], x)
-                else:
-                    T.copy(A[0, b * tN], x)
-                op(x, o, dim=dim)
-                T.copy(o, O[b * out_tile])
-
-        return reduce_fragment
+    alloc = T.alloc_fragment if source == "fragment" else T.alloc_shared
 
     @T.prim_func
-    def reduce_shared(A: T.Tensor((M, N), "float32"), O: T.Tensor((out_len,), "float32")):
+    def reduce(A: T.Tensor((M, N), "float32"), O: T.Tensor((out_len,), "float32")):
         with T.Kernel(grid, threads=threads) as b:
-            x = T.alloc_shared((tM, tN), "float32")
+            x = alloc((tM, tN), "float32")  # the source tile: registers or shared memory
             o = T.alloc_fragment((out_tile,), "float32")
             if dim == 1:
                 T.copy(A[b * tM, 0], x)
@@ -142,7 +129,7 @@ def _reduce_kernel(shape, tile, threads, kind, dim, source):
             op(x, o, dim=dim)
             T.copy(o, O[b * out_tile])
 
-    return reduce_shared
+    return reduce
 
 
 # -- row softmax ------------------------------------------------------------------------------------
