@@ -45,7 +45,7 @@ from .function import prim_func
 from .kernel import (Kernel, get_block_binding, get_block_bindings, get_thread_binding, import_source,
                      get_thread_bindings)
 from .macro import macro
-from .pointers import make_tensor, ptr
+from .pointers import make_tensor, match_buffer, ptr
 from .reducers import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .loops import Parallel, Pipelined, grid, serial, thread_binding, unroll, vectorized
 from .tensor import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor, TensorType,

@@ -18,7 +18,7 @@ import tvm
 from tvm.script.ir_builder import tirx as B
 
 from ..errors import FrontendError
-from .parser import LoopNest, ThreadIndex
+from .parser import LaunchBinding, LoopNest, ThreadIndex
 
 
 def _bound(value, what: str):
@@ -124,10 +124,18 @@ def thread_binding(start, stop=None, thread: str = "threadIdx.x"):
 
     Inside a ``T.Kernel`` it is the kernel's own index of that thread dimension (parser.ThreadIndex):
     the range must be the launch's, ``0`` to ``threads[d]``, as TVM requires of a binding it merges.
+    Outside one, a nest of such loops over block and thread indices is itself the launch
+    (parser.LaunchBinding): the loops' extents are the grid and the block.
     """
     if stop is None:
         start, stop = 0, start
-    from .kernel import _ACTIVE, _THREAD_TAGS
+    from .kernel import _ACTIVE, _BLOCK_TAGS, _THREAD_TAGS
+
+    if not _ACTIVE and thread in _BLOCK_TAGS + _THREAD_TAGS:
+        if getattr(start, "value", start) != 0:
+            raise FrontendError(f"T.thread_binding({start}, {stop}, thread={thread!r}) launching a kernel "
+                                f"must start at 0")
+        return LaunchBinding(stop, thread)
 
     if _ACTIVE and thread in _THREAD_TAGS:
         kernel, d = _ACTIVE[-1], _THREAD_TAGS.index(thread)

@@ -83,6 +83,16 @@ class ThreadIndex:
         self.expr = expr
 
 
+class LaunchBinding:
+    """``for bx in T.thread_binding(n, thread="blockIdx.x")`` outside any ``T.Kernel``: TVMScript's
+    way to launch a kernel, which TileLang accepts. A perfect nest of these loops opens one
+    ``T.Kernel`` whose grid and block are the loops' extents (visit_for)."""
+
+    def __init__(self, extent, tag: str):
+        self.extent = extent
+        self.tag = tag
+
+
 # The parser of the kernel being parsed, for T.macro calls (TVM's own lookup walks the Python
 # stack with inspect.getouterframes, which costs ~1 ms per call).
 current_parser: contextvars.ContextVar[Any] = contextvars.ContextVar("tl_current_parser",
@@ -340,6 +350,9 @@ def visit_for(self: Parser, node: doc.For) -> None:
         frames = [B.serial(start, stop, step=step)]
     else:
         value = self.eval_expr(it)
+        if isinstance(value, LaunchBinding):
+            _visit_launch_nest(self, node, value)
+            return
         if isinstance(value, ThreadIndex):
             with self.var_table.with_frame():
                 self.eval_assign(target=node.target, source=value.expr, bind_value=_bind_assign)
@@ -366,6 +379,45 @@ def visit_for(self: Parser, node: doc.For) -> None:
             else loop_vars
         self.eval_assign(target=node.target, source=source, bind_value=tirx_parser.bind_for_value)
         self.visit_body(node.body)
+
+
+def _is_thread_binding_call(it) -> bool:
+    func = it.func if isinstance(it, doc.Call) else None
+    return (isinstance(func, doc.Attribute) and func.attr == "thread_binding") or \
+        (isinstance(func, doc.Name) and func.id == "thread_binding")
+
+
+def _visit_launch_nest(self: Parser, node: doc.For, first: LaunchBinding) -> None:
+    """A nest of ``T.thread_binding`` loops outside a kernel, opened as one ``T.Kernel``."""
+    from .kernel import _BLOCK_TAGS, _THREAD_TAGS, Kernel
+
+    chain, body = [(node, first)], node.body
+    while len(body) == 1 and isinstance(body[0], doc.For) and _is_thread_binding_call(body[0].iter):
+        value = self.eval_expr(body[0].iter)
+        if not isinstance(value, LaunchBinding):
+            break
+        chain.append((body[0], value))
+        body = body[0].body
+    tags = [b.tag for _, b in chain]
+    for loop, b in chain:
+        if tags.count(b.tag) > 1:
+            self.report_error(loop.iter, f"{b.tag} is bound twice in this launch")
+    extents = {b.tag: b.extent for _, b in chain}
+
+    def dims(names):
+        used = [i for i, t in enumerate(names) if t in extents]
+        return [extents.get(t, 1) for t in names[:max(used) + 1]] if used else [1]
+
+    try:
+        kernel = Kernel(*dims(_BLOCK_TAGS), threads=dims(_THREAD_TAGS))
+    except FrontendError as err:
+        self.report_error(node.iter, err)
+    with self.var_table.with_frame(), kernel:
+        for loop, b in chain:
+            index = kernel.block_vars[_BLOCK_TAGS.index(b.tag)] if b.tag in _BLOCK_TAGS \
+                else kernel.thread_vars[_THREAD_TAGS.index(b.tag)]
+            self.eval_assign(target=loop.target, source=index, bind_value=_bind_assign)
+        self.visit_body(body)
 
 
 def note_thread_alias(var, value) -> None:
@@ -521,7 +573,7 @@ def visit_return(self: Parser, node: doc.Return) -> None:
                             "parameter buffer (or use the eager style with T.empty)")
 
 
-__all__ = ["LoopNest", "TileLangParser", "current_eager", "current_parser", "make_error",
+__all__ = ["LaunchBinding", "LoopNest", "TileLangParser", "current_eager", "current_parser", "make_error",
            "parse_kernel"]
 
 

@@ -107,31 +107,71 @@ def make_tensor(pointer, shape, dtype="float32", strides=None):
                         f"{type(pointer).__name__} {pointer!r}")
 
 
-def _parameter_tensor(param, dims, dtype, strides, inside_kernel: bool):
+def match_buffer(param, shape, dtype="float32", data=None, strides=None, elem_offset=None,
+                 scope="global", align=-1, offset_factor=0, buffer_type="default", axis_separators=None):
+    """TVMScript's form of a tensor parameter, which TileLang kernels use: a ``T.handle``
+    parameter made a tensor of ``shape`` and ``dtype`` before the first kernel::
+
+        @T.prim_func
+        def main(A_ptr: T.handle):
+            A = T.match_buffer(A_ptr, (16, 16), dtype=T.float32, align=16)
+
+    The call passes a tensor, checked like a ``T.Tensor`` parameter. ``align`` and
+    ``offset_factor`` are kept on the buffer; a custom ``data``, ``elem_offset``, ``scope``,
+    ``buffer_type`` or ``axis_separators`` is refused.
+    """
+    from .kernel import _ACTIVE
+    from .tensor import _dims
+
+    if not IRBuilder.is_in_scope():
+        raise FrontendError("T.match_buffer can only be used inside a T.prim_func kernel")
+    unsupported = {"data": data, "elem_offset": elem_offset, "axis_separators": axis_separators}
+    given = [k for k, v in unsupported.items() if v is not None]
+    given += ["scope"] if scope != "global" else []
+    given += ["buffer_type"] if buffer_type != "default" else []
+    if given:
+        raise FrontendError(f"T.match_buffer: {', '.join(given)} is not supported; a handle parameter "
+                            "becomes a compact (or strided) global tensor")
+    if is_buffer_var(param) or not (isinstance(param, tvm.tirx.Var) and _is_handle(param)):
+        raise FrontendError(f"T.match_buffer takes a T.handle parameter of the kernel, got {param!r}")
+    dims = _dims(shape, "T.match_buffer")
+    if strides is not None:
+        strides = _dims(strides, "T.match_buffer strides")
+    return _parameter_tensor(param, dims, canonical_dtype(dtype, "T.match_buffer"), strides,
+                             inside_kernel=bool(_ACTIVE), what="T.match_buffer", align=align,
+                             offset_factor=offset_factor)
+
+
+def _parameter_tensor(param, dims, dtype, strides, inside_kernel: bool, what: str = "T.make_tensor",
+                      align: int = -1, offset_factor: int = 0):
+    """``param`` made a tensor parameter. From ``T.make_tensor`` (a ``T.ptr``) the call may also
+    pass an integer address; from ``T.match_buffer`` (a ``T.handle``) it passes a tensor."""
     name = str(param.name)
     if inside_kernel:
-        raise FrontendError(f"T.make_tensor of the pointer parameter '{name}' must come before the "
+        raise FrontendError(f"{what} of the pointer parameter '{name}' must come before the "
                             f"first T.Kernel (it makes '{name}' a tensor parameter of the kernel)")
     frames = [f for f in IRBuilder.current().frames if isinstance(f, B.frame.PrimFuncFrame)]
     args = list(frames[-1].args) if frames else []
     index = next((i for i, a in enumerate(args) if a.same_as(param)), None)
     if index is None:
         what = f"'{name}'" if name else "this pointer"
-        raise FrontendError(f"T.make_tensor: {what} is not a T.ptr parameter of this kernel (T.ptr "
+        raise FrontendError(f"{what}: '{name}' is not a pointer parameter of this kernel (pointer "
                             f"parameters are supported in T.prim_func kernels, not yet in eager @jit "
                             f"signatures; there, annotate the tensor: A: T.Tensor(shape, dtype))")
     key = param.__chandle__()
     if key in _MADE:
-        raise FrontendError(f"T.make_tensor: the pointer parameter '{name}' is already a tensor; "
+        raise FrontendError(f"{what}: the pointer parameter '{name}' is already a tensor; "
                             "make one tensor per pointer parameter")
     try:
-        buf = B.match_buffer(param, dims, dtype, strides=strides)
+        buf = B.match_buffer(param, dims, dtype, strides=strides, align=align,
+                             offset_factor=offset_factor)
     except Exception as exc:  # noqa: BLE001 - TVM says "not a parameter" in its own words
-        raise FrontendError(f"T.make_tensor: '{name}' is not a T.ptr parameter of this kernel "
+        raise FrontendError(f"{what}: '{name}' is not a pointer parameter of this kernel "
                             f"({str(exc).strip().splitlines()[-1]})") from None
     IRBuilder.name(name, buf)
     _MADE[key] = name
-    B.func_attr({f"{POINTER_PARAM}{index}": name})
+    if what == "T.make_tensor":
+        B.func_attr({f"{POINTER_PARAM}{index}": name})
     return buf
 
 

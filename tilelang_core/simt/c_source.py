@@ -64,7 +64,7 @@ def _tir_pipeline(vector_casts=None):
     from tvm.tirx import compilation_pipeline as cp
 
     from ..transform.positive_floor_dividends import PositiveFloorDividends
-    from .transform.printable import Printable
+    from .transform.printable import Printable, RestoreRuntimeUnroll
     from .transform.vector_casts import VectorCastCalls
 
     @tvm.transform.module_pass(opt_level=0, name="tilelang_simt_c.TIRPipeline")
@@ -73,7 +73,7 @@ def _tir_pipeline(vector_casts=None):
             PositiveFloorDividends(), tirx.transform.FlattenBuffer(), tirx.transform.BF16ComputeLegalize(),
             tirx.transform.NarrowDataType(32), Printable(vector_casts), tirx.transform.VectorizeLoop(True),
             VectorCastCalls(vector_casts),
-            tirx.transform.UnrollLoop(), tirx.transform.StmtSimplify(), tirx.transform.RemoveNoOp(),
+            tirx.transform.UnrollLoop(), RestoreRuntimeUnroll(), tirx.transform.StmtSimplify(), tirx.transform.RemoveNoOp(),
             tirx.transform.CommonSubexprElim(), tirx.transform.FP8ComputeLegalize(),
             tirx.transform.VerifyMemory(), tirx.transform.AnnotateEntryFunc(),
             tirx.transform.SplitHostDevice(), tirx.transform.MakePackedAPI(),

@@ -61,10 +61,14 @@ def build_runtime_module(mod, target_dict: dict):
     """Lowered IRModule -> tvm runtime module (in memory). CompileError with TVM's message on failure."""
     import tvm
 
+    from tilelang_core.simt.transform.printable import HideRuntimeUnroll
     from tilelang_core.transform.positive_floor_dividends import PositiveFloorDividends
 
-    try:  # TVM's own pipeline starts with FlattenBuffer, which miscompiles (c - x) % m otherwise
-        return tvm.tirx.build(PositiveFloorDividends()(mod), target=tvm.target.Target(target_dict))
+    # TVM's own pipeline starts with FlattenBuffer, which miscompiles (c - x) % m otherwise; its
+    # UnrollLoop stops at a T.unroll of run-time extent, which stays a serial loop here
+    mod = HideRuntimeUnroll()(PositiveFloorDividends()(mod))
+    try:
+        return tvm.tirx.build(mod, target=tvm.target.Target(target_dict))
     except Exception as exc:  # TVM raises TVMError subclasses with the whole diagnostic
         raise CompileError(f"TVM's LLVM codegen failed for target {target_dict}", log=str(exc)) from exc
 

@@ -41,6 +41,7 @@ def _tir_pipeline():
     from tvm import tirx
     from tvm.tirx import compilation_pipeline as cp
 
+    from tilelang_core.simt.transform.printable import HideRuntimeUnroll
     from tilelang_core.transform.positive_floor_dividends import PositiveFloorDividends
 
     @tvm.transform.module_pass(opt_level=0, name="tilelang_metal.TIRPipeline")
@@ -48,7 +49,7 @@ def _tir_pipeline():
         T = tirx.transform
         # PositiveFloorDividends: TVM's FlattenBuffer miscompiles (c - x) % m otherwise
         passes = [PositiveFloorDividends(), T.FlattenBuffer(), T.BF16ComputeLegalize(), T.NarrowDataType(32), T.VectorizeLoop(True),
-                  T.UnrollLoop(), T.StmtSimplify(), T.RemoveNoOp(), T.CommonSubexprElim(),
+                  HideRuntimeUnroll(), T.UnrollLoop(), T.StmtSimplify(), T.RemoveNoOp(), T.CommonSubexprElim(),
                   T.VerifyMemory(), T.AnnotateEntryFunc(), T.SplitHostDevice(), T.MakePackedAPI(),
                   T.BF16StorageLegalize()]
         return tvm.ir.transform.Sequential(passes)(mod)

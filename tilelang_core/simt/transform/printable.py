@@ -13,6 +13,16 @@ unless the backend prints that conversion at that width as one call (vector_cast
 fp16/bf16/fp32 on CUDA). Plain copies of those types keep their vectors: the printer handles loads
 and stores of them.
 
+Loop-invariant 8-bit values. ``for i in T.vectorized(4): a[i] = b`` with ``b`` an int8 variable
+becomes a broadcast the CUDA printer only prints for a constant (``make_int8x4`` of a
+non-constant fails inside the printer): such a loop is unrolled as well.
+
+Unrolled loops of run-time extent. ``T.unroll(n)`` with ``n`` known only when the kernel runs
+cannot be unrolled in the IR (TVM's UnrollLoop stops at it); TileLang prints it as a loop under
+``#pragma unroll``, which nvcc unrolls as far as it can. ``Printable`` makes such a loop serial,
+marked, and ``RestoreRuntimeUnroll`` (after UnrollLoop) makes it unrolled again, which the printer
+writes as ``#pragma unroll``.
+
 fp8 minimum and maximum. ``T.max(a, b)`` on float8 values prints as ``max(a, b)``, which no CUDA
 overload takes (``__nv_fp8_e4m3`` converts to several types). Both operands are widened to
 float32 and the result narrowed back: exact, since the result is one of the operands.
@@ -23,6 +33,8 @@ from __future__ import annotations
 import tvm
 import tvm_ffi
 from tvm import tirx
+
+from .state import uses_var
 
 
 def _awkward(dtype) -> bool:
@@ -43,10 +55,28 @@ def _needs_unrolling(loop, vector_casts=None) -> bool:
                 paired.add(store.value.__chandle__())
 
         tvm_ffi.structural_walk(loop.body, [(tirx.BufferStore, on_store)])
+    if _broadcasts_8bit_variable(loop):
+        return True
     casts = []
     tvm_ffi.structural_walk(loop.body, [(tirx.Cast, casts.append)])
     return any(_awkward(c.dtype) or _awkward(c.value.dtype) for c in casts
                if str(c.dtype) != str(c.value.dtype) and c.__chandle__() not in paired)
+
+
+def _broadcasts_8bit_variable(loop) -> bool:
+    """Whether the loop stores a non-constant value that does not depend on the lane index into
+    a buffer of 8-bit elements (vectorized, a broadcast of a variable: module docstring)."""
+    lane = loop.loop_var
+    found = []
+
+    def on_store(store):
+        value = store.value
+        if tvm.DataType(str(value.dtype)).bits == 8 and not isinstance(value, (tirx.IntImm, tirx.FloatImm)) \
+                and not uses_var(value, lane):
+            found.append(store)
+
+    tvm_ffi.structural_walk(loop.body, [(tirx.BufferStore, on_store)])
+    return bool(found)
 
 
 def unroll_unprintable_vectors(body, vector_casts=None):
@@ -77,14 +107,62 @@ def widen_fp8_min_max(body):
                                          (tirx.Min, lambda n: widen(n, tirx.Min))], order="post")
 
 
+_RUNTIME_UNROLL = "tl.runtime_unroll"
+
+
+def _with_kind(loop, kind, annotations):
+    return tirx.For(loop.loop_var, loop.min, loop.extent, kind, loop.body, loop.thread_binding,
+                    annotations, step=loop.step, span=loop.span)
+
+
+def hide_runtime_unroll(body):
+    """``body`` with each unrolled loop of non-constant extent made serial and marked."""
+    def on_for(loop):
+        if loop.kind != tirx.ForKind.UNROLLED or isinstance(loop.extent, tirx.IntImm):
+            return loop
+        return _with_kind(loop, tirx.ForKind.SERIAL, {**loop.annotations, _RUNTIME_UNROLL: 1})
+
+    return tvm_ffi.structural_map(body, [(tirx.For, on_for)])
+
+
+def HideRuntimeUnroll():  # noqa: N802
+    """Pass form of ``hide_runtime_unroll``, for pipelines whose printer has no unroll pragma
+    (cpu's LLVM, Metal): there the loop simply stays serial."""
+
+    @tirx.transform.prim_func_pass(opt_level=0, name="tl.HideRuntimeUnroll")
+    def _pass(func, _mod, _ctx):
+        return func.with_body(hide_runtime_unroll(func.body))
+
+    return _pass
+
+
+def RestoreRuntimeUnroll():  # noqa: N802
+    """After TVM's UnrollLoop: the loops ``hide_runtime_unroll`` marked are unrolled again (the
+    CUDA printer writes ``#pragma unroll`` before them)."""
+
+    def on_for(loop):
+        if _RUNTIME_UNROLL not in loop.annotations:
+            return loop
+        rest = {k: v for k, v in loop.annotations.items() if k != _RUNTIME_UNROLL}
+        return _with_kind(loop, tirx.ForKind.UNROLLED, rest)
+
+    @tirx.transform.prim_func_pass(opt_level=0, name="tl.RestoreRuntimeUnroll")
+    def _pass(func, _mod, _ctx):
+        return func.with_body(tvm_ffi.structural_map(func.body, [(tirx.For, on_for)]))
+
+    return _pass
+
+
 def Printable(vector_casts=None):  # noqa: N802  (a pass factory, named like TVM's)
     """Pass form of this module, run just before TVM's VectorizeLoop."""
 
     @tirx.transform.prim_func_pass(opt_level=0, name="tl.Printable")
     def _pass(func, _mod, _ctx):
-        return func.with_body(widen_fp8_min_max(unroll_unprintable_vectors(func.body, vector_casts)))
+        body = unroll_unprintable_vectors(func.body, vector_casts)
+        return func.with_body(hide_runtime_unroll(widen_fp8_min_max(body)))
 
     return _pass
 
 
-__all__ = ["Printable", "unroll_unprintable_vectors", "widen_fp8_min_max"]
+__all__ = ["HideRuntimeUnroll", "Printable", "RestoreRuntimeUnroll", "hide_runtime_unroll", "unroll_unprintable_vectors",
+           "widen_fp8_min_max"]

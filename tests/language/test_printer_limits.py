@@ -1,0 +1,90 @@
+"""Kernels TVM's printers or its UnrollLoop could not take (found running TileLang's language
+tests): ``T.unroll`` over an extent known only at run time, and a loop-invariant 8-bit value
+stored through a vectorized loop (a broadcast of a variable). Each runs on every reference path
+and matches numpy; and their CUDA source is compiled by nvcc for sm_80 and sm_90a."""
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tilelang_core.language as T
+from tilelang_core.testing.oracle import PATHS, run
+
+RNG = np.random.default_rng(11)
+
+
+def runtime_unroll():
+    @T.prim_func
+    def kernel(A: T.Tensor((32,), "float32"), B: T.Tensor((32,), "float32"), n: T.int32):
+        with T.Kernel(1, threads=32):
+            tx = T.get_thread_binding()
+            acc = T.alloc_var("float32")
+            acc = A[tx]
+            for i in T.unroll(n % 8):
+                acc += A[i]
+            B[tx] = acc
+
+    return kernel
+
+
+def int8_broadcast(lanes, dtype):
+    @T.prim_func
+    def kernel(A: T.Tensor((1,), dtype), B: T.Tensor((lanes,), dtype)):
+        with T.Kernel(1, threads=32):
+            a = T.alloc_local((lanes,), dtype)
+            b = T.alloc_var(dtype)
+            b = A[0] + 1
+            for i in T.vectorized(lanes):
+                a[i] = b
+            for i in T.serial(lanes):
+                B[i] = a[i]
+
+    return kernel
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("n", [0, 5, 15])
+def test_unroll_over_a_runtime_extent(path, n):
+    a = RNG.standard_normal(32).astype(np.float32)
+    b = np.zeros(32, np.float32)
+    run(path, runtime_unroll(), A=a, B=b, n=n)
+    np.testing.assert_allclose(b, a.astype(np.float64) + a[:n % 8].sum(dtype=np.float64),
+                               rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize(("lanes", "dtype"), [(4, "int8"), (16, "int8"), (32, "int8")])
+def test_vectorized_store_of_an_8bit_variable(path, lanes, dtype):
+    a = np.array([-7], dtype)
+    b = np.zeros(lanes, dtype)
+    run(path, int8_broadcast(lanes, dtype), A=a, B=b)
+    np.testing.assert_array_equal(b, np.full(lanes, a[0] + np.array(1, dtype), dtype))
+
+
+def _cuda_source(func, arch, tmp_path) -> str:
+    """The kernel's CUDA source, its device code compiled by nvcc for ``arch`` on the way."""
+    pytest.importorskip("tilelang_cuda")
+    if shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists():
+        pytest.skip("nvcc (CUDA toolkit) is not installed")
+    from tilelang_cuda import codegen, compiler
+    from tilelang_cuda.options import CudaOptions
+    from tilelang_cuda.pipeline import CudaBackend
+
+    backend, options = CudaBackend(type("Target", (), {"arch": arch})()), CudaOptions(device_compiler="nvcc")
+    source = backend.codegen(backend.lower(func, options), options)
+    compiler.compile_device(codegen.split_source(source).device, arch, tmp_path, options)
+    return source[source.find('extern "C" __global__'):]
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_runtime_extent_unroll_is_a_pragma_loop_in_cuda(arch, tmp_path):
+    kernel = _cuda_source(runtime_unroll(), arch, tmp_path)
+    assert "#pragma unroll\n" in kernel and "& 7)" in kernel  # a loop, not unrolled in the IR
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("lanes", [4, 16, 32])
+def test_8bit_variable_broadcast_compiles_for_cuda(arch, lanes, tmp_path):
+    _cuda_source(int8_broadcast(lanes, "int8"), arch, tmp_path)
