@@ -49,6 +49,7 @@ from .transform.apply_layouts import annotated_layouts, settle_view_annotations
 from .transform.lower_intrinsics import check_intrinsics, lower_intrinsics
 from .transform.mbarriers import barrier_buffers, lower_barrier_inits
 from .transform.named_barriers import GroupBarriers
+from .transform.vectorized_loops import has_vectorized_loops, plan_vectorized_loops
 
 
 @dataclass
@@ -129,6 +130,8 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
     body, st.annotated = annotated_layouts(func.body, name, kind)
     settle_view_annotations(views, st.annotated, name)
     func = func.with_body(body)
+    if has_vectorized_loops(func.body):  # the kernel's own, at widths and alignments the target takes
+        func = run_pass(f"{kind}.PlanVectorizedLoops", _on_body(plan_vectorized_loops), func, st)
     # warp votes, shuffles, lane queries, explicit vector accesses (ir/intrinsics.py)
     intrinsics = bool(calls_in(func.body) or vector_accesses(func.body))
     if intrinsics:
