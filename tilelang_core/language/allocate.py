@@ -90,6 +90,10 @@ def alloc_var(dtype, *args, init=None, scope: str = "local.var"):
     if init is None and str(scope) == "local.var":
         init = 0  # TileLang's variables start at zero (its codegen declares them '= 0')
     if init is not None:
+        if isinstance(init, (bool, int, float)):  # a vector variable's lanes all start at it
+            dt = tvm.DataType(str(buf.ty.dtype))
+            element = tvm.tirx.const(init, str(buf.ty.dtype).split("x")[0])
+            init = element if dt.lanes == 1 else tvm.tirx.Broadcast(element, dt.lanes)
         B.buffer_store(buf, init, [0])
     # The wrapper makes ``x = T.alloc_var(...)`` bind ``x`` to the element ``buf[0]``.
     return B.scalar_wrapper(buf[0])

@@ -28,7 +28,9 @@ class DType(tvm.DataType):
         text = str(content)
         return super().__new__(cls, _ALIASES.get(text, text))
 
-    def __call__(self, value=None, *, name: str = ""):
+    def __call__(self, value=None, *more, name: str = ""):
+        if more:  # T.bfloat16x2(a, b): the lanes packed into one vector (TileLang's Shuffle)
+            return _pack(self, (value, *more))
         if value is None:
             # Bare annotation ``n: T.int32``: a fresh scalar variable for the parameter.
             return tvm.tirx.Var(name, str(self))
@@ -49,6 +51,15 @@ class DType(tvm.DataType):
         if not isinstance(found, torch.dtype):
             raise FrontendError(f"T.{self} has no torch dtype")
         return found
+
+
+def _pack(dtype: DType, values) -> tvm.ir.Expr:
+    lanes, element = dtype.lanes, str(dtype).split("x")[0]
+    if len(values) != lanes:
+        raise FrontendError(f"T.{dtype}(...) packs {lanes} lanes, got {len(values)} values")
+    lanes_in = [tvm.tirx.const(v, element) if isinstance(v, (bool, int, float))
+                else v if str(v.ty) == element else tvm.tirx.Cast(element, v) for v in values]
+    return tvm.tirx.Shuffle(lanes_in, list(range(lanes)))
 
 
 _NAMES = [

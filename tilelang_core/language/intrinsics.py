@@ -201,6 +201,25 @@ def Serial(start, stop=None, step=None, annotations=None):  # noqa: N802 - TileL
 comm_reducer = B.comm_reducer
 
 
+def extract_lane(vector, lane):
+    """One lane of a vector value, ``T.extract_lane(v, 1)`` of a ``bfloat16x2`` (TileLang's): a
+    ``Shuffle`` of the vector at a lane known when the kernel is compiled."""
+    import numbers
+
+    if not isinstance(vector, tvm.ir.Expr) or not tvm.ir.is_prim_expr(vector):
+        raise TypeError(f"T.extract_lane expects a PrimExpr vector, but got {type(vector).__name__}")
+    lanes = tvm.DataType(str(vector.ty)).lanes
+    if lanes <= 1:
+        raise ValueError(f"T.extract_lane expects a vector expression, but got dtype {vector.ty}")
+    if isinstance(lane, tirx.IntImm):
+        lane = int(lane.value)
+    elif isinstance(lane, bool) or not isinstance(lane, numbers.Integral):
+        raise TypeError(f"T.extract_lane expects a compile-time integer lane, but got {type(lane).__name__}")
+    if not 0 <= int(lane) < lanes:
+        raise IndexError(f"lane {lane} is out of bounds for dtype {vector.ty} with {lanes} lanes")
+    return tirx.Shuffle([vector], [int(lane)])
+
+
 Ramp = B.Ramp
 Broadcast = B.Broadcast
 Shuffle = B.Shuffle
@@ -208,7 +227,7 @@ address_of = B.address_of
 handle = B.handle
 
 __all__ = ["Broadcast", "Ramp", "Serial", "Shuffle", "address_of", "assume", "atan", "attr", "bitwise_and",
-           "disable_warp_group_reg_alloc",
+           "disable_warp_group_reg_alloc", "extract_lane",
            "bitwise_not", "bitwise_or", "bitwise_xor", "call_extern", "call_intrin", "clz", "comm_reducer",
            "cosh", "evaluate", "fmod", "handle", "isfinite", "likely", "log1p", "nearbyint", "popcount",
            "reinterpret", "shift_left", "shift_right", "sinh", "sync_threads", "tan", "tvm_thread_allreduce"]

@@ -74,6 +74,14 @@ class Storage:
         # bytes, so that other dtypes' views of the same bytes see them): read as float32,
         # written rounded to nearest even
         self.bf16_bits = bf16_bits
+        self.vector_lanes = 1  # a register of vectors (T.alloc_var(T.float16x2)): lanes per element
+
+    def vector_elements(self, flat):
+        """``flat`` element indices of a vector buffer as its scalars' indices, shaped
+        (vector lanes, threads) like a Ramp's."""
+        if self.vector_lanes == 1:
+            return flat
+        return flat[None, ...] * self.vector_lanes + np.arange(self.vector_lanes)[:, None]
 
     def values(self) -> np.ndarray:
         """The elements as numbers, flat (bfloat16 bit patterns decoded)."""
@@ -213,7 +221,7 @@ class Interpreter:
                 self.stmt(s.else_case, mask & ~cond)
         elif kind == "BufferStore":
             st = self.storage[s.buffer]
-            flat = st.flat([self.expr(i) for i in s.indices], self.lanes)
+            flat = st.vector_elements(st.flat([self.expr(i) for i in s.indices], self.lanes))
             st.write(flat, self.expr(s.value), mask)
         elif kind == "Evaluate":
             self.call(s.value, mask)
@@ -267,11 +275,14 @@ class Interpreter:
         size = 1
         for s in buffer.ty.shape:
             size *= int(s)
-        dt = NP_DTYPES[str(buffer.ty.dtype)]
+        dtype, _, vector = str(buffer.ty.dtype).partition("x")
+        dt = NP_DTYPES[dtype if vector and scope.startswith("local") else str(buffer.ty.dtype)]
         if scope.startswith("local"):
             # garbage-filled, like real registers: a read before a write shows up as NaN
+            size *= int(vector or 1)
             array = np.full((self.lanes, size), np.nan if np.issubdtype(dt, np.floating) else 0, dtype=dt)
-            self.storage[buffer] = Storage(array, True, dtype=str(buffer.ty.dtype))
+            self.storage[buffer] = Storage(array, True, dtype=dtype)
+            self.storage[buffer].vector_lanes = int(vector or 1)
         else:
             # the shared byte pool starts as 0xff bytes: NaN in every float view (a read before a
             # write shows up), -1 in the integer ones
@@ -292,7 +303,7 @@ class Interpreter:
             return self.env[e]
         if kind == "TensorLoad":
             st = self.storage[e.source]
-            flat = st.flat([self.expr(i) for i in e.indices], self.lanes)
+            flat = st.vector_elements(st.flat([self.expr(i) for i in e.indices], self.lanes))
             return st.read(flat, self.read_mask)
         if kind in ("And", "Or"):
             # short-circuit like C's && and ||: the right side reads memory only where it counts
@@ -322,6 +333,8 @@ class Interpreter:
             parts = [np.asarray(self.expr(v)) for v in e.vectors]
             lanes = np.concatenate([p.reshape(-1, self.lanes) if p.ndim == 2 else
                                     np.broadcast_to(p, (self.lanes,))[None, :] for p in parts])
+            if len(e.indices) == 1:  # one lane (T.extract_lane): a scalar per thread
+                return lanes[int(e.indices[0])]
             return lanes[[int(i) for i in e.indices]]
         if kind == "Call":
             return self.call(e, np.ones(self.lanes, dtype=bool))
