@@ -38,6 +38,8 @@ class BackendOptions:
     """
 
     RETIRED: ClassVar[Mapping[str, str]] = {}
+    #: TileLang keys this backend implements under another field name (key without "tl." -> field)
+    ALIASES: ClassVar[Mapping[str, str]] = {}
 
     def check_flags(self, kind: str) -> None:
         """ConfigError naming the option for a field declared ``bool`` that holds anything else
@@ -63,6 +65,7 @@ class BackendOptions:
             key = getattr(key, "value", key)  # TileLang's PassConfigKey enum members
             name = key[3:] if key.startswith("tl.") else key
             name = name.replace(".", "_")
+            name = cls.ALIASES.get(name, name)
             if name in names:
                 kwargs[name] = value
             elif name in cls.RETIRED:

@@ -15,6 +15,10 @@ class ConfigError(TileLangError):
     """A TILELANG_* environment variable or a pass config has a value we cannot use."""
 
 
+class ConfigValueError(ConfigError, ValueError):
+    """A ConfigError where TileLang raises ValueError (conflicting output indices)."""
+
+
 class PluginError(TileLangError):
     """A backend plugin is missing, broken, incompatible or ambiguous."""
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from .. import config
-from ..errors import CompileError, ConfigError, NoDeviceError, NoToolchainError, TileLangError
+from ..errors import CompileError, ConfigError, ConfigValueError, NoDeviceError, NoToolchainError, TileLangError
 from ..runtime import entry_function
 from .cache import DiskCache, make_key
 from .params import read_params
@@ -37,6 +37,40 @@ _memory: dict[str, tuple] = {}
 _memory_lock = threading.Lock()
 
 
+def kernel_settings(func, name: str, out_idx, pass_configs, compile_flags):
+    """``(out_idx, pass_configs)`` with the settings ``func`` carries as attributes
+    (language/annotations.py) and ``compile_flags`` folded in (``compile``'s docstring)."""
+    from ..language.annotations import COMPILE_FLAGS_ATTR, OUT_IDX_ATTR, PASS_CONFIGS_ATTR
+
+    attrs = getattr(func, "attrs", None) or {}
+    if OUT_IDX_ATTR in attrs:
+        declared = [int(i) for i in attrs[OUT_IDX_ATTR]]
+        if out_idx is not None:
+            raise ConfigValueError(f"Out index conflict: kernel '{name}' returns its outputs (T.empty, out "
+                                   f"indices {declared}) and out_idx={out_idx!r} was given too; drop out_idx")
+        out_idx = declared
+    merged = {}
+    if PASS_CONFIGS_ATTR in attrs:
+        merged.update({str(k): _python(v) for k, v in attrs[PASS_CONFIGS_ATTR].items()})
+    merged.update(pass_configs or {})
+    flags = [str(f) for f in attrs.get(COMPILE_FLAGS_ATTR, [])] if COMPILE_FLAGS_ATTR in attrs else []
+    if compile_flags is not None:
+        given = compile_flags.split() if isinstance(compile_flags, str) else list(compile_flags)
+        if not all(isinstance(f, str) for f in given):
+            raise ConfigError(f"compile_flags of kernel '{name}' must be strings, got {compile_flags!r}")
+        flags += given
+    if flags:
+        key = next((k for k in merged if str(getattr(k, "value", k)) == "tl.device_compile_flags"), None)
+        earlier = list(merged.pop(key)) if key is not None else []
+        merged["tl.device_compile_flags"] = tuple(earlier + flags)
+    return out_idx, (merged or None)
+
+
+def _python(value):
+    """A TVM container value as the Python one (an Array of flags -> tuple)."""
+    return tuple(_python(v) for v in value) if type(value).__name__ == "Array" else value
+
+
 def clear_memory_cache() -> None:
     """Forget in-process compiled modules (the disk cache is untouched). For tests and tuners."""
     with _memory_lock:
@@ -45,7 +79,7 @@ def clear_memory_cache() -> None:
 
 def compile(func, out_idx: Sequence[int] | int | None = None, target: Any = "auto",
             pass_configs: Mapping[str, Any] | None = None, *, execution_backend: str | None = None,
-            target_host: Any = None, verbose: bool | None = None,
+            target_host: Any = None, verbose: bool | None = None, compile_flags=None,
             _backend: Any = None) -> JITKernel:
     """Compile a tirx PrimFunc for ``target`` and return a callable ``JITKernel``.
 
@@ -56,6 +90,12 @@ def compile(func, out_idx: Sequence[int] | int | None = None, target: Any = "aut
     calling conventions of those adapters (tensors, and data pointers for ``T.ptr`` parameters),
     so the name is checked and has no other effect; an unknown one is refused. ``target_host``
     other than None is refused; ``verbose`` is accepted (``TILELANG_DUMP_IR`` shows every stage).
+    ``compile_flags`` (a list of strings, or one string) go to the device compiler (the
+    ``tl.device_compile_flags`` pass config: nvcc's command line on cuda, clang's on hip).
+    Settings the kernel carries (``T.annotate_pass_configs``, ``T.annotate_compile_flags``, and
+    the outputs of an eager-style ``T.prim_func``, TileLang's function attributes) apply too;
+    ``pass_configs`` given here win over the kernel's, and ``out_idx`` given for a kernel that
+    declares its outputs is an error (ConfigValueError, "Out index conflict").
     ``_backend`` (internal: tests, tuners) is a Backend instance, or a factory
     ``f(target) -> Backend``, used instead of the plugin lookup.
 
@@ -74,6 +114,7 @@ def compile(func, out_idx: Sequence[int] | int | None = None, target: Any = "aut
     check_tilelang_options("compile", execution_backend, target_host)
     del verbose
     name = _kernel_name(func)
+    out_idx, pass_configs = kernel_settings(func, name, out_idx, pass_configs, compile_flags)
     target_obj, backend = _resolve(target, _backend)
     check_program_support(func, backend, name)
     options = backend.make_options(pass_configs)

@@ -333,6 +333,8 @@ class EagerJIT(_JITBase):
         if len(indices) == len(sources):
             if indices == list(range(len(args))):
                 return _all_args
+            if not indices:  # no inputs: a kernel of compile-time values and T.empty outputs only
+                return lambda a, kw: ()
             if len(indices) == 1:
                 only = indices[0]
                 return lambda a, kw: (a[only],)
@@ -349,7 +351,7 @@ def _all_args(args, kwargs):
 def jit(func: Callable | None = None, *, out_idx: Sequence[int] | int | None = None,
         target: Any = "auto", pass_configs: Mapping[str, Any] | None = None, mode: str = "auto",
         execution_backend: str | None = None, verbose: bool | None = None, target_host: Any = None,
-        _backend: Any = None, _program_factory: Any = None):
+        compile_flags=None, _backend: Any = None, _program_factory: Any = None):
     """Decorate a TileLang kernel factory (lazy) or kernel (eager); see the module docstring.
 
     Works with and without parentheses::
@@ -361,9 +363,15 @@ def jit(func: Callable | None = None, *, out_idx: Sequence[int] | int | None = N
         def k(...): ...
 
     TileLang's ``execution_backend`` (see ``EXECUTION_BACKENDS``) and ``verbose`` are accepted;
-    ``target_host`` other than None is refused.
+    ``target_host`` other than None is refused. ``compile_flags`` go to the device compiler
+    (``compile``'s docstring).
     """
     check_tilelang_options("jit", execution_backend, target_host)
+    if compile_flags is not None:
+        flags = compile_flags.split() if isinstance(compile_flags, str) else list(compile_flags)
+        if not all(isinstance(f, str) for f in flags):
+            raise ConfigError(f"@jit(compile_flags={compile_flags!r}): the flags must be strings")
+        pass_configs = {**(pass_configs or {}), "tl.device_compile_flags": tuple(flags)}
     del verbose  # TileLang's compile log switch; TILELANG_DUMP_IR shows every stage here
     if mode not in MODES:
         raise ConfigError(f"@jit(mode={mode!r}) is not one of {', '.join(MODES)}")

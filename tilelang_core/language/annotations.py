@@ -1,4 +1,5 @@
-"""Kernel annotations: ``T.annotate_layout``, ``T.use_swizzle`` and ``T.annotate_safe_value``.
+"""Kernel annotations: ``T.annotate_layout``, ``T.use_swizzle`` and ``T.annotate_safe_value``;
+``T.annotate_pass_configs`` and ``T.annotate_compile_flags`` (function attributes).
 
 Both are statements that wrap the rest of the kernel body in an attribute (docs/tile-ir.md)::
 
@@ -15,6 +16,56 @@ from tvm.tirx import is_buffer_var
 
 from ..errors import FrontendError
 from .kernel import current_kernel
+
+
+#: PrimFunc attributes that carry compile settings with the kernel (TileLang's names); compile()
+#: reads them (jit/compiler.py)
+PASS_CONFIGS_ATTR = "tilelang_pass_configs"
+COMPILE_FLAGS_ATTR = "tilelang_compile_flags"
+OUT_IDX_ATTR = "tilelang_out_idx"
+
+# the kernel being parsed: attribute -> value, put on its PrimFunc at the end of the parse
+_FUNC_ATTRS: dict = {}
+
+
+def annotate_pass_configs(configs: dict) -> None:
+    """Pass configs that travel with the kernel (``tilelang.compile`` merges them under its own
+    ``pass_configs``, which win): ``T.annotate_pass_configs({PassConfigKey.TL_ENABLE_FAST_MATH: True})``."""
+    from .parser import current_parser
+
+    if current_parser.get() is None:
+        raise FrontendError("T.annotate_pass_configs can only be used inside a kernel")
+    if not isinstance(configs, dict):
+        raise FrontendError(f"T.annotate_pass_configs takes a dict {{key: value}}, got {configs!r}")
+    merged = dict(_FUNC_ATTRS.get(PASS_CONFIGS_ATTR, {}))
+    merged.update({str(getattr(k, "value", k)): v for k, v in configs.items()})
+    _FUNC_ATTRS[PASS_CONFIGS_ATTR] = merged
+
+
+def annotate_compile_flags(flags) -> None:
+    """Device compiler flags that travel with the kernel (``T.annotate_compile_flags(["--use_fast_math"])``),
+    added to ``tilelang.compile``'s ``compile_flags``."""
+    from .parser import current_parser
+
+    if current_parser.get() is None:
+        raise FrontendError("T.annotate_compile_flags can only be used inside a kernel")
+    flags = flags.split() if isinstance(flags, str) else list(flags)
+    if not all(isinstance(f, str) for f in flags):
+        raise FrontendError(f"T.annotate_compile_flags takes strings, got {flags!r}")
+    _FUNC_ATTRS[COMPILE_FLAGS_ATTR] = list(_FUNC_ATTRS.get(COMPILE_FLAGS_ATTR, [])) + flags
+
+
+def with_function_attrs(func):
+    """``func`` with the attributes the kernel parsed last annotated (then forgotten)."""
+    attrs = dict(_FUNC_ATTRS)
+    _FUNC_ATTRS.clear()
+    for key, value in attrs.items():
+        func = func.with_attr(key, value)
+    return func
+
+
+def reset_function_attrs() -> None:
+    _FUNC_ATTRS.clear()
 
 
 def annotate_layout(layout_map: dict):

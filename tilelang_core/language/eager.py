@@ -38,6 +38,9 @@ from .tensor import TensorType
 
 
 _MISSING = object()
+# scalar dtype names a T.prim_func parameter may be annotated with as a string
+_SCALAR_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                 "float16", "bfloat16", "float32", "float64")
 
 
 @dataclass(frozen=True)
@@ -306,6 +309,48 @@ class EagerProgram:
         return Specialization(func=func, out_idx=out_idx, key=key,
                               const_values=dict(consts))
 
+    def as_prim_func(self, private: bool = False) -> tvm.tirx.PrimFunc:
+        """The program as one PrimFunc, for TileLang's eager style under ``@T.prim_func``::
+
+            @T.prim_func
+            def kernel(A, n: T.int32):
+                A: T.Tensor[[128, 128], T.float32]
+                B = T.empty([128, 128], T.float32)
+                ...
+                return B
+
+        There is no call to take sizes from: tensors have static or ``T.dynamic`` sizes, a
+        parameter with a scalar dtype (``n: T.int32``) is a run-time scalar, and the ``T.empty``
+        outputs are parameters after the others, listed in the ``tilelang_out_idx`` attribute
+        (negative indices) for ``tilelang.compile``.
+        """
+        from .annotations import OUT_IDX_ATTR
+        from .dtypes import DType
+
+        sig = self.signature
+        if sig.const_names:
+            raise self._error(None, f"T.const ({', '.join(sig.const_names)}) binds sizes from the call's "
+                                    f"tensors, and a T.prim_func is not called; use T.dynamic sizes, or "
+                                    f"@tilelang.jit")
+        scalars = {}
+        for name in sig.compile_time_params:
+            ann = self.fn.__annotations__.get(name)
+            if not isinstance(ann, (DType, str)) or isinstance(ann, str) and ann not in _SCALAR_NAMES:
+                raise self._error(None, f"parameter '{name}' of T.prim_func '{self.fn.__name__}' needs a "
+                                        f"tensor annotation (A: T.Tensor[shape, dtype], in the signature or "
+                                        f"the body) or a scalar dtype (n: T.int32)")
+            scalars[name] = tvm.tirx.Var(name, canonical_dtype(ann, f"parameter '{name}'"))
+        values = tuple(scalars[n] for n in self._scalar_names)
+        header = self._header(values)
+        with one_variable_per_name():
+            tensors, empties = header.types(self, {}, values)
+            specializer = _Specializer(self, {}, tensors, empties, scalars, runtime_scalars=True)
+            func = parse_kernel(self.fn, extra_vars=dict(scalars), eager=specializer, private=private)
+        if empties:
+            n = len(func.params)
+            func = func.with_attr(OUT_IDX_ATTR, [i - n for i in specializer.out_idx()])
+        return func
+
     def tensors_from_consts(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         """TileLang's ``f.compile(M=1024, N=1024, K=1024)``: compile without tensors.
 
@@ -442,9 +487,8 @@ class _Header:
                                        f"dimension of a tensor argument, so it cannot be bound")
         return consts
 
-    def concrete_types(self, program: EagerProgram, consts: dict[str, int], scalars: tuple,
-                       values: list):
-        """Annotations and T.empty types with the consts substituted, checked against args."""
+    def types(self, program: EagerProgram, consts: dict[str, int], scalars: tuple):
+        """The parameters' annotations and the T.empty types, the consts substituted."""
         ns = program._namespace(scalars)
         ns.update(consts)
         tensors: dict[str, TensorType] = {}
@@ -462,6 +506,12 @@ class _Header:
                 if not isinstance(value, TensorType):  # pragma: no cover - T.empty returns one
                     raise program._error(stmt.node, "T.empty(shape, dtype) expected")
                 empties.append((stmt.names[0], value, stmt.node))
+        return tensors, empties
+
+    def concrete_types(self, program: EagerProgram, consts: dict[str, int], scalars: tuple,
+                       values: list):
+        """Annotations and T.empty types with the consts substituted, checked against args."""
+        tensors, empties = self.types(program, consts, scalars)
         for pos, name in zip(program._tensor_pos, program.signature.tensor_params, strict=True):
             ann, arg = tensors[name], values[pos]
             shape = tuple(int(d) for d in arg.shape)
@@ -592,8 +642,10 @@ class _Specializer:
     """Hooks the parser calls while parsing an eager program for one specialization."""
 
     def __init__(self, program: EagerProgram, consts: dict[str, int],
-                 tensors: dict[str, TensorType], empties: list, compile_time: dict[str, Any]):
+                 tensors: dict[str, TensorType], empties: list, compile_time: dict[str, Any],
+                 runtime_scalars: bool = False):
         self.program = program
+        self.runtime_scalars = runtime_scalars  # compile_time holds Vars: scalar parameters (as_prim_func)
         self.consts = consts
         self.tensors = tensors
         self.empties = empties
@@ -609,6 +661,10 @@ class _Specializer:
                 buf = B.arg(name, self.tensors[name]())
                 self.params.append(buf)
                 parser.var_table.add(name, buf)
+            elif self.runtime_scalars:
+                var = B.arg(name, self.compile_time[name])
+                self.params.append(var)
+                parser.var_table.add(name, var)
             else:
                 parser.var_table.add(name, self.compile_time[name])
         for name, ttype, _ in self.empties:

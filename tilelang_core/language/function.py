@@ -44,6 +44,10 @@ def prim_func(func: Callable | None = None, *, private: bool = False):
 def _parse(fn: Callable, outer_locals, private: bool) -> tvm.tirx.PrimFunc:
     if not inspect.isfunction(fn):
         raise TypeError(f"T.prim_func decorates a function, got {fn!r}")
+    from .eager import EagerProgram, looks_eager
+
+    if looks_eager(fn):  # TileLang's eager style: A: T.Tensor[...] in the body, T.empty outputs
+        return EagerProgram(fn).as_prim_func(private)
     return parse_kernel(fn, outer_locals=outer_locals, private=private)
 
 

@@ -181,12 +181,14 @@ def with_imported_sources(func):
 
 def reset_kernel_stack() -> None:
     """Forget open kernels (after a parse error left one open), the sources imported by the kernel
-    parsed last, and the pointer parameters it made tensors (pointers.py)."""
-    from . import pointers
+    parsed last, the pointer parameters it made tensors (pointers.py) and its function attributes
+    (annotations.py)."""
+    from . import annotations, pointers
 
     _ACTIVE.clear()
     _IMPORTED.clear()
     pointers.reset()
+    annotations.reset_function_attrs()
 
 
 def get_thread_binding(dim: int = 0):

@@ -233,7 +233,9 @@ def parse_kernel(func: Callable, extra_vars: dict[str, Any] | None = None,
             if found and isinstance(result, tvm.tirx.PrimFunc):
                 result = reducers.lower_reducers(result, found, refuse)
             if isinstance(result, tvm.tirx.PrimFunc):
-                result = with_imported_sources(result)
+                from .annotations import with_function_attrs  # (annotations imports kernel, which imports us)
+
+                result = with_function_attrs(with_imported_sources(result))
                 result = stepped_loops.unit_step_loops(result)
                 result = shape_vars.solve_shape_vars(result)
                 result = global_layouts.apply_global_layouts(result, refuse)

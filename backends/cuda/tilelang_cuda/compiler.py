@@ -182,7 +182,8 @@ def compile_device(device_source: str, arch: str, workdir: Path, options: CudaOp
     from . import nvrtc
 
     choice = options.device_compiler
-    if choice == "nvcc" or (choice == "auto" and not prefers_nvrtc()):
+    # flags the user gave are nvcc's command line: NVRTC takes other options
+    if choice == "nvcc" or (choice == "auto" and (options.extra_nvcc_flags or not prefers_nvrtc())):
         return compile_cubin(device_source, arch, workdir, options, name)
     try:
         data, log, seconds = nvrtc.compile_cubin(device_source, arch, options, f"{name}_device.cu")

@@ -112,13 +112,15 @@ class CudaOptions(BackendOptions):
         per-thread O stores.
     disable_rasterization: on sm_90a, keep the launch order of a 2-D gemm grid where the kernel
         has no T.use_swizzle (by default the planner walks it in panels of block rows).
-    extra_nvcc_flags: appended to every nvcc call, verbatim.
+    extra_nvcc_flags: appended to every nvcc call, verbatim (TileLang's ``compile_flags`` and
+        ``tl.device_compile_flags``); device code then always goes through nvcc, never NVRTC.
 
     Example::
 
         CudaOptions.from_pass_configs({"tl.fast_math": True, "host_build": "nvcc"})
     """
 
+    ALIASES: ClassVar[Mapping[str, str]] = {"device_compile_flags": "extra_nvcc_flags"}
     RETIRED: ClassVar[Mapping[str, str]] = {
         "enable_tma_store": "TMA-store epilogues are the default; tl.disable_tma_store turns them off",
         "enable_conditional_mask": "the conditional mask fill is the default; tl.disable_conditional_mask "

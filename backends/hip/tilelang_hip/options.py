@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar, Mapping
 
 from tilelang_core.backend import BackendOptions
 from tilelang_core.errors import ConfigError
@@ -21,12 +22,15 @@ class HipOptions(BackendOptions):
     opt_level: clang -O level for device code (0..3).
     disable_pipelining: T.Pipelined loops with one LDS buffer (two barriers per iteration)
         instead of one LDS stage per num_stages (for debugging).
-    extra_clang_flags: appended to the device compile, verbatim.
+    extra_clang_flags: appended to the device compile, verbatim (TileLang's ``compile_flags`` and
+        ``tl.device_compile_flags``).
 
     Example::
 
         HipOptions.from_pass_configs({"mfma": "32x32x8", "tl.fast_math": True})
     """
+
+    ALIASES: ClassVar[Mapping[str, str]] = {"device_compile_flags": "extra_clang_flags"}
 
     mfma: str = "16x16x16"
     fast_math: bool = False
