@@ -137,6 +137,11 @@ def tensor_at(address: int, shape: tuple, dtype: str, strides: tuple | None, dev
     return raw.view(torch_dtype(dtype)).as_strided(shape, strides)
 
 
+def _packed_torch_dtypes() -> tuple:
+    """torch dtypes of byte tensors a packed 4-bit parameter takes (besides int8)."""
+    return tuple(d for d in (torch.uint8, getattr(torch, "float4_e2m1fn_x2", None)) if d is not None)
+
+
 def _pointer(value) -> int:
     return value.ctypes.data if isinstance(value, np.ndarray) else value.data_ptr()
 
@@ -195,8 +200,12 @@ class ArgBinder:
 
     def _tensor_value(self, p: KernelParam, position: int, value):
         if torch is not None and isinstance(value, torch.Tensor):
+            if p.packed and value.dtype in _packed_torch_dtypes():  # its bytes, as the kernel's int8
+                return value.view(torch.int8)
             return value
         if isinstance(value, np.ndarray):
+            if p.packed and value.dtype == np.uint8:
+                return value.view(np.int8)
             return value
         import tvm_ffi
 
@@ -376,6 +385,10 @@ class ArgBinder:
         call_args, it_in, it_out = [], iter(values), iter(outputs)
         for p in self.params:
             call_args.append(next(it_out) if p.is_output else next(it_in))
+        # a packed float4 output is returned as torch's float4_e2m1fn_x2 bytes where torch has them
+        fp4x2 = getattr(torch, "float4_e2m1fn_x2", None) if torch is not None else None
+        outputs = [out.view(fp4x2) if p.packed == "float4_e2m1fn" and fp4x2 is not None
+                   and isinstance(out, torch.Tensor) else out for p, out in zip(self.outputs, outputs)]
         return call_args, outputs
 
     def allocate(self, p: KernelParam, shape: tuple, framework: str, first: _Info | None):

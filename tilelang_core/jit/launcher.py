@@ -243,7 +243,9 @@ def make_launcher(binder: ArgBinder, device_type: str | None, entry_checks: bool
                       _relaunch=binder.relaunch, _aligned_empty=aligned_empty, _ndarray=np.ndarray)
     names = {p.index: (f"a{i}" if not p.is_output else f"o{i}") for i, p in enumerate(params)}
     em.emit(0, "def launch(args):")
-    if not any(p.is_tensor for p in inputs):
+    # no tensor to check, or a packed 4-bit one (its bytes come as uint8, int8 or float4 pairs:
+    # the slow path views them as the kernel's int8)
+    if not any(p.is_tensor for p in inputs) or any(p.packed for p in params):
         em.emit(1, "return _slow(args)")
     else:
         em.emit(1, f"if len(args) != {len(inputs)}: return _slow(args)")

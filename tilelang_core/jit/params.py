@@ -53,6 +53,10 @@ class KernelParam:
     #: declared ``T.ptr`` and made a tensor with ``T.make_tensor``: besides a tensor, the call may
     #: pass an integer data pointer (TileLang's cython convention), taken on trust
     pointer: bool = field(default=False, repr=False, compare=False)
+    #: a 4-bit tensor (``float4_e2m1fn``, ``int4``) compiled as its bytes (``dtype`` int8, the last
+    #: dimension halved; transform/packed_subbyte.py): the call may pass uint8, int8 or
+    #: float4_e2m1fn_x2 bytes; an output is returned as float4_e2m1fn_x2 where torch has it
+    packed: str | None = field(default=None, repr=False, compare=False)
 
     @property
     def is_tensor(self) -> bool:
@@ -95,10 +99,12 @@ def read_params(func, out_idx: Sequence[int] | int | None, kernel: str) -> tuple
     import tvm  # the PrimFunc came from tvm, so this import is already paid for
 
     from ..language.pointers import pointer_param_indices
+    from ..transform.packed_subbyte import packed_param_dtypes
 
     raw = list(func.params)
     outputs = normalize_out_idx(out_idx, len(raw), kernel, [p.name for p in raw])
     pointers = pointer_param_indices(func)
+    packed = packed_param_dtypes(func)
     params = []
     for index, var in enumerate(raw):
         if tvm.tirx.is_buffer_var(var):
@@ -111,7 +117,8 @@ def read_params(func, out_idx: Sequence[int] | int | None, kernel: str) -> tuple
                 name=var.name, kind="tensor", dtype=str(var.dtype), index=index, dims=dims,
                 shape=tuple(d.value if d.value is not None else d.text for d in dims),
                 is_output=index in outputs, strides=strides,
-                alignment=max(int(var.data_alignment), 1), pointer=index in pointers))
+                alignment=max(int(var.data_alignment), 1), pointer=index in pointers,
+                packed=packed.get(index)))
         else:
             if str(var.ty).startswith("T.handle") or isinstance(var.ty, tvm.ir.PointerType):
                 raise ConfigError(f"kernel '{kernel}': parameter '{var.name}' is a T.ptr that no "

@@ -259,9 +259,11 @@ class EagerProgram:
                 raise self._error(header.ann_nodes[name],
                                   f"parameter '{name}' expects a tensor, got "
                                   f"{type(arg).__name__}") from None
+            shape, dtype = packed_view(tuple(int(d) for d in shape), self._dtype(dtype),
+                                       header.ann_types[name].dtype)
             shapes.append((tuple(int(d) if keep else None
                                  for d, keep in zip(shape, mask, strict=False)),
-                           len(shape), self._dtype(dtype)))
+                           len(shape), dtype))
         return (self.fn.__name__, tuple(shapes), scalars)
 
     def positional_key(self) -> Callable[[tuple], Hashable] | None:
@@ -466,7 +468,7 @@ class _Header:
             if not (hasattr(arg, "shape") and hasattr(arg, "dtype")):
                 raise program._error(self.ann_nodes[name], f"parameter '{name}' expects a tensor "
                                                            f"{ann}, got {type(arg).__name__}")
-            shape = tuple(int(d) for d in arg.shape)
+            shape, _ = packed_view(tuple(int(d) for d in arg.shape), program._dtype(arg.dtype), ann.dtype)
             if len(shape) != len(ann.shape):
                 raise program._error(self.ann_nodes[name],
                                      f"parameter '{name}' expects a {len(ann.shape)}-D tensor "
@@ -514,19 +516,29 @@ class _Header:
         tensors, empties = self.types(program, consts, scalars)
         for pos, name in zip(program._tensor_pos, program.signature.tensor_params, strict=True):
             ann, arg = tensors[name], values[pos]
-            shape = tuple(int(d) for d in arg.shape)
+            shape, dtype = packed_view(tuple(int(d) for d in arg.shape), program._dtype(arg.dtype), ann.dtype)
             for i, (dim, actual) in enumerate(zip(ann.shape, shape, strict=True)):
                 if isinstance(dim, int) and dim != actual:
                     raise program._error(
                         self.ann_nodes[name],
                         f"shape mismatch for parameter '{name}': expected {ann} but got shape "
                         f"{shape} (dim {i} should be {dim})")
-            dtype = program._dtype(arg.dtype)
             if dtype != ann.dtype:
                 raise program._error(self.ann_nodes[name],
                                      f"dtype mismatch for parameter '{name}': expected "
                                      f"{ann.dtype}, got {dtype}")
         return tensors, empties
+
+
+def packed_view(shape: tuple, dtype: str, declared: str) -> tuple[tuple, str]:
+    """The logical shape and dtype of a tensor argument for a parameter declared ``declared``: a
+    byte tensor (uint8, int8, float4_e2m1fn_x2) for a 4-bit parameter holds two elements per byte
+    of its last dimension (transform/packed_subbyte.py); any other argument is as it is."""
+    from ..transform.packed_subbyte import BYTE_DTYPES, SUBBYTE
+
+    if declared in SUBBYTE and dtype in BYTE_DTYPES and shape:
+        return shape[:-1] + (2 * shape[-1],), declared
+    return shape, dtype
 
 
 def _is_static(dim, const_vars: set) -> bool:

@@ -37,6 +37,7 @@ from tvm.tirx.script.parser import parser as tirx_parser
 
 from ..errors import FrontendError
 from ..transform.bindings import is_pure
+from ..transform.packed_subbyte import pack_subbyte_params
 from ..transform.safe_values import check_safe_value_copies
 from . import bounds_check, global_layouts, reducers, shape_vars, stepped_loops, vector_loops
 from . import tvm_compat  # noqa: F401  (TileLang's names for renamed TVM classes, e.g. tirx.PrimExpr)
@@ -237,6 +238,7 @@ def parse_kernel(func: Callable, extra_vars: dict[str, Any] | None = None,
 
                 result = with_function_attrs(with_imported_sources(result))
                 result = stepped_loops.unit_step_loops(result)
+                result = pack_subbyte_params(result, refuse)
                 result = shape_vars.solve_shape_vars(result)
                 result = global_layouts.apply_global_layouts(result, refuse)
                 result = vector_loops.serialize_unsafe_vectorized(result)

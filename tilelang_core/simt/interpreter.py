@@ -160,8 +160,8 @@ class Interpreter:
                 for dim, extent in zip(param.ty.shape, array.shape):
                     if isinstance(dim, tirx.Var):  # a T.dynamic size: bound by the argument
                         self.env[dim] = np.int64(extent)
-            else:
-                self.env[param] = np.int64(args[name])
+            else:  # a scalar parameter, as its dtype (a float one is not an integer)
+                self.env[param] = NP_DTYPES.get(str(param.ty), np.int64)(args[name])
 
     # -- driver ---------------------------------------------------------------------------------
     def run(self):

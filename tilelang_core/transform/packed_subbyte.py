@@ -1,0 +1,254 @@
+"""Tensors of 4-bit elements (``T.float4_e2m1fn``, ``T.int4``) as their bytes, TileLang's way.
+
+A 4-bit tensor lives in memory two elements to a byte, the even element in the low nibble (torch's
+``float4_e2m1fn_x2``, NVIDIA's ``__nv_fp4x2_e2m1``). TileLang binds such a parameter to a tensor of
+bytes (``uint8``, ``int8`` or ``float4_e2m1fn_x2``) whose last dimension is half the logical one
+and whose other strides are half the logical strides: ``x: T.Tensor[(m, 16), T.float4_e2m1fn]``
+takes a ``(m, 8)`` uint8 tensor.
+
+No backend here has 4-bit arithmetic, so after parsing each such parameter becomes an ``int8``
+parameter of the byte shape, and its element accesses become byte arithmetic:
+
+- the last logical dimension ``e`` is ``2 * b`` for the byte size ``b``: a constant (even), a
+  size variable ``n`` (replaced by ``2 * n_bytes`` everywhere), or an expression whose half
+  simplifies (``n * 2`` -> ``n``); other forms are refused. Strides the same way; the last must be 1.
+- ``T.cast(x[i, k], T.float32)`` (or any dtype) decodes nibble ``k % 2`` of byte ``k // 2``:
+  e2m1 (sign, 2 exponent bits, 1 mantissa bit: 0, 0.5, 1, 1.5, 2, 3, 4, 6) or two's complement.
+- ``y[i, k] = x[i, k]`` copies the nibble; ``y[i, k] = T.cast(v, T.float4_e2m1fn)`` encodes ``v``
+  (round to nearest, ties to even, saturating at +-6, as CUDA's ``cvt.rn.satfinite``; int4 keeps
+  the low 4 bits, as C's conversion does). The store rewrites its byte keeping the other nibble.
+  Two threads storing into one byte would race, so a store whose element index depends on the
+  thread or a ``T.Parallel`` variable is refused; so is any other use of a 4-bit value, and 4-bit
+  tiles (shared, fragment, local): those need the layout work TileLang does for them.
+
+The parameter keeps its logical dtype in the attribute ``tl.packed_param.<index>``: the JIT binds
+byte tensors of any of the three dtypes to it, and allocates ``T.empty`` outputs as bytes
+(``float4_e2m1fn_x2`` where torch has it).
+"""
+
+from __future__ import annotations
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+#: PrimFunc attribute prefix: ``tl.packed_param.<i>`` = the logical dtype of packed parameter i
+PACKED_PARAM = "tl.packed_param."
+SUBBYTE = ("float4_e2m1fn", "int4")
+#: the dtypes of a byte tensor a packed parameter binds to
+BYTE_DTYPES = ("int8", "uint8", "float4_e2m1fn_x2")
+
+
+def packed_param_dtypes(func) -> dict[int, str]:
+    """Index -> logical dtype of ``func``'s packed 4-bit parameters."""
+    attrs = getattr(func, "attrs", None)
+    if attrs is None:
+        return {}
+    return {int(str(k)[len(PACKED_PARAM):]): str(v) for k, v in attrs.items() if str(k).startswith(PACKED_PARAM)}
+
+
+def _is_subbyte(dtype) -> bool:
+    return str(dtype) in SUBBYTE
+
+
+def pack_subbyte_params(func: tirx.PrimFunc, refuse) -> tirx.PrimFunc:
+    """``func`` with its 4-bit tensor parameters as byte tensors (module docstring);
+    ``refuse(message)`` makes the error for what cannot be done."""
+    params = list(func.params)
+    packed = [i for i, p in enumerate(params) if tirx.is_buffer_var(p) and _is_subbyte(p.ty.dtype)]
+    _refuse_subbyte_tiles(func.body, refuse)
+    if not packed:
+        return func
+    analyzer = tvm.sym.Analyzer()
+    vmap: dict = {}  # size variable -> 2 * its byte variable
+    byte_dims: dict = {}
+    for i in packed:
+        p = params[i]
+        shape, strides = list(p.ty.shape), list(p.ty.strides or [])
+        if strides and not (isinstance(strides[-1], tirx.IntImm) and int(strides[-1].value) == 1):
+            raise refuse(f"packed {p.ty.dtype} tensor '{p.name}' must have last stride 1 (two elements share a "
+                         f"byte), got strides {strides}")
+        shape[-1] = _half(shape[-1], f"the last dimension of '{p.name}'", vmap, analyzer, refuse)
+        strides = [_half(s, f"stride {k} of '{p.name}'", vmap, analyzer, refuse) for k, s in enumerate(strides[:-1])] \
+            + strides[-1:]
+        byte_dims[i] = (shape, strides)
+
+    def sub(e):
+        return _substitute(e, vmap)
+
+    replaced, out = {}, []
+    for i, p in enumerate(params):
+        if not tirx.is_buffer_var(p):
+            out.append(p)
+            continue
+        t = p.ty
+        if i in byte_dims:
+            shape, strides = byte_dims[i]
+            dtype = "int8"
+        else:
+            shape, strides, dtype = list(t.shape), list(t.strides or []), str(t.dtype)
+        shape, strides = [sub(d) for d in shape], [sub(s) for s in strides]
+        if i not in byte_dims and not vmap:
+            out.append(p)
+            continue
+        new = tirx.decl_buffer(shape, dtype, name=p.name, strides=strides or None, elem_offset=t.elem_offset,
+                               scope=str(t.storage_scope), data_alignment=t.data_alignment,
+                               offset_factor=t.offset_factor)
+        replaced[p.__chandle__()] = new
+        out.append(new)
+    body = sub(func.body)
+    body = _rewrite_accesses(body, {params[i].__chandle__(): (replaced[params[i].__chandle__()], str(params[i].ty.dtype))
+                                    for i in packed}, refuse)
+    body = tvm_ffi.structural_map(body, [(tirx.Var, lambda v: replaced.get(v.__chandle__(), v))])
+    result = tirx.PrimFunc(out, body, func.ret_type, func.attrs)
+    for i in packed:
+        result = result.with_attr(f"{PACKED_PARAM}{i}", str(params[i].ty.dtype))
+    return result
+
+
+def _substitute(node, vmap: dict):
+    if not vmap:
+        return node
+    by_handle = {k.__chandle__(): v for k, v in vmap.items()}
+    return tvm_ffi.structural_map(node, [(tirx.Var, lambda v: by_handle.get(v.__chandle__(), v))])
+
+
+def _half(e, what: str, vmap: dict, analyzer, refuse):
+    """The byte count of logical extent ``e`` (module docstring)."""
+    if isinstance(e, tirx.IntImm):
+        if int(e.value) % 2:
+            raise refuse(f"{what} is {int(e.value)}, odd: a packed 4-bit tensor holds two elements per byte")
+        return tirx.const(int(e.value) // 2, e.ty.dtype)
+    if isinstance(e, tirx.Var):
+        known = next((v for k, v in vmap.items() if k.same_as(e)), None)
+        if known is not None:  # (2 * byte)
+            return known.b
+        byte = tirx.Var(f"{e.name}_bytes", e.ty.dtype)
+        vmap[e] = 2 * byte
+        return byte
+    e = _substitute(e, vmap)
+    if analyzer.can_prove(tirx.floormod(e, 2) == 0):
+        return analyzer.simplify(tirx.floordiv(e, 2))
+    raise refuse(f"{what} is {e}, which is not provably even: a packed 4-bit tensor holds two elements per "
+                 f"byte (write it as 2 * n, or use a size variable)")
+
+
+def _refuse_subbyte_tiles(body, refuse) -> None:
+    found = []
+    tvm_ffi.structural_walk(body, [(tirx.AllocBuffer, lambda a: found.append(a.buffer) if _is_subbyte(a.buffer.ty.dtype) else None),
+                                   (tirx.DeclBuffer, lambda d: found.append(d.buffer) if _is_subbyte(d.buffer.ty.dtype) else None)])
+    if found:
+        b = found[0]
+        raise refuse(f"'{b.name}' is a {b.ty.storage_scope} tile of {b.ty.dtype}: 4-bit tiles are not supported "
+                     f"yet (only 4-bit tensor parameters, read and written element by element); keep the tile "
+                     f"in a wider dtype and convert with T.cast when storing to the tensor")
+
+
+# -- element accesses ----------------------------------------------------------------------------
+def _nibble(byte_buf, indices):
+    """(byte load, shift) of logical element ``indices`` of a packed buffer."""
+    k = indices[-1]
+    load = tirx.BufferLoad(byte_buf, list(indices[:-1]) + [tirx.floordiv(k, 2)])
+    shift = tirx.floormod(k, 2) * 4
+    return load, shift
+
+
+def _nibble_value(byte_buf, indices):
+    load, shift = _nibble(byte_buf, indices)
+    return tirx.bitwise_and(tirx.shift_right(tirx.Cast("int32", load), shift), 0xF)
+
+
+def _decode(nibble, logical: str, dtype: str):
+    """The value of a 4-bit code ``nibble`` (int32, 0..15) as ``dtype``."""
+    if logical == "int4":
+        return tirx.Cast(dtype, (nibble ^ 8) - 8)
+    e = tirx.bitwise_and(tirx.shift_right(nibble, 1), 3)
+    m = tirx.Cast("float32", tirx.bitwise_and(nibble, 1))
+    normal = (1.0 + m * 0.5) * tirx.Cast("float32", tirx.shift_left(tirx.const(1, "int32"), tirx.max(e - 1, 0)))
+    mag = tirx.Select(e == 0, m * 0.5, normal)
+    return tirx.Cast(dtype, tirx.Select(tirx.bitwise_and(nibble, 8) != 0, -mag, mag))
+
+
+def _encode(value, logical: str):
+    """The 4-bit code (int32) of ``value``: e2m1 round-to-nearest-even saturating, or int4's low bits."""
+    if logical == "int4":
+        return tirx.bitwise_and(tirx.Cast("int32", value), 0xF)
+    x = tirx.Cast("float32", value)
+    a = tirx.abs(x)
+    # the e2m1 grid 0, .5, 1, 1.5, 2, 3, 4, 6 and the midpoints between codes; a tie goes to the
+    # even code (mantissa bit 0): 0.25 -> 0, 0.75 -> 1.0, 1.25 -> 1.0, 1.75 -> 2, 2.5 -> 2, 3.5 -> 4, 5 -> 4
+    code = tirx.Select(a <= 0.25, 0, tirx.Select(a < 0.75, 1, tirx.Select(a <= 1.25, 2, tirx.Select(
+        a < 1.75, 3, tirx.Select(a <= 2.5, 4, tirx.Select(a < 3.5, 5, tirx.Select(a <= 5.0, 6, 7)))))))
+    code = tirx.Select(tirx.isnan(x), 7, code)  # (CUDA's satfinite gives the largest finite code)
+    return tirx.bitwise_or(code, tirx.Select(x < 0.0, 8, 0))
+
+
+def _rewrite_accesses(body, packed: dict, refuse):
+    """Loads and stores of packed buffers as byte arithmetic (module docstring)."""
+    parallel_vars, thread_vars = [], []
+
+    def collect(node):
+        if isinstance(node, tirx.For) and node.annotations is not None and "tl.parallel" in node.annotations:
+            parallel_vars.append(node.loop_var)
+        if isinstance(node, tirx.AttrStmt) and node.attr_key == "thread_extent":
+            thread_vars.append(node.node.var)
+
+    tvm_ffi.structural_walk(body, [(tirx.For, collect), (tirx.AttrStmt, collect)])
+    racing = parallel_vars + thread_vars  # (block indices too: blocks run at once like threads)
+    binds = []
+    tvm_ffi.structural_walk(body, [(tirx.Bind, binds.append)])
+    for bind in binds:  # names bound from them (tx = T.get_thread_binding(), col = bx * 64 + tx)
+        if any(uses(bind.value, v) for v in racing):
+            racing.append(bind.var)
+
+    def entry(buffer):
+        return packed.get(buffer.__chandle__())
+
+    def on_cast(cast):
+        load = cast.value
+        if isinstance(load, tvm.ir.TensorLoad) and entry(load.source) is not None:
+            byte_buf, logical = entry(load.source)
+            return _decode(_nibble_value(byte_buf, list(load.indices)), logical, str(cast.ty))
+        return cast
+
+    def on_store(store):
+        target = entry(store.buffer)
+        value = store.value
+        if target is None:
+            return store
+        byte_buf, logical = target
+        indices = list(store.indices)
+        if any(uses(indices[-1], v) for v in racing):
+            raise refuse(f"a store into packed {logical} tensor '{store.buffer.name}' whose last index depends on "
+                         f"the thread, the block or a T.Parallel variable: two of them would write the two halves "
+                         f"of one byte at once. Index the last dimension with a serial loop (each thread writing "
+                         f"whole bytes)")
+        if isinstance(value, tvm.ir.TensorLoad) and entry(value.source) is not None:
+            code = _nibble_value(entry(value.source)[0], list(value.indices))
+        elif isinstance(value, tirx.Cast) and str(value.ty) == logical:
+            code = _encode(value.value, logical)
+        else:
+            raise refuse(f"a store into packed {logical} tensor '{store.buffer.name}' takes an element of a "
+                         f"{logical} tensor or T.cast(value, T.{logical}); got {value}")
+        load, shift = _nibble(byte_buf, indices)
+        keep = tirx.bitwise_and(tirx.Cast("int32", load), tirx.shift_left(tirx.const(0xF, "int32"), 4 - shift))
+        return tirx.BufferStore(byte_buf, tirx.Cast("int8", tirx.bitwise_or(keep, tirx.shift_left(code, shift))),
+                                list(indices[:-1]) + [tirx.floordiv(indices[-1], 2)])
+
+    body = tvm_ffi.structural_map(body, [(tirx.BufferStore, on_store)])
+    body = tvm_ffi.structural_map(body, [(tirx.Cast, on_cast)])
+    left = []
+    tvm_ffi.structural_walk(body, [(tvm.ir.TensorLoad, lambda ld: left.append(ld) if entry(ld.source) else None)])
+    if left:
+        ld = left[0]
+        raise refuse(f"a {packed[ld.source.__chandle__()][1]} element of '{ld.source.name}' is used as a value "
+                     f"({ld}); convert it where it is read (T.cast({ld.source.name}[...], T.float32)) or store it "
+                     f"into another {packed[ld.source.__chandle__()][1]} tensor as it is")
+    return body
+
+
+def uses(expr, var) -> bool:
+    return any(v.same_as(var) for v in tirx.analysis.undefined_vars(expr))
+
+
+__all__ = ["BYTE_DTYPES", "PACKED_PARAM", "SUBBYTE", "pack_subbyte_params", "packed_param_dtypes"]
