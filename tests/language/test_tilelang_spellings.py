@@ -285,3 +285,84 @@ def test_parallel_loops_inside_a_while_loop_are_distributed(path):
     if path != "cpu":
         lowered = str(tilelang.compile(doubling, target=path).asm["lowered"])
         assert "tl.parallel" not in lowered
+
+
+@T.macro
+def _plus_one(x):
+    y = x + 1.0
+    return y
+
+
+@T.macro
+def _fresh(x):
+    return T.alloc_var(T.float32, init=x)
+
+
+@T.macro
+def _apply(x, fn):
+    return fn(x)
+
+
+@T.macro
+def _set(x: T.Var, value):
+    x = value  # noqa: F841 - stores into the caller's T.alloc_var
+
+
+@pytest.mark.parametrize("path", ["cpu", "cuda:sm_80", "metal:apple7"])
+def test_macros_return_values_and_write_variables(path):
+    """TileLang's macros return their last statement's value (an expression, a fresh variable, a
+    Python value) and assign a T.alloc_var argument (``x: T.Var``) in the caller."""
+    import numpy as np
+    from tilelang_core.testing.oracle import run
+
+    @T.prim_func
+    def kernel(A: T.Tensor((4,), "float32"), B: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=1):
+            c = _plus_one(A[1])
+            v = _fresh(3.0)
+            d = _apply(5.0, lambda x: x * 2.0)
+            w = T.alloc_var(T.float32)
+            _set(w, A[2] * 4.0)
+            B[0] = c
+            B[1] = v
+            B[2] = d
+            B[3] = w
+
+    a = np.random.default_rng(0).standard_normal(4).astype(np.float32)
+    b = np.zeros(4, np.float32)
+    run(path, kernel, A=a, B=b)
+    np.testing.assert_allclose(b, [a[1] + 1, 3, 10, a[2] * 4], rtol=1e-6)
+
+
+def test_a_macro_returns_only_at_its_end():
+    @T.macro
+    def early(x):
+        if x > 0:
+            return x
+        return -x
+
+    with pytest.raises(TileLangError, match="returns only from its last statement"):
+        @T.prim_func
+        def kernel(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=1):
+                A[0] = early(A[1])
+
+
+@pytest.mark.parametrize("path", ["cpu", "cuda:sm_80"])
+def test_tuple_assignment_reads_every_value_first(path):
+    """``a, b = b, a`` and ``A[0], A[1] = A[1], A[0]`` swap, as in Python."""
+    import numpy as np
+    from tilelang_core.testing.oracle import run
+
+    @T.prim_func
+    def kernel(A: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=1):
+            a = T.alloc_var(T.float32, A[0])
+            b = T.alloc_var(T.float32, A[1])
+            a, b = b, a
+            A[0], A[1] = a, b
+            A[2], A[3] = A[3], A[2]
+
+    a = np.arange(4, dtype=np.float32)
+    run(path, kernel, A=a)
+    np.testing.assert_array_equal(a, [1, 0, 3, 2])

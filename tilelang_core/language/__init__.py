@@ -73,3 +73,6 @@ for _name in ("__exp", "__exp10", "__log", "__log2", "__log10", "__tan", "__cos"
 from . import vector_access as _vector_access, warp as _warp  # noqa: E402
 globals().update({"__ffs": _warp.ffs, "__fns": _warp.fns, "__ldg": _vector_access.ldg})  # TileLang's CUDA names
 dtype = DType  # TileLang's annotation for dtype parameters: `dtype: T.dtype = T.float16`
+# TileLang's T.Var (a macro parameter annotation: ``x: T.Var`` takes a T.alloc_var by reference, as
+# any alloc_var argument is here) and T.PrimExpr (helpers' annotations) are TVM's classes
+from tvm.tirx import PrimExpr, Var  # noqa: E402  (tvm_compat above gives tirx.PrimExpr)

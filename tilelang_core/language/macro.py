@@ -24,11 +24,24 @@ from tvm.script.parser.core import utils as parser_utils
 from tvm.tirx.script.parser.entry import TIRMacro
 
 from ..errors import FrontendError
-from .parser import current_parser
+from .parser import current_parser, macro_return
 
 
 class KernelMacro(TIRMacro):
-    """TVMScript's macro, bound to the kernel parser of this thread instead of a stack walk."""
+    """TVMScript's macro, bound to the kernel parser of this thread instead of a stack walk.
+
+    A ``return value`` as the last statement of the body makes ``value`` the call's value
+    (TileLang's macros return expressions, variables, Python values)."""
+
+    def parse_macro(self, parser):
+        body = self.get_macro_def().body
+        returns = []
+        token = macro_return.set((body[-1] if body else None, returns))
+        try:
+            super().parse_macro(parser)
+        finally:
+            macro_return.reset(token)
+        return returns[0] if returns else None
 
     def _find_parser_def(self):
         parser = current_parser.get()

@@ -99,6 +99,9 @@ class LaunchBinding:
 current_parser: contextvars.ContextVar[Any] = contextvars.ContextVar("tl_current_parser",
                                                                     default=None)
 
+# The macro being expanded (macro.py): (its last statement, the list its return value goes to).
+macro_return: contextvars.ContextVar[Any] = contextvars.ContextVar("tl_macro_return", default=None)
+
 # The eager program being specialized, if any (see eager.py); read by T.const / T.empty.
 current_eager: contextvars.ContextVar[Any] = contextvars.ContextVar("tl_current_eager",
                                                                    default=None)
@@ -518,6 +521,29 @@ def visit_assign(self: Parser, node: doc.Assign) -> None:
                 self.eval_assign(target=target, source=rhs, bind_value=_bind_assign, allow_shadowing=True)
         return
     lhs = node.targets[0]
+    if isinstance(lhs, (doc.Tuple, doc.List)) and any(isinstance(t, doc.Subscript) or _scalar_buffer_of(
+            _existing_value(self, t)) is not None for t in lhs.elts):
+        # ``a, b = b, a`` / ``A[0], A[1] = A[1], A[0]``: as in Python, every value is read before
+        # any target is written (a value that reads memory is bound first)
+        values = list(rhs) if isinstance(rhs, (list, tuple)) else None
+        if values is None or len(values) != len(lhs.elts):
+            self.report_error(node, f"{len(lhs.elts)} targets but the value is not a sequence of {len(lhs.elts)}")
+        values = [B.Bind(v) if isinstance(v, Expr) and tvm.ir.is_prim_expr(v) and not is_pure(v)
+                  else _read(v) for v in values]
+        for target, value in zip(lhs.elts, values):
+            _assign_one(self, target, value)
+        return
+    _assign_one(self, lhs, rhs)
+
+
+def _read(value):
+    """A scalar variable's current value (``a, b = b, a`` reads ``b`` before ``b`` is written)."""
+    if isinstance(value, B.scalar_wrapper):
+        value = value.scalar
+    return B.Bind(value) if isinstance(value, tvm.ir.TensorLoad) else value
+
+
+def _assign_one(self: Parser, lhs, rhs) -> None:
     if isinstance(lhs, doc.Subscript):
         _store_subscript(self, lhs, rhs)
         return
@@ -567,6 +593,14 @@ def visit_ann_assign(self: Parser, node: doc.AnnAssign) -> None:
 
 @dispatch.register(token=TOKEN, type_name="Return")
 def visit_return(self: Parser, node: doc.Return) -> None:
+    in_macro = macro_return.get()
+    if in_macro is not None:
+        last, returns = in_macro
+        if last is None or (node.lineno, node.col_offset) != (last.lineno, last.col_offset):
+            self.report_error(node, "a T.macro returns only from its last statement (kernel code has no "
+                                    "early return); compute the value into a name and return it at the end")
+        returns.append(self.eval_expr(node.value) if node.value is not None else None)
+        return
     eager = current_eager.get()
     if eager is not None:
         eager.check_return(self, node)
