@@ -1,7 +1,7 @@
 """The CUDA benchmark table of issues 4 and 5, side by side in one run (H200).
 
     python bench/cuda_bench.py                 # everything (about 3 minutes)
-    python bench/cuda_bench.py --only gemm     # gemm | sustained | fp8 | attention | rowwise | overhead
+    python bench/cuda_bench.py --only gemm     # gemm | sustained | fp8 | attention | rowwise | overhead | quant
     python bench/cuda_bench.py --pass-config tl.disable_warp_specialized=1   # compare schedules
 
 Kernels are the ones in examples/, compiled through tilelang_core.compile with target
@@ -356,7 +356,62 @@ def overhead_rows(pass_configs):
     return ["launch from Python", "us per call"], rows
 
 
-SECTIONS = {"gemm": gemm_rows, "sustained": sustained_rows, "fp8": fp8_rows, "attention": attention_rows, "rowwise": rowwise_rows, "overhead": overhead_rows}
+HBM_GBS = 4300.0  # the H200's measured copy bandwidth (bench/NOTES.md)
+
+
+def quant_rows(pass_configs):
+    """SwiGLU + FP8 (e4m3) quantization with 1x128 (or per-token) scales: examples/quant/
+    swiglu_fp8_quant.py against torch's composite (eager, and torch.compile where Triton is
+    there). Memory-bound: GB/s over the bytes a fused kernel must move, and the share of HBM."""
+    import torch.nn.functional as F
+
+    quant = example("quant/swiglu_fp8_quant.py")
+    rows = []
+    for M, N, group in ((8192, 4096, 128), (4096, 7168, 128), (8192, 2048, 2048)):
+        x = (torch.randn(M, 2 * N, device="cuda") * 3).to(torch.bfloat16)
+
+        def composite(x=x, M=M, N=N, group=group):
+            y = F.silu(x[:, :N].float()) * x[:, N:].float()
+            yv = y.view(M, N // group, group)
+            s = yv.abs().amax(-1).clamp(min=quant.MIN_AMAX) / quant.FP8_MAX
+            return (yv / s[..., None]).clamp(-quant.FP8_MAX, quant.FP8_MAX).to(torch.float8_e4m3fn).view(M, N), s
+
+        fns, errs, best = {"torch": lambda c=composite: c()}, {}, None
+        try:
+            compiled = torch.compile(composite)
+            compiled()
+            fns["torch.compile"] = compiled
+        except Exception as exc:  # noqa: BLE001 - no Triton on the machine: the row says so
+            print(f"torch.compile unavailable: {type(exc).__name__}: {str(exc)[:120]}", flush=True)
+        _, s_ref, q_ref = quant.reference(x, group)
+        for block_M, threads in ((8, 128), (16, 128), (16, 256), (32, 256)):
+            if group == N and block_M > 8:
+                continue
+            kernel, secs = compile_timed(quant.swiglu_fp8_quant, M, N, group=group, block_M=block_M,
+                                         threads=threads, pass_configs=pass_configs)
+            q, s = kernel(x)
+            bad = (q.cpu().double() != q_ref).float().mean().item()
+            s_err = ((s.cpu().double() - s_ref).abs() / s_ref).max().item()
+            errs[(block_M, threads)] = (bad, s_err, secs)
+            fns[f"ours {block_M}x{threads}"] = lambda k=kernel: k(x)
+        ms = side_by_side(fns, per_round=10)
+        moved = M * (4 * N + N + 4 * N // group)
+        gbs = {name: moved / t / 1e6 for name, t in ms.items()}
+        best = max((n for n in gbs if n.startswith("ours")), key=lambda n: gbs[n])
+        bm, th = (int(v) for v in best.split()[1].split("x"))
+        bad, s_err, secs = errs[(bm, th)]
+        ref_name = max((n for n in gbs if not n.startswith("ours")), key=lambda n: gbs[n])
+        rows.append([f"swiglu+fp8 {M}x{N} g{group}", f"{bad:.1e} / {s_err:.1e}", best[5:], f"{gbs[best]:.0f}",
+                     f"{100 * gbs[best] / HBM_GBS:.0f}%", f"{gbs['torch']:.0f}",
+                     f"{gbs.get('torch.compile', float('nan')):.0f}", f"{gbs[best] / gbs[ref_name]:.2f}x {ref_name}",
+                     f"{secs:.2f}"])
+        print(" | ".join(rows[-1]), {k: round(v) for k, v in gbs.items()}, flush=True)
+    return ["case", "Q differs / S rel err", "tile", "ours GB/s", "of HBM", "torch GB/s", "compile GB/s",
+            "vs best torch", "compile s"], rows
+
+
+SECTIONS = {"gemm": gemm_rows, "sustained": sustained_rows, "fp8": fp8_rows, "attention": attention_rows,
+            "rowwise": rowwise_rows, "overhead": overhead_rows, "quant": quant_rows}
 
 
 def main():

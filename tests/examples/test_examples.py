@@ -118,3 +118,22 @@ def test_T_compile_and_tilelang_compile_are_the_same_entry_point():
     kernel = T.compile(load("elementwise/scale_add.py").scale_add.get_tir(37, 41, 2.0), out_idx=[-1], target="cpu")
     a, b = np.random.rand(37, 41).astype("float32"), np.random.rand(37, 41).astype("float32")
     np.testing.assert_allclose(kernel(a, b), 2.0 * a.astype("float64") + b, rtol=1e-6)
+
+
+@pytest.mark.parametrize("M, N, group", [(37, 256, 128), (1, 384, 128), (20, 256, 256)])
+def test_swiglu_fp8_quant(M, N, group):
+    """Scales exact to float64's, dequantized values within e4m3's rounding, ragged M, and one
+    scale per token (group = N)."""
+    assert load("quant/swiglu_fp8_quant.py").check(M, N, group=group) < 0.04
+
+
+def test_swiglu_fp8_quant_values_match_torch():
+    """Every e4m3 value is torch's rounding of y / S (or a neighbour where y / S sits on a
+    rounding boundary that float32 and float64 see on different sides)."""
+    quant = load("quant/swiglu_fp8_quant.py")
+    x = (torch.randn(45, 512) * 3).bfloat16()
+    q, s = quant.swiglu_fp8_quant(45, 256)(x)
+    _, _, ref = quant.reference(x)
+    differ = (q.double() != ref)
+    assert differ.float().mean().item() < 1e-3
+    assert (q.double() - ref).abs().max().item() <= 32  # one e4m3 step at the top of the range

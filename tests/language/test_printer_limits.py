@@ -1,6 +1,7 @@
-"""Kernels TVM's printers or its UnrollLoop could not take (found running TileLang's language
-tests): ``T.unroll`` over an extent known only at run time, and a loop-invariant 8-bit value
-stored through a vectorized loop (a broadcast of a variable). Each runs on every reference path
+"""Kernels TVM's printers or passes could not take (found running TileLang's language tests and
+examples): ``T.unroll`` over an extent known only at run time, a loop-invariant 8-bit value
+stored through a vectorized loop (a broadcast of a variable), and a name bound in a T.Parallel
+body to a bfloat16 element converted to float32 (TVM's LLVM build, cpu: bf16_binds.py). Each runs on every reference path
 and matches numpy; and their CUDA source is compiled by nvcc for sm_80 and sm_90a."""
 
 import shutil
@@ -42,6 +43,39 @@ def int8_broadcast(lanes, dtype):
                 B[i] = a[i]
 
     return kernel
+
+
+def bound_bf16_conversion():
+    @T.prim_func
+    def kernel(X: T.Tensor((8, 256), "bfloat16"), Y: T.Tensor((8, 128), "float32")):
+        with T.Kernel(1, threads=128):
+            gate = T.alloc_fragment((8, 128), "bfloat16")
+            y = T.alloc_fragment((8, 128), "float32")
+            T.copy(X[0, 128], gate)
+            for i, j in T.Parallel(8, 128):
+                g = T.cast(gate[i, j], "float32")
+                y[i, j] = g / (1.0 + T.exp(-g))
+            T.copy(y, Y)
+
+    return kernel
+
+
+@pytest.mark.parametrize("path", [p for p in PATHS if not p.startswith("metal")])  # (apple7: no bf16)
+def test_a_bound_bf16_conversion_in_a_parallel_body(path):
+    import torch
+
+    x = torch.randn(8, 256).bfloat16()
+    expect = torch.nn.functional.silu(x[:, 128:].double()).float().numpy()
+    y = np.zeros((8, 128), np.float32)
+    if path == "cpu":
+        import tilelang_core as tilelang
+
+        out = torch.zeros(8, 128)
+        tilelang.compile(bound_bf16_conversion(), target="cpu")(x, out)
+        y = out.numpy()
+    else:
+        run(path, bound_bf16_conversion(), X=x.float().numpy(), Y=y)
+    np.testing.assert_allclose(y, expect, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("path", PATHS)
