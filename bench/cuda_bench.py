@@ -384,9 +384,9 @@ def quant_rows(pass_configs):
         except Exception as exc:  # noqa: BLE001 - no Triton on the machine: the row says so
             print(f"torch.compile unavailable: {type(exc).__name__}: {str(exc)[:120]}", flush=True)
         _, s_ref, q_ref = quant.reference(x, group)
-        for block_M, threads in ((8, 128), (16, 128), (16, 256), (32, 256)):
-            if group == N and block_M > 8:
-                continue
+        tiles = ((1, 256), (2, 256), (4, 512), (8, 512)) if group == N else \
+            ((16, 128), (32, 256), (64, 256), (64, 512), (128, 512))
+        for block_M, threads in tiles:
             kernel, secs = compile_timed(quant.swiglu_fp8_quant, M, N, group=group, block_M=block_M,
                                          threads=threads, pass_configs=pass_configs)
             q, s = kernel(x)
