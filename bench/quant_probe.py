@@ -1,0 +1,144 @@
+"""Where the SwiGLU + FP8 quant kernel's time goes (bench/NOTES.md s39): the kernel as shipped,
+the same without the scale column store, a copy with the same reads and writes and no math,
+and torch's copy of the same bytes, one run, medians of CUDA events, GB/s of the shipped
+kernel's byte count (so a variant that moves less shows how much the rest costs).
+
+    python bench/quant_probe.py
+"""
+
+import torch
+
+import tilelang_core as tilelang
+import tilelang_core.language as T
+from cuda_bench import example, side_by_side
+
+M, N, G, BM = 8192, 4096, 128, 16
+
+
+@tilelang.jit(out_idx=[-2, -1], target="cuda:sm_90a")
+def variant(kind: str):
+    @T.prim_func
+    def main(X: T.Tensor((M, 2 * N), "bfloat16"), Q: T.Tensor((M, N), "float8_e4m3fn"),
+             S: T.Tensor((M, N // G), "float32")):
+        with T.Kernel(N // G, M // BM, threads=128) as (bg, bm):
+            gate = T.alloc_fragment((BM, G), "bfloat16")
+            up = T.alloc_fragment((BM, G), "bfloat16")
+            y = T.alloc_fragment((BM, G), "float32")
+            scale = T.alloc_fragment((BM,), "float32")
+            q = T.alloc_fragment((BM, G), "float8_e4m3fn")
+            T.copy(X[bm * BM, bg * G], gate)
+            T.copy(X[bm * BM, N + bg * G], up)
+            for i, j in T.Parallel(BM, G):
+                y[i, j] = T.cast(gate[i, j], "float32") * T.cast(up[i, j], "float32")
+            if kind == "copy":
+                for i, j in T.Parallel(BM, G):
+                    q[i, j] = T.cast(y[i, j], "float8_e4m3fn")
+            else:
+                T.reduce_absmax(y, scale, dim=1)
+                for i, j in T.Parallel(BM, G):
+                    q[i, j] = T.cast(y[i, j] / scale[i], "float8_e4m3fn")
+            T.copy(q, Q[bm * BM, bg * G])
+            if kind == "full":
+                for i in T.Parallel(BM):
+                    S[bm * BM + i, bg] = scale[i]
+
+    return main
+
+
+@tilelang.jit(out_idx=[-2, -1], target="cuda:sm_90a")
+def grouped(gpb: int, bm_rows: int, threads: int):
+    """Several groups per block: a row's scales for the block's groups are contiguous in S."""
+    @T.prim_func
+    def main(X: T.Tensor((M, 2 * N), "bfloat16"), Q: T.Tensor((M, N), "float8_e4m3fn"),
+             S: T.Tensor((M, N // G), "float32")):
+        with T.Kernel(N // (G * gpb), M // bm_rows, threads=threads) as (bg, bm):
+            gate = T.alloc_fragment((bm_rows, gpb, G), "bfloat16")
+            up = T.alloc_fragment((bm_rows, gpb, G), "bfloat16")
+            y = T.alloc_fragment((bm_rows, gpb, G), "float32")
+            scale = T.alloc_fragment((bm_rows, gpb), "float32")
+            q = T.alloc_fragment((bm_rows, gpb, G), "float8_e4m3fn")
+            for i, g, j in T.Parallel(bm_rows, gpb, G):
+                gate[i, g, j] = X[bm * bm_rows + i, (bg * gpb + g) * G + j]
+                up[i, g, j] = X[bm * bm_rows + i, N + (bg * gpb + g) * G + j]
+            for i, g, j in T.Parallel(bm_rows, gpb, G):
+                v = T.cast(gate[i, g, j], "float32")
+                y[i, g, j] = v / (1.0 + T.exp(-v)) * T.cast(up[i, g, j], "float32")
+            T.reduce_absmax(y, scale, dim=2)
+            for i, g in T.Parallel(bm_rows, gpb):
+                scale[i, g] = T.max(scale[i, g], 1e-4) / 448.0
+            for i, g, j in T.Parallel(bm_rows, gpb, G):
+                q[i, g, j] = T.cast(T.clamp(y[i, g, j] / scale[i, g], -448.0, 448.0), "float8_e4m3fn")
+            for i, g, j in T.Parallel(bm_rows, gpb, G):
+                Q[bm * bm_rows + i, (bg * gpb + g) * G + j] = q[i, g, j]
+            for i, g in T.Parallel(bm_rows, gpb):
+                S[bm * bm_rows + i, bg * gpb + g] = scale[i, g]
+
+    return main
+
+
+@tilelang.jit(out_idx=[-2, -1], target="cuda:sm_90a")
+def single_writer(bm_rows: int, threads: int):
+    """The shipped kernel with the scales stored through shared memory by a T.copy (one thread
+    per scale) instead of by every thread holding a replica of it."""
+    @T.prim_func
+    def main(X: T.Tensor((M, 2 * N), "bfloat16"), Q: T.Tensor((M, N), "float8_e4m3fn"),
+             S: T.Tensor((M, N // G), "float32")):
+        with T.Kernel(N // G, M // bm_rows, threads=threads) as (bg, bm):
+            gate = T.alloc_fragment((bm_rows, G), "bfloat16")
+            up = T.alloc_fragment((bm_rows, G), "bfloat16")
+            y = T.alloc_fragment((bm_rows, G), "float32")
+            scale = T.alloc_fragment((bm_rows,), "float32")
+            scale_s = T.alloc_shared((bm_rows, 1), "float32")
+            q = T.alloc_fragment((bm_rows, G), "float8_e4m3fn")
+            T.copy(X[bm * bm_rows, bg * G], gate)
+            T.copy(X[bm * bm_rows, N + bg * G], up)
+            for i, j in T.Parallel(bm_rows, G):
+                v = T.cast(gate[i, j], "float32")
+                y[i, j] = v / (1.0 + T.exp(-v)) * T.cast(up[i, j], "float32")
+            T.reduce_absmax(y, scale, dim=1)
+            for i in T.Parallel(bm_rows):
+                scale[i] = T.max(scale[i], 1e-4) / 448.0
+            for i, j in T.Parallel(bm_rows, G):
+                q[i, j] = T.cast(T.clamp(y[i, j] / scale[i], -448.0, 448.0), "float8_e4m3fn")
+            T.copy(q, Q[bm * bm_rows, bg * G])
+            for i in T.Parallel(bm_rows):
+                scale_s[i, 0] = scale[i]
+            T.copy(scale_s, S[bm * bm_rows, bg])
+
+    return main
+
+
+def main():
+    quant = example("quant/swiglu_fp8_quant.py")
+    x = torch.randn(M, 2 * N, device="cuda").to(torch.bfloat16)
+    shipped = quant.swiglu_fp8_quant(M, N, block_M=BM, threads=128)
+    src = torch.empty(M * (4 * N + N + 4 * N // G) // 2, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    fns = {"shipped": lambda: shipped(x), "no S store": lambda k=variant("noscale"): k(x),
+           "mul + cast only": lambda k=variant("copy"): k(x), "torch copy (same bytes)": lambda: dst.copy_(src)}
+    for gpb, rows, threads in ((2, 8, 128), (4, 4, 128), (4, 8, 256), (8, 4, 256), (32, 1, 256)):
+        try:
+            k = grouped(gpb, rows, threads)
+            qq, ss = k(x)
+            q0, s0 = shipped(x)
+            assert torch.equal(ss, s0) and torch.equal(qq.view(torch.uint8), q0.view(torch.uint8))
+            fns[f"{gpb} groups x {rows} rows, {threads} thr"] = lambda k=k: k(x)
+        except Exception as exc:  # noqa: BLE001 - the probe reports what does not build
+            print(f"grouped {gpb} {rows} {threads}: {type(exc).__name__}: {str(exc)[:300]}")
+    for rows, threads in ((16, 128), (32, 256)):
+        try:
+            k = single_writer(rows, threads)
+            qq, ss = k(x)
+            q0, s0 = shipped(x)
+            assert torch.equal(ss, s0) and torch.equal(qq.view(torch.uint8), q0.view(torch.uint8))
+            fns[f"S via shared {rows}r {threads}t"] = lambda k=k: k(x)
+        except Exception as exc:  # noqa: BLE001 - the probe reports what does not build
+            print(f"single_writer {rows} {threads}: {type(exc).__name__}: {str(exc)[:300]}")
+    ms = side_by_side(fns, per_round=10)
+    moved = M * (4 * N + N + 4 * N // G)
+    for name, t in ms.items():
+        print(f"{name:26s} {t * 1e3:8.1f} us {moved / t / 1e6:7.0f} GB/s ({100 * moved / t / 1e6 / 4300:.0f}% of 4.3 TB/s)")
+
+
+if __name__ == "__main__":
+    main()
