@@ -1,8 +1,9 @@
 """Kernels TVM's printers or passes could not take (found running TileLang's language tests and
 examples): ``T.unroll`` over an extent known only at run time, a loop-invariant 8-bit value
 stored through a vectorized loop (a broadcast of a variable), and a name bound in a T.Parallel
-body to a bfloat16 element converted to float32 (TVM's LLVM build, cpu: bf16_binds.py). Each runs on every reference path
-and matches numpy; and their CUDA source is compiled by nvcc for sm_80 and sm_90a."""
+body to a bfloat16 element converted to float32 (TVM's LLVM build; cpu transform/bf16_binds.py).
+Each runs on every reference path and matches numpy; the CUDA source is compiled by nvcc for
+sm_80 and sm_90a."""
 
 import shutil
 from pathlib import Path

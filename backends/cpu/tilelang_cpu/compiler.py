@@ -62,14 +62,11 @@ def build_runtime_module(mod, target_dict: dict):
     import tvm
 
     from tilelang_core.simt.transform.printable import HideRuntimeUnroll
-
-    from .bf16_binds import spill_bf16_binds
     from tilelang_core.transform.positive_floor_dividends import PositiveFloorDividends
 
     # TVM's own pipeline starts with FlattenBuffer, which miscompiles (c - x) % m otherwise; its
     # UnrollLoop stops at a T.unroll of run-time extent, which stays a serial loop here
     mod = HideRuntimeUnroll()(PositiveFloorDividends()(mod))
-    mod = spill_bf16_binds(mod)  # (TVM's bfloat16 legalization and bound values: bf16_binds.py)
     try:
         return tvm.tirx.build(mod, target=tvm.target.Target(target_dict))
     except Exception as exc:  # TVM raises TVMError subclasses with the whole diagnostic

@@ -7,6 +7,12 @@ var->ty)`` for any kernel that binds a bfloat16 value (and a float32 bind read b
 cast to bfloat16 is stored as the integer of its bits). Buffers are what that legalization
 handles: ``v = e`` becomes ``v_reg[0] = e`` where the Bind stood (the declaration scopes over the
 same statements), each use reads ``v_reg[0]``; the value is computed once, where it was bound.
+
+The same goes for a bound value of another dtype that converts a bfloat16 element
+(``g = T.cast(gate[i, j], "float32")`` in a T.Parallel body, as TileLang's SwiGLU kernels write):
+the legalization rewrites that conversion to read the buffer's 16-bit storage before the storage is
+declared ("Load/Store of buffer gate occurred before its declaration"); through a register of the
+bound dtype it is a store, which it handles.
 """
 
 from __future__ import annotations
@@ -16,12 +22,27 @@ import tvm_ffi
 from tvm import tirx
 
 
+def _converts_bf16_element(value) -> bool:
+    """Whether ``value`` converts an expression reading a bfloat16 buffer to another dtype."""
+    found = []
+
+    def on_cast(cast):
+        loads = []
+        tvm_ffi.structural_walk(cast.value, [(tvm.ir.TensorLoad, loads.append)])
+        if str(cast.ty) != "bfloat16" and any(str(ld.source.ty.dtype) == "bfloat16" for ld in loads):
+            found.append(cast)
+
+    tvm_ffi.structural_walk(value, [(tirx.Cast, on_cast)])
+    return bool(found)
+
+
 def bf16_binds_to_registers(func: tirx.PrimFunc) -> tirx.PrimFunc:
     registers: dict[int, tirx.Var] = {}
 
     def collect(bind):
-        if str(getattr(bind.var.ty, "dtype", "")) == "bfloat16":  # handles (T.make_tensor) have none
-            registers[bind.var.__chandle__()] = tirx.decl_buffer([1], "bfloat16", name=str(bind.var.name),
+        dtype = str(getattr(bind.var.ty, "dtype", ""))  # handles (T.make_tensor) have none
+        if dtype == "bfloat16" or (dtype and _converts_bf16_element(bind.value)):
+            registers[bind.var.__chandle__()] = tirx.decl_buffer([1], dtype, name=str(bind.var.name),
                                                                  scope="local")
 
     tvm_ffi.structural_walk(func.body, [(tirx.Bind, collect)])
