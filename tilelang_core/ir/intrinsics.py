@@ -97,6 +97,9 @@ _ALL = [
     # copies; wait until at most (n int32) of its groups are in flight
     _define("cp_async_commit", "thread", spelling="ptx_commit_group"),
     _define("cp_async_wait", "thread", spelling="ptx_wait_group"),
+    # a check in kernel code (condition bool, message StringImm): the kernel stops with the
+    # message where the condition is false (a trap on the GPU, an error of the call on cpu)
+    _define("device_assert", "thread"),
 ]
 INTRINSICS: dict[str, Intrinsic] = {i.name: i for i in _ALL}
 _OPS: dict[str, tvm.ir.Op] = {}

@@ -201,6 +201,25 @@ def Serial(start, stop=None, step=None, annotations=None):  # noqa: N802 - TileL
 comm_reducer = B.comm_reducer
 
 
+def device_assert(condition, message: str = ""):
+    """TileLang's ``T.device_assert(cond, "msg")``: a check that runs in the kernel. Where the
+    condition is false the kernel stops: CUDA prints the message and traps, HIP traps (the launch
+    fails, and the device context with it, as a CUDA ``assert`` does), on cpu the call
+    fails with a LaunchError carrying the message; Metal refuses the kernel (it has no trap). A
+    condition known when the kernel is compiled is checked then."""
+    if not isinstance(message, str):
+        raise FrontendError(f"T.device_assert's message must be a string, got {message!r}")
+    if isinstance(condition, (bool, int)) or isinstance(condition, tirx.IntImm):
+        if not bool(getattr(condition, "value", condition)):
+            raise FrontendError(f"T.device_assert is always false: {message or 'no message'}")
+        return tirx.const(0, "int32")  # (a statement of no effect)
+    if not isinstance(condition, tvm.ir.Expr) or not tvm.ir.is_prim_expr(condition):
+        raise FrontendError(f"T.device_assert takes a condition, got {condition!r}")
+    if str(condition.ty) != "bool":
+        condition = condition != tirx.const(0, str(condition.ty))
+    return I.call("device_assert", "void", condition, tvm.ir.StringImm(message))
+
+
 def extract_lane(vector, lane):
     """One lane of a vector value, ``T.extract_lane(v, 1)`` of a ``bfloat16x2`` (TileLang's): a
     ``Shuffle`` of the vector at a lane known when the kernel is compiled."""
@@ -227,7 +246,7 @@ address_of = B.address_of
 handle = B.handle
 
 __all__ = ["Broadcast", "Ramp", "Serial", "Shuffle", "address_of", "assume", "atan", "attr", "bitwise_and",
-           "disable_warp_group_reg_alloc", "extract_lane",
+           "device_assert", "disable_warp_group_reg_alloc", "extract_lane",
            "bitwise_not", "bitwise_or", "bitwise_xor", "call_extern", "call_intrin", "clz", "comm_reducer",
            "cosh", "evaluate", "fmod", "handle", "isfinite", "likely", "log1p", "nearbyint", "popcount",
            "reinterpret", "shift_left", "shift_right", "sinh", "sync_threads", "tan", "tvm_thread_allreduce"]

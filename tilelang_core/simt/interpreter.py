@@ -390,6 +390,12 @@ class Interpreter:
             return None
         if name.startswith("tl_atomic_"):
             return self._atomic(name, args, mask)
+        if name == "tl_device_assert":  # T.device_assert: the kernel stops where a lane's check fails
+            ok = np.broadcast_to(self.expr(args[0]), (self.lanes,)).astype(bool)
+            if not ok[mask].all():
+                raise RuntimeError(f"T.device_assert failed in lanes {np.nonzero(mask & ~ok)[0].tolist()[:8]}: "
+                                   f"{args[1].value}")
+            return None
         if name == "tl_shfl_xor":
             value = np.broadcast_to(self.expr(args[0]), (self.lanes,))
             lane_mask = int(self.expr(args[1]))

@@ -45,7 +45,7 @@ from tvm import tirx
 from tilelang_core.backend import Backend, lower_each
 from tilelang_core.ir.atomic_calls import atomic_calls
 from tilelang_core.ir.import_source import refuse_imported_sources
-from tilelang_core.ir.intrinsics import calls_in
+from tilelang_core.ir.intrinsics import calls_in, intrinsic_of
 from tilelang_core.transform import lower_tile_ops, verify_no_tile_ops
 from tilelang_core.transform.instrumented import run_pass
 from tilelang_core.transform.program_kernels import hoist_workspaces
@@ -86,7 +86,10 @@ def lower_func(func: tirx.PrimFunc, options: CpuOptions) -> tirx.PrimFunc:
     the FFI boundary and come back as a bare RuntimeError (and bury the user's message in FFI
     frames). The ``*Pass`` forms in transform/ are there for custom pipelines."""
     refuse_imported_sources(func, "the cpu backend")
-    parallel = options.parallel_blocks and not has_global_atomics(func)
+    # blocks run on TVM's thread pool unless they update global memory atomically, or check
+    # T.device_assert (an assertion failing in a pool task is not reliably reported)
+    parallel = options.parallel_blocks and not has_global_atomics(func) and not any(
+        intrinsic_of(c).name == "device_assert" for c in calls_in(func.body))
     func = hoist_workspaces(func)  # the same function unless a T.alloc_global sits in a kernel
     # run_pass: plain calls, except under TILELANG_DUMP_IR, where each is dumped and timed
     if calls_in(func.body):  # warp votes, lane queries, bit scans: arithmetic, or refused

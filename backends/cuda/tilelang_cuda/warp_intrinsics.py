@@ -34,6 +34,12 @@ def _minmax(name: str, pick: str, fn: str, hfn: str) -> str:
 
 
 WARP_HELPERS = {
+    # T.device_assert: print where and why, then stop the kernel (the launch fails, as assert's)
+    "tl_device_assert": (f"{_D} void tl_device_assert(bool ok, const char* msg) {{\n"
+                         f"  if (!ok) {{\n"
+                         f"    printf(\"T.device_assert failed in block (%d, %d, %d), thread %d: %s\\n\",\n"
+                         f"           blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, msg);\n"
+                         f"    __trap();\n  }}\n}}\n"),
     "tl_any_sync": _vote("tl_any_sync", "__any_sync", "int"),
     "tl_all_sync": _vote("tl_all_sync", "__all_sync", "int"),
     # __ballot_sync's 32 bits, zero-extended (TileLang's uint64 ballot)

@@ -18,7 +18,7 @@ import re
 #: a call of one of the helpers below in a kernel's source (only such kernels get them)
 WARP_HELPER_CALL = re.compile(r"\btl_(?:ballot_sync|any_sync|all_sync|activemask|match_any_sync|match_all_sync|"
                               r"shfl_sync|warp_reduce_\w+|sync_warp|elect_one_sync|syncthreads_\w+|ffs|fns|"
-                              r"ldg)\(")
+                              r"ldg|device_assert)\(")
 
 WARP_HELPERS = r"""// ---- warp helpers (tilelang_hip/warp_intrinsics.py) ---------------------------------------------
 #ifndef __AMDGCN_WAVEFRONT_SIZE
@@ -125,6 +125,9 @@ TL_D unsigned tl_fns(unsigned mask, unsigned base, int offset) {
   return 0xFFFFFFFFu;
 }
 template <typename T> TL_D T tl_ldg(const T* p) { return *p; }  // no separate read-only cache path
+TL_D void tl_device_assert(bool ok, const char*) {  // T.device_assert: a trap (no device printf here)
+  if (!ok) __builtin_trap();
+}
 """
 
 __all__ = ["WARP_HELPER_CALL", "WARP_HELPERS"]

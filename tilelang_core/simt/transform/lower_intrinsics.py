@@ -294,6 +294,11 @@ class _Lowering:
             if name == "cp_async_commit":
                 return tirx.call_extern("void", "tl_cp_async_commit")
             return tirx.call_extern("void", f"tl_cp_async_wait<{int(args[0])}>")
+        if name == "device_assert":
+            if self.st.dialect.kind == "metal":
+                raise self.fail(intrinsic, "Metal has no trap to stop a kernel with; check the condition on the "
+                                           "host or write the flag into an output")
+            return tirx.call_extern("void", "tl_device_assert", args[0], args[1])
         raise self.fail(intrinsic, "no lowering rule (a gap in tilelang_core.simt: please report it)")
 
     def source_lane(self, kind: str, operand, width: int):

@@ -9,6 +9,7 @@ executes them together, and are refused with the op, the kernel and the line els
 (of 32-lane warps, TileLang's default, unless the kernel gives a size), ``T.__ffs`` and
 ``T.__fns`` (bit arithmetic), ``T.__ldg`` (a plain load); ``T.set_max_nreg`` (a register hint) and
 ``T.ptx_commit_group`` / ``T.ptx_wait_group`` (the cpu backend's copies are synchronous) are dropped.
+``T.device_assert`` is an assertion: the call fails (LaunchError) with its message.
 """
 
 from __future__ import annotations
@@ -31,7 +32,24 @@ def _size(expr, default: int):
     return tirx.const(default, "int32") if isinstance(expr, tirx.IntImm) and int(expr.value) == -1 else expr
 
 
+def _device_asserts(body):
+    """``T.device_assert(cond, msg)`` statements as host assertions: the call fails with the
+    message where a thread's condition is false."""
+    def on_evaluate(stmt):
+        intrinsic = I.intrinsic_of(stmt.value)
+        if intrinsic is None or intrinsic.name != "device_assert":
+            return stmt
+        cond, message = stmt.value.args
+        return tirx.AssertStmt(cond, tvm.ir.StringImm("RuntimeError"),
+                               [tvm.ir.StringImm(f"T.device_assert failed: {message.value}")])
+
+    return tvm_ffi.structural_map(body, [(tirx.Evaluate, on_evaluate)])
+
+
 def lower_intrinsics(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    if not I.calls_in(func.body):
+        return func
+    func = func.with_body(_device_asserts(func.body))
     if not I.calls_in(func.body):
         return func
     func = emulate_warps(func, WARP_SIZE)  # collective ops: an exchange through block memory, or refused
