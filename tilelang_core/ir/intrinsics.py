@@ -100,6 +100,9 @@ _ALL = [
     # a check in kernel code (condition bool, message StringImm): the kernel stops with the
     # message where the condition is false (a trap on the GPU, an error of the call on cpu)
     _define("device_assert", "thread"),
+    # cuRAND (language/random.py): (seed, seq, off uint64, generator StringImm); (generator) -> uint32;
+    # (generator, "uniform" | "normal") -> float32 / float64. Each draw changes the thread's state.
+    _define("rng_init", "thread"), _define("rng_rand", "thread"), _define("rng_rand_float", "thread"),
 ]
 INTRINSICS: dict[str, Intrinsic] = {i.name: i for i in _ALL}
 _OPS: dict[str, tvm.ir.Op] = {}

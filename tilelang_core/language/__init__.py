@@ -47,6 +47,7 @@ from .kernel import (Kernel, get_block_binding, get_block_bindings, get_thread_b
                      get_thread_bindings)
 from .macro import macro
 from .pointers import make_tensor, match_buffer, ptr
+from .random import rng_init, rng_rand, rng_rand_float
 from .reducers import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .loops import Parallel, Pipelined, grid, serial, thread_binding, unroll, vectorized
 from .tensor import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor, TensorType,

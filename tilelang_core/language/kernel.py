@@ -85,6 +85,7 @@ class Kernel:
         self.thread_vars: list = []
         self.thread_id = None  # the linear thread index (the one threadIdx.x launch)
         self.barriers: list = []  # T.alloc_barrier buffers (language/barriers.py)
+        self.rng_generator: str | None = None  # T.rng_init's cuRAND state type (language/random.py)
         self.thread_aliases: list = []  # (var, dim): ``tk = T.get_thread_binding(1)`` and the like
         self._stack: contextlib.ExitStack | None = None
 

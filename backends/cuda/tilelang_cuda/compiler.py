@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tilelang_core.errors import CompileError
+from tilelang_core.errors import CompileError, NoToolchainError
 
 from .codegen import split_source
 from .options import CudaOptions
@@ -113,6 +113,24 @@ def _tvm_ffi_paths() -> tuple[str, str, str]:
     return include, dlpack, lib_dir
 
 
+def extra_include_dirs(device_source: str) -> list[str]:
+    """Include directories the device source needs beyond the toolkit's: cuRAND's headers for
+    T.rng_* (language/random.py), from the toolkit or the ``nvidia-curand`` wheel."""
+    if "curand_kernel.h" not in device_source:
+        return []
+    import sys
+
+    candidates = [cuda_home() / "include"]
+    for entry in sys.path:
+        candidates += sorted(Path(entry).glob("nvidia/*/include")) if entry and Path(entry).is_dir() else []
+    for d in candidates:
+        if (d / "curand_kernel.h").is_file():
+            return [] if d == cuda_home() / "include" else [str(d)]
+    raise NoToolchainError("the kernel draws random numbers (T.rng_init / T.rng_rand), which need cuRAND's "
+                           "device headers (curand_kernel.h); they are not in the CUDA toolkit at "
+                           f"{cuda_home()}: install its curand component or `pip install nvidia-curand`")
+
+
 def device_flags(arch: str, options: CudaOptions) -> list[str]:
     flags = [f"-O{options.opt_level}", "-std=c++17", *gencode_flags(arch), *_QUIET]
     if options.fast_math:
@@ -143,7 +161,8 @@ def compile_cubin(device_source: str, arch: str, workdir: Path, options: CudaOpt
     src = workdir / f"{name}_device.cu"
     src.write_text(device_source)
     out = workdir / f"{name}.cubin"
-    cmd = [find_nvcc(), "-cubin", *device_flags(arch, options), str(src), "-o", str(out)]
+    includes = [f"-I{d}" for d in extra_include_dirs(device_source)]
+    cmd = [find_nvcc(), "-cubin", *device_flags(arch, options), *includes, str(src), "-o", str(out)]
     log, seconds = run(cmd, f"nvcc (device code for {arch})")
     return out, log, seconds
 

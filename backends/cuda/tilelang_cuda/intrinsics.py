@@ -20,7 +20,7 @@ import re
 
 from .mbarrier_helpers import MBARRIER_HELPERS
 from .vector_casts import HELPERS as VECTOR_CAST_HELPERS
-from .warp_intrinsics import WARP_HELPERS
+from .warp_intrinsics import RNG_HELPERS, WARP_HELPERS
 
 DEVICE_HEADER = r"""
 // ---- tilelang-cuda device helpers --------------------------------------------------------------
@@ -306,6 +306,7 @@ ON_DEMAND_HELPERS = {
 
 # votes, shuffles, warp reductions, bit scans (warp_intrinsics.py)
 ON_DEMAND_HELPERS.update(WARP_HELPERS)
+ON_DEMAND_HELPERS.update(RNG_HELPERS)  # (the draws are macros these define)
 ON_DEMAND_HELPERS.update(MBARRIER_HELPERS)
 ON_DEMAND_HELPERS.update(VECTOR_CAST_HELPERS)  # paired conversions of vector casts (vector_casts.py)
 

@@ -144,12 +144,12 @@ def compile_cubin(source: str, arch: str, options: CudaOptions, name: str = "ker
     if lib is None:
         raise CompileError("NVRTC is not available: install the CUDA toolkit's libnvrtc or "
                            "`pip install nvidia-cuda-nvrtc`, or use device_compiler='nvcc'")
-    from .compiler import cuda_home
+    from .compiler import cuda_home, extra_include_dirs
 
     start = time.perf_counter()
     include = cuda_home() / "include"
     # CUDA 13 keeps libcu++ (<cuda/std/...>, which TVM's NVRTC preamble includes) under cccl/
-    flags = options_for(arch, options, [str(include), str(include / "cccl")])
+    flags = options_for(arch, options, [str(include), str(include / "cccl"), *extra_include_dirs(source)])
     prog = ctypes.c_void_p()
     source = light_prelude(source)
     _check(lib, lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), name.encode(), 0, None, None),

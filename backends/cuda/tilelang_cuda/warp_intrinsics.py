@@ -33,6 +33,22 @@ def _minmax(name: str, pick: str, fn: str, hfn: str) -> str:
             f"{_D} __nv_bfloat16 {name}(__nv_bfloat16 a, __nv_bfloat16 b) {{ return {hfn}(a, b); }}\n")
 
 
+def _rng_state(generator: str) -> str:
+    """T.rng_init and the draws (language/random.py): the thread's cuRAND state, declared once at
+    the top of the kernel by ``TL_RNG_STATE_<generator>()``, and the calls on it."""
+    return ("#include <curand_kernel.h>\n"
+            f"#define TL_RNG_STATE_{generator}() {generator} tl_rng_state\n"
+            "#define tl_rng_init(seed, seq, off) curand_init((seed), (seq), (off), &tl_rng_state)\n"
+            "#define tl_rng_rand() curand(&tl_rng_state)\n"
+            "#define tl_rng_uniform() curand_uniform(&tl_rng_state)\n"
+            "#define tl_rng_uniform_double() curand_uniform_double(&tl_rng_state)\n"
+            "#define tl_rng_normal() curand_normal(&tl_rng_state)\n"
+            "#define tl_rng_normal_double() curand_normal_double(&tl_rng_state)\n")
+
+
+RNG_HELPERS = {f"TL_RNG_STATE_{g}": _rng_state(g) for g in
+               ("curandStateMRG32k3a_t", "curandStatePhilox4_32_10_t", "curandStateXORWOW_t")}
+
 WARP_HELPERS = {
     # T.device_assert: print where and why, then stop the kernel (the launch fails, as assert's)
     "tl_device_assert": (f"{_D} void tl_device_assert(bool ok, const char* msg) {{\n"

@@ -179,6 +179,8 @@ def lower_intrinsics(func: tirx.PrimFunc, st: KernelState) -> tirx.PrimFunc:
         refusal = lowering.refusal
         raise _error(st, refusal.intrinsic, _statement_of(func.body, refusal.call), refusal.message)
     body = _unvectorize_helper_loops(body)
+    if lowering.rng_generator is not None:
+        body = declare_rng_state(body, lowering.rng_generator)
     if lowering.collective:
         func = func.with_attr(WARP_SIZE_ATTR, tirx.const(st.dialect.warp_size, "int32"))
     return func.with_body(body)
@@ -214,6 +216,7 @@ class _Lowering:
         self.collective = False
         self.call = None  # the call being lowered, for messages
         self.refusal = None
+        self.rng_generator = None  # the cuRAND state type the kernel's draws use
 
     def fail(self, intrinsic, message):
         return _Refusal(intrinsic, self.call, message)
@@ -294,6 +297,8 @@ class _Lowering:
             if name == "cp_async_commit":
                 return tirx.call_extern("void", "tl_cp_async_commit")
             return tirx.call_extern("void", f"tl_cp_async_wait<{int(args[0])}>")
+        if name.startswith("rng_"):
+            return self.rng(intrinsic, name, args, dtype)
         if name == "device_assert":
             if self.st.dialect.kind == "metal":
                 raise self.fail(intrinsic, "Metal has no trap to stop a kernel with; check the condition on the "
@@ -301,12 +306,38 @@ class _Lowering:
             return tirx.call_extern("void", "tl_device_assert", args[0], args[1])
         raise self.fail(intrinsic, "no lowering rule (a gap in tilelang_core.simt: please report it)")
 
+    def rng(self, intrinsic, name: str, args, dtype: str):
+        """cuRAND draws (language/random.py) on the thread's state, ``tl_rng_state``, which
+        ``declare_rng_state`` declares at the top of the kernel."""
+        if self.st.dialect.kind != "cuda":
+            raise self.fail(intrinsic, "random numbers come from cuRAND, which only the cuda backend has")
+        self.rng_generator = str(args[-1].value) if name != "rng_rand_float" else str(args[0].value)
+        if name == "rng_init":
+            return tirx.call_extern("void", "tl_rng_init", *args[:3])
+        if name == "rng_rand":
+            return tirx.call_extern(dtype, "tl_rng_rand")
+        dist = str(args[1].value)
+        return tirx.call_extern(dtype, f"tl_rng_{dist}" + ("_double" if dtype == "float64" else ""))
+
     def source_lane(self, kind: str, operand, width: int):
         return I.shuffle_source_lane(kind, self.lane, operand, width, self.ws)
 
 
 def _is_const(expr, value: int) -> bool:
     return isinstance(expr, tirx.IntImm) and int(expr.value) == value
+
+
+def declare_rng_state(body, generator: str):
+    """``body`` with the thread's cuRAND state declared first inside the kernel's launch (the
+    helper ``TL_RNG_STATE_<generator>()`` declares ``tl_rng_state`` of that type)."""
+    declare = tirx.Evaluate(tirx.call_extern("void", f"TL_RNG_STATE_{generator}"))
+
+    def inside(stmt):
+        if isinstance(stmt, tirx.AttrStmt) and stmt.attr_key == "thread_extent":
+            return tirx.AttrStmt(stmt.node, stmt.attr_key, stmt.value, inside(stmt.body))
+        return tirx.SeqStmt([declare, stmt])
+
+    return inside(body)
 
 
 def _unvectorize_helper_loops(body):

@@ -72,6 +72,9 @@ def lower_intrinsics(func: tirx.PrimFunc) -> tirx.PrimFunc:
             return call  # a barrier: threads_to_loops.py splits the thread loops there
         if intrinsic.name in ("set_max_nreg", "cp_async_commit", "cp_async_wait"):
             return tirx.const(0, "int32")  # a register hint; async-copy groups (the copies here are plain)
+        if intrinsic.name.startswith("rng_"):
+            raise LoweringError(f"T.{intrinsic.spelling} in kernel '{kernel_name(func)}': random numbers come from "
+                                f"cuRAND, which only the cuda backend has (compile for target='cuda')")
         raise LoweringError(f"T.{intrinsic.spelling} in kernel '{kernel_name(func)}' has no cpu lowering "
                             f"(a gap in tilelang-cpu: please report it)")
 
