@@ -100,6 +100,8 @@ def Pipelined(start, stop=None, num_stages: int = 0, order=None, stage=None, syn
 
 def serial(start, stop=None, step=None, annotations=None):
     """A sequential loop (``range`` on symbolic bounds)."""
+    if step is not None and not isinstance(step, tvm.ir.Var) and getattr(step, "value", step) == 0:
+        raise FrontendError("T.serial step must not be zero")
     return B.serial(_bound(start, "T.serial start"),
                     None if stop is None else _bound(stop, "T.serial stop"),
                     step=step, annotations=annotations)
