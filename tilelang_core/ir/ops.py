@@ -179,6 +179,36 @@ def _const_int(value, what: str) -> int:
     return v
 
 
+def _scope_level(region) -> int:
+    """TileLang's memory levels for a copy's iteration domain: global < shared < registers."""
+    scope = SCOPE_ALIASES.get(R.scope_of(region), R.scope_of(region))
+    return 2 if scope in ("local.fragment", "local") else 1 if scope.startswith("shared") else 0
+
+
+def _narrow_to_domain(src, dst):
+    """TileLang iterates a copy over the region of its lower-level side (the source when the two
+    are at one level), and refuses a destination domain smaller than the source's region:
+    ``T.copy(A[:, :2], B[:, :3])`` copies two columns. So when the source sets the domain and its
+    region is no larger than the destination's in every non-unit dimension, the destination is
+    narrowed to it from its start and (src, dst) returned; None otherwise (a destination domain
+    larger than the source region would read past it, a smaller one TileLang refuses too)."""
+    if _scope_level(src) < _scope_level(dst):
+        return None
+    base, other, base_is_src = src, dst, True
+    base_ext = [e for e in R.extents_of(base) if R.as_int(e) != 1]
+    dims = [d for d, e in enumerate(R.extents_of(other)) if R.as_int(e) != 1]
+    if len(base_ext) != len(dims):
+        return None
+    extents = list(R.extents_of(other))
+    for d, want in zip(dims, base_ext):
+        have_i, want_i = R.as_int(extents[d]), R.as_int(want)
+        if have_i is None or want_i is None or want_i > have_i:
+            return None
+        extents[d] = want
+    narrowed = R.make_region(other.source, R.mins_of(other), extents)
+    return (src, narrowed) if base_is_src else (narrowed, dst)
+
+
 @register_tile_op
 @dataclass(eq=False)
 class Copy(TileOp):
@@ -199,11 +229,16 @@ class Copy(TileOp):
         src_ext = R.squeeze(R.extents_of(self.src))
         dst_ext = R.squeeze(R.extents_of(self.dst))
         if not R.same_extents(src_ext, dst_ext):
+            narrowed = _narrow_to_domain(self.src, self.dst)
+            if narrowed is not None:
+                self.src, self.dst = narrowed
+                return
             raise FrontendError(
                 f"T.copy shape mismatch: source {R.fmt_region(self.src)} has extents "
                 f"{R.fmt_extents(R.extents_of(self.src))} but destination "
                 f"{R.fmt_region(self.dst)} has {R.fmt_extents(R.extents_of(self.dst))} "
-                "(they must agree after dropping dimensions of size 1)")
+                "(they must agree after dropping dimensions of size 1; as in TileLang, a smaller source "
+                "region may go to the start of a larger destination at the same or a higher memory level)")
 
     def args(self):
         return [self.src, self.dst]
