@@ -194,19 +194,17 @@ def _narrow_to_domain(src, dst):
     larger than the source region would read past it, a smaller one TileLang refuses too)."""
     if _scope_level(src) < _scope_level(dst):
         return None
-    base, other, base_is_src = src, dst, True
-    base_ext = [e for e in R.extents_of(base) if R.as_int(e) != 1]
-    dims = [d for d, e in enumerate(R.extents_of(other)) if R.as_int(e) != 1]
-    if len(base_ext) != len(dims):
+    src_ext = [e for e in R.extents_of(src) if R.as_int(e) != 1]
+    dims = [d for d, e in enumerate(R.extents_of(dst)) if R.as_int(e) != 1]
+    if len(src_ext) != len(dims):
         return None
-    extents = list(R.extents_of(other))
-    for d, want in zip(dims, base_ext):
+    extents = list(R.extents_of(dst))
+    for d, want in zip(dims, src_ext):
         have_i, want_i = R.as_int(extents[d]), R.as_int(want)
         if have_i is None or want_i is None or want_i > have_i:
             return None
         extents[d] = want
-    narrowed = R.make_region(other.source, R.mins_of(other), extents)
-    return (src, narrowed) if base_is_src else (narrowed, dst)
+    return src, R.make_region(dst.source, R.mins_of(dst), extents)
 
 
 @register_tile_op

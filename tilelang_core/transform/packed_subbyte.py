@@ -121,8 +121,8 @@ def _half(e, what: str, vmap: dict, analyzer, refuse):
         return tirx.const(int(e.value) // 2, e.ty.dtype)
     if isinstance(e, tirx.Var):
         known = next((v for k, v in vmap.items() if k.same_as(e)), None)
-        if known is not None:  # (2 * byte)
-            return known.b
+        if known is not None:  # a size halved already (vmap holds 2 * its byte variable)
+            return analyzer.simplify(tirx.floordiv(known, 2))
         byte = tirx.Var(f"{e.name}_bytes", e.ty.dtype)
         vmap[e] = 2 * byte
         return byte
