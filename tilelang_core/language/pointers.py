@@ -138,14 +138,14 @@ def match_buffer(param, shape, dtype="float32", data=None, strides=None, elem_of
     if strides is not None:
         strides = _dims(strides, "T.match_buffer strides")
     return _parameter_tensor(param, dims, canonical_dtype(dtype, "T.match_buffer"), strides,
-                             inside_kernel=bool(_ACTIVE), what="T.match_buffer", align=align,
-                             offset_factor=offset_factor)
+                             inside_kernel=bool(_ACTIVE), what="T.match_buffer", takes_address=False,
+                             align=align, offset_factor=offset_factor)
 
 
 def _parameter_tensor(param, dims, dtype, strides, inside_kernel: bool, what: str = "T.make_tensor",
-                      align: int = -1, offset_factor: int = 0):
-    """``param`` made a tensor parameter. From ``T.make_tensor`` (a ``T.ptr``) the call may also
-    pass an integer address; from ``T.match_buffer`` (a ``T.handle``) it passes a tensor."""
+                      takes_address: bool = True, align: int = -1, offset_factor: int = 0):
+    """``param`` made a tensor parameter. ``takes_address``: the call may also pass an integer
+    address (``T.make_tensor`` of a ``T.ptr``); not so for ``T.match_buffer`` of a ``T.handle``."""
     name = str(param.name)
     if inside_kernel:
         raise FrontendError(f"{what} of the pointer parameter '{name}' must come before the "
@@ -154,8 +154,8 @@ def _parameter_tensor(param, dims, dtype, strides, inside_kernel: bool, what: st
     args = list(frames[-1].args) if frames else []
     index = next((i for i, a in enumerate(args) if a.same_as(param)), None)
     if index is None:
-        what = f"'{name}'" if name else "this pointer"
-        raise FrontendError(f"{what}: '{name}' is not a pointer parameter of this kernel (pointer "
+        who = f"'{name}'" if name else "this pointer"
+        raise FrontendError(f"{what}: {who} is not a pointer parameter of this kernel (pointer "
                             f"parameters are supported in T.prim_func kernels, not yet in eager @jit "
                             f"signatures; there, annotate the tensor: A: T.Tensor(shape, dtype))")
     key = param.__chandle__()
@@ -170,7 +170,7 @@ def _parameter_tensor(param, dims, dtype, strides, inside_kernel: bool, what: st
                             f"({str(exc).strip().splitlines()[-1]})") from None
     IRBuilder.name(name, buf)
     _MADE[key] = name
-    if what == "T.make_tensor":
+    if takes_address:
         B.func_attr({f"{POINTER_PARAM}{index}": name})
     return buf
 
