@@ -116,24 +116,19 @@ def main():
     dst = torch.empty_like(src)
     fns = {"shipped": lambda: shipped(x), "no S store": lambda k=variant("noscale"): k(x),
            "mul + cast only": lambda k=variant("copy"): k(x), "torch copy (same bytes)": lambda: dst.copy_(src)}
-    for gpb, rows, threads in ((2, 8, 128), (4, 4, 128), (4, 8, 256), (8, 4, 256), (32, 1, 256)):
+    q0, s0 = shipped(x)  # every variant must give the shipped kernel's bytes
+    variants = [(f"{gpb} groups x {rows} rows, {threads} thr", grouped, (gpb, rows, threads))
+                for gpb, rows, threads in ((2, 8, 128), (4, 4, 128), (4, 8, 256), (8, 4, 256), (32, 1, 256))]
+    variants += [(f"S via shared {rows}r {threads}t", single_writer, (rows, threads))
+                 for rows, threads in ((16, 128), (32, 256))]
+    for name, build, args in variants:
         try:
-            k = grouped(gpb, rows, threads)
+            k = build(*args)
             qq, ss = k(x)
-            q0, s0 = shipped(x)
             assert torch.equal(ss, s0) and torch.equal(qq.view(torch.uint8), q0.view(torch.uint8))
-            fns[f"{gpb} groups x {rows} rows, {threads} thr"] = lambda k=k: k(x)
+            fns[name] = lambda k=k: k(x)
         except Exception as exc:  # noqa: BLE001 - the probe reports what does not build
-            print(f"grouped {gpb} {rows} {threads}: {type(exc).__name__}: {str(exc)[:300]}")
-    for rows, threads in ((16, 128), (32, 256)):
-        try:
-            k = single_writer(rows, threads)
-            qq, ss = k(x)
-            q0, s0 = shipped(x)
-            assert torch.equal(ss, s0) and torch.equal(qq.view(torch.uint8), q0.view(torch.uint8))
-            fns[f"S via shared {rows}r {threads}t"] = lambda k=k: k(x)
-        except Exception as exc:  # noqa: BLE001 - the probe reports what does not build
-            print(f"single_writer {rows} {threads}: {type(exc).__name__}: {str(exc)[:300]}")
+            print(f"{name}: {type(exc).__name__}: {str(exc)[:300]}")
     ms = side_by_side(fns, per_round=10)
     moved = M * (4 * N + N + 4 * N // G)
     for name, t in ms.items():

@@ -54,3 +54,14 @@ _SIMPLIFY_OPTIONS["TL_SIMPLIFY_ENABLE_LET_INLINE"] = "enable_simplify_let_inline
 PassConfigKey = enum.Enum("PassConfigKey", {
     **{_member_name(k): k for k in sorted(TILELANG_PASS_CONFIGS) if not k.startswith("tir.")},
     **_RENAMED, **_SIMPLIFY_OPTIONS}, type=str, module=__name__)
+
+
+#: the key that carries device compiler flags (TileLang's ``compile_flags``) to a backend
+DEVICE_COMPILE_FLAGS = "tl.device_compile_flags"
+
+
+def compile_flag_list(flags) -> list[str] | None:
+    """TileLang's ``compile_flags`` (a list of strings, or one string of them) as a list; None
+    when an element is not a string (the caller says which option was wrong)."""
+    listed = flags.split() if isinstance(flags, str) else list(flags)
+    return listed if all(isinstance(f, str) for f in listed) else None

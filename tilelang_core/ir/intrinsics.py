@@ -153,13 +153,19 @@ def calls_in(node) -> list:
 
 
 def flat_offset(buffer, indices):
-    """The row-major element offset of ``buffer[indices]``."""
+    """The element offset of ``buffer[indices]``: by the buffer's strides where it declares them
+    (``T.StridedTensor``), else row-major."""
     from tvm import tirx
 
-    offset, stride = tirx.const(0, "int32"), 1
-    for index, extent in zip(reversed(list(indices)), reversed(list(buffer.ty.shape))):
+    strides = list(buffer.ty.strides or [])
+    if not strides:
+        stride = 1
+        for extent in reversed(list(buffer.ty.shape)):
+            strides.insert(0, stride)
+            stride = stride * extent
+    offset = tirx.const(0, "int32")
+    for index, stride in zip(indices, strides):
         offset = offset + index * stride
-        stride = stride * extent
     return offset
 
 

@@ -41,6 +41,7 @@ def kernel_settings(func, name: str, out_idx, pass_configs, compile_flags):
     """``(out_idx, pass_configs)`` with the settings ``func`` carries as attributes
     (language/annotations.py) and ``compile_flags`` folded in (``compile``'s docstring)."""
     from ..language.annotations import COMPILE_FLAGS_ATTR, OUT_IDX_ATTR, PASS_CONFIGS_ATTR
+    from ..pass_configs import DEVICE_COMPILE_FLAGS, compile_flag_list
 
     attrs = getattr(func, "attrs", None) or {}
     if OUT_IDX_ATTR in attrs:
@@ -55,14 +56,14 @@ def kernel_settings(func, name: str, out_idx, pass_configs, compile_flags):
     merged.update(pass_configs or {})
     flags = [str(f) for f in attrs.get(COMPILE_FLAGS_ATTR, [])] if COMPILE_FLAGS_ATTR in attrs else []
     if compile_flags is not None:
-        given = compile_flags.split() if isinstance(compile_flags, str) else list(compile_flags)
-        if not all(isinstance(f, str) for f in given):
+        given = compile_flag_list(compile_flags)
+        if given is None:
             raise ConfigError(f"compile_flags of kernel '{name}' must be strings, got {compile_flags!r}")
         flags += given
     if flags:
-        key = next((k for k in merged if str(getattr(k, "value", k)) == "tl.device_compile_flags"), None)
+        key = next((k for k in merged if str(getattr(k, "value", k)) == DEVICE_COMPILE_FLAGS), None)
         earlier = list(merged.pop(key)) if key is not None else []
-        merged["tl.device_compile_flags"] = tuple(earlier + flags)
+        merged[DEVICE_COMPILE_FLAGS] = tuple(earlier + flags)
     return out_idx, (merged or None)
 
 

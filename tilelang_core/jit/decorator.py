@@ -368,10 +368,12 @@ def jit(func: Callable | None = None, *, out_idx: Sequence[int] | int | None = N
     """
     check_tilelang_options("jit", execution_backend, target_host)
     if compile_flags is not None:
-        flags = compile_flags.split() if isinstance(compile_flags, str) else list(compile_flags)
-        if not all(isinstance(f, str) for f in flags):
+        from ..pass_configs import DEVICE_COMPILE_FLAGS, compile_flag_list
+
+        flags = compile_flag_list(compile_flags)
+        if flags is None:
             raise ConfigError(f"@jit(compile_flags={compile_flags!r}): the flags must be strings")
-        pass_configs = {**(pass_configs or {}), "tl.device_compile_flags": tuple(flags)}
+        pass_configs = {**(pass_configs or {}), DEVICE_COMPILE_FLAGS: tuple(flags)}
     del verbose  # TileLang's compile log switch; TILELANG_DUMP_IR shows every stage here
     if mode not in MODES:
         raise ConfigError(f"@jit(mode={mode!r}) is not one of {', '.join(MODES)}")

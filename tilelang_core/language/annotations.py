@@ -15,6 +15,7 @@ from tvm.script.ir_builder import tirx as B
 from tvm.tirx import is_buffer_var
 
 from ..errors import FrontendError
+from ..pass_configs import compile_flag_list
 from .kernel import current_kernel
 
 
@@ -49,10 +50,10 @@ def annotate_compile_flags(flags) -> None:
 
     if current_parser.get() is None:
         raise FrontendError("T.annotate_compile_flags can only be used inside a kernel")
-    flags = flags.split() if isinstance(flags, str) else list(flags)
-    if not all(isinstance(f, str) for f in flags):
+    listed = compile_flag_list(flags)
+    if listed is None:
         raise FrontendError(f"T.annotate_compile_flags takes strings, got {flags!r}")
-    _FUNC_ATTRS[COMPILE_FLAGS_ATTR] = list(_FUNC_ATTRS.get(COMPILE_FLAGS_ATTR, [])) + flags
+    _FUNC_ATTRS[COMPILE_FLAGS_ATTR] = list(_FUNC_ATTRS.get(COMPILE_FLAGS_ATTR, [])) + listed
 
 
 def with_function_attrs(func):

@@ -19,6 +19,7 @@ from tvm.script.ir_builder import tirx as B
 
 from ..errors import FrontendError
 from .parser import LaunchBinding, LoopNest, ThreadIndex
+from .stepped_loops import is_zero_step
 
 
 def _bound(value, what: str):
@@ -100,7 +101,7 @@ def Pipelined(start, stop=None, num_stages: int = 0, order=None, stage=None, syn
 
 def serial(start, stop=None, step=None, annotations=None):
     """A sequential loop (``range`` on symbolic bounds)."""
-    if step is not None and not isinstance(step, tvm.ir.Var) and getattr(step, "value", step) == 0:
+    if is_zero_step(step):
         raise FrontendError("T.serial step must not be zero")
     return B.serial(_bound(start, "T.serial start"),
                     None if stop is None else _bound(stop, "T.serial stop"),

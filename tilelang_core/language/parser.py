@@ -354,7 +354,7 @@ def visit_for(self: Parser, node: doc.For) -> None:
             self.report_error(it, "range() takes 1 to 3 positional arguments")
         start, stop = (0, args[0]) if len(args) == 1 else (args[0], args[1])
         step = args[2] if len(args) == 3 else None
-        if step is not None and getattr(step, "value", step) == 0 and not isinstance(step, tvm.ir.Var):
+        if stepped_loops.is_zero_step(step):
             self.report_error(it, "range() step must not be zero")
         frames = [B.serial(start, stop, step=step)]
     else:

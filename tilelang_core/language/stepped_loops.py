@@ -21,6 +21,11 @@ def _is_unit(step) -> bool:
     return step is None or (isinstance(step, tirx.IntImm) and int(step.value) == 1)
 
 
+def is_zero_step(step) -> bool:
+    """A step known at compile time to be 0 (Python's range refuses it; so do the loops here)."""
+    return step is not None and not isinstance(step, tirx.Var) and getattr(step, "value", step) == 0
+
+
 def trip_count(span, step):
     """``len(range(start, start + span, step))`` (module docstring); a step of 0 runs nothing
     (the parser refuses a constant 0)."""

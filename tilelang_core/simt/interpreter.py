@@ -63,7 +63,7 @@ class Storage:
     """A buffer's memory: shared/global are one array; local has one row per lane."""
 
     def __init__(self, array: np.ndarray, per_lane: bool, shape=None, dtype: str = "",
-                 bf16_bits: bool = False):
+                 bf16_bits: bool = False, vector_lanes: int = 1):
         self.array = array
         self.per_lane = per_lane
         self.shape = shape  # logical N-D shape (global buffers), for flattening indices
@@ -74,7 +74,7 @@ class Storage:
         # bytes, so that other dtypes' views of the same bytes see them): read as float32,
         # written rounded to nearest even
         self.bf16_bits = bf16_bits
-        self.vector_lanes = 1  # a register of vectors (T.alloc_var(T.float16x2)): lanes per element
+        self.vector_lanes = vector_lanes  # a register of vectors (T.alloc_var(T.float16x2)): lanes per element
 
     def vector_elements(self, flat):
         """``flat`` element indices of a vector buffer as its scalars' indices, shaped
@@ -281,8 +281,7 @@ class Interpreter:
             # garbage-filled, like real registers: a read before a write shows up as NaN
             size *= int(vector or 1)
             array = np.full((self.lanes, size), np.nan if np.issubdtype(dt, np.floating) else 0, dtype=dt)
-            self.storage[buffer] = Storage(array, True, dtype=dtype)
-            self.storage[buffer].vector_lanes = int(vector or 1)
+            self.storage[buffer] = Storage(array, True, dtype=dtype, vector_lanes=int(vector or 1))
         else:
             # the shared byte pool starts as 0xff bytes: NaN in every float view (a read before a
             # write shows up), -1 in the integer ones

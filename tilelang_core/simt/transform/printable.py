@@ -79,13 +79,17 @@ def _broadcasts_8bit_variable(loop) -> bool:
     return bool(found)
 
 
+def _with_kind(loop, kind, annotations):
+    return tirx.For(loop.loop_var, loop.min, loop.extent, kind, loop.body, loop.thread_binding,
+                    annotations, step=loop.step, span=loop.span)
+
+
 def unroll_unprintable_vectors(body, vector_casts=None):
     """``body`` with every vectorized loop of the module docstring made an unrolled loop."""
     def on_for(loop):
         if loop.kind != tirx.ForKind.VECTORIZED or not _needs_unrolling(loop, vector_casts):
             return loop
-        return tirx.For(loop.loop_var, loop.min, loop.extent, tirx.ForKind.UNROLLED, loop.body,
-                        loop.thread_binding, loop.annotations, step=loop.step, span=loop.span)
+        return _with_kind(loop, tirx.ForKind.UNROLLED, loop.annotations)
 
     return tvm_ffi.structural_map(body, [(tirx.For, on_for)])
 
@@ -108,11 +112,6 @@ def widen_fp8_min_max(body):
 
 
 _RUNTIME_UNROLL = "tl.runtime_unroll"
-
-
-def _with_kind(loop, kind, annotations):
-    return tirx.For(loop.loop_var, loop.min, loop.extent, kind, loop.body, loop.thread_binding,
-                    annotations, step=loop.step, span=loop.span)
 
 
 def hide_runtime_unroll(body):

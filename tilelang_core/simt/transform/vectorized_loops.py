@@ -27,26 +27,13 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tilelang_core.ir.intrinsics import flat_offset
 from tilelang_core.transform.layout_inference import is_fragment
 from tilelang_core.transform.lower_tile_ops import bind_loop_ranges
 
 from .state import KernelState, substitute
 
 VECTOR_BYTES = 16  # the widest access TVM's printers write for a planned loop (float4 / uint4)
-
-
-def _offset(buffer, indices):
-    """Element offset of ``buffer[indices]`` (its strides when it has them, else row-major)."""
-    strides = list(buffer.ty.strides or [])
-    if not strides:
-        stride, strides = 1, []
-        for extent in reversed(list(buffer.ty.shape)):
-            strides.insert(0, stride)
-            stride = stride * extent
-    offset = tirx.const(0, "int32")
-    for index, stride in zip(indices, strides):
-        offset = offset + index * stride
-    return offset
 
 
 def _accesses(body):
@@ -75,8 +62,8 @@ class _Plan:
         first = {self.loop.loop_var: self.loop.min + outer * v}
         lane = {self.loop.loop_var: self.loop.min + outer * v + inner}
         for buffer, indices, is_store in accesses:
-            base = self.analyzer.simplify(substitute(_offset(buffer, indices), first))
-            step = self.analyzer.simplify(substitute(_offset(buffer, indices), lane) - base)
+            base = self.analyzer.simplify(substitute(flat_offset(buffer, indices), first))
+            step = self.analyzer.simplify(substitute(flat_offset(buffer, indices), lane) - base)
             if self.analyzer.can_prove(step == inner):
                 if not self.analyzer.can_prove(tirx.floormod(base, v) == 0):
                     return False
@@ -93,8 +80,8 @@ def _split(loop, v: int, analyzer):
 
     def index(buffer, indices):
         # a load invariant over the run reads its first element (one load, broadcast)
-        base = _offset(buffer, [substitute(i, first) for i in indices])
-        if analyzer.can_prove(_offset(buffer, [substitute(i, lane) for i in indices]) - base == 0):
+        base = flat_offset(buffer, [substitute(i, first) for i in indices])
+        if analyzer.can_prove(flat_offset(buffer, [substitute(i, lane) for i in indices]) - base == 0):
             return [substitute(i, first) for i in indices]
         return [substitute(i, lane) for i in indices]
 
@@ -115,9 +102,8 @@ def has_vectorized_loops(body) -> bool:
 
 
 def plan_vectorized_loops(body, st: KernelState):
-    """``body`` with every vectorized loop of the kernel at a width the target takes."""
-    if not has_vectorized_loops(body):
-        return body
+    """``body`` with every vectorized loop of the kernel at a width the target takes (the SIMT
+    pipeline runs it only where ``has_vectorized_loops``)."""
     analyzer = tvm.sym.Analyzer()
     try:
         bind_loop_ranges(analyzer, body)
