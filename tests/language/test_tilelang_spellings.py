@@ -366,3 +366,28 @@ def test_tuple_assignment_reads_every_value_first(path):
     a = np.arange(4, dtype=np.float32)
     run(path, kernel, A=a)
     np.testing.assert_array_equal(a, [1, 0, 3, 2])
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float8_e4m3fn])
+def test_integer_literals_compare_with_low_precision_floats(dtype):
+    """``x == 0`` and ``1 < x`` on a bfloat16 / float8 element (TVM 0.27 turned the integer into a
+    constant of the element's type only for int and float types, and failed to parse these);
+    the constant takes the element's type, as a float literal does."""
+    name = str(dtype).split(".")[-1]
+
+    @T.prim_func
+    def compare(X: T.Tensor((64,), name), Y: T.Tensor((64, 3), "float32")):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                Y[i, 0] = T.if_then_else(X[i] == 0, 1.0, 0.0)
+                Y[i, 1] = T.if_then_else(1 < X[i], 1.0, 0.0)
+                if X[i] >= 2:
+                    Y[i, 2] = 1.0
+                else:
+                    Y[i, 2] = 0.0
+
+    x = torch.tensor([0.0, -0.0, 1.0, 1.125, 2.0, -2.0, 0.5, 3.0] * 8).to(dtype)
+    y = torch.full((64, 3), float("nan"))
+    tilelang.compile(compare, target="cpu")(x, y)
+    xd = x.double()
+    torch.testing.assert_close(y, torch.stack([xd == 0, xd > 1, xd >= 2], 1).float())

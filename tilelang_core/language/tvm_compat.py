@@ -34,3 +34,34 @@ if isinstance(_buffer_dtype, property) and not getattr(_buffer_dtype.fget, "_til
     _patched = property(_var_dtype)
     _patched.fget._tilelang_scalars = True
     tvm.ir.Var.dtype = _patched
+
+
+# A Python number beside a bfloat16 / float8 / float4 expression in a comparison (`if x == 0:`,
+# `1 < x`): TVM 0.27's operator dispatch turns the number into a constant of the other operand's
+# type only for int and float type codes, so these failed with "'int' object has no attribute
+# 'expr_ty'" or "Operand should be a Expr". TileLang's TVM makes it a constant of that type (as
+# TVM 0.27 already does for float literals and for arithmetic): so do we, before the dispatch.
+from tvm.script.parser.core import evaluator as _evaluator  # noqa: E402
+
+
+def _low_float_dtype(value):
+    if not tvm.ir.is_prim_expr(value) or not isinstance(getattr(value, "ty", None), tvm.ir.PrimType):
+        return None
+    dtype = str(value.ty.dtype)
+    return dtype if dtype.startswith(("bfloat", "float8", "float6", "float4")) and "x" not in dtype[5:] else None
+
+
+def _eval_op_low_floats(op, values, _eval_op=_evaluator._eval_op):
+    if len(values) == 2:
+        for i in (0, 1):
+            other = values[1 - i]
+            if isinstance(values[i], (int, float)) and not isinstance(values[i], bool) and _low_float_dtype(other):
+                values = list(values)
+                values[i] = tvm.tirx.FloatImm(_low_float_dtype(other), float(values[i]))
+                break
+    return _eval_op(op, values)
+
+
+if not getattr(_evaluator._eval_op, "_tilelang_low_floats", False):
+    _eval_op_low_floats._tilelang_low_floats = True
+    _evaluator._eval_op = _eval_op_low_floats

@@ -14,11 +14,15 @@ so it converts through the bit patterns itself:
   cuda backend's code uses; torch agrees for e4m3fn, and gives inf for e5m2 past 57344).
 
 Sources and destinations of other floating types go through float32, which holds every float8,
-float16 and bfloat16 value exactly.
+float16 and bfloat16 value exactly. Comparisons of float8 values (``x == 0``) and float8
+arithmetic decode their operands the same way (TVM's lowering would decode them with the faults
+above: ``x == 0`` was false for x = 0), arithmetic encoding its float32 result once; float8
+constants are rounded from the literal they were written with.
 """
 
 from __future__ import annotations
 
+import tvm
 import tvm_ffi
 from tvm import tirx
 
@@ -30,9 +34,22 @@ def _u32(x):
     return tirx.const(x, "uint32")
 
 
+def _bits(value):
+    """The uint8 code of a float8 ``value``, with no float8-typed reinterpretation or select left
+    around it (TVM's lowering would promote those to float32 before the bitcast)."""
+    if isinstance(value, tvm.ir.Call) and str(getattr(value.op, "name", "")) == "tirx.reinterpret" and \
+            str(value.args[0].ty) == "uint8":
+        return value.args[0]
+    if isinstance(value, tirx.Select):
+        return tirx.Select(value.condition, _bits(value.true_value), _bits(value.false_value))
+    if isinstance(value, tvm.ir.Call) and str(getattr(value.op, "name", "")) in ("prim.if_then_else", "tirx.if_then_else"):
+        return tirx.if_then_else(value.args[0], _bits(value.args[1]), _bits(value.args[2]))
+    return tirx.reinterpret("uint8", value)
+
+
 def _decode(value, fmt: str):
     ebits, mbits, bias, has_inf, _ = FORMATS[fmt]
-    u = tirx.Cast("uint32", tirx.reinterpret("uint8", value))
+    u = tirx.Cast("uint32", _bits(value))
     sign = tirx.shift_left(tirx.shift_right(u, _u32(7)), _u32(31))
     exp = tirx.bitwise_and(tirx.shift_right(u, _u32(mbits)), _u32((1 << ebits) - 1))
     man = tirx.bitwise_and(u, _u32((1 << mbits) - 1))
@@ -80,6 +97,37 @@ def _is_float(dtype: str) -> bool:
     return dtype.startswith(("float", "bfloat"))
 
 
+def _byte_storage(body):
+    """(body, stores): allocated float8 tiles (T.alloc_shared / T.alloc_fragment / ...) become
+    uint8 buffers of their codes, their loads reinterpretations of those; ``stores`` rewrites the
+    stores into them, once the values are in their final form. TVM's LLVM lowering would give such
+    a buffer float32 storage, converting every store with the faults above (and a float8 GEMM's
+    tiles failed LLVM's verifier: a float32 bitcast to i8)."""
+    remap = {}
+
+    def on_alloc(alloc):
+        buf = alloc.buffer
+        if str(buf.ty.dtype) not in FORMATS:
+            return alloc
+        new = tirx.decl_buffer(list(buf.ty.shape), "uint8", name=str(buf.name), scope=str(buf.ty.storage_scope))
+        remap[buf.__chandle__()] = (new, str(buf.ty.dtype))
+        return tirx.AllocBuffer(new)
+
+    def on_load(load):
+        target = remap.get(load.source.__chandle__())
+        return load if target is None else tirx.reinterpret(target[1], tirx.BufferLoad(target[0], list(load.indices)))
+
+    def on_store(store):
+        target = remap.get(store.buffer.__chandle__())
+        return store if target is None else tirx.BufferStore(target[0], _bits(store.value), list(store.indices))
+
+    def stores(b):
+        return tvm_ffi.structural_map(b, [(tirx.BufferStore, on_store)]) if remap else b
+
+    body = tvm_ffi.structural_map(body, [(tirx.AllocBuffer, on_alloc)])
+    return (tvm_ffi.structural_map(body, [(tvm.ir.TensorLoad, on_load)]) if remap else body), stores
+
+
 def exact_fp8_casts(func: tirx.PrimFunc) -> tirx.PrimFunc:
     def on_cast(cast):
         dst, src = str(cast.ty), str(cast.value.ty)
@@ -97,8 +145,32 @@ def exact_fp8_casts(func: tirx.PrimFunc) -> tirx.PrimFunc:
             return _encode(value, dst)
         return value if dst == "float32" else tirx.Cast(dst, value)
 
-    body = tvm_ffi.structural_map(func.body, [(tirx.Cast, on_cast)], order="post")
-    return func.with_body(body)
+    def on_imm(imm):
+        # a constant in a float8 type keeps the literal it was written with (`x == 0.1`): round it
+        # as a conversion would, so that comparisons and arithmetic see the float8 value
+        dtype = str(imm.ty)
+        return _encode(tirx.FloatImm("float32", imm.value), dtype) if dtype in FORMATS else imm
+
+    def on_compare(cmp):
+        dtype = str(cmp.a.ty)
+        if dtype not in FORMATS:
+            return cmp
+        return type(cmp)(_decode(cmp.a, dtype), _decode(cmp.b, dtype))
+
+    def on_arith(op):
+        dtype = str(op.ty)
+        if dtype not in FORMATS:
+            return op
+        # float32 holds every float8 value and the exact sum, product or quotient's first 24 bits:
+        # one rounding to float8 after it is the float8 operation's result
+        return _encode(type(op)(_decode(op.a, dtype), _decode(op.b, dtype)), dtype)
+
+    body, byte_stores = _byte_storage(func.body)
+    body = tvm_ffi.structural_map(
+        body, [(tirx.Cast, on_cast), (tirx.FloatImm, on_imm)]
+        + [(kind, on_compare) for kind in (tirx.EQ, tirx.NE, tirx.LT, tirx.LE, tirx.GT, tirx.GE)]
+        + [(kind, on_arith) for kind in (tirx.Add, tirx.Sub, tirx.Mul, tirx.Div, tirx.Min, tirx.Max)], order="post")
+    return func.with_body(byte_stores(body))
 
 
 __all__ = ["FORMATS", "exact_fp8_casts"]
