@@ -1,7 +1,7 @@
 """The CUDA benchmark table of issues 4 and 5, side by side in one run (H200).
 
     python bench/cuda_bench.py                 # everything (about 3 minutes)
-    python bench/cuda_bench.py --only gemm     # gemm | sustained | fp8 | attention | rowwise | overhead | quant
+    python bench/cuda_bench.py --only gemm     # gemm | sustained | fp8 | attention | rowwise | overhead | quant | grouped | dequant | fp8block
     python bench/cuda_bench.py --pass-config tl.disable_warp_specialized=1   # compare schedules
 
 Kernels are the ones in examples/, compiled through tilelang_core.compile with target
@@ -367,7 +367,9 @@ def quant_rows(pass_configs):
 
     quant = example("quant/swiglu_fp8_quant.py")
     rows = []
-    for M, N, group in ((8192, 4096, 128), (4096, 7168, 128), (8192, 2048, 2048)):
+    # the last two: scales stored MN-major (DeepGEMM's layout), each block's scales one contiguous run
+    for M, N, group, mn_major in ((8192, 4096, 128, False), (4096, 7168, 128, False), (8192, 2048, 2048, False),
+                                  (8192, 4096, 128, True), (4096, 7168, 128, True)):
         x = (torch.randn(M, 2 * N, device="cuda") * 3).to(torch.bfloat16)
 
         def composite(x=x, M=M, N=N, group=group):
@@ -388,8 +390,9 @@ def quant_rows(pass_configs):
             ((16, 128), (32, 256), (64, 256), (64, 512), (128, 512))
         for block_M, threads in tiles:
             kernel, secs = compile_timed(quant.swiglu_fp8_quant, M, N, group=group, block_M=block_M,
-                                         threads=threads, pass_configs=pass_configs)
+                                         threads=threads, scales_mn_major=mn_major, pass_configs=pass_configs)
             q, s = kernel(x)
+            s = s.T if mn_major else s
             bad = (q.cpu().double() != q_ref).float().mean().item()
             s_err = ((s.cpu().double() - s_ref).abs() / s_ref).max().item()
             errs[(block_M, threads)] = (bad, s_err, secs)
@@ -401,7 +404,8 @@ def quant_rows(pass_configs):
         bm, th = (int(v) for v in best.split()[1].split("x"))
         bad, s_err, secs = errs[(bm, th)]
         ref_name = max((n for n in gbs if not n.startswith("ours")), key=lambda n: gbs[n])
-        rows.append([f"swiglu+fp8 {M}x{N} g{group}", f"{bad:.1e} / {s_err:.1e}", best[5:], f"{gbs[best]:.0f}",
+        rows.append([f"swiglu+fp8 {M}x{N} g{group}{' S mn-major' if mn_major else ''}", f"{bad:.1e} / {s_err:.1e}",
+                     best[5:], f"{gbs[best]:.0f}",
                      f"{100 * gbs[best] / HBM_GBS:.0f}%", f"{gbs['torch']:.0f}",
                      f"{gbs.get('torch.compile', float('nan')):.0f}", f"{gbs[best] / gbs[ref_name]:.2f}x {ref_name}",
                      f"{secs:.2f}"])
@@ -410,8 +414,165 @@ def quant_rows(pass_configs):
             "vs best torch", "compile s"], rows
 
 
+#: MoE grouped GEMM cases (DeepSeek-V3-like: hidden 7168, expert width 2048; 8 or 32 experts on one
+#: GPU): (name, groups, tokens routed per group on average, N, K). Many small groups are where a loop
+#: of GEMMs leaves the GPU idle (one group's tiles fill a fraction of the SMs).
+GROUPED_CASES = (("gate/up", 8, 1024, 4096, 7168), ("down", 8, 1024, 7168, 2048), ("gate/up", 32, 256, 4096, 7168),
+                 ("gate/up", 32, 128, 4096, 7168), ("down", 32, 128, 7168, 2048), ("gate/up", 64, 64, 4096, 7168))
+GROUPED_TILES = ((128, 128, 64, 4, 256), (128, 256, 64, 3, 256))
+
+
+def grouped_rows(pass_configs):
+    """Grouped GEMM for MoE (examples/moe/grouped_gemm.py), bf16, in DeepGEMM's contiguous layout
+    (groups stacked, each padded to 128 rows) and masked layout (M_max rows per group, masked_m
+    valid), against a loop of cuBLAS GEMMs over the groups and torch._grouped_mm where torch has it.
+    TFLOP/s count the valid rows only (2 * tokens * N * K), the same work for every column."""
+    moe = example("moe/grouped_gemm.py")
+    rows = []
+    for label, G, per_group, N, K in GROUPED_CASES:
+        gen = torch.Generator().manual_seed(G * per_group)
+        sizes = (torch.rand(G, generator=gen) * 2 * per_group).int().tolist()  # uneven, mean per_group
+        flops = 2 * sum(sizes) * N * K
+        b = torch.randn(G, N, K, device="cuda", dtype=torch.bfloat16)
+        for layout in ("contiguous", "masked"):
+            fns, kernels = {}, {}
+            if layout == "contiguous":
+                M, starts, tile_group = moe.pad_groups(sizes, 128)
+                a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+                tile_group = tile_group.cuda()
+                out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+                parts = [(a[s:s + m], g, out[s:s + m]) for g, (s, m) in enumerate(zip(starts, sizes))]
+                for bm, bn, bk, st, th in GROUPED_TILES:
+                    kernel, secs = compile_timed(moe.grouped_gemm_contiguous, M, N, K, G, block_M=bm, block_N=bn,
+                                                 block_K=bk, num_stages=st, threads=th, pass_configs=pass_configs)
+                    kernels[f"ours {bm}x{bn}"] = (kernel, secs)
+                    fns[f"ours {bm}x{bn}"] = lambda k=kernel: k(a, b, tile_group)
+                ends = torch.tensor([s + m for s, m in zip(starts, sizes)], dtype=torch.int32, device="cuda")
+                if hasattr(torch, "_grouped_mm"):
+                    fns["torch._grouped_mm"] = lambda: torch._grouped_mm(a, b.transpose(-2, -1), offs=ends)
+            else:
+                M_max = max(sizes)
+                a = torch.randn(G, M_max, K, device="cuda", dtype=torch.bfloat16)
+                masked_m = torch.tensor(sizes, dtype=torch.int32, device="cuda")
+                out = torch.empty(G, M_max, N, device="cuda", dtype=torch.bfloat16)
+                parts = [(a[g, :m], g, out[g, :m]) for g, m in enumerate(sizes)]
+                for bm, bn, bk, st, th in GROUPED_TILES:
+                    kernel, secs = compile_timed(moe.grouped_gemm_masked, G, M_max, N, K, block_M=bm, block_N=bn,
+                                                 block_K=bk, num_stages=st, threads=th, pass_configs=pass_configs)
+                    kernels[f"ours {bm}x{bn}"] = (kernel, secs)
+                    fns[f"ours {bm}x{bn}"] = lambda k=kernel: k(a, b, masked_m)
+                fns["torch.bmm (all M_max rows)"] = lambda: torch.bmm(a, b.transpose(-2, -1))
+
+            def loop(parts=parts):
+                for x, g, o in parts:
+                    torch.matmul(x, b[g].T, out=o)
+
+            fns["cuBLAS loop"] = loop
+            errs = {}
+            for name, (kernel, secs) in kernels.items():
+                c = fns[name]()
+                worst = 0.0
+                for (x, g, _), got in zip(parts, (c[s:s + m] for s, m in zip(starts, sizes)) if layout == "contiguous"
+                                          else (c[g, :m] for g, m in enumerate(sizes))):
+                    if len(x):
+                        ref = x.double() @ b[g].double().T
+                        worst = max(worst, ((got.double() - ref).norm() / ref.norm()).item())
+                errs[name] = (worst, secs)
+            ms = side_by_side(fns)
+            tf = {name: flops / t / 1e9 for name, t in ms.items()}
+            best = max(kernels, key=lambda n: tf[n])
+            grouped = tf.get("torch._grouped_mm", tf.get("torch.bmm (all M_max rows)", float("nan")))
+            rows.append([f"{label} {layout} G{G} {sum(sizes)} tok N{N} K{K}", f"{errs[best][0]:.1e}", best[5:],
+                         f"{tf[best]:.0f}", f"{tf['cuBLAS loop']:.0f}", f"{grouped:.0f}",
+                         f"{tf[best] / tf['cuBLAS loop']:.2f}x", f"{tf[best] / grouped:.2f}x", f"{errs[best][1]:.2f}"])
+            print(" | ".join(rows[-1]), {k: round(v) for k, v in tf.items()}, flush=True)
+    return ["case", "rel err", "tile", "ours TFLOP/s", "cuBLAS loop", "torch grouped/bmm", "vs loop",
+            "vs grouped/bmm", "compile s"], rows
+
+
+#: decode shapes of a 70B-class model's projections: (N, K); tokens M per case below
+DEQUANT_SHAPES = ((8192, 8192), (28672, 8192), (8192, 28672))
+DEQUANT_TILES = ((64, 128, 4), (64, 256, 4), (128, 128, 4), (64, 128, 8))
+
+
+def dequant_rows(pass_configs):
+    """Weight-only int4 GEMM for decoding (examples/dequant/w4a16_gemm.py), fp16, group 128,
+    against cuBLAS on the same shape with fp16 weights (what a w4a16 kernel must beat by reading 4x
+    fewer weight bytes). GB/s: the bytes the int4 kernel must read (codes, scales, activations)."""
+    dq = example("dequant/w4a16_gemm.py")
+    rows = []
+    for N, K in DEQUANT_SHAPES:
+        codes, s = dq.quantize(torch.randn(N, K), 128)
+        wp, s = dq.pack_int4(codes).cuda(), s.half().cuda()
+        w16 = ((codes.double() - 8).view(N, K // 128, 128) * s.cpu().double()[..., None]).view(N, K).half().cuda()
+        for M in (1, 16):
+            a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+            ref = a.double() @ w16.double().T
+            fns, errs = {}, {}
+            for bn, bk, st in DEQUANT_TILES:
+                kernel, secs = compile_timed(dq.w4a16_gemm, M, N, K, block_N=bn, block_K=bk, num_stages=st,
+                                             pass_configs=pass_configs)
+                c = kernel(a, wp, s)
+                errs[f"ours {bn}x{bk}x{st}"] = (((c.double() - ref).norm() / ref.norm()).item(), secs)
+                fns[f"ours {bn}x{bk}x{st}"] = lambda k=kernel: k(a, wp, s)
+            fns["cuBLAS fp16"] = lambda: torch.nn.functional.linear(a, w16)
+            ms = side_by_side(fns, per_round=10)
+            best = min((n for n in fns if n.startswith("ours")), key=lambda n: ms[n])
+            moved = N * K // 2 + N * K // 128 * 2 + M * K * 2 + M * N * 2
+            gbs = moved / ms[best] / 1e6
+            rows.append([f"w4a16 M{M} N{N} K{K}", f"{errs[best][0]:.1e}", best[5:], f"{ms[best] * 1e3:.1f}",
+                         f"{ms['cuBLAS fp16'] * 1e3:.1f}", f"{ms['cuBLAS fp16'] / ms[best]:.2f}x", f"{gbs:.0f}",
+                         f"{100 * gbs / HBM_GBS:.0f}%", f"{errs[best][1]:.2f}"])
+            print(" | ".join(rows[-1]), {k: round(v * 1e3, 1) for k, v in ms.items()}, flush=True)
+    return ["case", "rel err", "tile", "ours us", "cuBLAS fp16 us", "speedup", "ours GB/s", "of HBM", "compile s"], rows
+
+
+FP8_BLOCK_TILES = ((128, 128, 4, 256), (64, 128, 4, 128), (64, 128, 6, 128), (192, 128, 4, 384), (128, 64, 4, 256))
+
+
+def fp8_block_rows(pass_configs):
+    """FP8 GEMM with DeepSeek-V3's block scales (examples/fp8/blockscaled_gemm.py: 1x128 scales of A,
+    128x128 of B, promotion per 128-deep slab), bf16 out, against torch._scaled_mm with per-tensor
+    scales (the issue's reference: one scale each, no promotion) and row-wise scales where torch
+    has them, and our own unscaled e4m3 GEMM (the ceiling without promotion)."""
+    bs = example("fp8/blockscaled_gemm.py")
+    gemm = example("gemm/gemm.py")
+    rows = []
+    for M, N, K in ((4096, 4096, 4096), (8192, 8192, 8192), (4096, 7168, 2048)):
+        a, sa = bs.quantize_1x128(torch.randn(M, K, device="cuda"))
+        b, sb = bs.quantize_128x128(torch.randn(N, K, device="cuda"))
+        ref = (a.double() * sa.double().repeat_interleave(128, 1)) @ \
+            (b.double() * sb.double().repeat_interleave(128, 0)[:N].repeat_interleave(128, 1)).T
+        fns, errs = {}, {}
+        for bm, bn, st, th in FP8_BLOCK_TILES:
+            kernel, secs = compile_timed(bs.blockscaled_gemm, M, N, K, block_M=bm, block_N=bn, num_stages=st,
+                                         threads=th, pass_configs=pass_configs)
+            c = kernel(a, b, sa, sb)
+            name = f"ours {bm}x{bn}x{st}"
+            errs[name] = (((c.double() - ref).norm() / ref.norm()).item(), secs)
+            fns[name] = lambda k=kernel: k(a, b, sa, sb)
+        plain, _ = compile_timed(gemm.gemm, M, N, K, False, True, dtype="float8_e4m3fn", out_dtype="bfloat16",
+                                 block_M=128, block_N=256, block_K=128, num_stages=4, threads=256,
+                                 pass_configs=pass_configs)
+        fns["ours unscaled"] = lambda: plain(a, b)
+        one = torch.ones((), device="cuda")
+        fns["_scaled_mm tensor"] = lambda: torch._scaled_mm(a, b.T, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+        ra, rb = torch.ones(M, 1, device="cuda"), torch.ones(1, N, device="cuda")
+        fns["_scaled_mm rowwise"] = lambda: torch._scaled_mm(a, b.T, scale_a=ra, scale_b=rb, out_dtype=torch.bfloat16)
+        ms = side_by_side(fns)
+        tf = {name: 2 * M * N * K / t / 1e9 for name, t in ms.items()}
+        best = max(errs, key=lambda n: tf[n])
+        rows.append([f"fp8 block-scaled {M}x{N}x{K}", f"{errs[best][0]:.1e}", best[5:], f"{tf[best]:.0f}",
+                     f"{tf['_scaled_mm tensor']:.0f}", f"{tf['_scaled_mm rowwise']:.0f}", f"{tf['ours unscaled']:.0f}",
+                     f"{tf[best] / tf['_scaled_mm tensor']:.2f}x", f"{errs[best][1]:.2f}"])
+        print(" | ".join(rows[-1]), {k: round(v) for k, v in tf.items()}, flush=True)
+    return ["case", "rel err", "tile", "ours TFLOP/s", "_scaled_mm per-tensor", "_scaled_mm rowwise",
+            "ours unscaled", "vs per-tensor", "compile s"], rows
+
+
 SECTIONS = {"gemm": gemm_rows, "sustained": sustained_rows, "fp8": fp8_rows, "attention": attention_rows,
-            "rowwise": rowwise_rows, "overhead": overhead_rows, "quant": quant_rows}
+            "rowwise": rowwise_rows, "overhead": overhead_rows, "quant": quant_rows,
+            "grouped": grouped_rows, "dequant": dequant_rows, "fp8block": fp8_block_rows}
 
 
 def main():

@@ -8,7 +8,7 @@ scale per token and group of 128 columns; ``group=N`` gives one scale per token)
 One block per (group, block_M rows): both halves of X are read once, y stays in registers, and
 Q and S are written once, so the kernel moves 4N + N + 4N/group bytes per row, the floor.
 
-    python examples/quant/swiglu_fp8_quant.py [--m 1000 --n 384]
+    python examples/quant/swiglu_fp8_quant.py [--m 1000 --n 384] [--scales-mn-major]
 """
 
 import torch
@@ -22,12 +22,15 @@ MIN_AMAX = 1e-4  # a group of zeros gets the scale of this amax (as DeepGEMM's p
 
 
 @tilelang.jit(out_idx=[-2, -1])
-def swiglu_fp8_quant(M, N, group=128, block_M=8, dtype="bfloat16", threads=128):
+def swiglu_fp8_quant(M, N, group=128, block_M=8, dtype="bfloat16", threads=128, scales_mn_major=False):
+    """``scales_mn_major``: S stored transposed, (N // group, M), as DeepGEMM's FP8 GEMMs read their
+    scales (``S.T`` is the (M, N // group) view); a block's scales are then one contiguous run."""
     assert N % group == 0, f"N ({N}) must be a multiple of the group ({group})"
+    S_shape = (N // group, M) if scales_mn_major else (M, N // group)
 
     @T.prim_func
     def main(X: T.Tensor((M, 2 * N), dtype), Q: T.Tensor((M, N), "float8_e4m3fn"),
-             S: T.Tensor((M, N // group), "float32")):
+             S: T.Tensor(S_shape, "float32")):
         with T.Kernel(N // group, T.ceildiv(M, block_M), threads=threads) as (bg, bm):
             gate = T.alloc_fragment((block_M, group), dtype)
             up = T.alloc_fragment((block_M, group), dtype)
@@ -47,7 +50,10 @@ def swiglu_fp8_quant(M, N, group=128, block_M=8, dtype="bfloat16", threads=128):
             T.copy(q, Q[bm * block_M, bg * group])
             for i in T.Parallel(block_M):
                 if bm * block_M + i < M:
-                    S[bm * block_M + i, bg] = scale[i]
+                    if scales_mn_major:
+                        S[bg, bm * block_M + i] = scale[i]
+                    else:
+                        S[bm * block_M + i, bg] = scale[i]
 
     return main
 
@@ -68,6 +74,8 @@ def check(M, N, group=128, dtype=torch.bfloat16, device="cpu", **kw) -> float:
     bits: about 2**-4 per element at worst, less in the norm), after checking the scales."""
     x = (torch.randn(M, 2 * N, device=device) * 3).to(dtype)
     q, s = swiglu_fp8_quant(M, N, group=group, dtype=str(dtype).split(".")[-1], **kw)(x)
+    if kw.get("scales_mn_major"):
+        s = s.T
     y, scale, _ = reference(x, group)
     torch.testing.assert_close(s.cpu().double(), scale, rtol=1e-5, atol=1e-9)
     deq = q.cpu().double().view(M, N // group, group) * s.cpu().double()[..., None]
@@ -75,4 +83,5 @@ def check(M, N, group=128, dtype=torch.bfloat16, device="cpu", **kw) -> float:
 
 
 if __name__ == "__main__":
-    example_main(check, sizes={"M": 1000, "N": 384}, tolerance=0.05, label="swiglu_fp8_quant")
+    example_main(check, sizes={"M": 1000, "N": 384}, flags=("scales_mn_major",), tolerance=0.05,
+                 label="swiglu_fp8_quant")

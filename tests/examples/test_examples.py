@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import tilelang_core as tilelang
 from tilelang_core.target import Target
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -82,6 +83,9 @@ SCRIPTS = [
     ["attention/flash_attention.py", "--seq-len", "50", "--dim", "16", "--heads", "1", "--batch", "1",
      "--is-causal"],
     ["elementwise/scale_add.py", "--m", "20", "--n", "30"],
+    ["moe/grouped_gemm.py", "--groups", "3", "--n", "40", "--k", "24", "--tokens", "50", "--masked"],
+    ["dequant/w4a16_gemm.py", "--m", "3", "--n", "72", "--k", "256"],
+    ["fp8/blockscaled_gemm.py", "--m", "40", "--n", "136", "--k", "256"],
 ]
 
 
@@ -120,11 +124,12 @@ def test_T_compile_and_tilelang_compile_are_the_same_entry_point():
     np.testing.assert_allclose(kernel(a, b), 2.0 * a.astype("float64") + b, rtol=1e-6)
 
 
-@pytest.mark.parametrize("M, N, group", [(37, 256, 128), (1, 384, 128), (20, 256, 256)])
-def test_swiglu_fp8_quant(M, N, group):
-    """Scales exact to float64's, dequantized values within e4m3's rounding, ragged M, and one
-    scale per token (group = N)."""
-    assert load("quant/swiglu_fp8_quant.py").check(M, N, group=group) < 0.04
+@pytest.mark.parametrize("M, N, group, mn_major", [(37, 256, 128, False), (1, 384, 128, False), (20, 256, 256, False),
+                                                 (37, 384, 128, True), (1, 256, 256, True)])
+def test_swiglu_fp8_quant(M, N, group, mn_major):
+    """Scales exact to float64's, dequantized values within e4m3's rounding, ragged M, one scale
+    per token (group = N), and scales stored MN-major (DeepGEMM's layout, S.T given back)."""
+    assert load("quant/swiglu_fp8_quant.py").check(M, N, group=group, scales_mn_major=mn_major) < 0.04
 
 
 def test_swiglu_fp8_quant_values_match_torch():
@@ -137,3 +142,82 @@ def test_swiglu_fp8_quant_values_match_torch():
     differ = (q.double() != ref)
     assert differ.float().mean().item() < 1e-3
     assert (q.double() - ref).abs().max().item() <= 32  # one e4m3 step at the top of the range
+
+
+@pytest.mark.parametrize("groups, N, K, tokens, masked", [
+    (4, 72, 40, 90, False), (4, 72, 40, 90, True),  # N, K not multiples of the tiles
+    (1, 32, 16, 1, False), (3, 48, 24, 0, True)])  # one token; no token at all
+def test_grouped_gemm(groups, N, K, tokens, masked):
+    """Random group sizes (the first expert gets no token), rows of each group against torch in
+    float64; the contiguous layout with each group padded to a tile of rows."""
+    moe = load("moe/grouped_gemm.py")
+    tiles = dict(block_M=32, block_N=32, block_K=16, num_stages=2, threads=128)
+    assert moe.check(groups, N, K, tokens, masked=masked, **tiles) < 1e-2
+
+
+def test_grouped_gemm_skips_padding_tiles_and_masked_rows():
+    """A contiguous tile of padding (-1) is not written, nor are masked rows' tiles with no valid row."""
+    moe = load("moe/grouped_gemm.py")
+    tiles = dict(block_M=16, block_N=16, block_K=16, num_stages=1, threads=128)
+    a, b = torch.randn(48, 16).bfloat16(), torch.randn(2, 16, 16).bfloat16()
+    kernel = moe.grouped_gemm_contiguous(48, 16, 16, 2, **tiles)
+    c = kernel(a, b, torch.tensor([1, -1, 0], dtype=torch.int32))
+    torch.testing.assert_close(c[:16].double(), a[:16].double() @ b[1].double().T, rtol=1e-2, atol=1e-2)
+    torch.testing.assert_close(c[32:].double(), a[32:].double() @ b[0].double().T, rtol=1e-2, atol=1e-2)
+    out = torch.full((2, 48, 16), 7.0).bfloat16()
+    moe.grouped_gemm_masked.get_tir(2, 48, 16, 16, **tiles)
+    masked = tilelang.compile(moe.grouped_gemm_masked.get_tir(2, 48, 16, 16, **tiles), target="cpu")
+    a3 = torch.randn(2, 48, 16).bfloat16()
+    masked(a3, b, torch.tensor([17, 0], dtype=torch.int32), out)
+    torch.testing.assert_close(out[0, :17].double(), a3[0, :17].double() @ b[0].double().T, rtol=1e-2, atol=1e-2)
+    assert (out[0, 32:] == 7).all() and (out[1] == 7).all()  # tiles with no valid row: untouched
+
+
+@pytest.mark.parametrize("M, N, K, group, block_K, dtype", [
+    (1, 64, 256, 128, 128, torch.float16), (5, 100, 512, 128, 128, torch.float16),  # N not a multiple of the tile
+    (16, 128, 256, 64, 128, torch.float16), (20, 64, 256, 128, 64, torch.float16),  # 2 groups / tile; 2 tiles / group
+    (7, 96, 256, 128, 128, torch.bfloat16)])
+def test_w4a16_gemm(M, N, K, group, block_K, dtype):
+    """Against torch in float64 on the dequantized weights; token counts from 1 to past 16."""
+    err = load("dequant/w4a16_gemm.py").check(M, N, K, group=group, dtype=dtype, block_N=64, block_K=block_K,
+                                               num_stages=2)
+    assert err < (2e-3 if dtype == torch.float16 else 8e-3)
+
+
+def test_w4a16_decodes_every_code():
+    """Each of the 16 codes in both nibbles, on one scale: W = (code - 8) * s exactly."""
+    dq = load("dequant/w4a16_gemm.py")
+    N, K = 64, 128
+    codes = torch.arange(N * K).remainder(16).view(N, K).to(torch.uint8)
+    s = torch.full((N, 1), 0.5, dtype=torch.float16)
+    eye = torch.eye(K, dtype=torch.float16)[:16]  # C[m, n] = W[n, m]: the first 16 columns of W
+    c = dq.w4a16_gemm(16, N, K, block_N=64, block_K=128, num_stages=1)(eye, dq.pack_int4(codes), s)
+    assert torch.equal(c.double(), (codes[:, :16].double().T - 8) * 0.5)
+
+
+@pytest.mark.parametrize("M, N, K, tiles", [
+    (100, 200, 256, dict(block_M=64, block_N=64, num_stages=2, threads=128)),  # M, N ragged; 2 tiles per B scale
+    (1, 128, 384, dict(block_M=64, block_N=128, num_stages=2, threads=128)),  # one token, 3 slabs
+    (70, 300, 128, dict(block_M=64, block_N=32, num_stages=1, threads=128))])  # 4 tiles per B scale
+def test_fp8_blockscaled_gemm(M, N, K, tiles):
+    """Against torch in float64 on the dequantized operands: every slab scaled by its own scales."""
+    assert load("fp8/blockscaled_gemm.py").check(M, N, K, **tiles) < 5e-3
+
+
+def test_fp8_blockscaled_gemm_refuses_tiles_wider_than_a_scale_block():
+    with pytest.raises(AssertionError, match="must divide 128"):
+        load("fp8/blockscaled_gemm.py").blockscaled_gemm.get_tir(256, 512, 256, block_N=256)
+
+
+def test_fp8_blockscaled_gemm_applies_each_slab_its_scales():
+    """Equal values, scales that differ per slab and per 128-row block of B: a kernel that applied
+    one scale per tile, or the first slab's to all, would be off by large factors."""
+    bs = load("fp8/blockscaled_gemm.py")
+    M, N, K = 8, 256, 256
+    a = torch.ones(M, K).to(torch.float8_e4m3fn)
+    b = torch.ones(N, K).to(torch.float8_e4m3fn)
+    sa = torch.tensor([[1.0, 2.0]]).repeat(M, 1)
+    sb = torch.tensor([[1.0, 10.0], [100.0, 1000.0]])
+    c = bs.blockscaled_gemm(M, N, K, block_M=64, block_N=64, num_stages=1, threads=128)(a, b, sa, sb)
+    want = torch.tensor([128 * (1 * 1 + 2 * 10.0)] * 128 + [128 * (1 * 100 + 2 * 1000.0)] * 128)
+    torch.testing.assert_close(c.float(), want.expand(M, N), rtol=1e-2, atol=0)

@@ -73,3 +73,47 @@ def test_split_k_gemm_pipelines_through_a_bound_index():
     c = np.zeros((M, N), np.float32)
     run(example("gemm/gemm_splitk.py").gemm_splitk.get_tir(M, N, K, 3), A=a.numpy(), B=b.numpy(), C=c)
     assert rel_err(c, (a.double() @ b.double()).numpy()) < 1e-5
+
+
+def test_grouped_gemms_under_a_block_uniform_guard():
+    """MoE's grouped GEMMs (examples/moe): a tile of padding (-1) and masked tiles with no valid
+    row skip the pipeline; the others read their expert's weights."""
+    moe = example("moe/grouped_gemm.py")
+    tiles = dict(block_M=32, block_N=32, block_K=16, num_stages=2, threads=128, dtype="float16")
+    G, N, K = 3, 40, 40
+    b = torch.randn(G, N, K).half()
+    tile_group = np.array([2, -1, 0, 0], np.int32)
+    a = torch.randn(128, K).half()
+    c = np.full((128, N), np.nan, np.float16)
+    run(moe.grouped_gemm_contiguous.get_tir(128, N, K, G, **tiles), A=a.numpy(), B=b.numpy(),
+        tile_group=tile_group, C=c)
+    for t, g in enumerate(tile_group):
+        rows = slice(32 * t, 32 * t + 32)
+        if g < 0:
+            assert np.isnan(c[rows]).all()
+        else:
+            assert rel_err(c[rows], (a[rows].double() @ b[g].double().T).numpy()) < 2e-3
+    a3 = torch.randn(G, 70, K).half()
+    masked_m = np.array([33, 0, 70], np.int32)
+    c3 = np.full((G, 70, N), np.nan, np.float16)
+    run(moe.grouped_gemm_masked.get_tir(G, 70, N, K, **tiles), A=a3.numpy(), B=b.numpy(), masked_m=masked_m, C=c3)
+    for g, m in enumerate(masked_m):
+        if m:
+            assert rel_err(c3[g, :m], (a3[g, :m].double() @ b[g].double().T).numpy()) < 2e-3
+        assert np.isnan(c3[g, -(-m // 32) * 32:]).all()  # tiles past the valid rows: not written
+
+
+@pytest.mark.parametrize("M", [1, 13])
+def test_w4a16_gemm_decodes_into_the_register_operand(M):
+    """examples/dequant: the weights decoded by each thread into the gemm's A fragment (mma.sync
+    from registers on sm_80), tokens as its B operand, C written transposed."""
+    dq = example("dequant/w4a16_gemm.py")
+    N, K = 72, 256
+    codes, s = dq.quantize(torch.randn(N, K), 64)
+    s = s.half()
+    a = torch.randn(M, K).half()
+    c = np.full((M, N), np.nan, np.float16)
+    run(dq.w4a16_gemm.get_tir(M, N, K, group=64, block_N=64, block_K=128, num_stages=2), A=a.numpy(),
+        Wp=dq.pack_int4(codes).numpy(), S=s.numpy(), C=c)
+    w = ((codes.double() - 8).view(N, K // 64, 64) * s.double()[..., None]).view(N, K)
+    assert rel_err(c, (a.double() @ w.T).numpy()) < 2e-3

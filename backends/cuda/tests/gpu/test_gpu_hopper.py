@@ -272,3 +272,88 @@ def test_division_by_zero_in_a_warp_specialized_epilogue(tmp_path):
     assert torch.equal(torch.isinf(c), torch.isinf(ref)) and torch.equal(torch.isnan(c), torch.isnan(ref))
     err = ((c.double() - ref)[finite].norm() / ref[finite].norm()).item()
     assert err < 5e-3, f"relative error {err}"
+
+
+@pytest.mark.parametrize("schedule", ["ws_tma_wgmma", "ws_thread_store", "cp_async_wgmma", "mma_sync"])
+@pytest.mark.parametrize("masked", [False, True])
+def test_grouped_gemm_under_its_guard_matches_torch(tmp_path, schedule, masked):
+    """examples/moe: the pipeline under `if tile_group[by] >= 0:` / `if by * bM < masked_m[g]:`
+    (the guard wraps the producer/consumer split): random group sizes, an expert with no token,
+    N and K not multiples of the tiles; skipped tiles stay NaN."""
+    moe = example("moe/grouped_gemm.py")
+    tiles = dict(block_M=128, block_N=128, block_K=64, num_stages=4, threads=256)
+    G, N, K = 6, 520, 328
+    sizes = [0, 1, 300, 129, 128, 77]
+    b = torch.randn(G, N, K, device="cuda", dtype=torch.bfloat16)
+    if masked:
+        M_max = 320
+        a = torch.randn(G, M_max, K, device="cuda", dtype=torch.bfloat16)
+        func = moe.grouped_gemm_masked.get_tir(G, M_max, N, K, **tiles)
+        args = (a, b, torch.tensor(sizes, dtype=torch.int32, device="cuda"))
+        c = torch.full((G, M_max, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+        rows = [(c[g, :m], a[g, :m], g) for g, m in enumerate(sizes)]
+        skipped = [c[g, -(-m // 128) * 128:] for g, m in enumerate(sizes)]
+    else:
+        M, starts, tile_group = moe.pad_groups(sizes, 128)
+        a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+        tile_group = torch.cat([tile_group, torch.tensor([-1], dtype=torch.int32)])  # a tile of padding
+        M += 128
+        a = torch.cat([a, torch.randn(128, K, device="cuda", dtype=torch.bfloat16)])
+        func = moe.grouped_gemm_contiguous.get_tir(M, N, K, G, **tiles)
+        args = (a, b, tile_group.cuda())
+        c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+        rows = [(c[s:s + m], a[s:s + m], g) for g, (s, m) in enumerate(zip(starts, sizes))]
+        skipped = [c[-128:]]
+    kernel, source = build(func, tmp_path, **SCHEDULES[schedule])
+    if schedule.startswith("ws"):
+        assert "the pipeline runs under the kernel's block-uniform `if`" in source
+    kernel["main"](*args, c)
+    torch.cuda.synchronize()
+    for got, x, g in rows:
+        if len(x):
+            ref = x.double() @ b[g].double().T
+            assert ((got.double() - ref).norm() / ref.norm()).item() < 5e-3, (schedule, g)
+    assert all(s.isnan().all() for s in skipped)
+
+
+@pytest.mark.parametrize("schedule", ["ws_tma_wgmma", "cp_async_wgmma", "mma_sync"])
+@pytest.mark.parametrize("M, N, K, group, dtype", [(1, 8192, 1024, 128, "float16"), (16, 1000, 2048, 128, "float16"),
+                                                   (13, 520, 1024, 64, "bfloat16"), (24, 256, 512, 128, "float16")])
+def test_w4a16_gemm_matches_torch(tmp_path, schedule, M, N, K, group, dtype):
+    """examples/dequant: packed int4 weights through a uint8 TMA box (64-byte swizzle), decoded by
+    the consumers into wgmma's register operand; against torch in float64."""
+    dq = example("dequant/w4a16_gemm.py")
+    tdt = getattr(torch, dtype)
+    codes, s = dq.quantize(torch.randn(N, K), group)
+    s = s.to(tdt)
+    a = torch.randn(M, K, dtype=tdt)
+    func = dq.w4a16_gemm.get_tir(M, N, K, group=group, block_N=64, block_K=128, num_stages=4, dtype=dtype)
+    kernel, source = build(func, tmp_path, **SCHEDULES[schedule])
+    if schedule == "ws_tma_wgmma":
+        assert "TMA producer warpgroup" in source and "W_s" in source[:source.find("#ifdef")]
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=tdt)
+    kernel["main"](a.cuda(), dq.pack_int4(codes).cuda(), s.cuda(), c)
+    torch.cuda.synchronize()
+    w = ((codes.double() - 8).view(N, K // group, group) * s.double()[..., None]).view(N, K)
+    ref = a.double() @ w.T
+    err = ((c.cpu().double() - ref).norm() / ref.norm()).item()
+    assert err < (2e-3 if dtype == "float16" else 8e-3), err
+
+
+@pytest.mark.parametrize("schedule", ["ws_tma_wgmma", "ws_no_overlap", "cp_async_wgmma"])
+@pytest.mark.parametrize("M, N, K, tiles", [
+    (1000, 520, 512, dict(block_M=128, block_N=128, num_stages=4, threads=256)),  # ragged M and N
+    (256, 1024, 1024, dict(block_M=128, block_N=64, num_stages=3, threads=256)),  # 2 tiles per B scale
+    (200, 384, 256, dict(block_M=64, block_N=128, num_stages=2, threads=128))])
+def test_fp8_blockscaled_gemm_matches_torch(tmp_path, schedule, M, N, K, tiles):
+    """examples/fp8: e4m3 wgmma per 128-deep slab into a fresh tile, promoted with the slab's
+    1x128 / 128x128 scales; against torch in float64 on the dequantized operands."""
+    bs = example("fp8/blockscaled_gemm.py")
+    a, sa = bs.quantize_1x128(torch.randn(M, K, device="cuda"))
+    b, sb = bs.quantize_128x128(torch.randn(N, K, device="cuda"))
+    kernel, source = build(bs.blockscaled_gemm.get_tir(M, N, K, **tiles), tmp_path, **SCHEDULES[schedule])
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    kernel["main"](a, b, sa, sb, c)
+    torch.cuda.synchronize()
+    ref = bs.reference(a, b, sa, sb)
+    assert ((c.cpu().double() - ref).norm() / ref.norm()).item() < 5e-3

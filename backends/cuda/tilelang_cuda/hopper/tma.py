@@ -18,9 +18,10 @@ from tilelang_core.ir import TileOp
 
 from .wgmma import atom_cols, element_bits, tile_swizzle
 
-#: element type -> the tensor map's (TMA moves bytes: fp8 travels as uint8)
+#: element type -> the tensor map's (TMA moves bytes: fp8 and int8 travel as uint8; packed int4
+#: weights are uint8 tensors)
 TMA_DTYPES = {"float16": "float16", "bfloat16": "bfloat16", "float8_e4m3": "uint8", "float8_e4m3fn": "uint8",
-              "float8_e5m2": "uint8"}
+              "float8_e5m2": "uint8", "uint8": "uint8", "int8": "uint8"}
 MAX_BOX = 256
 #: swizzle width (bytes) -> CUtensorMapSwizzle (CU_TENSOR_MAP_SWIZZLE_64B / _128B)
 TMA_SWIZZLE = {64: 2, 128: 3}
@@ -107,7 +108,7 @@ def load_box(stmt) -> TmaBox:
     op = TileOp.from_stmt(stmt)
     src, dst = op.src.source, op.dst.source
     if str(src.ty.dtype) not in TMA_DTYPES or str(src.ty.dtype) != str(dst.ty.dtype):
-        raise NotSpecialized(f"copy into {dst.name}: {src.ty.dtype} -> {dst.ty.dtype} (TMA here: fp16/bf16, no conversion)")
+        raise NotSpecialized(f"copy into {dst.name}: {src.ty.dtype} -> {dst.ty.dtype} (TMA here: 16- and 8-bit types, no conversion)")
     dst_shape = list(dst.ty.shape)
     rows, cols = check_tile(str(dst.name), dst_shape, str(src.ty.dtype), "into")
     if any(int(r.extent) != int(s) for r, s in zip(op.dst.region, dst_shape) if isinstance(r.extent, tirx.IntImm)):

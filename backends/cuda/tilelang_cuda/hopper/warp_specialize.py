@@ -35,13 +35,15 @@ producer never reaches them. Shared tiles loaded by TMA take ``wgmma_shared_layo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import tvm
 import tvm_ffi
 from tvm import tirx
 
 from tilelang_core.ir import Gemm, TileOp, is_tile_op
 from tilelang_core.simt import intrinsics as I
-from tilelang_core.simt.transform.insert_barriers import accesses, insert_barriers
+from tilelang_core.simt.transform.insert_barriers import accesses, insert_barriers, touched
 from tilelang_core.simt.transform.software_pipeline import (
     _check_no_stale_uses, _is_producer, num_stages, _restage_accesses, _restage_allocs, _restage_op,
     _staged_buffer, leading_bindings, shared_bytes)
@@ -84,6 +86,62 @@ def _contains_pipelined(stmt) -> bool:
     return bool(found)
 
 
+@dataclass
+class KernelParts:
+    """A kernel's launch and the top-level statements warp specialization rewrites."""
+    chain: list  #: the launch's thread_extent attributes, outermost first
+    stmts: list  #: the launch's statements (a guarded kernel's: those before its `if`, then its body)
+    at: int  #: the index of the T.Pipelined loop in ``stmts``
+    guard: object = None  #: the block-uniform condition of an `if` around the kernel's work
+    outer: int = 0  #: how many of ``stmts`` come before that `if`
+    declared: frozenset = frozenset()  #: tensors declared in the kernel (T.make_tensor: no host address)
+
+    @property
+    def loop(self):
+        return self.stmts[self.at]
+
+
+def _flat(stmt) -> list:
+    return list(stmt.seq) if isinstance(stmt, tirx.SeqStmt) else [stmt]
+
+
+def kernel_parts(body, thread_var) -> KernelParts:
+    """The launch, its statements and its one top-level T.Pipelined loop, or NotSpecialized(why).
+
+    A kernel whose work sits in one ``if`` over a block-uniform condition, with only allocations
+    and bindings beside it (MoE's ``if tile_group[by] >= 0:``, a masked layout's ``if by * bM <
+    masked_m[bz]:``), is taken with the statements of the ``if`` as its own: producer and consumers
+    then both run under the condition. Bindings (hoisted in front of the producer/consumer split)
+    and the condition may read memory only where the kernel never writes it: hoisted, such a read
+    could see a value from before the kernel's own store."""
+    chain, inner = _launch_chain(body)
+    if not chain:
+        raise NotSpecialized("no thread launch")
+    stmts, guard, outer = _flat(inner), None, 0
+    work = [i for i, s in enumerate(stmts) if not isinstance(s, (tirx.AllocBuffer, tirx.Bind))]
+    if len(work) == 1 and isinstance(stmts[work[0]], tirx.IfThenElse) and \
+            stmts[work[0]].else_case is None and _contains_pipelined(stmts[work[0]].then_case):
+        guard, outer = stmts[work[0]].condition, work[0]
+        if uses_any(guard, [thread_var]):
+            raise NotSpecialized("the T.Pipelined loop sits in an `if` on the thread index")
+        stmts = stmts[:outer] + _flat(stmts[outer].then_case) + stmts[outer + 1:]
+    loops = [i for i, s in enumerate(stmts) if isinstance(s, tirx.For) and num_stages(s) >= 1]
+    if not loops and not _contains_pipelined(seq(stmts)):
+        raise NotSpecialized("no T.Pipelined loop")
+    if len(loops) != 1 or any(_contains_pipelined(s) for i, s in enumerate(stmts) if i != loops[0]):
+        raise NotSpecialized("T.Pipelined loops nested or more than one (one at the kernel's top level is specialized)")
+    if _contains_pipelined(stmts[loops[0]].body):
+        raise NotSpecialized("nested T.Pipelined loops")
+    written = touched(inner)[1]
+    hoisted = [(f"'{b.var.name}'", b.value) for b in stmts if isinstance(b, tirx.Bind)]
+    for name, value in hoisted + ([("the `if` around the pipeline", guard)] if guard is not None else []):
+        if touched(value)[0] & written:
+            raise NotSpecialized(f"{name} reads memory the kernel writes")
+    declared = []
+    tvm_ffi.structural_walk(inner, [(tirx.DeclBuffer, lambda d: declared.append(d.buffer))])
+    return KernelParts(chain, stmts, loops[0], guard, outer, frozenset(declared))
+
+
 def tile_operands(before, body_stmts, after, written) -> tuple[list, list]:
     """(``before`` without them, their TMA boxes): the global -> shared copies before the loop
     whose tile TMA can carry and which no other statement writes, and nothing before or after
@@ -121,29 +179,27 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     consumers = st.num_threads
     if consumers % WARPGROUP or consumers + WARPGROUP > 1024:
         raise NotSpecialized(f"{consumers} threads are not whole warpgroups with room for a producer")
-    chain, inner = _launch_chain(body)
-    if not chain:
-        raise NotSpecialized("no thread launch")
-    stmts = list(inner.seq) if isinstance(inner, tirx.SeqStmt) else [inner]
-    loops = [i for i, s in enumerate(stmts) if isinstance(s, tirx.For) and num_stages(s) >= 1]
-    if not loops and not _contains_pipelined(inner):
-        raise NotSpecialized("no T.Pipelined loop")
-    if len(loops) != 1 or any(_contains_pipelined(s) for i, s in enumerate(stmts) if i != loops[0]):
-        raise NotSpecialized("T.Pipelined loops nested or more than one (one at the kernel's top level is specialized)")
-    at = loops[0]
-    loop = stmts[at]
-    if _contains_pipelined(loop.body):
-        raise NotSpecialized("nested T.Pipelined loops")
+    parts = kernel_parts(body, st.thread_var)
+    chain, stmts, at, loop = parts.chain, parts.stmts, parts.at, parts.loop
+    if parts.guard is not None:
+        # one CTA per tile: a persistent CTA, a stream-K piece or a cluster pair would span tiles
+        # whose guards differ
+        persistent, stream_k, cluster = "off", "off", False
+        if notes is not None:
+            notes.append("the pipeline runs under the kernel's block-uniform `if` (one CTA per tile)")
     stages = max(1, num_stages(loop))
     binds, values, body_stmts = leading_bindings(loop, body)
     in_place = bound_vars(seq(body_stmts))  # bound to memory the kernel writes: not hoisted
     # Every TMA-loadable global -> shared copy of the body moves to the producer (FlashAttention's
     # V copy sits mid-body), unless the body touches its tile before it.
-    producers, boxes, rest, touched = [], [], [], set()
+    producers, boxes, rest, touched_tiles = [], [], [], set()
     for stmt in body_stmts:
         if _is_producer(stmt):
             box = load_box(stmt)  # a copy TMA cannot carry: the cp.async pipeline takes the loop
-            if box.op.dst.source in touched:
+            if box.tensor in parts.declared:
+                raise NotSpecialized(f"copy from {box.tensor.name}: a tensor the kernel declares (T.make_tensor); "
+                                     f"TMA encodes its address on the host")
+            if box.op.dst.source in touched_tiles:
                 raise NotSpecialized(f"{box.op.dst.source.name} is used in the loop before its copy")
             if uses_any(stmt, in_place):
                 raise NotSpecialized(f"the copy into {box.op.dst.source.name} uses a name bound in the loop "
@@ -153,7 +209,7 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
             continue
         rest.append(stmt)
         reads, writes = accesses(stmt)
-        touched |= reads | writes
+        touched_tiles |= reads | writes
     body_stmts = fold_zero_fill(rest, loop, conditional=(is_wgmma or (lambda op: False)) if conditional_mask
                                 else None)
     if not producers or not body_stmts:
@@ -161,15 +217,8 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     written = [b.op.dst.source for b in boxes]
     if len(set(written)) != len(written):
         raise NotSpecialized("one shared tile filled twice in the loop")
-    # Top-level statements other than allocations and bindings run on the consumers only; a
-    # binding that reads memory cannot be hoisted in front of the split.
     allocs = [s for s in stmts[:at] + stmts[at + 1:] if isinstance(s, tirx.AllocBuffer)]
     top_binds = [s for s in stmts if isinstance(s, tirx.Bind)]
-    for b in top_binds:
-        loads = []
-        tvm_ffi.structural_walk(b.value, [(tvm.ir.TensorLoad, loads.append)])
-        if loads:
-            raise NotSpecialized(f"'{b.var.name}' is bound to a value read from memory")
     before = [s for s in stmts[:at] if not isinstance(s, (tirx.AllocBuffer, tirx.Bind))]
     after = [s for s in stmts[at + 1:] if not isinstance(s, (tirx.AllocBuffer, tirx.Bind))]
     n = loop.extent
@@ -447,7 +496,12 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     if half:
         body_of_region.insert(0, I.call("tl_min_blocks_per_sm", tirx.const(2, "int32")))
     region = tirx.AttrStmt(tirx.const(0, "int32"), PIPELINE_REGION, tirx.const(stages, "int32"), seq(body_of_region))
-    new_inner = seq(allocs + [tirx.AllocBuffer(bars)] + (tiles.allocs if tiles else top_binds) + [region])
+    if parts.guard is not None:  # bindings from inside the `if` stay there (they may read memory)
+        outer = [b for b in top_binds if any(b.same_as(s) for s in stmts[:parts.outer])]
+        inner = [b for b in top_binds if not any(b.same_as(s) for s in outer)]
+        new_inner = seq(allocs + [tirx.AllocBuffer(bars)] + outer + [if_then(parts.guard, seq(inner + [region]))])
+    else:
+        new_inner = seq(allocs + [tirx.AllocBuffer(bars)] + (tiles.allocs if tiles else top_binds) + [region])
     _check_no_stale_uses(seq(before + after), staged)
     new_inner = _restage_allocs(new_inner, staged)
     # The launch keeps C threads until finalize (with_producer_threads): the lowering proves

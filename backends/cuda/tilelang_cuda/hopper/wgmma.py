@@ -56,7 +56,9 @@ FP8_DTYPES = {"float8_e4m3": "e4m3", "float8_e4m3fn": "e4m3", "float8_e5m2": "e5
 
 
 def element_bits(dtype_name: str) -> int:
-    return 8 if dtype_name in FP8_DTYPES else 16
+    """Bits of an element of the 16- and 8-bit types the sm_90a path moves (fp8 and int8 tiles:
+    8; an 8-bit tile taken for 16-bit got boxes and swizzles twice its size)."""
+    return 8 if dtype_name in FP8_DTYPES or dtype_name in ("int8", "uint8") else 16
 
 
 def wgmma_k(dtype_name: str) -> int:
