@@ -270,3 +270,19 @@ def test_nan_propagation_of_a_sum_is_refused():
                 T.copy(A, a)
                 T.reduce_sum(a, s, dim=1, nan_propagate=True)
 
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_bfloat16_max_and_min_reducers_start_from_infinity(op):
+    """TVM's infinity() has no bfloat16 (the reducer failed to build: "Cannot decide infinity");
+    rows all negative (max) or all positive (min), so a finite starting value would show."""
+    import torch
+
+    import tilelang_core as tilelang
+
+    sign = -1.0 if op == "max" else 1.0
+    a = (torch.rand(16, 96) * 100 + 1).mul(sign).bfloat16()
+    out = torch.full((16,), float("nan")).bfloat16()
+    tilelang.compile(row_reduce(16, 96, 32, op, dtype="bfloat16"), target="cpu")(a, out)
+    want = a.double().amax(1) if op == "max" else a.double().amin(1)
+    assert torch.equal(out.double(), want)

@@ -41,6 +41,7 @@ from ..ir.ops import BITWISE_REDUCE_KINDS, bitwise_combine, bitwise_identity
 from ..ir import region as R
 from .allocate import alloc_fragment
 from .dtypes import canonical_dtype
+from .expr import infinity
 from .kernel import current_kernel
 from .reducer_checks import check_reducer_protocol
 
@@ -166,9 +167,9 @@ def _identity(op: str, dtype: str):
         return bitwise_identity(op, dtype)
     if op == "sum":
         return tirx.const(0, dtype)
-    if op == "max":
-        return tirx.min_value(dtype) if not dtype.startswith(("float", "bfloat")) else -tirx.infinity(dtype)
-    return tirx.max_value(dtype) if not dtype.startswith(("float", "bfloat")) else tirx.infinity(dtype)
+    if op == "max":  # (expr.infinity: TVM's has no bfloat16 infinity)
+        return tirx.min_value(dtype) if not dtype.startswith(("float", "bfloat")) else -infinity(dtype)
+    return tirx.max_value(dtype) if not dtype.startswith(("float", "bfloat")) else infinity(dtype)
 
 
 def _combine(op: str, a, b):
