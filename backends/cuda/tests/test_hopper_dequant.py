@@ -37,3 +37,12 @@ def test_decoding_uses_no_conversion_instruction(tmp_path):
     assert re.search(r"\bHGMMA\b", sass) and re.search(r"\bUTMALDG\b", sass)
     assert not re.search(r"\bI2F", sass)  # quarter-rate conversions: the 0x6400 | code trick instead
     assert re.search(r"\bHADD2\b", sass) and re.search(r"\bHMUL2\b", sass)  # paired half arithmetic
+
+
+
+def test_fresh_tile_gemm_says_why_it_is_not_overlapped():
+    """FP8 block scaling's slab gemm starts from zero every iteration: the schedule notes name that
+    (not the ring's slot count) as why each batch is awaited where it is issued."""
+    func = example_module("fp8/blockscaled_gemm.py").blockscaled_gemm.get_tir(1000, 520, 512, num_stages=4)
+    source, _ = cuda_source(func)
+    assert "awaited right after it is issued (the gemm clears its accumulator every iteration)" in source

@@ -125,12 +125,12 @@ CHAIN_MIN_SLOTS = 5
 
 def _plan_chain(body: list, g: int, is_wgmma, stages: int):
     op = TileOp.from_stmt(body[g])
+    if op.clear_accum:
+        return None, "the gemm clears its accumulator every iteration"
     if stages < CHAIN_MIN_SLOTS:
         return None, f"{stages} ring slots; a chain, whose batch in flight holds one, needs {CHAIN_MIN_SLOTS}"
     if not is_wgmma(op):
         return None, "the gemm is not on wgmma"
-    if op.clear_accum:
-        return None, "the gemm clears its accumulator every iteration"
     reads, writes = touched(body[g])
     for i, s in enumerate(body):
         if i != g and _conflict(touched(s), (reads, writes)):
