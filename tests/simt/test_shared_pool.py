@@ -131,3 +131,30 @@ def test_reduction_workspaces_share_bytes_inside_one_loop():
         np.testing.assert_allclose(out["S"], x.astype(np.float64).sum(1), rtol=1e-5, atol=1e-5)
     (pool,) = [ln for ln in text.splitlines() if '"uint8"' in ln]
     assert "(512," in pool, pool  # one 128-float workspace, not two
+
+
+def test_a_buffer_never_used_takes_no_bytes_and_no_barrier():
+    """TileLang's mxfp4 GEMM example allocates a bias tile it uses only with a bias; counted for the
+    whole kernel it pushed the kernel past the H200's 227 KB per block."""
+    a, b, unused = _shared("a", 256), _shared("b", 128), _shared("unused", 4096)
+    body = tirx.SeqStmt([_use(a), _use(b)])  # b may take a's bytes after it; unused never appears
+    placed, new_body, pool, _ = pool_shared([a, b, unused], body, _layout, {})
+    assert int(pool.ty.shape[0]) == 1024  # a's bytes, which b takes after it
+    assert "tvm_storage_sync" in new_body.script()  # (between a and b; none for the unused tile)
+    assert new_body.script().count("tvm_storage_sync") == 1
+
+
+def test_an_unused_tile_does_not_count_against_the_shared_memory_limit():
+    """A 128 KB tile the kernel uses and a 128 KB one it never touches compile for sm_90a (227 KB)."""
+    from tilelang_core.jit import compile as compile_kernel
+
+    @T.prim_func
+    def main(A: T.Tensor((256, 256), "float16"), B: T.Tensor((256, 256), "float16")):
+        with T.Kernel(1, threads=128):
+            used = T.alloc_shared((256, 256), "float16")
+            spare = T.alloc_shared((256, 256), "float16")  # noqa: F841 - allocated, never used
+            T.copy(A, used)
+            T.copy(used, B)
+
+    kernel = compile_kernel(main, target="cuda:sm_90a")  # was: needs 262144 bytes, more than 232448
+    assert "extern __shared__" in kernel.get_kernel_source()
