@@ -30,12 +30,13 @@ with no switch for exact fp32. We round the operands with cvt.rna.tf32.f32 after
 
 from __future__ import annotations
 
+import tvm
 from tvm import tirx
 
 from tilelang_core.ir import Gemm, TileOp
 from tilelang_core.simt import intrinsics as I
 from tilelang_core.simt.lower_gemm_fma import check_gemm_operands, gemm_shape, lower_gemm_fma
-from tilelang_core.simt.lowering import FRAGMENT, dtype, region_index, scope, state_of
+from tilelang_core.simt.lowering import FRAGMENT, SHARED, dtype, region_index, scope, state_of
 from tilelang_core.simt.transform.state import (FRAGMENT_COMPUTE, FRAGMENT_LOAD, FRAGMENT_PREFETCH,
                                                 FRAGMENT_STEPS, loop, seq)
 
@@ -72,6 +73,46 @@ def lower_gemm(call, ctx):
     return lower_gemm_mma(op, instr, st)
 
 
+def rows_contiguous(layout, per_row: int) -> bool:
+    """Whether ``layout`` (a shared tile's, rows x cols) keeps every aligned run of ``per_row``
+    elements of a row contiguous and aligned in memory: what ldmatrix reads as one 16-byte row.
+    The default swizzles do; a T.annotate_layout may not (a transposed tile), and ldmatrix would
+    then read other elements: a silent wrong answer, so such operands take element loads."""
+    rows, cols = (int(s) for s in layout.shape[-2:])
+    if cols % per_row:
+        return False
+    analyzer = tvm.sym.Analyzer()
+
+    def at(r, c):
+        off = layout.offset(r, c)
+        return off if isinstance(off, int) else int(analyzer.simplify(off))
+
+    for r in range(rows):
+        for c0 in range(0, cols, per_row):
+            base = at(r, c0)
+            if base % per_row or any(at(r, c0 + k) != base + k for k in range(1, per_row)):
+                return False
+    return True
+
+
+def _ldmatrix_layout_ok(region, st, per_row: int) -> bool:
+    """The operand's shared layout suits ldmatrix (``rows_contiguous``); fragments and the default
+    swizzles always do. Checked once per annotated layout."""
+    name = str(region.source.name)
+    if scope(region) not in SHARED or name not in st.annotated:
+        return True
+    layout = st.annotated[name]
+    if len(layout.shape) != 2:
+        return False
+    key = (id(layout), per_row)
+    if key not in _LDMATRIX_OK:
+        _LDMATRIX_OK[key] = (layout, rows_contiguous(layout, per_row))  # (the layout keeps its id alive)
+    return _LDMATRIX_OK[key][1]
+
+
+_LDMATRIX_OK: dict = {}
+
+
 def lower_gemm_mma(op: Gemm, instr: MmaInstruction, st):
     m, n, k = gemm_shape(op)
     m_warp, n_warp = gemm_warps(op, st.num_threads)
@@ -86,8 +127,9 @@ def lower_gemm_mma(op: Gemm, instr: MmaInstruction, st):
     a_size, b_size = per_row, per_row // 2  # elements in 4 (A) and 2 (B) 32-bit registers
     a_in_registers = scope(op.A) == FRAGMENT
     # ldmatrix.trans transposes 16-bit units: MN-major operands of other widths take plain loads
-    a_ldmatrix = instr.bits == 16 or not op.transpose_A
-    b_ldmatrix = instr.bits == 16 or op.transpose_B
+    # and an operand whose annotated layout breaks ldmatrix's 16-byte rows takes them too
+    a_ldmatrix = (instr.bits == 16 or not op.transpose_A) and (a_in_registers or _ldmatrix_layout_ok(op.A, st, per_row))
+    b_ldmatrix = (instr.bits == 16 or op.transpose_B) and _ldmatrix_layout_ok(op.B, st, per_row)
     k_steps = k // mma_k
     # In a pipelined loop (software_pipeline's mark), each k-step loads into registers of its own
     # and the steps are marked, so that the next stage's first loads can move ahead of the last
@@ -146,17 +188,17 @@ def lower_gemm_mma(op: Gemm, instr: MmaInstruction, st):
             a_op = "tl_ldmatrix_x4_trans" if op.transpose_A else "tl_ldmatrix_x4"
             return loop("mi", mi_count, lambda mi: I.call(
                 a_op, I.address_of(a_regs, at(base, mi * a_size)), a_address(kk, mi)), tirx.ForKind.UNROLLED)
-        frag = mma_a_layout(instr.bits)  # 16 x K, stored K x M: (m, k) at [k, m]
+        frag = mma_a_layout(instr.bits)  # 16 x K: (m, k) at [k, m] when stored K x M
         return loop("mi", mi_count, lambda mi: plain_loads(
-            op.A, a_regs, at(base, mi * a_size), frag, True, wm * wm_size + mi * MMA_M, kk * mma_k),
+            op.A, a_regs, at(base, mi * a_size), frag, op.transpose_A, wm * wm_size + mi * MMA_M, kk * mma_k),
             tirx.ForKind.UNROLLED)
 
     def load_b(kk, base):
         b_trans = "" if op.transpose_B else "_trans"
-        if not b_ldmatrix:  # stored K x N: the fragment's (k, n) at [k, n]
+        if not b_ldmatrix:  # the fragment's (k, n) at [k, n], or at [n, k] when stored N x K
             frag = mma_b_layout(instr.bits)
             return loop("ni", ni_count, lambda ni: plain_loads(
-                op.B, b_regs, at(base, ni * b_size), frag, False, kk * mma_k, wn * wn_size + ni * MMA_N),
+                op.B, b_regs, at(base, ni * b_size), frag, op.transpose_B, kk * mma_k, wn * wn_size + ni * MMA_N),
                 tirx.ForKind.UNROLLED)
         if ni_count % 2 == 0:
             return loop("nj", ni_count // 2, lambda nj: I.call(
