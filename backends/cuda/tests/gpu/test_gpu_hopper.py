@@ -357,3 +357,18 @@ def test_fp8_blockscaled_gemm_matches_torch(tmp_path, schedule, M, N, K, tiles):
     torch.cuda.synchronize()
     ref = bs.reference(a, b, sa, sb)
     assert ((c.cpu().double() - ref).norm() / ref.norm()).item() < 5e-3
+
+
+@pytest.mark.parametrize("tie", ["accumulator", "parallel"])
+def test_gemms_tied_to_an_mma_sync_gemm_match_torch(tmp_path, tie):
+    """Two gemms sharing a layout, one of them on an author-laid-out operand (mma.sync): both run
+    on mma.sync (test_hopper_tied_accumulators.py), C = A1 @ B1 + A2 @ B2 against float64."""
+    import test_hopper_tied_accumulators as tied
+
+    a1, b1, a2, b2 = (torch.randn(64, 64, device="cuda", dtype=torch.float16) for _ in range(4))
+    c = torch.full((64, 64), float("nan"), device="cuda")
+    kernel, _ = build(tied.tied_gemms(tie), tmp_path)
+    kernel["main"](a1, b1, a2, b2, c)
+    torch.cuda.synchronize()
+    ref = a1.double() @ b1.double() + a2.double() @ b2.double()
+    assert ((c.double() - ref).norm() / ref.norm()).item() < 1e-5

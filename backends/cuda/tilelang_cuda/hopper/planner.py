@@ -8,6 +8,7 @@ and ``finalize`` (named barriers for the consumer warpgroups).
 
 from __future__ import annotations
 
+import tvm
 import tvm_ffi
 from tvm import tirx
 
@@ -21,7 +22,7 @@ from ..target import capability
 from .occupancy import fragment_registers
 from .warp_specialize import NotSpecialized, named_barriers, warp_specialize, with_producer_threads
 from .tile_scheduler import walks_to_while
-from .wgmma import (WARPGROUP, element_bits, explain_wgmma, plan_wgmma, shared_tile, wgmma_k,
+from .wgmma import (WARPGROUP, element_bits, explain_wgmma, shared_tile, wgmma_k,
                     wgmma_shared_layout)
 
 
@@ -31,6 +32,50 @@ def per_thread_arrays(body) -> list:
     tvm_ffi.structural_walk(body, [(tirx.AllocBuffer, lambda a: found.append(a.buffer) if str(
         a.buffer.ty.storage_scope) in ("local", "local.var") else None)])
     return found
+
+
+def tied_gemms(body) -> dict:
+    """{accumulator buffer: the gemms whose accumulators share its layout}: the gemms of one
+    accumulator, and those of same-shape fragments a T.Parallel loop reads or writes together
+    (element by element, so their layouts must agree). Union-find over the fragments."""
+    parent: dict = {}
+
+    def find(b):
+        while parent.setdefault(b, b) is not b:
+            b = parent[b]
+        return b
+
+    def fragments(node):
+        found = []
+
+        def on_var(v):
+            if tirx.is_buffer_var(v) and str(v.ty.storage_scope) == "local.fragment" and \
+                    not any(v.same_as(f) for f in found):
+                found.append(v)
+
+        tvm_ffi.structural_walk(node, [(tvm.ir.Var, on_var)])
+        return found
+
+    def on_for(loop):
+        if loop.annotations is not None and "tl.parallel" in loop.annotations:
+            by_shape: dict = {}  # (fragments of other shapes are indexed differently: not tied)
+            for frag in fragments(loop.body):
+                by_shape.setdefault(tuple(str(d) for d in frag.ty.shape), []).append(frag)
+            for tied in by_shape.values():
+                for other in tied[1:]:
+                    parent[find(other)] = find(tied[0])
+
+    gemms = []
+
+    def on_call(call):
+        if is_tile_op(call) and isinstance(TileOp.from_stmt(call), Gemm):
+            gemms.append(TileOp.from_stmt(call))
+
+    tvm_ffi.structural_walk(body, [(tirx.For, on_for), (tirx.TilePrimitiveCall, on_call)])
+    groups: dict = {}
+    for op in gemms:
+        groups.setdefault(find(op.C.source), []).append(op)
+    return {op.C.source: groups[find(op.C.source)] for op in gemms}
 
 
 def user_annotated(body) -> set:
@@ -50,6 +95,10 @@ class HopperPlanner:
         self.arch = arch
         self.options = options
         self.annotated = user_annotated(func.body)
+        #: gemms whose accumulators share a layout run on one instruction family (wgmma and
+        #: mma.sync lay a fragment out differently: TileLang's GDN backward accumulates dq from two
+        #: gemms and combines two gemms' accumulators element by element)
+        self.tied = tied_gemms(func.body)
         self.user_swizzle = has_swizzle(func.body)
         self.enabled = arch == "sm_90a"
         self.specialized = False
@@ -63,8 +112,21 @@ class HopperPlanner:
     def plan(self, op: Gemm, num_threads: int):
         if not self.enabled:
             return None
-        return plan_wgmma(op, self.arch, num_threads, disabled=self.options.disable_wgmma,
-                          annotated=self.annotated)
+        return self.explain(op, num_threads)[0]
+
+    def explain(self, op: Gemm, num_threads: int):
+        """(wgmma plan, "") or (None, why not): explain_wgmma's answer, and None for every gemm
+        tied to one that cannot run on wgmma (``tied_gemms``)."""
+        plan, why = explain_wgmma(op, self.arch, num_threads, self.options.disable_wgmma, self.annotated)
+        if plan is None:
+            return plan, why
+        for other in self.tied.get(op.C.source, []):
+            other_plan, other_why = explain_wgmma(other, self.arch, num_threads, self.options.disable_wgmma,
+                                                  self.annotated)
+            if other_plan is None:
+                return None, (f"its accumulator {op.C.source.name} shares a layout with gemm({other.A.source.name}, "
+                              f"{other.B.source.name} -> {other.C.source.name}), which is not wgmma ({other_why})")
+        return plan, ""
 
     def specialize(self, body, st):
         """Shared operands of wgmma gemms take the 128-byte-swizzle layout; then, unless turned
@@ -80,7 +142,7 @@ class HopperPlanner:
             if not isinstance(op, Gemm):
                 return
             # the threads its rule will have: a thread group's, inside `if tx < 128:` / T.ws
-            plan, why = explain_wgmma(op, self.arch, threads, self.options.disable_wgmma, self.annotated)
+            plan, why = self.explain(op, threads)
             names = f"gemm({op.A.source.name}, {op.B.source.name} -> {op.C.source.name})"
             if plan is None:
                 self.notes.append(f"{names}: not wgmma ({why})")
