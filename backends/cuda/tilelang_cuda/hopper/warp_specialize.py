@@ -164,6 +164,116 @@ def tile_operands(before, body_stmts, after, written) -> tuple[list, list]:
     return keep, boxes
 
 
+def split_producers(body_stmts, in_place, declared) -> tuple[list, list, list]:
+    """(the loop body's copies the producer takes, their TMA boxes, the other statements): every
+    TMA-loadable global -> shared copy (FlashAttention's V copy sits mid-body), unless the body
+    touches its tile before it; NotSpecialized(why) for a copy TMA cannot carry. ``in_place``:
+    names bound in the loop to memory the kernel writes; ``declared``: tensors the kernel declares."""
+    producers, boxes, rest, touched_tiles = [], [], [], set()
+    for stmt in body_stmts:
+        if _is_producer(stmt):
+            box = load_box(stmt)  # a copy TMA cannot carry: the cp.async pipeline takes the loop
+            if box.tensor in declared:
+                raise NotSpecialized(f"copy from {box.tensor.name}: a tensor the kernel declares (T.make_tensor); "
+                                     f"TMA encodes its address on the host")
+            if box.op.dst.source in touched_tiles:
+                raise NotSpecialized(f"{box.op.dst.source.name} is used in the loop before its copy")
+            if uses_any(stmt, in_place):
+                raise NotSpecialized(f"the copy into {box.op.dst.source.name} uses a name bound in the loop "
+                                     f"to a value read from memory the kernel writes")
+            producers.append(stmt)
+            boxes.append(box)
+            continue
+        rest.append(stmt)
+        reads, writes = accesses(stmt)
+        touched_tiles |= reads | writes
+    return producers, boxes, rest
+
+
+def mark_tma_tiles(written, tile_boxes, body_stmts, hopper_layouts: dict, tma_loaded) -> set:
+    """The TMA-loaded tiles take wgmma_shared_layout (what a swizzled box writes); those only TMA
+    writes go into ``tma_loaded`` (wgmma reading them needs no proxy fence). Returns the tiles the
+    consumers also write in place."""
+    rewritten = set()
+    for stmt in body_stmts:
+        rewritten |= accesses(stmt)[1]
+    for buf in written + [b.op.dst.source for b in tile_boxes]:
+        hopper_layouts[str(buf.name)] = wgmma_shared_layout(int(buf.ty.shape[0]), int(buf.ty.shape[1]),
+                                                            element_bits(str(buf.ty.dtype)))
+        if tma_loaded is not None and buf not in rewritten:
+            tma_loaded.add(str(buf.name))
+    return rewritten
+
+
+def fence_once(before, body_stmts, written, rewritten, fenced_once) -> list:
+    """Shared operands the consumers write before the loop and never in it (attention's Q): one
+    proxy fence after those writes serves every wgmma of the loop (``fenced_once``)."""
+    before_writes = set().union(*(accesses(s)[1] for s in before)) if before else set()
+    gemms = [op for op in (TileOp.from_stmt(s) for s in body_stmts if is_tile_op(s)) if isinstance(op, Gemm)]
+    once = {str(x.source.name) for op in gemms for x in (op.A, op.B)
+            if x.source in before_writes and x.source not in rewritten and x.source not in written}
+    if once and fenced_once is not None:
+        fenced_once |= once
+        return before + [I.call("tl_fence_proxy_async")]
+    return before
+
+
+class RingBarriers:
+    """The mbarriers of the TMA ring: a full/empty pair per ring slot and tile group
+    (consumer_schedule.py), then one full/empty pair for the per-tile loads (tile_boxes)."""
+
+    def __init__(self, stages: int, ngroups: int, tile_loads: bool):
+        self.stages, self.ngroups = stages, ngroups
+        self.buffer = tirx.decl_buffer((2 * stages * ngroups + (2 if tile_loads else 0),), "uint64",
+                                       name="tl_mbar", scope="shared")
+        self.tile_full, self.tile_empty = self._at(2 * stages * ngroups, 0), self._at(2 * stages * ngroups + 1, 0)
+
+    def _at(self, base: int, slot):
+        return tirx.address_of(tirx.BufferLoad(self.buffer, [slot if base == 0 else base + slot]))
+
+    def full(self, g, slot):
+        return self._at(g * self.stages, slot)
+
+    def empty(self, g, slot):
+        return self._at((self.ngroups + g) * self.stages, slot)
+
+    def init(self, empty_arrivals: int, tile_arrivals: int) -> list:
+        """One thread's mbarrier inits: every full barrier expects one arrival (the producer's
+        expect_tx), every empty one ``empty_arrivals``; the per-tile pair (``tile_arrivals`` > 0)."""
+        s = tirx.Var("s", "int32")
+        one = tirx.const(1, "int32")
+        out = [tirx.For(s, tirx.const(0, "int32"), tirx.const(self.stages, "int32"), tirx.ForKind.UNROLLED, seq([
+            call for g in range(self.ngroups)
+            for call in (I.call("tl_mbar_init", self.full(g, s), one),
+                         I.call("tl_mbar_init", self.empty(g, s), tirx.const(empty_arrivals, "int32")))]))]
+        if tile_arrivals:
+            out += [I.call("tl_mbar_init", self.tile_full, one),
+                    I.call("tl_mbar_init", self.tile_empty, tirx.const(tile_arrivals, "int32"))]
+        return out
+
+
+def consumer_iterations(plan, consume, cit, trip, done, pingpong: bool):
+    """The consumers' loop over ``trip`` iterations (``consume(it, ring, kind)`` builds one; ring
+    positions count from ``done``): plain, the chain with iterations 0 and n-1 peeled, or the
+    overlap with iteration 0 and the tail of n-1 peeled (consumer_schedule.py)."""
+    zero, one = tirx.const(0, "int32"), tirx.const(1, "int32")
+    if plan is None:
+        return tirx.For(cit, zero, trip, tirx.ForKind.SERIAL, consume(cit, done + cit, PLAIN))
+    if not plan[1]:
+        body = seq([
+            if_then(trip == 1, consume(zero, done, PLAIN)),
+            if_then(trip > 1, seq([
+                consume(zero, done, PROLOGUE),
+                tirx.For(cit, one, trip - 2, tirx.ForKind.SERIAL, consume(cit, done + cit, STEADY)),
+                consume(trip - 1, done + trip - 1, LAST)]))])
+    else:
+        body = seq([
+            if_then(trip > 0, consume(zero, done, PROLOGUE)),
+            tirx.For(cit, one, trip - 1, tirx.ForKind.SERIAL, consume(cit, done + cit, STEADY)),
+            if_then(trip > 0, consume(trip, done + trip, EPILOGUE))])
+    return tirx.AttrStmt(zero, OVERLAP_REGION, tirx.const(int(pingpong), "int32"), body)
+
+
 PERSISTENT_MODES = ("off", "tile_operands", "always")
 
 
@@ -190,26 +300,7 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     stages = max(1, num_stages(loop))
     binds, values, body_stmts = leading_bindings(loop, body)
     in_place = bound_vars(seq(body_stmts))  # bound to memory the kernel writes: not hoisted
-    # Every TMA-loadable global -> shared copy of the body moves to the producer (FlashAttention's
-    # V copy sits mid-body), unless the body touches its tile before it.
-    producers, boxes, rest, touched_tiles = [], [], [], set()
-    for stmt in body_stmts:
-        if _is_producer(stmt):
-            box = load_box(stmt)  # a copy TMA cannot carry: the cp.async pipeline takes the loop
-            if box.tensor in parts.declared:
-                raise NotSpecialized(f"copy from {box.tensor.name}: a tensor the kernel declares (T.make_tensor); "
-                                     f"TMA encodes its address on the host")
-            if box.op.dst.source in touched_tiles:
-                raise NotSpecialized(f"{box.op.dst.source.name} is used in the loop before its copy")
-            if uses_any(stmt, in_place):
-                raise NotSpecialized(f"the copy into {box.op.dst.source.name} uses a name bound in the loop "
-                                     f"to a value read from memory the kernel writes")
-            producers.append(stmt)
-            boxes.append(box)
-            continue
-        rest.append(stmt)
-        reads, writes = accesses(stmt)
-        touched_tiles |= reads | writes
+    producers, boxes, rest = split_producers(body_stmts, in_place, parts.declared)
     body_stmts = fold_zero_fill(rest, loop, conditional=(is_wgmma or (lambda op: False)) if conditional_mask
                                 else None)
     if not producers or not body_stmts:
@@ -252,44 +343,17 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     trip = tiles.trip if stream else n  # iterations of this tile's loop (a stream-K piece: its k-range)
 
     staged = {buf: (_staged_buffer(buf, stages), stages) for buf in written}
-    rewritten = set()  # tiles the consumers also write in place: wgmma then needs a proxy fence
-    for stmt in body_stmts:
-        rewritten |= accesses(stmt)[1]
-    for buf in written + [b.op.dst.source for b in tile_boxes]:
-        hopper_layouts[str(buf.name)] = wgmma_shared_layout(int(buf.ty.shape[0]), int(buf.ty.shape[1]),
-                                                            element_bits(str(buf.ty.dtype)))
-        if tma_loaded is not None and buf not in rewritten:
-            tma_loaded.add(str(buf.name))
+    # tiles the consumers also write in place: wgmma then needs a proxy fence
+    rewritten = mark_tma_tiles(written, tile_boxes, body_stmts, hopper_layouts, tma_loaded)
     if notes is not None and tile_boxes:
         notes.append("persistent: " + ", ".join(str(b.op.dst.source.name) for b in tile_boxes)
                      + " loaded by the producer once per tile, under the previous tile's epilogue")
-    # Shared operands the consumers write before the loop and never in it (attention's Q): one
-    # proxy fence after those writes serves every wgmma of the loop (``fenced_once``)
-    before_writes = set().union(*(accesses(s)[1] for s in before)) if before else set()
-    gemms = [op for op in (TileOp.from_stmt(s) for s in body_stmts if is_tile_op(s)) if isinstance(op, Gemm)]
-    once = {str(x.source.name) for op in gemms for x in (op.A, op.B)
-            if x.source in before_writes and x.source not in rewritten and x.source not in written}
-    if once and fenced_once is not None:
-        fenced_once |= once
-        before = before + [I.call("tl_fence_proxy_async")]
-    # one full/empty barrier pair per ring slot and tile group (consumer_schedule.py)
+    before = fence_once(before, body_stmts, written, rewritten, fenced_once)
     groups = tile_groups(body_stmts, written)
     group_of = {tile: g for g, tiles in enumerate(groups) for tile in tiles}
     ngroups = len(groups)
-    # + one full/empty pair for the per-tile loads (tile_boxes), after the ring's
-    bars = tirx.decl_buffer((2 * stages * ngroups + (2 if tile_boxes else 0),), "uint64", name="tl_mbar",
-                            scope="shared")
-
-    def bar(base: int, slot):
-        return tirx.address_of(tirx.BufferLoad(bars, [slot if base == 0 else base + slot]))
-
-    def full(g, slot):
-        return bar(g * stages, slot)
-
-    def empty(g, slot):
-        return bar((ngroups + g) * stages, slot)
-
-    tile_full, tile_empty = bar(2 * stages * ngroups, 0), bar(2 * stages * ngroups + 1, 0)
+    ring = RingBarriers(stages, ngroups, bool(tile_boxes))
+    bars, full, empty, tile_full, tile_empty = ring.buffer, ring.full, ring.empty, ring.tile_full, ring.tile_empty
 
     # two resident blocks per SM (occupancy.py): each gets half the SM's shared memory
     half, why_not_two = two_blocks_per_sm(consumers, ring_bytes, shared_per_sm, bool(tiles), cluster, widest_n,
@@ -438,35 +502,11 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     producer_loop = tirx.For(pit, tirx.const(0, "int32"), trip, tirx.ForKind.SERIAL, produce(pit, done + pit))
     if tile_boxes:  # issued with the tile's first ring loads, under the last tile's epilogue
         producer_loop = seq([load_tile_operands(tiles.t), producer_loop])
-    cit = tirx.Var(str(k.name), "int32")
-    if plan is None:
-        consumer_loop = tirx.For(cit, tirx.const(0, "int32"), trip, tirx.ForKind.SERIAL,
-                                 consume(cit, done + cit, PLAIN))
-    elif not plan[1]:  # the chain: iterations 0 and n-1 peeled (consumer_schedule.py)
-        zero, one = tirx.const(0, "int32"), tirx.const(1, "int32")
-        consumer_loop = tirx.AttrStmt(zero, OVERLAP_REGION, tirx.const(int(pingpong), "int32"), seq([
-            if_then(trip == 1, consume(zero, done, PLAIN)),
-            if_then(trip > 1, seq([
-                consume(zero, done, PROLOGUE),
-                tirx.For(cit, one, trip - 2, tirx.ForKind.SERIAL, consume(cit, done + cit, STEADY)),
-                consume(trip - 1, done + trip - 1, LAST)]))]))
-    else:  # iteration 0 and the tail of iteration n-1 peeled (consumer_schedule.py)
-        zero = tirx.const(0, "int32")
-        consumer_loop = tirx.AttrStmt(zero, OVERLAP_REGION, tirx.const(int(pingpong), "int32"), seq([
-            if_then(trip > 0, consume(zero, done, PROLOGUE)),
-            tirx.For(cit, tirx.const(1, "int32"), trip - 1, tirx.ForKind.SERIAL, consume(cit, done + cit, STEADY)),
-            if_then(trip > 0, consume(trip, done + trip, EPILOGUE))]))
+    consumer_loop = consumer_iterations(plan, consume, tirx.Var(str(k.name), "int32"), trip, done, pingpong)
     rebalance = (consumers >= 2 * WARPGROUP or half) and consumers % WARPGROUP == 0
     producer_regs, consumer_regs = register_split(consumers // WARPGROUP, 2 if half else 1)
-    s = tirx.Var("s", "int32")
     init = if_then(tx == 0, seq([
-        tirx.For(s, tirx.const(0, "int32"), tirx.const(stages, "int32"), tirx.ForKind.UNROLLED, seq([
-            call for g in range(ngroups) for call in (I.call("tl_mbar_init", full(g, s), tirx.const(1, "int32")),
-                                                      I.call("tl_mbar_init", empty(g, s),
-                                                             tirx.const(consumers + (consumers // 32 if multicast else 0),
-                                                                        "int32")))])),
-        *([I.call("tl_mbar_init", tile_full, tirx.const(1, "int32")),
-           I.call("tl_mbar_init", tile_empty, tirx.const(consumers, "int32"))] if tile_boxes else []),
+        *ring.init(consumers + (consumers // 32 if multicast else 0), consumers if tile_boxes else 0),
         *(tiles.init if tiles else []),
         I.call("tl_fence_barrier_init")]))
     per_tile = top_binds if tiles else []  # bindings of block indices move into the tile loop
