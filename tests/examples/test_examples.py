@@ -86,6 +86,8 @@ SCRIPTS = [
     ["moe/grouped_gemm.py", "--groups", "3", "--n", "40", "--k", "24", "--tokens", "50", "--masked"],
     ["dequant/w4a16_gemm.py", "--m", "3", "--n", "72", "--k", "256"],
     ["fp8/blockscaled_gemm.py", "--m", "40", "--n", "136", "--k", "256"],
+    ["attention/flash_attention_bwd.py", "--batch", "1", "--heads", "2", "--seq-len", "40", "--dim", "16",
+     "--is-causal"],
 ]
 
 
@@ -221,3 +223,13 @@ def test_fp8_blockscaled_gemm_applies_each_slab_its_scales():
     c = bs.blockscaled_gemm(M, N, K, block_M=64, block_N=64, num_stages=1, threads=128)(a, b, sa, sb)
     want = torch.tensor([128 * (1 * 1 + 2 * 10.0)] * 128 + [128 * (1 * 100 + 2 * 1000.0)] * 128)
     torch.testing.assert_close(c.float(), want.expand(M, N), rtol=1e-2, atol=0)
+
+
+@pytest.mark.parametrize("batch, heads, seq_len, dim, is_causal, tiles", [
+    (2, 3, 100, 32, False, {}), (2, 3, 100, 32, True, {}),  # seq_len not a multiple of the tiles
+    (1, 2, 1, 16, True, {}),  # one token
+    (1, 1, 130, 16, True, dict(block_M=32, block_N=64, num_stages=2)),  # key blocks wider than query blocks
+    (1, 2, 96, 64, False, dict(block_M=64, block_N=32))])
+def test_flash_attention_backward(batch, heads, seq_len, dim, is_causal, tiles):
+    """dQ, dK, dV against torch autograd in float64 (fp16 inputs: ~1e-3 relative)."""
+    assert load("attention/flash_attention_bwd.py").check(batch, heads, seq_len, dim, is_causal, **tiles) < 5e-3

@@ -61,6 +61,9 @@ CASES = {
     # decoded weights as the register operand (no LDSM for them), uint8 codes by TMA on sm_90a
     "w4a16_gemm": (lambda: example("dequant/w4a16_gemm.py").w4a16_gemm.get_tir(7, 1000, 1024),
                    {"HMMA", "LDGSTS"}, {"HGMMA", "UTMALDG"}),
+    "flash_attention_bwd": (lambda: example("attention/flash_attention_bwd.py").flash_bwd.get_tir(
+        2, 4, 1000, 64, True, block_M=64, block_N=64, num_stages=2, threads=128),
+        {"HMMA", "LDSM", "LDGSTS", "RED"}, {"HGMMA", "LDGSTS", "RED"}),
     # e4m3 tensor-core instructions exist from sm_89: sm_90a only
     "fp8_blockscaled_gemm": (lambda: example("fp8/blockscaled_gemm.py").blockscaled_gemm.get_tir(1000, 520, 512),
                              None, {"QGMMA", "UTMALDG"}),  # (QGMMA: wgmma on fp8)
