@@ -35,15 +35,54 @@ def test_reads_past_the_edge_give_the_safe_value(path, pad):
     np.testing.assert_array_equal(out["B"], want)
 
 
-def test_a_copy_from_a_padded_tensor_is_refused():
-    with pytest.raises(FrontendError, match=r"T.copy reads 'A'.*nonzero.*T.Parallel"):
+def padded_copies(N, pad, out_dtype="float32"):
+    """T.copy from a padded tensor: into shared memory and back (a ragged last tile), global to
+    global with a conversion, and one element per iteration inside T.Parallel (TileLang's tests)."""
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((32,), "float32"), C: T.Tensor((32,), out_dtype),
+             D: T.Tensor((32,), "float32")):
+        with T.Kernel(2, threads=32) as bx:
+            s = T.alloc_shared((16,), "float32")
+            T.annotate_safe_value({A: pad})
+            T.copy(A[bx * 16], s)
+            T.copy(s, B[bx * 16])
+            T.copy(A[bx * 16:(bx + 1) * 16], C[bx * 16:(bx + 1) * 16])
+            for i in T.Parallel(16):
+                T.copy(A[bx * 16 + i], D[bx * 16 + i])
+
+    return main
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_copies_from_a_padded_tensor_pad_with_its_value(path):
+    N = 21
+    a = np.random.default_rng(2).standard_normal(N).astype(np.float32)
+    out = run(path, padded_copies(N, -99.0), A=a, B=np.zeros(32, np.float32), C=np.zeros(32, np.float32),
+              D=np.zeros(32, np.float32))
+    want = np.full(32, -99.0, np.float32)
+    want[:N] = a
+    for name in "BCD":
+        np.testing.assert_array_equal(out[name], want)
+
+
+def test_a_padded_copy_converts_the_value_to_the_destination_type():
+    import torch
+
+    import tilelang_core as tilelang
+
+    a = torch.randn(21)
+    b, c, d = torch.zeros(32), torch.zeros(32, dtype=torch.float16), torch.zeros(32)
+    tilelang.compile(padded_copies(21, -99.5, "float16"), target="cpu")(a, b, c, d)
+    assert c[:21].tolist() == a.half().tolist() and (c[21:] == -99.5).all()
+
+
+def test_a_padded_copy_of_run_time_extent_is_refused():
+    with pytest.raises(FrontendError, match=r"T.copy reads 'A'.*nonzero.*known only at run time"):
         @T.prim_func
-        def bad(A: T.Tensor((20,), "float32"), B: T.Tensor((20,), "float32")):
-            with T.Kernel(2, threads=32) as bx:
-                s = T.alloc_shared((16,), "float32")
+        def bad(A: T.Tensor((20,), "float32"), B: T.Tensor((20,), "float32"), n: T.int32):
+            with T.Kernel(1, threads=32):
                 T.annotate_safe_value({A: 1.0})
-                T.copy(A[bx * 16], s)
-                T.copy(s, B[bx * 16])
+                T.copy(A[0:n], B[0:n])
 
 
 def test_a_safe_value_for_shared_memory_is_refused():
