@@ -85,6 +85,16 @@ def test_a_padded_copy_of_run_time_extent_is_refused():
                 T.copy(A[0:n], B[0:n])
 
 
+def test_a_padded_copy_of_several_elements_inside_parallel_is_refused():
+    with pytest.raises(FrontendError, match=r"T.copy of several elements of 'A' inside a T.Parallel loop"):
+        @T.prim_func
+        def bad(A: T.Tensor((8, 8), "float32"), B: T.Tensor((8, 8), "float32")):
+            with T.Kernel(1, threads=32):
+                T.annotate_safe_value({A: 1.0})
+                for i in T.Parallel(8):
+                    T.copy(A[i, 0:8], B[i, 0:8])
+
+
 def test_a_safe_value_for_shared_memory_is_refused():
     with pytest.raises(FrontendError, match=r"in shared(\.dyn)? memory"):
         @T.prim_func

@@ -29,6 +29,7 @@ from tvm import tirx
 
 from ..ir import Atomic, Copy, TileOp, is_tile_op
 from ..ir import region as R
+from ..ir.elementwise import cast_to, elementwise
 from ..lowering import in_bounds
 
 GLOBAL = ("global", "")
@@ -176,7 +177,7 @@ class _Rewriter:
         name = touched[0].source.name
         if isinstance(op, Copy):
             return self.visit(_elementwise(op.src, op.dst, lambda s, d: tirx.BufferStore(
-                op.dst.source, _cast(s, str(op.dst.source.ty.dtype)), d), self.error))
+                op.dst.source, cast_to(s, str(op.dst.source.ty.dtype)), d), self.error))
         if isinstance(op, Atomic) and self.annotated(op.dst.source) is not None and not any(
                 self.annotated(r.source) is not None for r in regions if r is not op.dst):
             if all(R.as_int(e) == 1 for e in R.extents_of(op.dst)):
@@ -194,28 +195,13 @@ class _Rewriter:
                          "only element accesses, T.copy and T.atomic_add may touch it")
 
 
-def _cast(value, dtype):
-    return value if str(value.ty) == dtype else tirx.Cast(dtype, value)
-
-
 def _elementwise(src, dst, make, error):
-    """``make(src element, dst indices)`` for every element of two regions of one shape, in a
-    T.Parallel nest over the shared non-unit extents."""
-    extents = [R.as_int(e) for e in R.squeeze(R.extents_of(dst))]
-    if any(e is None for e in extents):
+    """``elementwise`` (ir/elementwise.py), refused for a run-time extent."""
+    nest = elementwise(src, dst, make)
+    if nest is None:
         raise error(f"a T.copy or T.atomic_add touching a tensor with an annotated layout needs constant "
                     f"extents, got {R.fmt_region(dst)}")
-    loop_vars = [tirx.Var(f"e{d}", "int32") for d in range(len(extents))]
-
-    def index(region):
-        it = iter(loop_vars)
-        return [m if R.as_int(e) == 1 else m + next(it) for m, e in zip(R.mins_of(region), R.extents_of(region))]
-
-    body = make(tirx.BufferLoad(src.source, index(src)), index(dst))
-    for v, e in reversed(list(zip(loop_vars, extents))):
-        body = tirx.For(v, tirx.const(0, "int32"), tirx.const(e, "int32"), tirx.ForKind.PARALLEL, body,
-                        None, {"tl.parallel": tirx.const(1, "int32")})
-    return body
+    return nest
 
 
 __all__ = ["apply_global_layouts"]

@@ -39,6 +39,7 @@ from ..errors import FrontendAssertionError, FrontendError
 from ..ir import Fill, Reduce
 from ..ir.ops import BITWISE_REDUCE_KINDS, bitwise_combine, bitwise_identity
 from ..ir import region as R
+from ..ir.elementwise import parallel_loop
 from .allocate import alloc_fragment
 from .dtypes import canonical_dtype
 from .expr import infinity
@@ -415,8 +416,7 @@ def _elementwise_combine(site, target):
     body = tirx.BufferStore(red.buffer, _combine(red.op, tirx.BufferLoad(red.buffer, idx),
                                                  tirx.BufferLoad(site.staging, loop_vars)), idx)
     for v, e in reversed(list(zip(loop_vars, site.extents))):
-        body = tirx.For(v, tirx.const(0, "int32"), tirx.const(e, "int32"), tirx.ForKind.PARALLEL, body,
-                        None, {"tl.parallel": tirx.const(1, "int32")})
+        body = parallel_loop(v, e, body)
     return body
 
 

@@ -43,10 +43,11 @@ def lower_safe_value_copies(func, refuse):
     """``func`` with every T.copy from a tensor with a nonzero safe value written as an element-wise
     copy in T.Parallel (whose reads past the tensor's edge give the safe value on every backend,
     cast to the destination's type as TileLang's copy does); a copy inside a T.Parallel body (one
-    element per iteration) becomes its store. A region of run-time extent is refused
-    (``raise refuse(message)``)."""
+    element per iteration) becomes its store. A region of run-time extent, and a copy of several
+    elements inside T.Parallel, are refused (``raise refuse(message)``)."""
     from ..ir import Copy, TileOp, is_tile_op
-    from ..ir import region as R
+    from ..ir.atomic_calls import is_parallel_loop
+    from ..ir.elementwise import cast_to, elementwise, parallel_loop
 
     annotated = []
 
@@ -61,7 +62,7 @@ def lower_safe_value_copies(func, refuse):
     in_parallel = []
 
     def on_for(loop):
-        if loop.annotations is not None and "tl.parallel" in loop.annotations:
+        if is_parallel_loop(loop):
             tvm_ffi.structural_walk(loop.body, [(tirx.TilePrimitiveCall, in_parallel.append)])
 
     tvm_ffi.structural_walk(func.body, [(tirx.For, on_for)])
@@ -72,37 +73,19 @@ def lower_safe_value_copies(func, refuse):
         op = TileOp.from_stmt(call)
         if not isinstance(op, Copy) or not any(op.src.source.same_as(b) for b in annotated):
             return call
-        src_ext = [R.as_int(r.extent) for r in op.src.region]
-        dst_ext = [R.as_int(r.extent) for r in op.dst.region]
-        src_dims = [d for d, e in enumerate(src_ext) if e != 1]
-        dst_dims = [d for d, e in enumerate(dst_ext) if e != 1]
-        extents = [src_ext[d] for d in src_dims]
-        # (T.copy itself has made the non-unit extents agree; a run-time extent is what is left)
-        if None in src_ext or None in dst_ext or extents != [dst_ext[d] for d in dst_dims]:
-            raise refuse(f"T.copy reads '{op.src.source.name}', which T.annotate_safe_value pads with a "
-                         f"nonzero value, over a region whose extents are known only at run time; write the "
-                         f"load as a T.Parallel loop (dst[i] = {op.src.source.name}[...]), which pads with "
-                         f"the safe value")
-        inside = any(call.same_as(c) for c in in_parallel)
-        loop_vars = [tirx.Var(f"safe_i{k}", "int32") for k in range(len(extents))]
-        if not loop_vars and not inside:  # one element, outside T.Parallel: a loop of one for the guard
-            loop_vars, extents = [tirx.Var("safe_i0", "int32")], [1]
-
-        def index(region, dims):
-            offsets = dict(zip(dims, loop_vars))
-            return [r.min + offsets[d] if d in offsets else r.min for d, r in enumerate(region.region)]
-
-        value = tirx.BufferLoad(op.src.source, index(op.src, src_dims))
-        dst_dtype = str(op.dst.source.ty.dtype)
-        if str(value.ty) != dst_dtype:
-            value = tirx.Cast(dst_dtype, value)
-        body = tirx.BufferStore(op.dst.source, value, index(op.dst, dst_dims))
-        if inside:
-            return body
-        for var, extent in reversed(list(zip(loop_vars, extents))):
-            body = tirx.For(var, tirx.const(0, "int32"), tirx.const(extent, "int32"), tirx.ForKind.PARALLEL,
-                            body, None, {"tl.parallel": tirx.const(1, "int32")})
-        return body
+        name, dtype = op.src.source.name, str(op.dst.source.ty.dtype)
+        nest = elementwise(op.src, op.dst, lambda s, d: tirx.BufferStore(op.dst.source, cast_to(s, dtype), d))
+        if nest is None:
+            raise refuse(f"T.copy reads '{name}', which T.annotate_safe_value pads with a nonzero value, over "
+                         f"a region whose extents are known only at run time; write the load as a T.Parallel "
+                         f"loop (dst[i] = {name}[...]), which pads with the safe value")
+        if any(call.same_as(c) for c in in_parallel):  # one element per iteration of the enclosing loop
+            if isinstance(nest, tirx.For):
+                raise refuse(f"T.copy of several elements of '{name}' inside a T.Parallel loop; copy one "
+                             f"element per iteration (T.copy({name}[i, j], dst[i, j]))")
+            return nest
+        # one element outside T.Parallel: a loop of one, so that the read past the edge is guarded
+        return nest if isinstance(nest, tirx.For) else parallel_loop(tirx.Var("e0", "int32"), 1, nest)
 
     return func.with_body(tvm_ffi.structural_map(func.body, [(tirx.TilePrimitiveCall, on_call)]))
 

@@ -26,6 +26,7 @@ from tvm import tirx
 
 from tilelang_core.ir import Copy, TileOp, is_tile_op
 from tilelang_core.ir import region as R
+from tilelang_core.ir.elementwise import parallel_loop
 from tilelang_core.simt import intrinsics as I
 from tilelang_core.simt.lowering import covers_whole_buffer
 from tilelang_core.simt.transform.state import if_then, seq
@@ -126,11 +127,7 @@ def _strip_to_stage(frag, stage, col0: int):
         value = tirx.Cast(str(stage.ty.dtype), value)
     store = tirx.IfThenElse(tirx.all(col0 <= j, j < col0 + atom),
                             tirx.BufferStore(stage, value, [i, j - col0]), None)
-    parallel = {"tl.parallel": tirx.const(1, "int32")}
-    inner = tirx.For(j, tirx.const(0, "int32"), tirx.const(cols, "int32"), tirx.ForKind.PARALLEL, store,
-                     annotations=parallel)
-    return tirx.For(i, tirx.const(0, "int32"), tirx.const(rows, "int32"), tirx.ForKind.PARALLEL, inner,
-                    annotations=parallel)
+    return parallel_loop(i, rows, parallel_loop(j, cols, store))
 
 
 __all__ = ["PlannedStore", "lower_stores", "plan_stores"]
