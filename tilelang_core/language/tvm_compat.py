@@ -45,10 +45,11 @@ from tvm.script.parser.core import evaluator as _evaluator  # noqa: E402
 
 
 def _low_float_dtype(value):
+    """The dtype of a scalar bfloat16 / float8 / float6 / float4 expression, else None."""
     if not tvm.ir.is_prim_expr(value) or not isinstance(getattr(value, "ty", None), tvm.ir.PrimType):
         return None
     dtype = str(value.ty.dtype)
-    return dtype if dtype.startswith(("bfloat", "float8", "float6", "float4")) and "x" not in dtype[5:] else None
+    return dtype if dtype.startswith(("bfloat", "float8", "float6", "float4")) and value.ty.dtype.lanes == 1 else None
 
 
 def _eval_op_low_floats(op, values, _eval_op=_evaluator._eval_op):

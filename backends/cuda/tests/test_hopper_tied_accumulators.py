@@ -6,6 +6,7 @@ accumulators element by element. Numerics: tests/gpu/test_gpu_hopper.py."""
 
 import pytest
 
+import kernels
 import tilelang_core.language as T
 from test_hopper_lowering import cuda_source
 
@@ -54,18 +55,5 @@ def test_gemms_tied_to_one_that_cannot_take_wgmma_fall_back_with_it(tie):
 
 def test_untied_gemms_keep_wgmma():
     """The same first gemm alone (its accumulator tied to nothing) still runs on wgmma."""
-
-    @T.prim_func
-    def main(A1: T.Tensor((64, 64), T.float16), B1: T.Tensor((64, 64), T.float16), C: T.Tensor((64, 64), T.float32)):
-        with T.Kernel(1, threads=128):
-            a1 = T.alloc_shared((64, 64), T.float16)
-            b1 = T.alloc_shared((64, 64), T.float16)
-            c = T.alloc_fragment((64, 64), T.float32)
-            T.copy(A1, a1)
-            T.copy(B1, b1)
-            T.clear(c)
-            T.gemm(a1, b1, c)
-            T.copy(c, C)
-
-    _, kernel = cuda_source(main)
+    _, kernel = cuda_source(kernels.make_gemm(64, 64, 64, bm=64, bn=64, bk=64, stages=1, out_dtype=T.float32))
     assert "tl_wgmma_ss" in kernel

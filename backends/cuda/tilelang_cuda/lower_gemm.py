@@ -97,20 +97,9 @@ def rows_contiguous(layout, per_row: int) -> bool:
 
 def _ldmatrix_layout_ok(region, st, per_row: int) -> bool:
     """The operand's shared layout suits ldmatrix (``rows_contiguous``); fragments and the default
-    swizzles always do. Checked once per annotated layout."""
-    name = str(region.source.name)
-    if scope(region) not in SHARED or name not in st.annotated:
-        return True
-    layout = st.annotated[name]
-    if len(layout.shape) != 2:
-        return False
-    key = (id(layout), per_row)
-    if key not in _LDMATRIX_OK:
-        _LDMATRIX_OK[key] = (layout, rows_contiguous(layout, per_row))  # (the layout keeps its id alive)
-    return _LDMATRIX_OK[key][1]
-
-
-_LDMATRIX_OK: dict = {}
+    swizzles always do."""
+    layout = st.annotated.get(str(region.source.name)) if scope(region) in SHARED else None
+    return layout is None or (len(layout.shape) == 2 and rows_contiguous(layout, per_row))
 
 
 def lower_gemm_mma(op: Gemm, instr: MmaInstruction, st):

@@ -48,9 +48,14 @@ class _Slot:
     scratch: bool = False  # KernelState.scratch: never live at the same time as another one
     offset: int = -1
 
+    @property
+    def never(self) -> bool:
+        """No statement names it (lifetimes' NEVER)."""
+        return (self.first, self.last) == NEVER
+
     def meets(self, other: "_Slot") -> bool:
         """May the two be live at the same time?"""
-        if (self.first, self.last) == NEVER or (other.first, other.last) == NEVER:
+        if self.never or other.never:
             return False
         if self.scratch and other.scratch:
             return False
@@ -118,7 +123,7 @@ def _place(slots: list[_Slot]) -> int:
             offset = max(offset, hi)
         slot.offset = (offset + slot.align - 1) // slot.align * slot.align
         placed.append(slot)
-    end = max((s.offset + s.size for s in slots if (s.first, s.last) != NEVER), default=0)
+    end = max((s.offset + s.size for s in slots if not s.never), default=0)
     return (end + 15) // 16 * 16
 
 
@@ -128,8 +133,8 @@ def _reuse_barriers(slots: list[_Slot]) -> set[int]:
     before = set()
     for s in slots:
         for p in slots:
-            if p is not s and (p.first, p.last) != NEVER and p.last < s.first and \
-                    p.offset < s.offset + s.size and s.offset < p.offset + p.size:
+            if p is not s and not p.never and p.last < s.first and p.offset < s.offset + s.size and \
+                    s.offset < p.offset + p.size:
                 before.add(s.first)
     return before
 

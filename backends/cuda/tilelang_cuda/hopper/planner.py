@@ -8,14 +8,15 @@ and ``finalize`` (named barriers for the consumer warpgroups).
 
 from __future__ import annotations
 
-import tvm
 import tvm_ffi
 from tvm import tirx
 
 from tilelang_core.errors import LoweringError
 from tilelang_core.ir import Gemm, TileOp, is_tile_op
+from tilelang_core.ir.atomic_calls import is_parallel_loop
 from tilelang_core.simt.lowering import SHARED, scope
 from tilelang_core.simt.transform.block_swizzle import has_swizzle, rasterize
+from tilelang_core.simt.transform.insert_barriers import touched
 from tilelang_core.transform.thread_ranges import tile_ops_with_threads
 
 from ..target import capability
@@ -45,22 +46,13 @@ def tied_gemms(body) -> dict:
             b = parent[b]
         return b
 
-    def fragments(node):
-        found = []
-
-        def on_var(v):
-            if tirx.is_buffer_var(v) and str(v.ty.storage_scope) == "local.fragment" and \
-                    not any(v.same_as(f) for f in found):
-                found.append(v)
-
-        tvm_ffi.structural_walk(node, [(tvm.ir.Var, on_var)])
-        return found
-
     def on_for(loop):
-        if loop.annotations is not None and "tl.parallel" in loop.annotations:
+        if is_parallel_loop(loop):
+            reads, writes = touched(loop.body)
             by_shape: dict = {}  # (fragments of other shapes are indexed differently: not tied)
-            for frag in fragments(loop.body):
-                by_shape.setdefault(tuple(str(d) for d in frag.ty.shape), []).append(frag)
+            for frag in reads | writes:
+                if str(frag.ty.storage_scope) == "local.fragment":
+                    by_shape.setdefault(tuple(str(d) for d in frag.ty.shape), []).append(frag)
             for tied in by_shape.values():
                 for other in tied[1:]:
                     parent[find(other)] = find(tied[0])
@@ -68,8 +60,9 @@ def tied_gemms(body) -> dict:
     gemms = []
 
     def on_call(call):
-        if is_tile_op(call) and isinstance(TileOp.from_stmt(call), Gemm):
-            gemms.append(TileOp.from_stmt(call))
+        op = TileOp.from_stmt(call) if is_tile_op(call) else None
+        if isinstance(op, Gemm):
+            gemms.append(op)
 
     tvm_ffi.structural_walk(body, [(tirx.For, on_for), (tirx.TilePrimitiveCall, on_call)])
     groups: dict = {}
