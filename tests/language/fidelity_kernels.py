@@ -56,3 +56,32 @@ def splitk_gemv(N, K, BN, BK, tile_k):
                 C[bn * BN + tn] = C_s[tn]
 
     return gemv
+
+
+def producer_consumer(N, block=128, work=4):
+    """Kernel 1: B = A + 1, then lets kernel 2 start. Kernel 2: work that reads only A (Pre),
+    then waits for kernel 1 and reads its B (C = 2 B)."""
+    @T.prim_func
+    def main(A: T.Tensor((N,), T.float32), B: T.Tensor((N,), T.float32), C: T.Tensor((N,), T.float32),
+             Pre: T.Tensor((N,), T.float32)):
+        with T.Kernel(T.ceildiv(N, block), threads=block) as (bx,):
+            for i in T.Parallel(block):
+                idx = bx * block + i
+                if idx < N:
+                    B[idx] = A[idx] + 1.0
+            T.pdl_trigger()
+        with T.Kernel(T.ceildiv(N, block), threads=block) as (bx2,):
+            for i in T.Parallel(block):
+                idx = bx2 * block + i
+                if idx < N:
+                    y = T.alloc_var(T.float32, init=A[idx])
+                    for _ in T.serial(work):
+                        y = y * 0.5 + 1.0
+                    Pre[idx] = y
+            T.pdl_sync()
+            for i in T.Parallel(block):
+                idx = bx2 * block + i
+                if idx < N:
+                    C[idx] = B[idx] * 2.0
+
+    return main

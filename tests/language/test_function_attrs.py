@@ -160,3 +160,38 @@ def test_eager_jit_of_compile_time_values_only():
         return B
 
     torch.testing.assert_close(iota(23), torch.arange(24, dtype=torch.float32))
+
+
+def min_blocks_kernel(min_blocks):
+    @T.prim_func
+    def main(A: T.Tensor((37, 50), "float32"), B: T.Tensor((37, 50), "float32")):
+        with T.Kernel(37, threads=64) as bx:
+            T.annotate_min_blocks_per_sm(min_blocks)
+            for i in T.serial(50):
+                B[bx, i] = A[bx, i] * 2.0 + 1.0
+
+    return main
+
+
+@pytest.mark.parametrize("path", __import__("tilelang_core.testing.oracle", fromlist=["PATHS"]).PATHS)
+def test_min_blocks_per_sm_is_a_hint_that_changes_no_value(path):
+    import numpy as np
+    from tilelang_core.testing.oracle import run
+
+    a = np.random.default_rng(3).standard_normal((37, 50)).astype(np.float32)
+    b = np.full((37, 50), np.nan, np.float32)
+    run(path, min_blocks_kernel(2), A=a, B=b)
+    np.testing.assert_allclose(b, a.astype(np.float64) * 2.0 + 1.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_min_blocks_per_sm_is_cudas_second_launch_bound(arch, tmp_path):
+    from test_printer_limits import _cuda_source
+
+    assert "__launch_bounds__(64, 3) main_kernel(" in _cuda_source(min_blocks_kernel(3), arch, tmp_path)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+def test_min_blocks_per_sm_takes_a_positive_integer(bad):
+    with pytest.raises(FrontendError, match="T.annotate_min_blocks_per_sm takes a positive"):
+        min_blocks_kernel(bad)

@@ -391,3 +391,26 @@ def test_integer_literals_compare_with_low_precision_floats(dtype):
     tilelang.compile(compare, target="cpu")(x, y)
     xd = x.double()
     torch.testing.assert_close(y, torch.stack([xd == 0, xd > 1, xd >= 2], 1).float())
+
+
+@pytest.mark.parametrize("path", __import__("tilelang_core.testing.oracle", fromlist=["PATHS"]).PATHS)
+def test_select_on_a_python_bool_and_one_block_index_named_as_a_tuple(path):
+    """``T.Select(True, a, b)`` (TileLang's select test) picks at compile time; ``with T.Kernel(n)
+    as (bx,):`` names the one block index (its PDL and sync_threads tests)."""
+    import numpy as np
+
+    from tilelang_core.testing.oracle import run
+
+    @T.prim_func
+    def select(A: T.Tensor((96, 3), "float32"), B: T.Tensor((96, 3), "float32")):
+        with T.Kernel(3, threads=32) as (bx,):
+            r = bx * 32 + T.get_thread_binding()
+            B[r, 0] = T.Select(True, A[r, 0], 0.0)
+            B[r, 1] = T.Select(False, 1.0, A[r, 1])
+            B[r, 2] = T.Select(A[r, 2] > 0, A[r, 2], T.if_then_else(T.Select(True, False, True), 1.0, 2.0))
+
+    a = np.random.default_rng(5).standard_normal((96, 3)).astype(np.float32)
+    out = run(path, select, A=a, B=np.full((96, 3), np.nan, np.float32))
+    want = a.copy()
+    want[:, 2] = np.where(a[:, 2] > 0, a[:, 2], 2.0)
+    np.testing.assert_array_equal(out["B"], want)

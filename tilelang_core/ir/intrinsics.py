@@ -100,6 +100,9 @@ _ALL = [
     # a check in kernel code (condition bool, message StringImm): the kernel stops with the
     # message where the condition is false (a trap on the GPU, an error of the call on cpu)
     _define("device_assert", "thread"),
+    # programmatic dependent launch (language/launch_dependency.py): let the next kernel on the
+    # stream start; wait for the previous kernel's memory. Scheduling only: dropped where absent.
+    _define("pdl_trigger", "thread"), _define("pdl_sync", "thread"),
     # cuRAND (language/random.py): (seed, seq, off uint64, generator StringImm); (generator) -> uint32;
     # (generator, "uniform" | "normal") -> float32 / float64. Each draw changes the thread's state.
     _define("rng_init", "thread"), _define("rng_rand", "thread"), _define("rng_rand_float", "thread"),

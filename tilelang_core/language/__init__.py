@@ -29,8 +29,8 @@ from .barriers import (WarpSpecialize, alloc_barrier, annotate_consumer_reg_allo
                        barrier_arrive, barrier_wait, cp_async_barrier_noinc, dec_max_nreg, inc_max_nreg, mbarrier_arrive,
                        mbarrier_arrive_expect_tx, mbarrier_expect_tx, mbarrier_wait_parity, no_set_max_nreg,
                        set_max_nreg, tma_copy, ws)
-from .annotations import (annotate_compile_flags, annotate_layout, annotate_pass_configs, annotate_safe_value,
-                          use_swizzle)
+from .annotations import (annotate_compile_flags, annotate_layout, annotate_min_blocks_per_sm, annotate_pass_configs,
+                          annotate_safe_value, use_swizzle)
 from .async_copy import access_ptr, ptx_commit_group, ptx_cp_async, ptx_wait_group
 from .intrinsics import (Broadcast, Ramp, Serial, Shuffle, address_of, assume, atan, attr, bitwise_and,
                        bitwise_not, bitwise_or, bitwise_xor, call_extern, call_intrin, clz, comm_reducer,
@@ -45,6 +45,7 @@ from .expr import (Cast, Select, abs, align_up, cast, ceil, ceildiv, clamp, cos,
 from .function import prim_func
 from .kernel import (Kernel, get_block_binding, get_block_bindings, get_thread_binding, import_source,
                      get_thread_bindings)
+from .launch_dependency import pdl_sync, pdl_trigger
 from .macro import macro
 from .pointers import make_tensor, match_buffer, ptr
 from .random import rng_init, rng_rand, rng_rand_float

@@ -1,5 +1,6 @@
 """Kernel annotations: ``T.annotate_layout``, ``T.use_swizzle`` and ``T.annotate_safe_value``;
-``T.annotate_pass_configs`` and ``T.annotate_compile_flags`` (function attributes).
+``T.annotate_pass_configs``, ``T.annotate_compile_flags`` and ``T.annotate_min_blocks_per_sm``
+(function attributes).
 
 Both are statements that wrap the rest of the kernel body in an attribute (docs/tile-ir.md)::
 
@@ -54,6 +55,21 @@ def annotate_compile_flags(flags) -> None:
     if listed is None:
         raise FrontendError(f"T.annotate_compile_flags takes strings, got {flags!r}")
     _FUNC_ATTRS[COMPILE_FLAGS_ATTR] = list(_FUNC_ATTRS.get(COMPILE_FLAGS_ATTR, [])) + listed
+
+
+#: TVM's attribute for the second __launch_bounds__ argument (its CUDA printer writes it)
+MIN_BLOCKS_ATTR = "tirx.launch_bounds_min_blocks_per_sm"
+
+
+def annotate_min_blocks_per_sm(min_blocks: int) -> None:
+    """``T.annotate_min_blocks_per_sm(2)``: ask the device compiler to keep registers low enough for
+    ``min_blocks`` blocks of the kernel per SM (``__launch_bounds__(threads, min_blocks)`` on CUDA;
+    a hint the cpu backend ignores). Applies to the kernels of this function."""
+    current_kernel("T.annotate_min_blocks_per_sm")
+    value = getattr(min_blocks, "value", min_blocks)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise FrontendError(f"T.annotate_min_blocks_per_sm takes a positive compile-time integer, got {min_blocks!r}")
+    _FUNC_ATTRS[MIN_BLOCKS_ATTR] = value
 
 
 def with_function_attrs(func):

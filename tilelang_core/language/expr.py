@@ -143,7 +143,10 @@ def if_then_else(cond, then_value, else_value):
 
 
 def Select(cond, then_value, else_value):  # noqa: N802 - TVM's name
-    """Both branches evaluated, one selected."""
+    """Both branches evaluated, one selected. A Python ``bool`` condition (``T.Select(True, a, b)``,
+    as TileLang's kernels write) selects at compile time."""
+    if isinstance(cond, bool):
+        return then_value if cond else else_value
     return tirx.Select(_expr(cond, "T.Select"), then_value, else_value)
 
 

@@ -160,6 +160,14 @@ class TileLangParser(Parser):
         # function we were handed is a kernel, whatever decorates it.
         return TOKEN
 
+    def eval_assign(self, target, source, bind_value, allow_shadowing=False):
+        # `with T.Kernel(n) as (bx,):` names the one block index as a one-element tuple; T.Kernel
+        # hands back the Var itself (as TileLang does), which Python cannot unpack.
+        if isinstance(target, (doc.Tuple, doc.List)) and len(target.elts) == 1 \
+                and isinstance(source, Expr):
+            source = (source,)
+        return super().eval_assign(target, source, bind_value, allow_shadowing)
+
     def report_error(self, node: doc.AST, err: Exception | str) -> None:
         if isinstance(err, FrontendError) and err.filename is not None:
             raise err

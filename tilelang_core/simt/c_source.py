@@ -64,6 +64,7 @@ def _tir_pipeline(vector_casts=None):
     from tvm.tirx import compilation_pipeline as cp
 
     from ..transform.positive_floor_dividends import PositiveFloorDividends
+    from .transform.kernel_attrs import KernelAttrs
     from .transform.printable import Printable, RestoreRuntimeUnroll
     from .transform.vector_casts import VectorCastCalls
 
@@ -76,7 +77,7 @@ def _tir_pipeline(vector_casts=None):
             tirx.transform.UnrollLoop(), RestoreRuntimeUnroll(), tirx.transform.StmtSimplify(), tirx.transform.RemoveNoOp(),
             tirx.transform.CommonSubexprElim(), tirx.transform.FP8ComputeLegalize(),
             tirx.transform.VerifyMemory(), tirx.transform.AnnotateEntryFunc(),
-            tirx.transform.SplitHostDevice(), tirx.transform.MakePackedAPI(),
+            tirx.transform.SplitHostDevice(), KernelAttrs, tirx.transform.MakePackedAPI(),
             tirx.transform.FP8StorageLegalize(), tirx.transform.BF16StorageLegalize(),
         ]
         return tvm.ir.transform.Sequential(passes)(mod)

@@ -63,6 +63,9 @@ class SimtDialect:
         arrivals; transform/mbarriers.py); False: those are refused at compile time.
     max_nreg: the backend defines ``tl_set_max_nreg<count, inc>()`` (T.set_max_nreg, setmaxnreg);
         False: the hint is dropped (values are the same).
+    grid_dependency: the backend defines ``tl_pdl_trigger()`` / ``tl_pdl_sync()`` (T.pdl_trigger /
+        T.pdl_sync, programmatic dependent launch) and launches a kernel that waits with the
+        matching attribute; False: both are dropped (kernels then run in stream order: same values).
     vector_bytes: the widest vector load/store the codegen prints (T.ldg256 moves 32 bytes; MSL
         vectors hold 16); wider explicit accesses are refused at the user's line.
     """
@@ -79,6 +82,7 @@ class SimtDialect:
     named_barriers: bool = False
     mbarriers: bool = False
     max_nreg: bool = False
+    grid_dependency: bool = False
 
     def __post_init__(self):
         if not self.kind:
@@ -98,4 +102,4 @@ class SimtDialect:
         return hash((self.kind, self.warp_size, self.async_copy, self.shuffle_xor,
                      tuple(sorted(self.atomic_dtypes.items())), tuple(sorted(self.warp_reduce.items())),
                      self.atomic_orders, self.block_votes, self.vector_bytes, self.named_barriers, self.mbarriers,
-                     self.max_nreg))
+                     self.max_nreg, self.grid_dependency))

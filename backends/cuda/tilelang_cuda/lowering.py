@@ -14,6 +14,7 @@ from .lower_gemm import lower_gemm
 KIND = "cuda"
 
 #: 32-lane warps, cp.async from sm_80 on (every arch this backend supports), the prelude's helpers
-CUDA = SimtDialect(kind=KIND, warp_size=32, async_copy=True, named_barriers=True, mbarriers=True, max_nreg=True)
+CUDA = SimtDialect(kind=KIND, warp_size=32, async_copy=True, named_barriers=True, mbarriers=True, max_nreg=True,
+                   grid_dependency=True)
 
 register_simt_rules(KIND, gemm=lower_gemm)

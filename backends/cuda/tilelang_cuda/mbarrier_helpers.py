@@ -1,5 +1,6 @@
 """The cuda definitions of the SIMT kit's mbarrier helpers (T.alloc_barrier and its waits and
-arrivals; contract in tilelang_core/simt/transform/mbarriers.py) and of ``tl_set_max_nreg``.
+arrivals; contract in tilelang_core/simt/transform/mbarriers.py), of ``tl_set_max_nreg`` and of the
+programmatic-dependent-launch pair ``tl_pdl_trigger`` / ``tl_pdl_sync``.
 
 On-demand helpers like warp_intrinsics.py's: a kernel's source gets only the ones it calls. mbarriers
 exist from sm_80 (``try_wait`` from sm_90; sm_80 polls ``test_wait``; lowering.py refuses them
@@ -48,6 +49,12 @@ MBARRIER_HELPERS = {
                         "  if (INC) asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %0;\" :: \"n\"(N));\n"
                         "  else asm volatile(\"setmaxnreg.dec.sync.aligned.u32 %0;\" :: \"n\"(N));\n"
                         "#endif\n}\n"),
+    # T.pdl_trigger / T.pdl_sync (programmatic dependent launch): griddepcontrol exists from sm_90;
+    # below it the kernels run in stream order and there is nothing to signal or wait for
+    "tl_pdl_trigger": (f"{_D} void tl_pdl_trigger() {{\n"
+                       "#if __CUDA_ARCH__ >= 900\n  cudaTriggerProgrammaticLaunchCompletion();\n#endif\n}\n"),
+    "tl_pdl_sync": (f"{_D} void tl_pdl_sync() {{\n"
+                    "#if __CUDA_ARCH__ >= 900\n  cudaGridDependencySynchronize();\n#endif\n}\n"),
 }
 
 __all__ = ["MBARRIER_HELPERS"]

@@ -28,7 +28,9 @@ DEVICE_PRELUDE = r"""// ---- tilelang-hip device prelude (clang -x hip -nogpuinc
 #define __shared__ __attribute__((shared))
 #define __forceinline__ inline __attribute__((always_inline))
 #define __align__(n) __attribute__((aligned(n)))
-#define __launch_bounds__(n) __attribute__((amdgpu_flat_work_group_size(1, n)))
+// (a second argument, T.annotate_min_blocks_per_sm's CUDA occupancy hint, is dropped: HIP's means
+// warps per execution unit)
+#define __launch_bounds__(n, ...) __attribute__((amdgpu_flat_work_group_size(1, n)))
 #define TL_D static __device__ __forceinline__
 typedef _Float16 half;
 typedef __bf16 bfloat16_t;

@@ -291,6 +291,10 @@ class _Lowering:
             if not self.st.dialect.max_nreg:
                 return tirx.const(0, "int32")
             return tirx.call_extern("void", f"tl_set_max_nreg<{int(args[0])}, {int(args[1])}>")
+        if name in ("pdl_trigger", "pdl_sync"):  # scheduling: without it kernels run in stream order
+            if not self.st.dialect.grid_dependency:
+                return tirx.const(0, "int32")
+            return tirx.call_extern("void", f"tl_{name}")
         if name in ("cp_async_commit", "cp_async_wait"):  # no async copies without the dialect's
             if not self.st.dialect.async_copy:
                 return tirx.const(0, "int32")

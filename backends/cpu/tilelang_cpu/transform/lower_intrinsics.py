@@ -8,7 +8,8 @@ executes them together, and are refused with the op, the kernel and the line els
 (emulate_warps.py). Ops of one thread's operands are arithmetic: lane/warp/warp-group indices
 (of 32-lane warps, TileLang's default, unless the kernel gives a size), ``T.__ffs`` and
 ``T.__fns`` (bit arithmetic), ``T.__ldg`` (a plain load); ``T.set_max_nreg`` (a register hint) and
-``T.ptx_commit_group`` / ``T.ptx_wait_group`` (the cpu backend's copies are synchronous) are dropped.
+``T.ptx_commit_group`` / ``T.ptx_wait_group`` (the cpu backend's copies are synchronous) and
+``T.pdl_trigger`` / ``T.pdl_sync`` (kernels run one after another) are dropped.
 ``T.device_assert`` is an assertion: the call fails (LaunchError) with its message.
 """
 
@@ -70,8 +71,10 @@ def lower_intrinsics(func: tirx.PrimFunc) -> tirx.PrimFunc:
             return args[0]
         if intrinsic.name == "named_barrier":
             return call  # a barrier: threads_to_loops.py splits the thread loops there
-        if intrinsic.name in ("set_max_nreg", "cp_async_commit", "cp_async_wait"):
-            return tirx.const(0, "int32")  # a register hint; async-copy groups (the copies here are plain)
+        if intrinsic.name in ("set_max_nreg", "cp_async_commit", "cp_async_wait", "pdl_trigger", "pdl_sync"):
+            # a register hint; async-copy groups (the copies here are plain); launch overlap (kernels
+            # run one after the other here)
+            return tirx.const(0, "int32")
         if intrinsic.name.startswith("rng_"):
             raise LoweringError(f"T.{intrinsic.spelling} in kernel '{kernel_name(func)}': random numbers come from "
                                 f"cuRAND, which only the cuda backend has (compile for target='cuda')")

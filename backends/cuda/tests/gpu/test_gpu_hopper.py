@@ -372,3 +372,36 @@ def test_gemms_tied_to_an_mma_sync_gemm_match_torch(tmp_path, tie):
     torch.cuda.synchronize()
     ref = a1.double() @ b1.double() + a2.double() @ b2.double()
     assert ((c.double() - ref).norm() / ref.norm()).item() < 1e-5
+
+
+@pytest.mark.parametrize("B,H,S,D,causal,tiles", [
+    (2, 3, 100, 32, False, {}), (1, 2, 257, 64, True, {}), (2, 2, 512, 128, False, {}),
+    (1, 4, 1000, 128, True, dict(block_M=64, block_N=128, num_stages=2, threads=256)),
+    (1, 2, 384, 64, False, dict(block_M=128, block_N=64, num_stages=1, threads=256)),
+    (1, 1, 1, 64, False, {})])
+def test_flash_attention_backward_matches_autograd(B, H, S, D, causal, tiles):
+    """examples/attention/flash_attention_bwd.py on the default sm_90a schedule: dQ, dK, dV against
+    torch autograd in float64, ragged lengths and causal included."""
+    ex = example("attention/flash_attention_bwd.py")
+    assert ex.check(B, H, S, D, causal, device="cuda", **tiles) < 1e-2
+
+
+@pytest.mark.parametrize("schedule", ["mma_sync", "ws_tma_mma_sync", "ws_tma_wgmma"])
+@pytest.mark.parametrize("trans_a, trans_b", [(False, False), (False, True), (True, False)])
+@pytest.mark.parametrize("layout_a, layout_b", [(None, "transposed"), ("transposed", None),
+                                                ("row_blocks", "row_major"), ("transposed", "transposed")])
+def test_gemm_on_annotated_operand_layouts_matches_torch(tmp_path, schedule, trans_a, trans_b, layout_a, layout_b):
+    """Shared operands the author laid out (test_gemm_annotated_operands.py): a layout that breaks
+    ldmatrix's 8-element rows is read element by element (it was read as if swizzled: a silent
+    wrong answer found here); the others keep ldmatrix."""
+    from test_gemm_annotated_operands import annotated_gemm
+
+    M, N, K = 64, 64, 32
+    a = torch.randn((K, M) if trans_a else (M, K), device="cuda", dtype=torch.float16)
+    b = torch.randn((N, K) if trans_b else (K, N), device="cuda", dtype=torch.float16)
+    c = torch.full((M, N), float("nan"), device="cuda")
+    kernel, _ = build(annotated_gemm(M, N, K, trans_a, trans_b, layout_a, layout_b), tmp_path, **SCHEDULES[schedule])
+    kernel["main"](a, b, c)
+    torch.cuda.synchronize()
+    ref = (a.T if trans_a else a).double() @ (b.T if trans_b else b).double()
+    assert ((c.double() - ref).norm() / ref.norm()).item() < 1e-5

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA d
 sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "tests" / "language"))
 
 import tilelang_core as tl  # noqa: E402
-from fidelity_kernels import splitk_gemv, suffix_sums  # noqa: E402
+from fidelity_kernels import producer_consumer, splitk_gemv, suffix_sums  # noqa: E402
 from test_language_fidelity_build import binary, column_sums, element_gather, row_reduce, vectorized_cast  # noqa: E402
 
 
@@ -89,3 +89,17 @@ def test_copy_between_two_elements():
     out = torch.full((16,), float("nan"), device="cuda")
     cuda(element_gather())(perm, x, out)
     torch.testing.assert_close(out, x[perm], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("N,block", [(1 << 20, 256), (300, 128)])
+def test_programmatic_dependent_launch_pair(N, block):
+    """T.pdl_trigger / T.pdl_sync (tests/language/test_launch_dependency.py): the second kernel is
+    launched for overlap and reads the first kernel's output after its wait; repeated so that a
+    launch that overlaps shows up as a wrong C."""
+    kernel = cuda(producer_consumer(N, block, work=64))
+    a = torch.randn(N, device="cuda")
+    for _ in range(20):
+        b, c, pre = (torch.full((N,), float("nan"), device="cuda") for _ in range(3))
+        kernel(a, b, c, pre)
+        torch.testing.assert_close(c, (a + 1.0) * 2.0, rtol=0, atol=0)
+        torch.testing.assert_close(b, a + 1.0, rtol=0, atol=0)
