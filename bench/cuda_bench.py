@@ -1,7 +1,7 @@
 """The CUDA benchmark table of issues 4 and 5, side by side in one run (H200).
 
     python bench/cuda_bench.py                 # everything (about 3 minutes)
-    python bench/cuda_bench.py --only gemm     # gemm | sustained | fp8 | attention | rowwise | overhead | quant | grouped | dequant | fp8block
+    python bench/cuda_bench.py --only gemm     # gemm | sustained | fp8 | attention | attnbwd | rowwise | overhead | quant | grouped | dequant | fp8block
     python bench/cuda_bench.py --pass-config tl.disable_warp_specialized=1   # compare schedules
 
 Kernels are the ones in examples/, compiled through tilelang_core.compile with target
@@ -570,9 +570,75 @@ def fp8_block_rows(pass_configs):
             "ours unscaled", "vs per-tensor", "compile s"], rows
 
 
+def attention_bwd_rows(pass_configs):
+    """FlashAttention backward (examples/attention/flash_attention_bwd.py: delta kernel + per-key-block
+    kernel, dQ by fp32 atomics) against torch SDPA's backward (flash and cuDNN), dQ/dK/dV from the
+    same forward. Several tile choices are compiled and the fastest is reported with its tiles.
+    FLOPs: five S x S x D matmuls, 10 B H S^2 D, halved for causal."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    ex = example("attention/flash_attention_bwd.py")
+    tiles = [dict(block_M=64, block_N=64, num_stages=1, threads=128),
+             dict(block_M=64, block_N=128, num_stages=1, threads=256),
+             dict(block_M=64, block_N=128, num_stages=2, threads=256),
+             dict(block_M=128, block_N=64, num_stages=1, threads=256)]
+    rows = []
+    for B, H, S, D, causal in ((8, 16, 4096, 128, False), (8, 16, 4096, 128, True), (8, 16, 4096, 64, False)):
+        q, k, v, do = (torch.randn(B, S, H, D, device="cuda", dtype=torch.float16) for _ in range(4))
+        qt, kt, vt = (x.transpose(1, 2).detach().requires_grad_() for x in (q, k, v))
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            ot = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+        # lse of the scaled scores per (b, h, row), from the float32 scores (row blocks keep memory low)
+        scores = torch.empty(B, H, S, device="cuda")
+        for r in range(0, S, 1024):
+            s = torch.einsum("bihd,bjhd->bhij", q[:, r:r + 1024].float(), k.float()) * D ** -0.5
+            if causal:
+                s.masked_fill_(torch.ones(s.shape[-2], S, dtype=torch.bool, device="cuda").triu(r + 1), float("-inf"))
+            scores[:, :, r:r + 1024] = torch.logsumexp(s, -1)
+            del s
+        o = ot.detach().transpose(1, 2).contiguous()
+        grads = torch.autograd.grad(ot, (qt, kt, vt), do.transpose(1, 2), retain_graph=True)
+        ref = [g.transpose(1, 2).double() for g in grads]
+
+        def sdpa_bwd(backend):
+            with sdpa_kernel(backend):
+                out = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+            return lambda: torch.autograd.grad(out, (qt, kt, vt), do.transpose(1, 2), retain_graph=True)
+
+        best = None
+        for t in tiles:
+            try:
+                got = ex.attention_backward(q, k, v, o, do, scores, causal, **t)
+            except Exception as exc:  # a tile choice that does not compile is skipped, said so
+                print(f"  tiles {t}: {type(exc).__name__}: {str(exc)[:120]}", flush=True)
+                continue
+            err = max(((g.double() - r).norm() / r.norm()).item() for g, r in zip(got, ref))
+            ms = side_by_side({"ours": lambda t=t: ex.attention_backward(q, k, v, o, do, scores, causal, **t)},
+                              rounds=5)["ours"]
+            print(f"  tiles {t}: {ms:.3f} ms, rel err {err:.1e}", flush=True)
+            if best is None or ms < best[0]:
+                best = (ms, t, err)
+        flops = 10 * B * H * S * S * D / (2 if causal else 1)
+        ms = side_by_side({"flash": sdpa_bwd(SDPBackend.FLASH_ATTENTION), "cudnn": sdpa_bwd(SDPBackend.CUDNN_ATTENTION)},
+                          rounds=5)
+        name = f"attn bwd B{B} H{H} S{S} D{D}{' causal' if causal else ''}"
+        if best is None:
+            rows.append([name, "-", "none compiled", "-", f"{flops / ms['flash'] / 1e9:.0f}",
+                         f"{flops / ms['cudnn'] / 1e9:.0f}", "-"])
+        else:
+            ours = flops / best[0] / 1e9
+            tile = f"{best[1]['block_M']}x{best[1]['block_N']} s{best[1]['num_stages']} t{best[1]['threads']}"
+            rows.append([name, f"{best[2]:.1e}", tile, f"{ours:.0f}", f"{flops / ms['flash'] / 1e9:.0f}",
+                         f"{flops / ms['cudnn'] / 1e9:.0f}", f"{ours / (flops / ms['cudnn'] / 1e9):.2f}x"])
+        print(" | ".join(rows[-1]), flush=True)
+        del qt, kt, vt, ot, grads
+    return ["case", "rel err", "tile", "ours TFLOP/s", "SDPA flash bwd", "SDPA cuDNN bwd", "vs cuDNN"], rows
+
+
 SECTIONS = {"gemm": gemm_rows, "sustained": sustained_rows, "fp8": fp8_rows, "attention": attention_rows,
             "rowwise": rowwise_rows, "overhead": overhead_rows, "quant": quant_rows,
-            "grouped": grouped_rows, "dequant": dequant_rows, "fp8block": fp8_block_rows}
+            "grouped": grouped_rows, "dequant": dequant_rows, "fp8block": fp8_block_rows,
+            "attnbwd": attention_bwd_rows}
 
 
 def main():

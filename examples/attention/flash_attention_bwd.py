@@ -4,7 +4,8 @@ forward's log-sum-exp, recomputing the probabilities tile by tile (FlashAttentio
     delta[b, h, i] = sum_d O[b, i, h, d] * dO[b, i, h, d]                      (flash_bwd_delta)
     per key block (flash_bwd), over the query blocks that see it:
         P^T = exp(scale * K Q^T - lse)      dV += P^T dO
-        dS^T = P^T * (V dO^T - delta)       dK += scale * dS^T Q      dQ += scale * dS K  (atomic, fp32)
+        dS^T = P^T * (V dO^T - delta)       dK += scale * dS^T Q      dQ += scale * dS K  (atomic, fp32,
+                                                                              through shared memory)
 
 Sequence lengths that do not divide the tiles are masked; causal blocks start at the diagonal.
 ``attention_backward(q, k, v, o, do, lse)`` runs both kernels; lse is the natural-log
@@ -65,6 +66,7 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal=False, block_M=64, block_N=6
             # register layouts (and an operand from registers must have the gemm's own)
             pT_s = T.alloc_shared((block_N, block_M), dtype)
             dsT_s = T.alloc_shared((block_N, block_M), dtype)
+            dq_s = T.alloc_shared((block_M, dim), accum)
             pT = T.alloc_fragment((block_N, block_M), accum)
             dpT = T.alloc_fragment((block_N, block_M), accum)
             pT_cast = T.alloc_fragment((block_N, block_M), dtype)
@@ -101,9 +103,10 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal=False, block_M=64, block_N=6
                 T.copy(dsT_cast, dsT_s)
                 T.gemm(dsT_s, Q_s, dk)
                 T.gemm(dsT_s, K_s, dq, transpose_A=True, clear_accum=True)
-                for i, j in T.Parallel(block_M, dim):
-                    if qb * block_M + i < seq_len:
-                        T.atomic_add(dQ[bz, qb * block_M + i, by, j], dq[i, j])
+                # dQ through shared memory: the tile atomic adds 4 floats per instruction (sm_90's
+                # vector reductions) along whole rows, instead of 2 per thread at scattered rows
+                T.copy(dq, dq_s)
+                T.atomic_add(dQ[bz, qb * block_M:(qb + 1) * block_M, by, :], dq_s)
             T.copy(dk, dK[bz, bx * block_N:(bx + 1) * block_N, by, :])
             T.copy(dv, dV[bz, bx * block_N:(bx + 1) * block_N, by, :])
 

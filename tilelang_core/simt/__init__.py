@@ -115,12 +115,13 @@ from .dialect import SimtDialect
 __all__ = ["SimtDialect", "register_simt_rules"]
 
 
-def register_simt_rules(kind: str, *, gemm=None) -> None:
+def register_simt_rules(kind: str, *, gemm=None, atomic=None) -> None:
     """Register the kit's rules (copy, fill, reduce, atomic, cumsum, gemm) for backend ``kind``.
 
     ``gemm`` is the backend's own T.gemm rule (its matrix instructions, falling back to
     ``lower_gemm_fma.lower_gemm_fma`` where they do not apply); without one, every gemm takes the
-    kit's FMA path. Idempotent: the rules are module-level functions and registering the same
+    kit's FMA path. ``atomic``: the backend's own tile-atomic rule (wider instructions where they
+    apply, ``lower_atomic.lower_atomic`` elsewhere); without one, the kit's. Idempotent: the rules are module-level functions and registering the same
     function again is a no-op (another gemm rule for a kind that has one is an error).
     """
     from tilelang_core.lowering import register_lowering
@@ -134,7 +135,7 @@ def register_simt_rules(kind: str, *, gemm=None) -> None:
     from .transform.mbarriers import lower_tma_copy
 
     rules = {"copy": lower_copy, "fill": lower_fill, "reduce": lower_reduce,
-             "atomic": lower_atomic, "cumsum": lower_cumsum, "gemm": gemm or lower_gemm_fma,
+             "atomic": atomic or lower_atomic, "cumsum": lower_cumsum, "gemm": gemm or lower_gemm_fma,
              "tma_copy": lower_tma_copy}
     for op_name, rule in rules.items():
         register_lowering(op_name, kind)(rule)

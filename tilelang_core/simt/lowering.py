@@ -285,7 +285,7 @@ def fragment_vector_width(layout, frag_region, other, st: KernelState) -> int:
         return 1
     widest = max(elem_bytes(frag_region), elem_bytes(other))
     vec = digits[-1].extent
-    while vec > 1 and (vec * widest > 16 or not _row_aligned(other, vec, st)):
+    while vec > 1 and (vec * widest > 16 or not row_aligned(other, vec, st)):
         vec //= 2
     if scope(other) in SHARED:
         return 1  # swizzled shared offsets are rewritten later, per element
@@ -303,7 +303,7 @@ def copy_vector_width(op: Copy, st: KernelState) -> int:
         vec = width_bytes // nbytes
         if vec <= 1:
             return 1
-        if all(_row_aligned(r, vec, st) for r in (op.src, op.dst)):
+        if all(row_aligned(r, vec, st) for r in (op.src, op.dst)):
             return vec
     return 1
 
@@ -318,7 +318,7 @@ def converting_vector_width(op: Copy, st: KernelState) -> int:
             or BOOL in (dtype(op.src), dtype(op.dst)) or not _region_inside(st, op.src):
         return 1
     widest = max(elem_bytes(op.src), elem_bytes(op.dst))
-    fits = [vec for vec in (4, 2) if vec * widest <= 16 and all(_row_aligned(r, vec, st) for r in (op.src, op.dst))]
+    fits = [vec for vec in (4, 2) if vec * widest <= 16 and all(row_aligned(r, vec, st) for r in (op.src, op.dst))]
     elements = 1
     for e in tile_extents(op.src):
         elements = elements * e
@@ -366,7 +366,7 @@ def copy_converting(op: Copy, st: KernelState, vec: int):
     return loop("v", (total + threads - 1) // threads, body, tirx.ForKind.UNROLLED)
 
 
-def _row_aligned(region, vec: int, st: KernelState) -> bool:
+def row_aligned(region, vec: int, st: KernelState) -> bool:
     dims = tile_dims(region)
     if not dims:
         return False

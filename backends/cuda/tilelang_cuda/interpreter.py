@@ -83,6 +83,13 @@ class CudaInterpreter(Interpreter):
             return self._mma(name, self.pointer(args[0]), self.pointer(args[1]), self.pointer(args[2]), mask)
         if name == "tl_round_tf32":
             return round_tf32(self.expr(args[0]))
+        if name == "tl_red_add_v4":  # vector_atomics.py: 4 float additions per lane, lane by lane
+            dst, src = self.pointer(args[0]), self.pointer(args[1])
+            view = dst.storage.array.reshape(-1)
+            for lane in np.nonzero(mask)[0]:
+                values = src.storage.read(src.index[lane] + np.arange(4), np.ones(4, dtype=bool))
+                view[dst.index[lane] + np.arange(4)] += values.astype(view.dtype)
+            return None
         return NOT_HANDLED
 
     def _ldmatrix(self, name: str, regs: Pointer, smem: Pointer, mask):

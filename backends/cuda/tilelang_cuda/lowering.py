@@ -1,6 +1,6 @@
 """The cuda rule table: the SIMT kit's rules (copy, fill, reduce, atomic, cumsum; see
-tilelang_core/simt) with this backend's gemm (mma.sync, lower_gemm.py), and the kit's knobs
-for CUDA.
+tilelang_core/simt) with this backend's gemm (mma.sync, lower_gemm.py) and float32 tile atomics
+from shared memory (vector reductions, vector_atomics.py), and the kit's knobs for CUDA.
 
 Rules are looked up by kind at LowerTileOps; importing this module registers them (idempotent).
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 from tilelang_core.simt import SimtDialect, register_simt_rules
 
 from .lower_gemm import lower_gemm
+from .vector_atomics import lower_atomic
 
 KIND = "cuda"
 
@@ -17,4 +18,4 @@ KIND = "cuda"
 CUDA = SimtDialect(kind=KIND, warp_size=32, async_copy=True, named_barriers=True, mbarriers=True, max_nreg=True,
                    grid_dependency=True)
 
-register_simt_rules(KIND, gemm=lower_gemm)
+register_simt_rules(KIND, gemm=lower_gemm, atomic=lower_atomic)

@@ -405,3 +405,20 @@ def test_gemm_on_annotated_operand_layouts_matches_torch(tmp_path, schedule, tra
     torch.cuda.synchronize()
     ref = (a.T if trans_a else a).double() @ (b.T if trans_b else b).double()
     assert ((c.double() - ref).norm() / ref.norm()).item() < 1e-5
+
+
+@pytest.mark.parametrize("M,N,rows,cols,col0", [(64, 128, 16, 32, 0), (20, 36, 16, 32, 4), (9, 64, 8, 64, 0)])
+def test_float32_tile_atomics_from_shared_as_vector_reductions(tmp_path, M, N, rows, cols, col0):
+    """tilelang_cuda/vector_atomics.py (red.global.add.v4.f32): blocks adding overlapping rows, ragged
+    rows, a column offset; against float64 (test_vector_atomics.py has the interpreter's run)."""
+    from test_vector_atomics import accumulate, expected
+
+    src = torch.randn(3, rows, cols)
+    d = torch.randn(M, N)
+    want = expected(src.numpy(), d.numpy(), col0)
+    kernel, source = build(accumulate(M, N, rows, cols, col0), tmp_path)
+    assert "tl_red_add_v4(" in source
+    dd = d.cuda()
+    kernel["acc"](src.cuda(), dd)
+    torch.cuda.synchronize()
+    assert float((dd.cpu().double() - torch.from_numpy(want)).abs().max()) < 1e-5
