@@ -286,3 +286,99 @@ def test_bfloat16_max_and_min_reducers_start_from_infinity(op):
     tilelang.compile(row_reduce(16, 96, 32, op, dtype="bfloat16"), target="cpu")(a, out)
     want = a.double().amax(1) if op == "max" else a.double().amin(1)
     assert torch.equal(out.double(), want)
+
+
+def inner_serial(M, K, op, dtype="float32"):
+    """TileLang's Parallel(M) { serial(K) }: the serial loop repeats updates of one logical
+    iteration; Out[i] = op over A[i, :]."""
+    @T.prim_func
+    def rows(A: T.Tensor((M, K), dtype), Out: T.Tensor((M,), dtype)):
+        with T.Kernel(1, threads=128):
+            src = T.alloc_fragment((M, K), dtype)
+            T.copy(A, src)
+            acc = T.alloc_reducer((M,), dtype, op=op)
+            T.reducer_init(acc)
+            for i in T.Parallel(M):
+                for k in T.serial(K):
+                    T.reducer_update(acc[i], src[i, k])
+            out = T.alloc_fragment((M,), dtype)
+            T.finalize_reducer(acc, out)
+            T.copy(out, Out)
+
+    return rows
+
+
+def permuted(shape, order, keep, op):
+    """A 3-D T.Parallel nest over ``shape``; the reducer indexed by the loop variables ``keep``
+    (positions in the nest) in that order, a 0 first when ``order`` says so: Out = op of A over the
+    dimensions not kept, transposed to the reducer's order."""
+    names = "ijk"
+    target_shape = ([1] if order == "unit" else []) + [shape[d] for d in keep]
+
+    @T.prim_func
+    def fold(A: T.Tensor(shape, "float32"), Out: T.Tensor(target_shape, "float32")):
+        with T.Kernel(1, threads=128):
+            src = T.alloc_fragment(shape, "float32")
+            T.copy(A, src)
+            acc = T.alloc_reducer(target_shape, "float32", op=op)
+            T.reducer_init(acc)
+            for i, j, k in T.Parallel(*shape):
+                loop = {"i": i, "j": j, "k": k}
+                index = ([0] if order == "unit" else []) + [loop[names[d]] for d in keep]
+                T.reducer_update(acc[tuple(index)], src[i, j, k])
+            out = T.alloc_fragment(target_shape, "float32")
+            T.finalize_reducer(acc, out)
+            T.copy(out, Out)
+
+    return fold
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("op", ["sum", "max"])
+def test_serial_loop_inside_the_parallel_nest_accumulates_per_iteration(path, op):
+    a = RNG.standard_normal((12, 20)).astype(np.float32)
+    out = np.full(12, np.nan, np.float32)
+    run(path, inner_serial(12, 20, op), A=a, Out=out)
+    np.testing.assert_allclose(out, REF[op](a.astype(np.float64), axis=1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("keep, order, op", [((1, 0), "plain", "sum"),     # acc[j, i]: a transpose, nothing folded
+                                             ((2, 0), "plain", "max"),     # acc[k, i]: j folded, then transposed
+                                             ((0,), "unit", "sum"),        # acc[0, i]: a unit dim beside a loop
+                                             ((2, 1), "unit", "min")])     # acc[0, k, j]
+def test_reducer_indices_may_name_the_loops_in_any_order(path, keep, order, op):
+    shape = (4, 6, 8)
+    a = RNG.standard_normal(shape).astype(np.float32)
+    drop = tuple(d for d in range(3) if d not in keep)
+    want = REF[op](a.astype(np.float64), axis=drop) if drop else a.astype(np.float64)
+    want = np.transpose(want, np.argsort(np.argsort(keep)))  # the kept dims, in the reducer's order
+    if order == "unit":
+        want = want[None]
+    out = np.full(want.shape, np.nan, np.float32)
+    run(path, permuted(shape, order, keep, op), A=a, Out=out)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+def test_an_index_naming_a_loop_twice_or_a_serial_loop_around_the_nest_is_refused():
+    with pytest.raises(FrontendError, match="names a loop variable twice"):
+        @T.prim_func
+        def diagonal(A: T.Tensor((8, 8), "float32")):
+            with T.Kernel(1, threads=32):
+                acc = T.alloc_reducer((8, 8), "float32")
+                out = T.alloc_fragment((8, 8), "float32")
+                T.reducer_init(acc)
+                for i, j in T.Parallel(8, 8):
+                    T.reducer_update(acc[i, i], A[i, j])
+                T.finalize_reducer(acc, out)
+    with pytest.raises(FrontendError, match="must be a loop variable of the enclosing T.Parallel nest"):
+        @T.prim_func
+        def wide(A: T.Tensor((4, 64), "float32")):
+            with T.Kernel(1, threads=32):
+                acc = T.alloc_reducer((4,), "float32")
+                out = T.alloc_fragment((4,), "float32")
+                T.reducer_init(acc)
+                for r in T.serial(4):  # TileLang's "wide plan": not supported here (yet), refused
+                    for k in T.Parallel(64):
+                        T.reducer_update(acc[r], A[r, k])
+                T.finalize_reducer(acc, out)

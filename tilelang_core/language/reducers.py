@@ -20,8 +20,10 @@ accumulates into element-wise (one element per logical iteration, whatever threa
 finalize reduces each staging fragment over the loop dimensions the target index does not name
 (``T.reduce_*`` with ``clear=False``) into the reducer, which ``reducer_init`` set to the seed.
 Every logical contribution is combined exactly once. Update targets must name loop variables of
-the nest directly and in order (``acc[i]`` in ``T.Parallel(M, K)``, ``acc[0]`` for a scalar);
-anything else is refused with the source line.
+the nest directly, in any order (``acc[i]`` in ``T.Parallel(M, K)``, ``acc[j, i]`` in
+``T.Parallel(i, j)``, ``acc[0]`` for a scalar); serial loops inside the nest repeat updates of
+one logical iteration (``T.Parallel(M) { T.serial(K) }``). Anything else (an index naming a
+serial loop around the nest, an expression) is refused with the source line.
 """
 
 from __future__ import annotations
@@ -220,6 +222,10 @@ def _is_parallel(loop) -> bool:
     return loop.annotations is not None and "tl.parallel" in loop.annotations
 
 
+def _is_serial(loop) -> bool:
+    return loop.kind in (tirx.ForKind.SERIAL, tirx.ForKind.UNROLLED) and loop.thread_binding is None
+
+
 def _marker(stmt, name):
     return (isinstance(stmt, tirx.Evaluate) and isinstance(stmt.value, tvm.ir.Call)
             and getattr(stmt.value.op, "name", "") == name)
@@ -245,7 +251,10 @@ def _map_children(node, fn):
 def _rewrite_updates(node, plan, error, nest):
     """Update sites (markers, and in-place updates of legacy reducers) -> staging accumulations."""
     if isinstance(node, tirx.For):
-        inner = nest + [node] if _is_parallel(node) else []
+        # a serial loop inside a T.Parallel body repeats updates of the same logical iteration
+        # (TileLang's Parallel(M) { serial(K) }): they accumulate into its staging element; a
+        # serial loop outside any T.Parallel starts afresh
+        inner = nest + [node] if _is_parallel(node) else (nest if nest and _is_serial(node) else [])
         return _map_children(node, lambda s: _rewrite_updates(s, plan, error, inner))
     mapped = _map_children(node, lambda s: _rewrite_updates(s, plan, error, nest))
     if mapped is not None:
@@ -296,9 +305,8 @@ def _accumulate(red, indices, value, plan, error, nest):
                         f"enclosing T.Parallel nest ({', '.join(str(v) for v in loop_vars)}) or 0")
         dims.append(pos)
     named = [d for d in dims if d is not None]
-    if named != sorted(named) or len(set(named)) != len(named):
-        raise error(f"T.reducer_update of {red.buffer.name}: the index names the loop variables out of "
-                    "order; index the reducer in the order of the T.Parallel loops")
+    if len(set(named)) != len(named):
+        raise error(f"T.reducer_update of {red.buffer.name}: the index names a loop variable twice")
     site = next((s for s in plan.sites if s.reducer is red and len(s.loop_vars) == len(loop_vars)
                  and all(a.same_as(b) for a, b in zip(s.loop_vars, loop_vars))), None)
     if site is None:
@@ -367,6 +375,11 @@ def _reduce_site(site, plan, direct: bool):
     named = [d for d in site.dims if d is not None]
     drop = [d for d in range(len(site.extents)) if d not in named]
     kept = [site.extents[d] for d in named]
+    # a target naming the loops in another order (acc[j, i] in T.Parallel(i, j)), or mixing them
+    # with unit dims (acc[0, i]): the folds keep the nest's order, and the last step, element-wise,
+    # puts each element at its reducer index
+    permuted = named != sorted(named) or (bool(named) and None in site.dims)
+    direct = direct and not permuted
     target_ext = []
     it = iter(kept)
     for d in site.dims:
@@ -383,8 +396,9 @@ def _reduce_site(site, plan, direct: bool):
         if last and direct:
             dst = target
         else:
-            # the last fold lands in a fragment shaped like the target region (unit dims kept)
-            tmp = tirx.decl_buffer(target_ext if last else (shape or [1]), str(red.buffer.ty.dtype),
+            # the last fold lands in a fragment shaped like the target region (unit dims kept;
+            # permuted: the kept loops in nest order)
+            tmp = tirx.decl_buffer(target_ext if last and not permuted else (shape or [1]), str(red.buffer.ty.dtype),
                                    f"{red.buffer.name}_fold{len(plan.temps)}", scope="local.fragment")
             plan.temps.append(tmp)
             dst = R.full_region(tmp)
@@ -396,13 +410,16 @@ def _reduce_site(site, plan, direct: bool):
         # src: the folded partial, shaped like the target region. It reaches the reducer through
         # shared memory: an element-wise loop over two fragments would tie their layouts together,
         # and each site's fold has the layout its own reduction gives it.
-        scratch = tirx.decl_buffer(list(target_ext), str(red.buffer.ty.dtype),
+        folded_shape = [site.extents[d] for d in sorted(named)] or [1] if permuted else list(target_ext)
+        scratch = tirx.decl_buffer(folded_shape, str(red.buffer.ty.dtype),
                                    f"{red.buffer.name}_xfer{len(plan.temps)}", scope="shared.dyn")
         plan.temps.append(scratch)
         from ..ir import Copy
 
         stmts.append(Copy(R.full_region(src), R.full_region(scratch)).to_stmt())
-        folded = _Site(red, scratch, [], list(target_ext), list(range(len(target_ext))))
+        dims = [None if d is None else sorted(named).index(d) for d in site.dims] if permuted \
+            else list(range(len(target_ext)))
+        folded = _Site(red, scratch, [], folded_shape, dims)
         stmts.append(_elementwise_combine(folded, target))
     return _seq(stmts)
 
@@ -410,9 +427,8 @@ def _reduce_site(site, plan, direct: bool):
 def _elementwise_combine(site, target):
     red = site.reducer
     loop_vars = [tirx.Var(f"r{d}", "int32") for d in range(len(site.extents))]
-    idx, it = [], iter(loop_vars)
-    for d in site.dims:
-        idx.append(next(it) if d is not None else tirx.const(0, "int32"))
+    # reducer dim k takes the staging's dim site.dims[k] (its loop position), or 0
+    idx = [loop_vars[d] if d is not None else tirx.const(0, "int32") for d in site.dims]
     body = tirx.BufferStore(red.buffer, _combine(red.op, tirx.BufferLoad(red.buffer, idx),
                                                  tirx.BufferLoad(site.staging, loop_vars)), idx)
     for v, e in reversed(list(zip(loop_vars, site.extents))):
