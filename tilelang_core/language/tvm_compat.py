@@ -66,3 +66,46 @@ def _eval_op_low_floats(op, values, _eval_op=_evaluator._eval_op):
 if not getattr(_evaluator._eval_op, "_tilelang_low_floats", False):
     _eval_op_low_floats._tilelang_low_floats = True
     _evaluator._eval_op = _eval_op_low_floats
+
+
+# An integer literal beside an integer expression in `&`, `|`, `^` (`x & 0xFFFFFFFF`, TileLang's
+# test_tilelang_intimm): TVM 0.27 converts the Python int to a 32-bit constant first, so an int64
+# `x & 0x17FFFFFFF` silently became `x & 2147483647` and a uint32 `x & 0xFFFFFFFF` failed ("cannot
+# make uint from negative value -1"); arithmetic and comparisons already take the operand's type.
+# The literal becomes a constant of the other operand's type: its value where it fits, else its
+# bit pattern where the operand's width holds every bit (`int32 & 0xFFFFFFFF` is `& -1`, the same
+# bits); a literal with bits beyond that width is refused (those bits would be dropped).
+from tvm.ir import _overload_prim_expr as _ov  # noqa: E402
+
+
+def _bitwise_literal(value, like):
+    if isinstance(value, bool) or not isinstance(value, int) or not tvm.ir.is_prim_expr(like):
+        return value
+    ty = getattr(like, "ty", None)
+    if not isinstance(ty, tvm.ir.PrimType) or ty.dtype.lanes != 1 or not str(ty.dtype).startswith(("int", "uint")):
+        return value
+    bits, signed = ty.dtype.bits, str(ty.dtype).startswith("int")
+    low, high = (-(1 << (bits - 1)), 1 << (bits - 1)) if signed else (0, 1 << bits)
+    if not low <= value < high:
+        if not -(1 << (bits - 1)) <= value < (1 << bits):
+            from ..errors import FrontendError
+
+            raise FrontendError(f"the integer literal {value:#x} has bits beyond the {bits}-bit {ty.dtype} operand "
+                                f"of a bitwise operation, which would be dropped: cast the operand to a wider type "
+                                f"(T.cast(x, 'int64')) or write a literal that fits")
+        value &= (1 << bits) - 1
+        if signed and value >= 1 << (bits - 1):
+            value -= 1 << bits
+    return tvm.tirx.const(value, str(ty.dtype))
+
+
+def _literal_typed(op):
+    def typed(self, other):
+        return op(self, _bitwise_literal(other, self))
+    typed._tilelang_literals = True
+    return typed
+
+
+for _name in ("__and__", "__rand__", "__or__", "__ror__", "__xor__", "__rxor__"):
+    if not getattr(getattr(_ov, _name), "_tilelang_literals", False):
+        setattr(_ov, _name, _literal_typed(getattr(_ov, _name)))
