@@ -508,11 +508,17 @@ def lower_fill(call, ctx):
     op: Fill = TileOp.from_stmt(call)
     st = state_of(ctx)
     if scope(op.dst) == FRAGMENT:
-        require_whole_fragment(op.dst, st, "T.fill")
+        # part of a fragment (TileLang's T.clear(C_local[:bM, :bK])): each thread sets its
+        # registers that lie inside the part
         regs = st.local_buffer(op.dst.source)
         layout = st.layouts[op.dst.source]
-        return loop("l", layout.local_size,
-                    lambda l: tirx.BufferStore(regs, op.value, [l]), tirx.ForKind.UNROLLED)
+        inside = _inside(op.dst, layout, st)
+
+        def store(l):
+            stmt = tirx.BufferStore(regs, op.value, [l])
+            return stmt if inside is None else if_then(inside(l), stmt)
+
+        return loop("l", layout.local_size, store, tirx.ForKind.UNROLLED)
     if scope(op.dst) in ("local", "local.var"):
         extents = tile_extents(op.dst) or [1]
         return _nest(extents, lambda idx: tirx.BufferStore(op.dst.source, op.value,
