@@ -37,6 +37,7 @@ from tvm.tirx.script.parser import parser as tirx_parser
 
 from ..errors import FrontendError
 from ..transform.bindings import is_pure
+from ..transform.flat_fragment_views import flat_fragment_views
 from ..transform.packed_subbyte import pack_subbyte_params
 from ..transform.safe_values import lower_safe_value_copies
 from . import bounds_check, global_layouts, reducers, shape_vars, stepped_loops, vector_loops
@@ -255,6 +256,7 @@ def parse_kernel(func: Callable, extra_vars: dict[str, Any] | None = None,
                 result = vector_loops.serialize_unsafe_vectorized(result)
                 result = bounds_check.check_on_chip_bounds(result, refuse, _warner(source, func.__name__))
                 result = lower_safe_value_copies(result, refuse)
+                result = flat_fragment_views(result)
         except FrontendError as err:
             raise _fresh(err) from None
         except Exception as err:  # noqa: BLE001 - anything escaping the parser is reported at the def
