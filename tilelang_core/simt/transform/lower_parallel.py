@@ -22,6 +22,7 @@ from tilelang_core.transform.layout_inference import (access_dims, access_layout
                                                      parallel_nests, same_owners)
 
 from .. import intrinsics as I
+from .shifted_reads import emit_by_registers, shifted_read, shifted_reads_enabled
 from .state import KernelState, if_then, substitute
 
 
@@ -29,7 +30,7 @@ def lower_parallel(body, st: KernelState):
     nests = parallel_nests(body)
     if not nests:
         return body
-    replacements = [(n.loop, _lower_nest(n, st)) for n in nests]
+    replacements = [(n.loop, _lower_nest(n, st, body)) for n in nests]
     body = _replace_loops(body, replacements)
     left = parallel_nests(body)
     if left:  # every thread would run the whole loop: a race on shared memory, never an answer
@@ -111,9 +112,12 @@ def guard_global_accesses(body, st: KernelState):
     return body, guards[0] > 0
 
 
-def _lower_nest(nest, st: KernelState):
+def _lower_nest(nest, st: KernelState, body=None):
     if nest.symbolic:
         return _emit_strided(nest, st)
+    read = shifted_read(nest, st, body) if body is not None and shifted_reads_enabled(st) else None
+    if read is not None:  # acc[i + s * 16, j]: walked by the registers that hold it (shifted_reads.py)
+        return emit_by_registers(nest, st, read, guard_global_accesses)
     anchor = nest_anchor(nest, st.layouts)  # the one layout inference followed
     if anchor is not None:
         return _emit(nest, st, anchor, guard_replicas=False)[0]
@@ -345,7 +349,10 @@ def _check_fragment_indices(nest, st: KernelState) -> None:
             f"T.Parallel loop over ({loop_vars}); a fragment's element lives in one thread's registers, so "
             "inside T.Parallel it must be indexed by the loop variables themselves (or a constant for a "
             "unit dimension). Copy the fragment to shared memory first (T.copy(frag, frag_shared)) and "
-            "index that." + (f"\n  --> {where}" if where else ""))
+            "index that." + (" (A read at a shifted index can be run by the registers that hold it with "
+                             "pass_configs={'tl.enable_shifted_fragment_reads': True} on cuda: opt-in, see "
+                             "CudaOptions.)" if st.dialect.kind == "cuda" else "")
+            + (f"\n  --> {where}" if where else ""))
 
 
 def _atomics_on_one_replica(body, first_replica):
