@@ -85,3 +85,20 @@ def producer_consumer(N, block=128, work=4):
                     C[idx] = B[idx] * 2.0
 
     return main
+
+
+def index_mask(N=64, H=32, limit=10):
+    """TileLang's sparse MLA pattern: a bool fragment of comparisons over a run of registers, then
+    read in a tile loop: O[h, i] = A[h, i] where Ind[i] <= limit, else -1."""
+    @T.prim_func
+    def masked(Ind: T.Tensor((N,), "int32"), A: T.Tensor((H, N), "float32"), O: T.Tensor((H, N), "float32")):
+        with T.Kernel(1, threads=128):
+            mask = T.alloc_fragment((N,), "bool")
+            acc = T.alloc_fragment((H, N), "float32")
+            for i in T.Parallel(N):
+                mask[i] = Ind[i] <= limit
+            for h, i in T.Parallel(H, N):
+                acc[h, i] = T.if_then_else(mask[i], A[h, i], -1.0)
+            T.copy(acc, O)
+
+    return masked

@@ -123,3 +123,30 @@ def test_runtime_extent_unroll_is_a_pragma_loop_in_cuda(arch, tmp_path):
 @pytest.mark.parametrize("lanes", [4, 16, 32])
 def test_8bit_variable_broadcast_compiles_for_cuda(arch, lanes, tmp_path):
     _cuda_source(int8_broadcast(lanes, "int8"), arch, tmp_path)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_a_bool_tile_is_stored_one_byte_per_element(arch, tmp_path):
+    """A vectorized loop storing comparisons into a bool fragment was printed as
+    ``*(ushort4*)(mask_ptr + 0) = ...``: 2-byte lanes into 1-byte bools, the second lane in the
+    first's high byte and the store 4 bytes past the tile (TileLang's sparse MLA backward gave a
+    wrong dQ on the H200). Now one byte per element; the values are checked on every path in
+    test_bool_masks_select_per_element."""
+    import re
+
+    from fidelity_kernels import index_mask
+
+    kernel = _cuda_source(index_mask(), arch, tmp_path)
+    assert not re.search(r"\*\(\w+\*\)\(mask_ptr", kernel), re.findall(r"\*\(\w+\*\)\(mask_ptr[^;]*", kernel)
+    assert "mask_ptr[1] = " in kernel
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_bool_masks_select_per_element(path):
+    from fidelity_kernels import index_mask
+
+    rng = np.random.default_rng(9)
+    ind = rng.integers(0, 21, 64).astype(np.int32)
+    a = rng.standard_normal((32, 64)).astype(np.float32)
+    out = run(path, index_mask(), Ind=ind, A=a, O=np.full((32, 64), np.nan, np.float32))
+    np.testing.assert_array_equal(out["O"], np.where(ind[None, :] <= 10, a, -1.0).astype(np.float32))

@@ -97,7 +97,10 @@ class CudaOptions(BackendOptions):
         reads (tilelang_core/simt/transform/shifted_reads.py) instead of refusing it. Opt-in: that
         example then ran on the H200 and gave a wrong dQ/dKV (relative error 0.5-0.9) while the cpu
         backend and the SIMT interpreter of the same lowered code agree with torch, and the
-        shifted-read kernels of the tests pass on the H200; the cause is not found yet (stop 41).
+        shifted-read kernels of the tests pass on the H200. The likely cause, found after the
+        device time ran out and fixed (simt/transform/printable.py: its bool mask was stored as
+        2-byte vector lanes into 1-byte bools), is not in the shifted reads; the default flips
+        once the example passes on the H200 (stop 41).
     enable_longest_first: launch the blocks of a grid whose loop runs more iterations for a larger
         blockIdx.x in reverse x order (the kit's longest_first: causal attention's longest row
         blocks start first instead of making up the last wave). On the H200, causal S4096 D128 on

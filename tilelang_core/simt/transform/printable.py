@@ -23,6 +23,13 @@ cannot be unrolled in the IR (TVM's UnrollLoop stops at it); TileLang prints it 
 marked, and ``RestoreRuntimeUnroll`` (after UnrollLoop) makes it unrolled again, which the printer
 writes as ``#pragma unroll``.
 
+Bool vectors. A vectorized loop storing comparisons into a bool tile (TileLang's sparse MLA
+backward: ``mask[i] = Indices[...] <= max_kv`` over a fragment's run of two registers) is printed
+as ``*(ushort2*)(mask + 0) = ...``: two 2-byte lanes into two 1-byte bools, so the second lane
+lands in the byte after it and the store runs past the tile (a silent wrong answer on the H200:
+the mask, and the registers after it, were overwritten). Loops that load or store bool tiles are
+unrolled: one byte per element.
+
 fp8 minimum and maximum. ``T.max(a, b)`` on float8 values prints as ``max(a, b)``, which no CUDA
 overload takes (``__nv_fp8_e4m3`` converts to several types). Both operands are widened to
 float32 and the result narrowed back: exact, since the result is one of the operands.
@@ -55,12 +62,21 @@ def _needs_unrolling(loop, vector_casts=None) -> bool:
                 paired.add(store.value.__chandle__())
 
         tvm_ffi.structural_walk(loop.body, [(tirx.BufferStore, on_store)])
-    if _broadcasts_8bit_variable(loop):
+    if _broadcasts_8bit_variable(loop) or _touches_bool(loop):
         return True
     casts = []
     tvm_ffi.structural_walk(loop.body, [(tirx.Cast, casts.append)])
     return any(_awkward(c.dtype) or _awkward(c.value.dtype) for c in casts
                if str(c.dtype) != str(c.value.dtype) and c.__chandle__() not in paired)
+
+
+def _touches_bool(loop) -> bool:
+    """Whether the loop loads or stores a bool buffer (module docstring: bool vectors)."""
+    found = []
+    tvm_ffi.structural_walk(loop.body, [
+        (tvm.ir.TensorLoad, lambda ld: found.append(ld) if str(ld.source.ty.dtype) == "bool" else None),
+        (tirx.BufferStore, lambda st: found.append(st) if str(st.buffer.ty.dtype) == "bool" else None)])
+    return bool(found)
 
 
 def _broadcasts_8bit_variable(loop) -> bool:

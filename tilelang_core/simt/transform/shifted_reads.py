@@ -24,7 +24,9 @@ condition at all). Otherwise the caller refuses the loop as before.
 
 Opt-in (``tl.enable_shifted_fragment_reads``, CudaOptions): TileLang's sparse MLA backward,
 compiled this way, gave a wrong dQ/dKV on the H200 while the cpu backend and the SIMT interpreter
-of the same lowered code agree with torch; until the cause is found the loop is refused by default.
+of the same lowered code agree with torch. The likely cause, fixed since (a bool mask printed as
+2-byte vector lanes, simt/transform/printable.py), is elsewhere in that kernel; the loop stays
+refused by default until the example passes on the H200.
 """
 
 from __future__ import annotations

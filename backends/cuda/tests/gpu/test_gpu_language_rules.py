@@ -13,7 +13,7 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA d
 sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "tests" / "language"))
 
 import tilelang_core as tl  # noqa: E402
-from fidelity_kernels import producer_consumer, splitk_gemv, suffix_sums  # noqa: E402
+from fidelity_kernels import index_mask, producer_consumer, splitk_gemv, suffix_sums  # noqa: E402
 from test_language_fidelity_build import binary, column_sums, element_gather, row_reduce, vectorized_cast  # noqa: E402
 
 
@@ -129,3 +129,13 @@ def test_flat_fragment_views_on_sm90(M, N, bM, bN, order):
     b = torch.full((M * N,), float("nan"), device="cuda")
     cuda(flatten(M, N, bM, bN, order))(a, b)
     torch.testing.assert_close(b, (a + 1.0).reshape(-1), rtol=0, atol=0)
+
+
+def test_bool_mask_of_comparisons():
+    """A bool fragment of comparisons (tests/language/test_printer_limits.py: it was stored as 2-byte
+    vector lanes into 1-byte bools, the cause of TileLang's sparse MLA backward's wrong dQ)."""
+    ind = torch.randint(0, 21, (64,), device="cuda", dtype=torch.int32)
+    a = torch.randn(32, 64, device="cuda")
+    o = torch.full((32, 64), float("nan"), device="cuda")
+    cuda(index_mask())(ind, a, o)
+    torch.testing.assert_close(o, torch.where(ind[None, :] <= 10, a, torch.full_like(a, -1.0)), rtol=0, atol=0)
