@@ -150,3 +150,14 @@ def test_bool_masks_select_per_element(path):
     a = rng.standard_normal((32, 64)).astype(np.float32)
     out = run(path, index_mask(), Ind=ind, A=a, O=np.full((32, 64), np.nan, np.float32))
     np.testing.assert_array_equal(out["O"], np.where(ind[None, :] <= 10, a, -1.0).astype(np.float32))
+
+
+@pytest.mark.parametrize("target", ["hip", "metal"])
+def test_a_bool_tile_of_comparisons_compiles_for_hip_and_metal(target):
+    """The same kernel did not compile there (HIP: clang on the ushort vector store; Metal: "Cannot
+    convert type boolx4 to Metal type")."""
+    import tilelang_core as tl
+    from fidelity_kernels import index_mask
+
+    pytest.importorskip(f"tilelang_{target}")
+    assert "mask" in tl.compile(index_mask(), target=target).get_kernel_source()

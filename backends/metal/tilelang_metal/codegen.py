@@ -41,14 +41,14 @@ def _tir_pipeline():
     from tvm import tirx
     from tvm.tirx import compilation_pipeline as cp
 
-    from tilelang_core.simt.transform.printable import HideRuntimeUnroll
+    from tilelang_core.simt.transform.printable import HideRuntimeUnroll, UnrollBoolVectors
     from tilelang_core.transform.positive_floor_dividends import PositiveFloorDividends
 
     @tvm.transform.module_pass(opt_level=0, name="tilelang_metal.TIRPipeline")
     def _pipeline(mod, _ctx):
         T = tirx.transform
         # PositiveFloorDividends: TVM's FlattenBuffer miscompiles (c - x) % m otherwise
-        passes = [PositiveFloorDividends(), T.FlattenBuffer(), T.BF16ComputeLegalize(), T.NarrowDataType(32), T.VectorizeLoop(True),
+        passes = [PositiveFloorDividends(), T.FlattenBuffer(), T.BF16ComputeLegalize(), T.NarrowDataType(32), UnrollBoolVectors(), T.VectorizeLoop(True),
                   HideRuntimeUnroll(), T.UnrollLoop(), T.StmtSimplify(), T.RemoveNoOp(), T.CommonSubexprElim(),
                   T.VerifyMemory(), T.AnnotateEntryFunc(), T.SplitHostDevice(), T.MakePackedAPI(),
                   T.BF16StorageLegalize()]

@@ -168,6 +168,22 @@ def RestoreRuntimeUnroll():  # noqa: N802
     return _pass
 
 
+def UnrollBoolVectors():  # noqa: N802
+    """Only the bool rule of this module, for a printer that needs no other (Metal's: it refuses
+    ``boolx4`` outright), run before TVM's VectorizeLoop."""
+
+    def on_for(loop):
+        if loop.kind != tirx.ForKind.VECTORIZED or not _touches_bool(loop):
+            return loop
+        return _with_kind(loop, tirx.ForKind.UNROLLED, loop.annotations)
+
+    @tirx.transform.prim_func_pass(opt_level=0, name="tl.UnrollBoolVectors")
+    def _pass(func, _mod, _ctx):
+        return func.with_body(tvm_ffi.structural_map(func.body, [(tirx.For, on_for)]))
+
+    return _pass
+
+
 def Printable(vector_casts=None):  # noqa: N802  (a pass factory, named like TVM's)
     """Pass form of this module, run just before TVM's VectorizeLoop."""
 
@@ -179,5 +195,6 @@ def Printable(vector_casts=None):  # noqa: N802  (a pass factory, named like TVM
     return _pass
 
 
-__all__ = ["HideRuntimeUnroll", "Printable", "RestoreRuntimeUnroll", "hide_runtime_unroll", "unroll_unprintable_vectors",
+__all__ = ["HideRuntimeUnroll", "Printable", "RestoreRuntimeUnroll", "UnrollBoolVectors", "hide_runtime_unroll",
+           "unroll_unprintable_vectors",
            "widen_fp8_min_max"]
