@@ -209,7 +209,12 @@ ws = WarpSpecialize
 def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=None, eviction_policy=None,
              annotations=None):
     """Copy ``src`` (global) to ``dst`` (shared), counted on ``barrier`` (ir/tma_copy.py); every
-    thread of the region calls it, as TileLang's elect a leader among them."""
+    thread of the region calls it, as TileLang's elect a leader among them.
+
+    A store (``src`` shared, ``dst`` global, no barrier) is TileLang's asynchronous TMA store,
+    which the kernel later waits for with ``T.tma_store_wait()``. Here it is the copy itself
+    (``T.copy``: done when the statement is), which gives every program that waits where TileLang
+    requires it the same values; the wait then has nothing left to wait for."""
     del eviction_policy, annotations  # cache hints
     if cluster_mask is not None:
         raise FrontendError("T.tma_copy(cluster_mask=...): TMA multicast is not supported")
@@ -218,12 +223,31 @@ def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=
                             "the copy issue it once")
     src_r, dst_r = pair_regions(src, dst, "T.tma_copy source", "T.tma_copy destination")
     if barrier is None:
-        if R.scope_of(src_r) != "global" and R.scope_of(dst_r) == "global":
-            raise FrontendError("T.tma_copy stores (shared -> global) are not supported; use T.copy")
+        if R.scope_of(src_r) in ("shared", "shared.dyn") and R.scope_of(dst_r) == "global":
+            from ..ir import Copy
+
+            current_kernel("T.tma_copy")
+            emit(Copy(src_r, dst_r))
+            return
         raise FrontendError("T.tma_copy: a load needs barrier= (an mbarrier from T.alloc_barrier that the "
                             "consumers wait on)")
     bar = _barrier(barrier, "T.tma_copy")
     emit(TmaCopy(src_r, dst_r, R.make_region(bar.source, list(bar.indices), [1])))
+
+
+def tma_store_arrive():
+    """TileLang's commit of the TMA stores issued so far; T.tma_copy's stores are complete when
+    issued here, so there is nothing to commit."""
+    current_kernel("T.tma_store_arrive")
+
+
+def tma_store_wait(count: int = 0, read: bool = True):
+    """TileLang's wait until at most ``count`` committed TMA store groups are in flight (``read``:
+    only until their shared memory has been read). T.tma_copy's stores are complete when issued
+    here: nothing to wait for."""
+    current_kernel("T.tma_store_wait")
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise FrontendError(f"T.tma_store_wait: count must be a non-negative integer, got {count!r}")
 
 
 def set_max_nreg(reg_count, is_inc):
@@ -265,4 +289,4 @@ no_set_max_nreg = _hint("no_set_max_nreg")
 __all__ = ["WARP_GROUP", "WS_ATTR", "WarpSpecialize", "alloc_barrier", "annotate_consumer_reg_alloc",
            "annotate_producer_reg_dealloc", "barrier_arrive", "barrier_wait", "cp_async_barrier_noinc", "dec_max_nreg", "inc_max_nreg",
            "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx", "mbarrier_wait_parity",
-           "no_set_max_nreg", "set_max_nreg", "tma_copy", "ws"]
+           "no_set_max_nreg", "set_max_nreg", "tma_copy", "tma_store_arrive", "tma_store_wait", "ws"]
