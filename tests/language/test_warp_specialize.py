@@ -79,8 +79,6 @@ def tma_kernel(form):
             fake = T.alloc_shared((1,), "uint64")
             if form == "no barrier":
                 T.tma_copy(X[0, 0], X_s)
-            elif form == "store":
-                T.tma_copy(X_s, Y[0, 0])
             elif form == "multicast":
                 T.tma_copy(X[0, 0], X_s, barrier=bar, cluster_mask=3)
             elif form == "not a barrier":
@@ -98,7 +96,6 @@ def tma_kernel(form):
 
 @pytest.mark.parametrize("form,message", [
     ("no barrier", "a load needs barrier="),
-    ("store", r"stores \(shared -> global\) are not supported; use T.copy"),
     ("multicast", "TMA multicast is not supported"),
     ("not a barrier", "'fake' is not a barrier; allocate it with T.alloc_barrier"),
     ("expect_tx", "counting transaction bytes by hand is not supported"),
