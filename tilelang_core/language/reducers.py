@@ -41,6 +41,7 @@ from ..errors import FrontendAssertionError, FrontendError
 from ..ir import Fill, Reduce
 from ..ir.ops import BITWISE_REDUCE_KINDS, bitwise_combine, bitwise_identity
 from ..ir import region as R
+from ..ir.atomic_calls import is_parallel_loop
 from ..ir.elementwise import parallel_loop
 from .allocate import alloc_fragment
 from .dtypes import canonical_dtype
@@ -218,10 +219,6 @@ def lower_reducers(func, reducers: dict, source_error):
     return func.with_body(body)
 
 
-def _is_parallel(loop) -> bool:
-    return loop.annotations is not None and "tl.parallel" in loop.annotations
-
-
 def _is_serial(loop) -> bool:
     return loop.kind in (tirx.ForKind.SERIAL, tirx.ForKind.UNROLLED) and loop.thread_binding is None
 
@@ -254,7 +251,7 @@ def _rewrite_updates(node, plan, error, nest):
         # a serial loop inside a T.Parallel body repeats updates of the same logical iteration
         # (TileLang's Parallel(M) { serial(K) }): they accumulate into its staging element; a
         # serial loop outside any T.Parallel starts afresh
-        inner = nest + [node] if _is_parallel(node) else (nest if nest and _is_serial(node) else [])
+        inner = nest + [node] if is_parallel_loop(node) else (nest if nest and _is_serial(node) else [])
         return _map_children(node, lambda s: _rewrite_updates(s, plan, error, inner))
     mapped = _map_children(node, lambda s: _rewrite_updates(s, plan, error, nest))
     if mapped is not None:

@@ -36,6 +36,7 @@ from tvm import tirx
 from ..errors import LayoutError
 from ..ir import Copy, Gemm, Reduce, TileOp, is_tile_op
 from ..ir import region as R
+from ..ir.atomic_calls import is_parallel_loop
 from ..layout import Fragment
 from .buffer_views import buffer_views, root_of
 from .fragment_windows import window_access, window_layout
@@ -91,7 +92,7 @@ def parallel_nests(stmt) -> list[ParallelNest]:
     nests: list[ParallelNest] = []
 
     def visit(node):
-        if isinstance(node, tirx.For) and _is_parallel(node):
+        if is_parallel_loop(node):
             nests.append(_collect_nest(node))
             return
         for child in stmt_children(node):
@@ -101,13 +102,9 @@ def parallel_nests(stmt) -> list[ParallelNest]:
     return nests
 
 
-def _is_parallel(loop) -> bool:
-    return loop.annotations is not None and "tl.parallel" in loop.annotations
-
-
 def _collect_nest(loop) -> ParallelNest:
     loop_vars, extents, body, symbolic = [], [], loop, []
-    while isinstance(body, tirx.For) and _is_parallel(body):
+    while isinstance(body, tirx.For) and is_parallel_loop(body):
         extent = R.as_int(body.extent)
         if extent is None:
             symbolic.append(body)
@@ -398,7 +395,7 @@ def _scalar_fragment_accesses(body) -> list:
     found = []
 
     def visit(node):
-        if (isinstance(node, tirx.For) and _is_parallel(node)) or isinstance(node, tirx.TilePrimitiveCall):
+        if (is_parallel_loop(node)) or isinstance(node, tirx.TilePrimitiveCall):
             return
         if isinstance(node, tirx.BufferStore):
             if is_fragment(node.buffer):

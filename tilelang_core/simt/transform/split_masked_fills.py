@@ -28,6 +28,7 @@ import tvm_ffi
 from tvm import tirx
 from tvm.tirx.analysis import undefined_vars
 
+from tilelang_core.ir.atomic_calls import is_parallel_loop
 from tilelang_core.transform.bindings import is_pure
 
 from .state import substitute, uses_var
@@ -45,12 +46,8 @@ def split_masked_fills(body):
     return tvm_ffi.structural_map(body, [(tirx.For, on_for)])
 
 
-def _is_parallel(loop) -> bool:
-    return loop.annotations is not None and "tl.parallel" in loop.annotations
-
-
 def _split_in(body, loop):
-    if _is_parallel(loop):
+    if is_parallel_loop(loop):
         return body
     stmts = list(body.seq) if isinstance(body, tirx.SeqStmt) else [body]
     out, changed = [], False
@@ -65,7 +62,7 @@ def _split_in(body, loop):
 
 def _split_fill(stmt, loop):
     nest = fill_nest(stmt)
-    if nest is None or not all(_is_parallel(f) for f in nest[1]):
+    if nest is None or not all(is_parallel_loop(f) for f in nest[1]):
         return None
     _, loops, value = nest
     if not uses_var(value, loop.loop_var):

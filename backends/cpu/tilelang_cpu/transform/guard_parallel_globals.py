@@ -18,12 +18,9 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tilelang_core.ir.atomic_calls import is_parallel_loop
 from tilelang_core.lowering import in_bounds
 from tilelang_core.transform.safe_values import padding_for, take_safe_values
-
-
-def _is_parallel(loop) -> bool:
-    return loop.annotations is not None and "tl.parallel" in loop.annotations
 
 
 def _is_global(buffer) -> bool:
@@ -51,7 +48,7 @@ def guard_parallel_globals(func: tirx.PrimFunc) -> tirx.PrimFunc:
             if isinstance(node.extent, tirx.IntImm) and isinstance(node.min, tirx.IntImm) and node.step is None:
                 analyzer.bind(node.loop_var, tvm.ir.Range.from_min_extent(node.min, node.extent))
             return tirx.For(node.loop_var, node.min, node.extent, node.kind,
-                            visit(node.body, inside or _is_parallel(node)), node.thread_binding,
+                            visit(node.body, inside or is_parallel_loop(node)), node.thread_binding,
                             node.annotations, node.step)
         if isinstance(node, tirx.IfThenElse):
             cond = guard_loads(node.condition) if inside else node.condition
