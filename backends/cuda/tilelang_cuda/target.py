@@ -38,11 +38,13 @@ CAPABILITIES = {
               "mma": _COMMON["mma"] + ("float8_e4m3", "float8_e5m2")},
     "sm_90": {"max_shared_memory_per_block": 232448, "shared_memory_per_sm": 233472,
               "dtypes": _COMMON["dtypes"] + _FP8,
-              "mma": _COMMON["mma"] + ("float8_e4m3", "float8_e5m2"), "clusters": True},
+              "mma": _COMMON["mma"] + ("float8_e4m3", "float8_e5m2"), "clusters": True,
+              "vector_red": True},
     "sm_90a": {"max_shared_memory_per_block": 232448, "shared_memory_per_sm": 233472,
                "dtypes": _COMMON["dtypes"] + _FP8,
                "mma": _COMMON["mma"] + ("float8_e4m3", "float8_e5m2"), "clusters": True,
-               "tensor_core": "wgmma", "tma": True, "setmaxnreg": True},
+               "tensor_core": "wgmma", "tma": True, "setmaxnreg": True,
+               "vector_red": True},  # red.global.add.v4.f32 (vector_atomics.py)
 }
 
 # Product names in /proc/driver/nvidia/gpus/*/information -> arch. Hopper parts get sm_90a: the

@@ -24,13 +24,10 @@ from tilelang_core.simt.lower_atomic import lower_atomic as lower_atomic_element
 from tilelang_core.simt.lowering import (GLOBAL, SHARED, dtype, in_bounds, load, region_index, row_aligned, scope,
                                          spread_over_threads, state_of, tile_extents)
 
+from .target import capability
+
 HELPER = "tl_red_add_v4"
 VEC = 4
-
-
-def _arch_number(arch: str) -> int:
-    digits = "".join(ch for ch in str(arch).removeprefix("sm_") if ch.isdigit())
-    return int(digits) if digits else 0
 
 
 def vectorizable(op: Atomic, st) -> bool:
@@ -40,7 +37,7 @@ def vectorizable(op: Atomic, st) -> bool:
         return False
     if dtype(op.src) != "float32" or dtype(op.dst) != "float32":
         return False
-    if _arch_number(st.backend.arch) < 90:
+    if not capability(st.backend.arch, "vector_red"):
         return False
     extents = [R.as_int(e) for e in tile_extents(op.dst)]
     if not extents or any(e is None for e in extents) or extents != [R.as_int(e) for e in tile_extents(op.src)]:

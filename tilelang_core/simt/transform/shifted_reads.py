@@ -39,7 +39,7 @@ from tvm import tirx
 
 from tilelang_core.transform.structural import stmt_children
 
-from .state import KernelState, if_then, substitute
+from .state import KernelState, if_then, substitute, uses_var
 
 
 @dataclass(frozen=True)
@@ -51,20 +51,14 @@ class ShiftedRead:
     offsets: tuple
 
 
-def _uses(expr, var) -> bool:
-    found = []
-    tvm_ffi.structural_walk(expr, [(tirx.Var, lambda v: found.append(v) if v.same_as(var) else None)])
-    return bool(found)
-
-
 def _shift(nest, indices, shape, analyzer):
     dims, offsets = [], []
     for size, index in zip(shape, indices):
-        used = [k for k, v in enumerate(nest.loop_vars) if _uses(index, v)]
+        used = [k for k, v in enumerate(nest.loop_vars) if uses_var(index, v)]
         if len(used) != 1 or int(nest.extents[used[0]]) != int(size):
             return None
         offset = analyzer.simplify(index - nest.loop_vars[used[0]])
-        if any(_uses(offset, v) for v in nest.loop_vars):
+        if any(uses_var(offset, v) for v in nest.loop_vars):
             return None
         dims.append(used[0])
         offsets.append(offset)
