@@ -1,10 +1,11 @@
 """T.Parallel loops reading a fragment at a shifted index (TileLang's sparse MLA backward:
 ``s_sh[bi, d] = acc[bi + s * 16, d]`` under ``if bi < 16``), run by the registers that hold the
-element read (simt/transform/shifted_reads.py), opt-in on cuda (``tl.enable_shifted_fragment_reads``:
-off by default until a wrong answer of TileLang's sparse MLA backward on the H200 is explained).
-cpu and the sm_80 / sm_90a interpreters with the option against numpy in float64, for gemm
-accumulators and copied fragments, constant and loop-dependent shifts; refused without it (and on
-hip and metal), and a shift whose read could leave the fragment is refused either way."""
+element read (simt/transform/shifted_reads.py) on every SIMT target. cpu and the interpreters of
+sm_80 / sm_90a (mma.sync), gfx942 (MFMA) and Apple (simdgroup matrices) against numpy in float64,
+for gemm accumulators and copied fragments, constant and loop-dependent shifts; a shift whose read
+could leave the fragment is refused on each."""
+
+import warnings
 
 import numpy as np
 import pytest
@@ -13,28 +14,47 @@ import tilelang_core.language as T
 from tilelang_core.errors import LayoutError, TileLangError
 from tilelang_core.testing.oracle import run
 
-OPT_IN = {"enable_shifted_fragment_reads": True}
+class _Target:
+    def __init__(self, arch):
+        self.arch = arch
+
+
+def lowered(path, func):
+    """The kernel lowered for ``path`` (sm_90a on its mma.sync schedule: the interpreter has no
+    wgmma; the H200 test runs that) and the interpreter that runs it."""
+    backend, _, arch = path.partition(":")
+    pytest.importorskip(f"tilelang_{backend}")
+    if backend == "cuda":
+        from tilelang_cuda.interpreter import run_kernel
+        from tilelang_cuda.options import CudaOptions as Options
+        from tilelang_cuda.pipeline import CudaBackend as Backend
+        options = {"disable_wgmma": True, "disable_warp_specialized": True} if arch == "sm_90a" else {}
+    elif backend == "hip":
+        from tilelang_hip.interpreter import run_kernel
+        from tilelang_hip.options import HipOptions as Options
+        from tilelang_hip.pipeline import HipBackend as Backend
+        options = {}
+    else:
+        from tilelang_metal.interpreter import run_kernel
+        from tilelang_metal.options import MetalOptions as Options
+        from tilelang_metal.pipeline import MetalBackend as Backend
+        options = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mod = Backend(_Target(arch)).lower(func, Options(**options))
+    (gvar,) = mod.functions.keys()
+    return mod[gvar], run_kernel
 
 
 def on(path, func, **arrays):
-    """cpu through the oracle; cuda archs through the interpreter with the option (sm_90a on its
-    mma.sync path: the interpreter has no wgmma; the H200 test runs that)."""
     if path == "cpu":
         return run(path, func, **arrays)
-    pytest.importorskip("tilelang_cuda")
-    from tilelang_cuda.interpreter import run_kernel
-    from tilelang_cuda.options import CudaOptions
-    from tilelang_cuda.pipeline import CudaBackend
-
-    arch = path.partition(":")[2]
-    mma_sync = {"disable_wgmma": True, "disable_warp_specialized": True} if arch == "sm_90a" else {}
-    mod = CudaBackend(type("Target", (), {"arch": arch})()).lower(func, CudaOptions(**OPT_IN, **mma_sync))
-    (gvar,) = mod.functions.keys()
-    run_kernel(mod[gvar], arrays)
+    kernel, run_kernel = lowered(path, func)
+    run_kernel(kernel, arrays)
     return arrays
 
 
-PATHS = ["cpu", "cuda:sm_80", "cuda:sm_90a"]
+PATHS = ["cpu", "cuda:sm_80", "cuda:sm_90a", "hip:gfx942", "metal:apple7"]
 
 
 def halves(BS=32, D=64, split=2, source="gemm", guard=True):
@@ -99,22 +119,9 @@ def test_a_constant_shift(path):
     np.testing.assert_array_equal(out["O"], a[5:] + 1.0)
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
-def test_a_read_that_could_leave_the_fragment_is_refused(arch):
+@pytest.mark.parametrize("path", PATHS[1:])
+def test_a_read_that_could_leave_the_fragment_is_refused(path):
     """Without the guard, iteration bi = 31 with s = 1 reads row 47 of a 32-row fragment."""
-    pytest.importorskip("tilelang_cuda")
-    import tilelang_core as tl
-
-    with pytest.raises((LayoutError, TileLangError), match="acc"):
-        tl.compile(halves(guard=False), target=f"cuda:{arch}", pass_configs={"tl.enable_shifted_fragment_reads": True})
-
-
-@pytest.mark.parametrize("target", ["cuda:sm_90a", "hip", "metal"])
-def test_without_the_option_a_shifted_read_is_refused_with_the_way_out(target):
-    import tilelang_core as tl
-
-    pytest.importorskip(f"tilelang_{target.partition(':')[0]}")
-    with pytest.raises(LayoutError, match="'acc' is accessed at") as err:
-        tl.compile(halves(), target=target)
-    assert "[bi + s * 16, d]" in str(err.value)
-    assert ("tl.enable_shifted_fragment_reads" in str(err.value)) == target.startswith("cuda")
+    with pytest.raises((LayoutError, TileLangError), match="'acc' is accessed at") as err:
+        lowered(path, halves(guard=False))
+    assert "if i < n - k" in str(err.value)

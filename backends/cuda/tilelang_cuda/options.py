@@ -92,15 +92,6 @@ class CudaOptions(BackendOptions):
         2)``, setmaxnreg 40/216, TMA-store strips within the half), so one block's pipeline fill
         and epilogue run under the other's wgmmas (hopper/occupancy.py; GEMM 128x128 tiles on the
         H200: 661 against 451 TFLOP/s at 8192^3). This keeps one block per SM.
-    enable_shifted_fragment_reads: run a T.Parallel loop that reads a fragment at a shifted index
-        (``acc[i + s * 16, j]``, TileLang's sparse MLA backward) by the registers holding what it
-        reads (tilelang_core/simt/transform/shifted_reads.py) instead of refusing it. Opt-in: that
-        example then ran on the H200 and gave a wrong dQ/dKV (relative error 0.5-0.9) while the cpu
-        backend and the SIMT interpreter of the same lowered code agree with torch, and the
-        shifted-read kernels of the tests pass on the H200. The likely cause, found after the
-        device time ran out and fixed (simt/transform/printable.py: its bool mask was stored as
-        2-byte vector lanes into 1-byte bools), is not in the shifted reads; the default flips
-        once the example passes on the H200 (stop 41).
     enable_longest_first: launch the blocks of a grid whose loop runs more iterations for a larger
         blockIdx.x in reverse x order (the kit's longest_first: causal attention's longest row
         blocks start first instead of making up the last wave). On the H200, causal S4096 D128 on
@@ -164,7 +155,6 @@ class CudaOptions(BackendOptions):
     enable_cluster_multicast: bool = False
     disable_two_blocks_per_sm: bool = False
     enable_longest_first: bool = False
-    enable_shifted_fragment_reads: bool = False
     disable_staged_epilogue: bool = False
     enable_staged_epilogue: bool = False
     disable_async_preload: bool = False

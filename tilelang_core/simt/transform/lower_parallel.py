@@ -22,7 +22,7 @@ from tilelang_core.transform.layout_inference import (access_dims, access_layout
                                                      parallel_nests, same_owners)
 
 from .. import intrinsics as I
-from .shifted_reads import emit_by_registers, shifted_read, shifted_reads_enabled
+from .shifted_reads import emit_by_registers, shifted_read
 from .state import KernelState, if_then, substitute
 
 
@@ -115,7 +115,7 @@ def guard_global_accesses(body, st: KernelState):
 def _lower_nest(nest, st: KernelState, body=None):
     if nest.symbolic:
         return _emit_strided(nest, st)
-    read = shifted_read(nest, st, body) if body is not None and shifted_reads_enabled(st) else None
+    read = shifted_read(nest, st, body) if body is not None else None
     if read is not None:  # acc[i + s * 16, j]: walked by the registers that hold it (shifted_reads.py)
         return emit_by_registers(nest, st, read, guard_global_accesses)
     anchor = nest_anchor(nest, st.layouts)  # the one layout inference followed
@@ -349,9 +349,8 @@ def _check_fragment_indices(nest, st: KernelState) -> None:
             f"T.Parallel loop over ({loop_vars}); a fragment's element lives in one thread's registers, so "
             "inside T.Parallel it must be indexed by the loop variables themselves (or a constant for a "
             "unit dimension). Copy the fragment to shared memory first (T.copy(frag, frag_shared)) and "
-            "index that." + (" (A read at a shifted index can be run by the registers that hold it with "
-                             "pass_configs={'tl.enable_shifted_fragment_reads': True} on cuda: opt-in, see "
-                             "CudaOptions.)" if st.dialect.kind == "cuda" else "")
+            "index that. (A read at a shifted index, f[i + k, j], is taken when every iteration that "
+            "does anything provably reads inside the fragment: guard it, e.g. `if i < n - k:`.)"
             + (f"\n  --> {where}" if where else ""))
 
 

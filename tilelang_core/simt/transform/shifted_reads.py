@@ -22,11 +22,9 @@ and the read is in range for every iteration that does
 anything (the body is ``if cond: ...`` with ``cond`` implying it, given the loops around, or no
 condition at all). Otherwise the caller refuses the loop as before.
 
-Opt-in (``tl.enable_shifted_fragment_reads``, CudaOptions): TileLang's sparse MLA backward,
-compiled this way, gave a wrong dQ/dKV on the H200 while the cpu backend and the SIMT interpreter
-of the same lowered code agree with torch. The likely cause, fixed since (a bool mask printed as
-2-byte vector lanes, simt/transform/printable.py), is elsewhere in that kernel; the loop stays
-refused by default until the example passes on the H200.
+On every SIMT target. TileLang's sparse MLA backward, which needs it, passes on the H200 (stop 42;
+it was opt-in while that example gave a wrong dQ/dKV there, caused by a bool mask stored as 2-byte
+vector lanes elsewhere in the kernel: simt/transform/printable.py).
 """
 
 from __future__ import annotations
@@ -84,14 +82,6 @@ def _enclosing_loops(body, loop) -> list:
 
     visit(body, [])
     return found[0] if found else []
-
-
-#: the backend option that turns this on (CudaOptions; off by default, see its doc)
-OPTION = "enable_shifted_fragment_reads"
-
-
-def shifted_reads_enabled(st: KernelState) -> bool:
-    return bool(getattr(st.options, OPTION, False))
 
 
 def shifted_read(nest, st: KernelState, body) -> ShiftedRead | None:

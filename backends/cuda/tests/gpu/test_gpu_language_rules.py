@@ -108,14 +108,14 @@ def test_programmatic_dependent_launch_pair(N, block):
 @pytest.mark.parametrize("BS,D,split,source", [(32, 64, 2, "gemm"), (64, 128, 4, "gemm"), (32, 16, 2, "copy")])
 def test_shifted_fragment_reads_on_sm90(BS, D, split, source):
     """tests/language/test_shifted_fragment_reads.py's kernels on the default sm_90a schedule (a
-    wgmma accumulator read half by half, as TileLang's sparse MLA backward does), with the opt-in.
-    Passed on the H200 (stop 41); that example itself did not (CudaOptions.enable_shifted_fragment_reads)."""
+    wgmma accumulator read half by half, as TileLang's sparse MLA backward does). Passed on the H200
+    (stop 41, then opt-in; stop 42 by default, with that example)."""
     from test_shifted_fragment_reads import halves
 
     a = torch.randn(BS, BS, device="cuda", dtype=torch.float16)
     b = torch.randn(BS, D, device="cuda", dtype=torch.float16)
     o = torch.full((split, BS // split, D), float("nan"), device="cuda")
-    tl.compile(halves(BS, D, split, source), target="cuda", pass_configs={"tl.enable_shifted_fragment_reads": True})(a, b, o)
+    cuda(halves(BS, D, split, source))(a, b, o)
     full = a.double() @ b.double() if source == "gemm" else b.double()
     torch.testing.assert_close(o.double(), 2 * full.reshape(split, BS // split, D), rtol=1e-3, atol=1e-3)
 
