@@ -137,13 +137,6 @@ def test_what_cannot_be_packed_is_refused():
                 tx = T.get_thread_binding()
                 B[tx] = T.cast(A[tx], T.float4_e2m1fn)
 
-    with pytest.raises(FrontendError, match="4-bit tiles are not supported"):
-        @T.prim_func
-        def tile(A: T.Tensor((64,), T.float32)):
-            with T.Kernel(1, threads=64):
-                s = T.alloc_shared((64,), T.float4_e2m1fn)
-                s[0] = T.cast(A[0], T.float4_e2m1fn)
-
     with pytest.raises(FrontendError, match="is used as a value"):
         @T.prim_func
         def arithmetic(A: T.Tensor((2, 4), T.float4_e2m1fn), B: T.Tensor((2,), T.float4_e2m1fn)):

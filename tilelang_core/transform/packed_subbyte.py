@@ -18,8 +18,9 @@ parameter of the byte shape, and its element accesses become byte arithmetic:
   (round to nearest, ties to even, saturating at +-6, as CUDA's ``cvt.rn.satfinite``; int4 keeps
   the low 4 bits, as C's conversion does). The store rewrites its byte keeping the other nibble.
   Two threads storing into one byte would race, so a store whose element index depends on the
-  thread or a ``T.Parallel`` variable is refused; so is any other use of a 4-bit value, and 4-bit
-  tiles (shared, fragment, local): those need the layout work TileLang does for them.
+  thread or a ``T.Parallel`` variable is refused (a ``T.copy`` from a 4-bit tile writes whole
+  bytes instead); so is any other use of a 4-bit value.
+- 4-bit tiles (shared, fragment, local) hold one element per byte: subbyte_tiles.py.
 
 The parameter keeps its logical dtype in the attribute ``tl.packed_param.<index>``: the JIT binds
 byte tensors of any of the three dtypes to it, and allocates ``T.empty`` outputs as bytes
@@ -32,9 +33,10 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from .subbyte_tiles import SUBBYTE, Subbyte, code_of, code_tiles, lower_subbyte_tile_ops, store_code
+
 #: PrimFunc attribute prefix: ``tl.packed_param.<i>`` = the logical dtype of packed parameter i
 PACKED_PARAM = "tl.packed_param."
-SUBBYTE = ("float4_e2m1fn", "int4")
 #: the dtypes of a byte tensor a packed parameter binds to
 BYTE_DTYPES = ("int8", "uint8", "float4_e2m1fn_x2")
 
@@ -52,12 +54,13 @@ def _is_subbyte(dtype) -> bool:
 
 
 def pack_subbyte_params(func: tirx.PrimFunc, refuse) -> tirx.PrimFunc:
-    """``func`` with its 4-bit tensor parameters as byte tensors (module docstring);
-    ``refuse(message)`` makes the error for what cannot be done."""
+    """``func`` with its 4-bit tensor parameters as byte tensors (module docstring) and its 4-bit
+    tiles as tiles of one byte per element (subbyte_tiles.py); ``refuse(message)`` makes the error
+    for what cannot be done."""
     params = list(func.params)
     packed = [i for i, p in enumerate(params) if tirx.is_buffer_var(p) and _is_subbyte(p.ty.dtype)]
-    _refuse_subbyte_tiles(func.body, refuse)
-    if not packed:
+    tiles = code_tiles(func.body)
+    if not packed and not tiles:
         return func
     analyzer = tvm.sym.Analyzer()
     vmap: dict = {}  # size variable -> 2 * its byte variable
@@ -96,10 +99,14 @@ def pack_subbyte_params(func: tirx.PrimFunc, refuse) -> tirx.PrimFunc:
                                offset_factor=t.offset_factor)
         replaced[p.__chandle__()] = new
         out.append(new)
+    entries = dict(tiles)
+    entries.update({params[i].__chandle__(): Subbyte(replaced[params[i].__chandle__()], str(params[i].ty.dtype), True)
+                    for i in packed})
     body = sub(func.body)
-    body = _rewrite_accesses(body, {params[i].__chandle__(): (replaced[params[i].__chandle__()], str(params[i].ty.dtype))
-                                    for i in packed}, refuse)
-    body = tvm_ffi.structural_map(body, [(tirx.Var, lambda v: replaced.get(v.__chandle__(), v))])
+    body = lower_subbyte_tile_ops(body, entries, _encode, refuse)
+    body = _rewrite_accesses(body, entries, refuse)
+    phys = {**{k: e.phys for k, e in tiles.items()}, **replaced}
+    body = tvm_ffi.structural_map(body, [(tirx.Var, lambda v: phys.get(v.__chandle__(), v))])
     result = tirx.PrimFunc(out, body, func.ret_type, func.attrs)
     for i in packed:
         result = result.with_attr(f"{PACKED_PARAM}{i}", str(params[i].ty.dtype))
@@ -133,31 +140,7 @@ def _half(e, what: str, vmap: dict, analyzer, refuse):
                  f"byte (write it as 2 * n, or use a size variable)")
 
 
-def _refuse_subbyte_tiles(body, refuse) -> None:
-    found = []
-    tvm_ffi.structural_walk(body, [(tirx.AllocBuffer, lambda a: found.append(a.buffer) if _is_subbyte(a.buffer.ty.dtype) else None),
-                                   (tirx.DeclBuffer, lambda d: found.append(d.buffer) if _is_subbyte(d.buffer.ty.dtype) else None)])
-    if found:
-        b = found[0]
-        raise refuse(f"'{b.name}' is a {b.ty.storage_scope} tile of {b.ty.dtype}: 4-bit tiles are not supported "
-                     f"yet (only 4-bit tensor parameters, read and written element by element); keep the tile "
-                     f"in a wider dtype and convert with T.cast when storing to the tensor")
-
-
 # -- element accesses ----------------------------------------------------------------------------
-def _nibble(byte_buf, indices):
-    """(byte load, shift) of logical element ``indices`` of a packed buffer."""
-    k = indices[-1]
-    load = tirx.BufferLoad(byte_buf, list(indices[:-1]) + [tirx.floordiv(k, 2)])
-    shift = tirx.floormod(k, 2) * 4
-    return load, shift
-
-
-def _nibble_value(byte_buf, indices):
-    load, shift = _nibble(byte_buf, indices)
-    return tirx.bitwise_and(tirx.shift_right(tirx.Cast("int32", load), shift), 0xF)
-
-
 def _decode(nibble, logical: str, dtype: str):
     """The value of a 4-bit code ``nibble`` (int32, 0..15) as ``dtype``."""
     if logical == "int4":
@@ -183,8 +166,9 @@ def _encode(value, logical: str):
     return tirx.bitwise_or(code, tirx.Select(x < 0.0, 8, 0))
 
 
-def _rewrite_accesses(body, packed: dict, refuse):
-    """Loads and stores of packed buffers as byte arithmetic (module docstring)."""
+def _rewrite_accesses(body, entries: dict, refuse):
+    """Loads and stores of 4-bit buffers (``entries``: handle -> Subbyte) as code arithmetic on
+    what holds them (module docstring; subbyte_tiles.py for tiles)."""
     parallel_vars, thread_vars = [], []
 
     def collect(node):
@@ -202,13 +186,16 @@ def _rewrite_accesses(body, packed: dict, refuse):
             racing.append(bind.var)
 
     def entry(buffer):
-        return packed.get(buffer.__chandle__())
+        return entries.get(buffer.__chandle__())
+
+    def kind(e: Subbyte) -> str:
+        return "tensor" if e.packed else "tile"
 
     def on_cast(cast):
         load = cast.value
         if isinstance(load, tvm.ir.TensorLoad) and entry(load.source) is not None:
-            byte_buf, logical = entry(load.source)
-            return _decode(_nibble_value(byte_buf, list(load.indices)), logical, str(cast.ty))
+            e = entry(load.source)
+            return _decode(code_of(load, e), e.logical, str(cast.ty))
         return cast
 
     def on_store(store):
@@ -216,24 +203,26 @@ def _rewrite_accesses(body, packed: dict, refuse):
         value = store.value
         if target is None:
             return store
-        byte_buf, logical = target
         indices = list(store.indices)
-        if any(uses(indices[-1], v) for v in racing):
-            raise refuse(f"a store into packed {logical} tensor '{store.buffer.name}' whose last index depends on "
+        if target.packed and any(uses(indices[-1], v) for v in racing):
+            raise refuse(f"a store into packed {target.logical} tensor '{store.buffer.name}' whose last index depends on "
                          f"the thread, the block or a T.Parallel variable: two of them would write the two halves "
                          f"of one byte at once. Index the last dimension with a serial loop (each thread writing "
-                         f"whole bytes)")
+                         f"whole bytes), or store into a {target.logical} tile and T.copy the tile to the tensor")
         if isinstance(value, tvm.ir.TensorLoad) and entry(value.source) is not None:
-            code = _nibble_value(entry(value.source)[0], list(value.indices))
-        elif isinstance(value, tirx.Cast) and str(value.ty) == logical:
-            code = _encode(value.value, logical)
+            code = code_of(value, entry(value.source))
+        elif isinstance(value, tirx.Cast) and str(value.ty) == target.logical:
+            code = _encode(value.value, target.logical)
         else:
-            raise refuse(f"a store into packed {logical} tensor '{store.buffer.name}' takes an element of a "
-                         f"{logical} tensor or T.cast(value, T.{logical}); got {value}")
-        load, shift = _nibble(byte_buf, indices)
-        keep = tirx.bitwise_and(tirx.Cast("int32", load), tirx.shift_left(tirx.const(0xF, "int32"), 4 - shift))
-        return tirx.BufferStore(byte_buf, tirx.Cast("int8", tirx.bitwise_or(keep, tirx.shift_left(code, shift))),
-                                list(indices[:-1]) + [tirx.floordiv(indices[-1], 2)])
+            raise refuse(f"a store into {target.logical} {kind(target)} '{store.buffer.name}' takes an element of a "
+                         f"{target.logical} buffer or T.cast(value, T.{target.logical}); got {value}")
+        if not target.packed:
+            return store_code(target, indices, code)
+        byte = tirx.BufferLoad(target.phys, indices[:-1] + [tirx.floordiv(indices[-1], 2)])
+        shift = tirx.floormod(indices[-1], 2) * 4
+        keep = tirx.bitwise_and(tirx.Cast("int32", byte), tirx.shift_left(tirx.const(0xF, "int32"), 4 - shift))
+        return tirx.BufferStore(target.phys, tirx.Cast("int8", tirx.bitwise_or(keep, tirx.shift_left(code, shift))),
+                                indices[:-1] + [tirx.floordiv(indices[-1], 2)])
 
     body = tvm_ffi.structural_map(body, [(tirx.BufferStore, on_store)])
     body = tvm_ffi.structural_map(body, [(tirx.Cast, on_cast)])
@@ -241,10 +230,26 @@ def _rewrite_accesses(body, packed: dict, refuse):
     tvm_ffi.structural_walk(body, [(tvm.ir.TensorLoad, lambda ld: left.append(ld) if entry(ld.source) else None)])
     if left:
         ld = left[0]
-        raise refuse(f"a {packed[ld.source.__chandle__()][1]} element of '{ld.source.name}' is used as a value "
+        e = entry(ld.source)
+        raise refuse(f"a {e.logical} element of {kind(e)} '{ld.source.name}' is used as a value "
                      f"({ld}); convert it where it is read (T.cast({ld.source.name}[...], T.float32)) or store it "
-                     f"into another {packed[ld.source.__chandle__()][1]} tensor as it is")
+                     f"into another {e.logical} buffer as it is")
+    _refuse_other_uses(body, {k: e for k, e in entries.items() if not e.packed}, refuse)
     return body
+
+
+def _refuse_other_uses(body, tiles: dict, refuse) -> None:
+    """A 4-bit tile handed to anything but its element accesses and tile ops (a pointer, an
+    intrinsic) would see the byte-per-element tile; refused."""
+    def on_call(call):
+        for arg in call.args:
+            if isinstance(arg, tirx.Var) and arg.__chandle__() in tiles:
+                e = tiles[arg.__chandle__()]
+                raise refuse(f"4-bit tile '{arg.name}' ({e.logical}) is passed to {call.op}: a 4-bit tile is held "
+                             f"one element per byte here (not packed as in memory), so only its elements, T.copy "
+                             f"and T.fill may use it")
+
+    tvm_ffi.structural_walk(body, [(tirx.Call, on_call)])
 
 
 def uses(expr, var) -> bool:
