@@ -29,7 +29,7 @@ from .barriers import (WarpSpecialize, alloc_barrier, annotate_consumer_reg_allo
                        barrier_arrive, barrier_wait, cp_async_barrier_noinc, dec_max_nreg, inc_max_nreg, mbarrier_arrive,
                        mbarrier_arrive_expect_tx, mbarrier_expect_tx, mbarrier_wait_parity, no_set_max_nreg,
                        set_max_nreg, tma_copy, tma_store_arrive, tma_store_wait, ws)
-from .annotations import (annotate_compile_flags, annotate_layout, annotate_min_blocks_per_sm, annotate_pass_configs,
+from .annotations import (Fragment, annotate_compile_flags, annotate_layout, annotate_min_blocks_per_sm, annotate_pass_configs,
                           annotate_safe_value, use_swizzle)
 from .async_copy import access_ptr, ptx_commit_group, ptx_cp_async, ptx_wait_group
 from .intrinsics import (Broadcast, Ramp, Serial, Shuffle, address_of, assume, atan, attr, bitwise_and,

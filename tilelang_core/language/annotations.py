@@ -15,7 +15,7 @@ import tvm_ffi
 from tvm.script.ir_builder import tirx as B
 from tvm.tirx import is_buffer_var
 
-from ..errors import FrontendError
+from ..errors import FrontendError, LayoutError
 from ..pass_configs import compile_flag_list
 from .kernel import current_kernel
 
@@ -122,12 +122,45 @@ def annotate_safe_value(value_map: dict):
     return B.attr(tvm_ffi.Map(checked), "tl.safe_value", tvm.tirx.const(1, "int32"))
 
 
+def Fragment(shape, forward_fn=None, forward_thread_fn=None, replicate: int = 1,  # noqa: N802 - TileLang's name
+             forward_index_fn=None):
+    """TileLang's register layout from index functions, for ``T.annotate_layout`` on a fragment:
+    ``forward_fn(*idx)`` returns ``(thread, register)`` (``forward_fn(*idx, rep)`` with
+    ``replicate`` copies), or ``forward_thread_fn`` and ``forward_index_fn`` give the two apart.
+    Returns a ``tilelang_core.layout.Fragment`` (its digits read off the functions:
+    layout/fitted.py; a map with no digit form is refused, saying why)."""
+    from ..layout.fitted import fragment_of_functions
+
+    try:
+        shape = [int(s) for s in shape]
+    except (TypeError, ValueError):
+        raise FrontendError(f"T.Fragment needs a constant shape, got {list(shape)}") from None
+    if forward_fn is not None:
+        def thread_fn(*v):
+            return forward_fn(*v)[0]
+
+        def local_fn(*v):
+            args = v + ((tvm.tirx.const(0, "int32"),) if replicate > 1 else ())
+            return forward_fn(*args)[1]
+    elif forward_thread_fn is not None:
+        thread_fn = forward_thread_fn
+
+        def local_fn(*v):
+            return forward_index_fn(*v) if forward_index_fn is not None else []
+    else:
+        raise FrontendError("T.Fragment needs forward_fn (indices -> (thread, register)) or forward_thread_fn")
+    try:
+        return fragment_of_functions(shape, thread_fn, local_fn, int(replicate))
+    except LayoutError as err:
+        raise FrontendError(f"T.Fragment: {err}") from None
+
+
 def _as_ir_layout(buf, layout):
     """The layout as an IR object: TVM objects as given; Python layouts as an ``IndexMap``.
 
     ``tilelang_core.layout.Layout`` (``offset(*idx)``) maps to ``[offset]``; a ``Fragment``
-    (``thread_of``/``local_of``) to ``[thread, local]``; a plain function ``f(i, j, ...)`` to
-    what it returns.
+    (``thread_of``/``local_of``) to ``[IndexMap (*idx, replica) -> [thread, local], replicas]``
+    (layout/fitted.py reads it back); a plain function ``f(i, j, ...)`` to what it returns.
     """
     if isinstance(layout, tvm.runtime.Object):
         return layout
@@ -137,8 +170,15 @@ def _as_ir_layout(buf, layout):
         raise FrontendError(f"T.annotate_layout: the layout of {buf.name} has {len(shape)} "
                             f"dimensions but the buffer has {rank}")
     if hasattr(layout, "thread_of") and hasattr(layout, "local_of"):
-        def fn(*idx):
-            return [layout.thread_of(*idx), layout.local_of(*idx)]
+        replicas = int(getattr(layout, "replicas", 1))
+
+        def with_replica(*idx):
+            out = [layout.thread_of(*idx[:rank], replica=idx[rank] if replicas > 1 else 0),
+                   layout.local_of(*idx[:rank])]
+            return [tvm.tirx.const(x, "int32") if isinstance(x, int) else x for x in out]
+
+        index_map = tvm.tirx.IndexMap.from_func(with_replica, ndim=rank + (replicas > 1), index_dtype="int32")
+        return tvm_ffi.Array([index_map, tvm.tirx.const(replicas, "int32")])
     elif hasattr(layout, "offset"):
         def fn(*idx):
             return [layout.offset(*idx)]

@@ -269,7 +269,8 @@ class Fragment:
                     x = Digit(hi.extent * x.extent, x.space, x.stride)
                 merged.append(x)
             dims.append(tuple(merged) or (Digit(1, LOCAL, 0),))
-        replicate = tuple(x for x in self.replicate if x.extent > 1)
+        # which copy is which does not change where the copies are: replicate digits by stride
+        replicate = tuple(sorted((x for x in self.replicate if x.extent > 1), key=lambda x: -x.stride))
         return Fragment(self.shape, tuple(dims), replicate, name=self.name)
 
     # -- constructors -----------------------------------------------------------------------------

@@ -45,7 +45,7 @@ from .lower_gemm_fma import fma_accumulator_layout
 from .transform import (KernelState, apply_layouts, block_swizzle, insert_barriers, longest_first,
                         lower_parallel, parallel_tile_ops, prefetch_fragments, software_pipeline, split_masked_fills,
                         thread_binding)
-from .transform.apply_layouts import annotated_layouts, settle_view_annotations
+from .transform.apply_layouts import annotated_fragments, annotated_layouts, settle_view_annotations
 from .transform.lower_intrinsics import check_intrinsics, lower_intrinsics
 from .transform.mbarriers import barrier_buffers, lower_barrier_inits
 from .transform.named_barriers import GroupBarriers
@@ -112,7 +112,8 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
     func = func.with_body(body)
     views = buffer_views(func.body)
     check_views(views, name, kind)
-    layouts = infer_layouts(func, num_threads, accumulator_layout, operand_layout=operand_layout)
+    layouts = infer_layouts(func, num_threads, accumulator_layout, operand_layout=operand_layout,
+                            annotated=annotated_fragments(func.body, name, num_threads))
     st = KernelState(kernel=name, thread_var=tx, num_threads=num_threads, dialect=dialect,
                      layouts=layouts, options=options, backend=backend, safe_values=safe_values,
                      views=views, block_threads=num_threads)

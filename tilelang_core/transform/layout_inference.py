@@ -452,8 +452,10 @@ def _allocated_fragments(stmt) -> list:
 
 def infer_layouts(func: tirx.PrimFunc, num_threads: int,
                   accumulator_layout: AccumulatorLayout | None = None,
-                  vector_bytes: int = 16, operand_layout: OperandLayout | None = None) -> dict:
-    """``{fragment buffer: Fragment}`` for every ``local.fragment`` buffer of ``func``.
+                  vector_bytes: int = 16, operand_layout: OperandLayout | None = None,
+                  annotated: dict | None = None) -> dict:
+    """``{fragment buffer: Fragment}`` for every ``local.fragment`` buffer of ``func``;
+    ``annotated`` (T.annotate_layout's, ``{buffer: Fragment}``) are given before any other source.
 
     Fragments used under a condition that selects a group of threads (``T.ws``, ``if tx < 128``:
     transform/thread_ranges.py) are laid out over that group's threads, from the group's code
@@ -465,6 +467,8 @@ def infer_layouts(func: tirx.PrimFunc, num_threads: int,
         fixed.update(_Solver(sub, threads, accumulator_layout, vector_bytes, operand_layout).solve())
     body = _without_groups(func.body) if groups else func.body
     solver = _Solver(func.with_body(body), num_threads, accumulator_layout, vector_bytes, operand_layout)
+    for buffer, layout in (annotated or {}).items():
+        solver.assign(buffer, layout, "T.annotate_layout")
     solver.layouts.update(fixed)
     solver.why.update({b: "its thread group's code" for b in fixed})
     return solver.solve()

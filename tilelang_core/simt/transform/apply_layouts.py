@@ -16,11 +16,12 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tilelang_core.layout import Layout, make_swizzled_layout
+from tilelang_core.layout import THREAD, Digit, Fragment, Layout, make_swizzled_layout
+from tilelang_core.layout.fitted import fragment_of_index_map
 from tilelang_core.transform.buffer_views import drop_view_decls
 from tilelang_core.transform.layout_inference import is_fragment
 
-from tilelang_core.errors import LoweringError
+from tilelang_core.errors import LayoutError, LoweringError
 
 from .shared_pool import pool_shared
 from .state import KernelState
@@ -114,8 +115,8 @@ def _flat_offset(buffer, layout: Layout, tile: int, indices):
 
 def annotated_layouts(body, kernel: str, kind: str):
     """Strip ``tl.layout_map`` attributes (T.annotate_layout); return the body and
-    ``{shared buffer name: Layout}``. Fragment annotations are refused: the kit derives register
-    layouts from the instructions that use them (``kind`` names the backend in messages)."""
+    ``{shared buffer name: Layout}``. Fragment annotations were read before layout inference
+    (:func:`annotated_fragments`); ``kind`` names the backend in messages."""
     found = {}
 
     def visit(node):
@@ -124,17 +125,44 @@ def annotated_layouts(body, kernel: str, kind: str):
         if isinstance(node, tirx.AttrStmt):
             if node.attr_key == "tl.layout_map":
                 for buf, index_map in node.node.items():
-                    if is_fragment(buf):
-                        raise LoweringError(
-                            f"kernel '{kernel}': T.annotate_layout on fragment '{buf.name}' is not "
-                            f"supported by the {kind} backend yet (fragment layouts follow the gemm "
-                            f"and T.Parallel uses); annotate shared buffers only")
-                    found[str(buf.name)] = _index_map_layout(buf, index_map)
+                    if not is_fragment(buf):
+                        found[str(buf.name)] = _index_map_layout(buf, index_map)
                 return visit(node.body)
             return tirx.AttrStmt(node.node, node.attr_key, node.value, visit(node.body))
         return node
 
     return visit(body), found
+
+
+def annotated_fragments(body, kernel: str, num_threads: int) -> dict:
+    """``{fragment: Fragment}`` from T.annotate_layout (a T.Fragment, or a function of the indices
+    returning ``(thread, register)``), for layout inference to start from. A layout over fewer
+    threads than the block is held by the others as replicas (threads ``n..`` repeat ``0..n-1``)."""
+    found = {}
+
+    def on_attr(attr):
+        if attr.attr_key != "tl.layout_map":
+            return
+        for buf, value in attr.node.items():
+            if not is_fragment(buf):
+                continue
+            index_map, replicas = (value, 1) if isinstance(value, tirx.IndexMap) else (value[0], int(value[1]))
+            shape = [int(s) for s in buf.ty.shape]
+            try:
+                layout = fragment_of_index_map(index_map, shape, replicas, str(buf.name))
+            except LayoutError as err:
+                raise LayoutError(f"kernel '{kernel}': T.annotate_layout on fragment '{buf.name}': {err}") from None
+            if layout.num_threads > num_threads or num_threads % layout.num_threads:
+                raise LayoutError(f"kernel '{kernel}': T.annotate_layout lays fragment '{buf.name}' over "
+                                  f"{layout.num_threads} threads; the block has {num_threads} (a layout's threads "
+                                  f"must divide the block's)")
+            if layout.num_threads < num_threads:
+                extra = Digit(num_threads // layout.num_threads, THREAD, layout.num_threads)
+                layout = Fragment(layout.shape, layout.digits, (extra,) + layout.replicate, name=layout.name)
+            found[buf] = layout
+
+    tvm_ffi.structural_walk(body, [(tirx.AttrStmt, on_attr)])
+    return found
 
 
 def settle_view_annotations(views: dict, annotated: dict, kernel: str) -> None:
