@@ -34,7 +34,7 @@ from .annotations import (Fragment, annotate_compile_flags, annotate_layout, ann
 from .async_copy import access_ptr, ptx_commit_group, ptx_cp_async, ptx_wait_group
 from .intrinsics import (Broadcast, Ramp, Serial, Shuffle, address_of, assume, atan, attr, bitwise_and,
                        bitwise_not, bitwise_or, bitwise_xor, call_extern, call_intrin, clz, comm_reducer,
-                       cosh, device_assert, disable_warp_group_reg_alloc, evaluate, extract_lane, fmod, handle, isfinite, let, likely, log1p, nearbyint, popcount,
+                       cosh, device_assert, disable_warp_group_reg_alloc, evaluate, extract_lane, fmod, func_attr, handle, isfinite, let, likely, log1p, nearbyint, popcount,
                        reinterpret, shift_left, shift_right, sinh, sync_threads, tan, tvm_thread_allreduce)
 from .dtypes import DType, canonical_dtype
 from .eager import EagerProgram, Specialization, const, empty, looks_eager

@@ -132,6 +132,14 @@ def attr(node, attr_key: str, value):
     return B.attr(node, attr_key, value)
 
 
+def func_attr(attrs: dict):
+    """``T.func_attr({"tir.noalias": True})``: attributes of the PrimFunc (TVMScript's form, which
+    TileLang kernels carry); our passes read only the ``tl.*`` ones they document."""
+    if not isinstance(attrs, dict):
+        raise FrontendError(f"T.func_attr takes a dict of attributes, got {attrs!r}")
+    B.func_attr(attrs)
+
+
 def sync_threads(barrier_id=None, arrive_count=None):
     """A barrier for every thread of the block (``__syncthreads()`` on CUDA).
 
