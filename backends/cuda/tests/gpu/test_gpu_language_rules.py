@@ -139,3 +139,45 @@ def test_bool_mask_of_comparisons():
     o = torch.full((32, 64), float("nan"), device="cuda")
     cuda(index_mask())(ind, a, o)
     torch.testing.assert_close(o, torch.where(ind[None, :] <= 10, a, torch.full_like(a, -1.0)), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("M,N,group", [(64, 256, 32), (70, 128, 32)])
+def test_fp4_act_quant_through_4bit_tiles(M, N, group):
+    """tests/language/test_subbyte_tiles.py's act_quant kernel (floats into an fp4 fragment, to an
+    fp4 shared tile, to the packed tensor) against numpy's round-to-nearest-even codes."""
+    import numpy as np
+    from test_subbyte_tiles import quantize, reference_codes
+
+    x = torch.randn(M, N, device="cuda") * 3
+    q = torch.full((M, N // 2), 0x77, device="cuda", dtype=torch.int8)
+    s = torch.full((M, N // group), float("nan"), device="cuda")
+    cuda(quantize(M, N, group=group))(x, q, s)
+    codes, scale = reference_codes(x.cpu().numpy(), group)
+    np.testing.assert_array_equal(s.cpu().numpy(), scale)
+    got = q.cpu().numpy().view(np.uint8).astype(np.int64)
+    np.testing.assert_array_equal(np.stack([got & 15, got >> 4], -1).reshape(M, N), codes)
+
+
+@pytest.mark.parametrize("threads", [64, 128])
+def test_annotated_fragment_layout_on_sm90(threads):
+    """tests/language/test_annotated_fragments.py's T.Fragment-annotated row normalization."""
+    from test_annotated_fragments import ROWS, WIDTH, strided
+
+    x = torch.rand(ROWS, WIDTH, device="cuda") + 0.5
+    o = torch.full((ROWS, WIDTH), float("nan"), device="cuda")
+    w = torch.full((ROWS, WIDTH), -7, device="cuda", dtype=torch.int32)
+    cuda(strided(threads=threads, who=threads == 64))(x, o, w)
+    torch.testing.assert_close(o.double(), x.double() / x.double().sum(1, keepdim=True), rtol=1e-6, atol=0)
+    if threads == 64:
+        want = torch.arange(WIDTH, device="cuda") % 16 + 16 * torch.arange(ROWS, device="cuda")[:, None]
+        torch.testing.assert_close(w, want.int(), rtol=0, atol=0)
+
+
+def test_negative_indices_on_sm90():
+    from test_negative_indices import from_the_end
+
+    a, m = torch.randn(16, device="cuda"), torch.randn(4, 16, device="cuda")
+    b, c = torch.full((16,), float("nan"), device="cuda"), torch.full((4, 16), float("nan"), device="cuda")
+    cuda(from_the_end())(a, m, b, c)
+    torch.testing.assert_close(b, torch.cat([a.flip(0)[:4], a[:12]]), rtol=0, atol=0)
+    torch.testing.assert_close(c[0], a.flip(0) + m[-1], rtol=0, atol=0)
