@@ -39,6 +39,7 @@ from ..ir import region as R
 from ..ir.atomic_calls import is_parallel_loop
 from ..layout import Fragment
 from .buffer_views import buffer_views, root_of
+from .divided_indices import divided_access, divided_layout, spans
 from .fragment_windows import window_access, window_layout
 from .lower_tile_ops import kernel_name
 from .structural import stmt_children
@@ -241,6 +242,9 @@ class _Solver:
         for nest in nests:
             for buffer, indices in nest.accesses:
                 dims = access_dims(nest, indices)
+                divided = divided_access(nest, indices) if dims is None else None
+                if divided is not None and spans(nest, divided, buffer_shape(buffer)):
+                    continue  # B[i, j // 2]: laid out through the index (_propagate_nest)
                 if dims is None:
                     irregular.setdefault(buffer, "indexed with other than T.Parallel's loop variables")
                 elif tuple(nest.extents[d] for d in dims) != buffer_shape(buffer):
@@ -277,6 +281,17 @@ class _Solver:
             if dims is None and buffer in self.layouts and \
                     window_access(nest, indices, self.layouts[buffer].shape) is not None:
                 continue  # read through a window; LowerParallel checks that each thread holds it
+            divided = divided_access(nest, indices) if dims is None else None
+            if divided is not None:  # B[i, j // 2] (transform/divided_indices.py)
+                shape = buffer_shape(buffer)
+                layout = divided_layout(anchor, divided, shape, access_layout) if spans(nest, divided, shape) else None
+                if layout is None:
+                    layout = Fragment.replicated(shape, self.num_threads, str(buffer.name))
+                    changed |= self.assign(buffer, layout, "held whole by every thread: read at a divided "
+                                                           "index the loop's layout does not split")
+                else:
+                    changed |= self.assign(buffer, layout, "a T.Parallel loop reading it at a divided index")
+                continue
             if dims is None:
                 raise LayoutError(
                     f"kernel '{self.kernel}': fragment '{buffer.name}' is indexed with "

@@ -17,6 +17,7 @@ from tilelang_core.layout import THREAD, Fragment
 from tilelang_core.lowering import in_bounds
 from tilelang_core.transform.bindings import bound_vars, drop_bindings, is_pure
 from tilelang_core.transform.safe_values import padding_for
+from tilelang_core.transform.divided_indices import divided_access, divided_layout, spans
 from tilelang_core.transform.fragment_windows import window_access, window_owned
 from tilelang_core.transform.layout_inference import (access_dims, access_layout, is_fragment, nest_anchor,
                                                      parallel_nests, same_owners)
@@ -192,6 +193,17 @@ def _check_owners(nest, st: KernelState, anchor) -> None:
         dims = access_dims(nest, indices)
         if layout.is_whole:
             continue
+        divided = divided_access(nest, indices) if dims is None else None
+        if divided is not None:  # B[i, j // 2] (transform/divided_indices.py)
+            if any(b.same_as(buffer) for b, _ in nest.stores):
+                _refuse(nest, st, buffer, "is written at a divided index in a T.Parallel loop (several "
+                        "iterations would write one element)")
+            want = divided_layout(anchor, divided, tuple(layout.shape), access_layout) \
+                if spans(nest, divided, tuple(layout.shape)) else None
+            if want is None or not same_owners(want, layout):
+                _refuse(nest, st, buffer, f"is read at [{', '.join(map(str, indices))}], laid out as {layout}, "
+                        f"which does not hold each element in the threads whose iterations read it")
+            continue
         if dims is None:  # a window (_check_fragment_indices refused every other form)
             window = window_access(nest, indices, layout.shape)
             if any(b.same_as(buffer) for b, _ in nest.stores):
@@ -291,6 +303,9 @@ def _emit(nest, st: KernelState, anchor, guard_replicas: bool):
         regular = access_dims(nest, indices) is not None
         if layout.is_whole and not regular:
             return st.simplify(layout.local_of(*indices))  # held whole: the element is local
+        divided = None if regular else divided_access(nest, indices)
+        if divided is not None:  # B[i, j // 2]: the element its layout puts with iteration (i, j)
+            return st.simplify(layout.local_of(*[tirx.floordiv(index[d], c) for d, c in divided]))
         window = None if regular else window_access(nest, indices, layout.shape)
         if window is not None:  # this thread's element of the window the offsets select
             return st.simplify(layout.local_of(*[index[k] + o for k, o in zip(window.dims, window.offsets)]))
@@ -339,7 +354,8 @@ def _check_fragment_indices(nest, st: KernelState) -> None:
 
     bad = [(buffer, indices) for buffer, indices in nest.accesses
            if not st.layouts[buffer].is_whole and access_dims(nest, indices) is None
-           and window_access(nest, indices, st.layouts[buffer].shape) is None]
+           and window_access(nest, indices, st.layouts[buffer].shape) is None
+           and divided_access(nest, indices) is None]
     if bad:
         buffer, indices = bad[0]
         loop_vars = ", ".join(str(v) for v in nest.loop_vars)
