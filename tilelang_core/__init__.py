@@ -16,7 +16,7 @@ from .errors import (AutotuneError, CacheError, CompileError, ConfigError, Front
                      LoweringError, NoDeviceError, NoToolchainError, PluginError, TargetError, TileLangError)
 from .intmath import cdiv, next_power_of_2, prev_power_of_2
 from .pass_configs import PassConfigKey
-from .jit import compile, jit  # light: numpy, torch and tvm load with the first compile
+from .jit import compile, jit, par_compile  # light: numpy, torch and tvm load with the first compile
 # Eager (it is light) so that `tilelang_core.autotune` is the decorator, as in TileLang: a lazy
 # name would be shadowed by the subpackage as soon as anything imported tilelang_core.autotune.*
 from .autotune import autotune
@@ -52,7 +52,7 @@ _LAZY = {
 
 __all__ = [
     "AutotuneError", "CacheError", "CompileError", "ConfigError", "FrontendError", "LaunchError", "LayoutError", "NoDeviceError", "NoToolchainError",
-    "LoweringError", "PassConfigKey", "PluginError", "Target", "TargetError", "TileLangError", "__version__", "autotune", "cdiv", "compile", "jit", "next_power_of_2",
+    "LoweringError", "PassConfigKey", "PluginError", "Target", "TargetError", "TileLangError", "__version__", "autotune", "cdiv", "compile", "jit", "next_power_of_2", "par_compile",
     "prev_power_of_2", "set_log_level",
     *_LAZY,
 ]

@@ -229,3 +229,18 @@ def test_a_kernel_with_static_annotations_compiles_without_arguments():
     torch.testing.assert_close(b, a + 1)
     with pytest.raises(FrontendError, match="missing"):  # a size-dependent program still needs them
         scale_global.compile()
+
+
+def test_module_level_par_compile():
+    """TileLang's ``tilelang.par_compile(funcs, ...)``: each PrimFunc with the same options, in
+    order; a failing one raises, or is None with a warning under ignore_error."""
+    funcs = [scale_like(4), scale_like(9)]
+    kernels = tl.par_compile(funcs, out_idx=[-1], target="cpu")
+    for n, kernel in zip((4, 9), kernels):
+        a = torch.randn(n)
+        torch.testing.assert_close(kernel(a), a)
+    with pytest.warns(RuntimeWarning, match="par_compile of the PrimFunc"):
+        kernels = tl.par_compile([scale_like(3), "not a kernel"], out_idx=[-1], target="cpu", ignore_error=True)
+    assert kernels[0] is not None and kernels[1] is None
+    with pytest.raises(Exception):
+        tl.par_compile(["not a kernel"], target="cpu")

@@ -102,4 +102,4 @@ def test_cuda_waiter_is_coherent_and_launched_for_overlap(arch, tmp_path):
     launch_0 = parts.host[parts.host.index("tl_launch_0("):parts.host.index("tl_launch_1(")]
     launch_1 = parts.host[parts.host.index("tl_launch_1("):]
     assert "ProgrammaticStreamSerialization" not in launch_0
-    assert "pdl_attrs[config->numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;" in launch_1
+    assert "ex_attrs[config->numAttrs + 0].id = cudaLaunchAttributeProgrammaticStreamSerialization;" in launch_1

@@ -103,6 +103,8 @@ _ALL = [
     # programmatic dependent launch (language/launch_dependency.py): let the next kernel on the
     # stream start; wait for the previous kernel's memory. Scheduling only: dropped where absent.
     _define("pdl_trigger", "thread"), _define("pdl_sync", "thread"),
+    # a barrier for every thread of every block (cooperative launch; language/launch_dependency.py)
+    _define("sync_grid", "thread"),
     # cuRAND (language/random.py): (seed, seq, off uint64, generator StringImm); (generator) -> uint32;
     # (generator, "uniform" | "normal") -> float32 / float64. Each draw changes the thread's state.
     _define("rng_init", "thread"), _define("rng_rand", "thread"), _define("rng_rand_float", "thread"),

@@ -19,12 +19,12 @@ protocol), ``decorator`` (@jit).
 """
 
 from .cache import CacheCorruptionWarning, DiskCache
-from .compiler import clear_memory_cache, compile
+from .compiler import clear_memory_cache, compile, par_compile
 from .decorator import EagerJIT, LazyJIT, detect_mode, jit
 from .params import KernelParam
 
 __all__ = ["CacheCorruptionWarning", "DiskCache", "EagerJIT", "JITKernel", "KernelParam", "LazyJIT",
-           "clear_memory_cache", "compile", "detect_mode", "jit"]
+           "clear_memory_cache", "compile", "detect_mode", "jit", "par_compile"]
 
 
 def __getattr__(name: str):

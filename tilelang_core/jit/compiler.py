@@ -429,3 +429,35 @@ def lower(func, target: Any = "auto", target_host: Any = None, runtime_only: boo
         src = tilelang.lower(add, target="cuda:sm_90a").kernel_source
     """
     return LoweredArtifact(compile(func, target=target, pass_configs=pass_configs))
+
+
+def par_compile(funcs, out_idx: Sequence[int] | int | None = None, execution_backend: str | None = None,
+                target: Any = "auto", target_host: Any = None, verbose: bool | None = None,
+                pass_configs: Mapping[str, Any] | None = None, compile_flags=None, num_workers: int | None = None,
+                ignore_error: bool = False) -> list:
+    """TileLang's ``tilelang.par_compile``: :func:`compile` of each PrimFunc with the same options,
+    in order. They compile one after another here (lowering holds the GIL; the autotuner's process
+    pool is the parallel path); ``num_workers`` is accepted for the signature. ``ignore_error=True``
+    puts None (and a warning) where one fails instead of raising."""
+    del num_workers
+    return compile_each(list(funcs), lambda f: compile(
+        f, out_idx=out_idx, target=target, pass_configs=pass_configs, execution_backend=execution_backend,
+        target_host=target_host, verbose=verbose, compile_flags=compile_flags), "the PrimFunc", ignore_error)
+
+
+def compile_each(items, compile_one, what: str, ignore_error: bool) -> list:
+    """``[compile_one(item)]``; with ``ignore_error`` a failure is a warning naming ``what`` and
+    the item, and None in its place."""
+    import warnings
+
+    kernels = []
+    for item in items:
+        try:
+            kernels.append(compile_one(item))
+        except Exception as exc:  # noqa: BLE001 - reported, or raised when not ignoring errors
+            if not ignore_error:
+                raise
+            name = getattr(item, "__name__", None) or repr(item)[:80]
+            warnings.warn(f"par_compile of {what} {name} failed: {exc}", RuntimeWarning, stacklevel=3)
+            kernels.append(None)
+    return kernels

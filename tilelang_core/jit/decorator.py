@@ -147,23 +147,15 @@ class _JITBase:
         holds the GIL; the autotuner's process pool is the parallel path); ``num_workers`` is
         accepted for the signature. ``ignore_error=True`` puts None (and a warning) where a config
         fails instead of raising."""
-        import warnings
+        from .compiler import compile_each
 
         del num_workers
-        kernels = []
         for cfg in configs:
             if not isinstance(cfg, (dict, tuple)):
                 raise ConfigError(f"par_compile config {cfg!r}: give a dict of keyword arguments or a "
                                   f"tuple of positional ones")
-            try:
-                kernels.append(self.compile(**cfg) if isinstance(cfg, dict) else self.compile(*cfg))
-            except Exception as exc:  # noqa: BLE001 - reported, or raised when not ignoring errors
-                if not ignore_error:
-                    raise
-                warnings.warn(f"par_compile of '{self.fn.__name__}' with {cfg!r} failed: {exc}",
-                              RuntimeWarning, stacklevel=2)
-                kernels.append(None)
-        return kernels
+        return compile_each(configs, lambda cfg: self.compile(**cfg) if isinstance(cfg, dict) else self.compile(*cfg),
+                            f"'{self.fn.__name__}' with", ignore_error)
 
     def get_kernel_source(self, *args, **kwargs) -> str:
         """The source of the kernel these arguments compile to (TileLang's

@@ -45,7 +45,7 @@ from .expr import (Cast, Select, abs, align_up, cast, ceil, ceildiv, clamp, cos,
 from .function import prim_func
 from .kernel import (Kernel, get_block_binding, get_block_bindings, get_thread_binding, import_source,
                      get_thread_bindings)
-from .launch_dependency import pdl_sync, pdl_trigger
+from .launch_dependency import pdl_sync, pdl_trigger, sync_grid
 from .macro import macro
 from .pointers import make_tensor, match_buffer, ptr
 from .random import rng_init, rng_rand, rng_rand_float

@@ -11,6 +11,15 @@ computes the same values. So the cuda backend compiles them to ``griddepcontrol`
 launches a kernel that calls ``T.pdl_sync()`` with the programmatic-serialization attribute; other
 targets and older archs drop them. Reading memory the previous kernel writes *before*
 ``T.pdl_sync()`` is a race, as in CUDA.
+
+``T.sync_grid()`` is a barrier for every thread of every block of the kernel (CUDA's
+``cooperative_groups::this_grid().sync()``): what any block wrote before it is visible to every
+block after it, so a persistent kernel can run a second phase over the first phase's results. All
+blocks must be running at once, so the cuda backend launches such a kernel cooperatively (a grid
+larger than the GPU holds at once is refused by the launch) and every thread must reach each
+call: inside ``T.Parallel``, under a branch on the thread or block index, or in a loop whose trip
+count depends on them it would hang, and is refused at compile time. Targets without a grid
+barrier (cpu, which runs blocks one after another; hip and metal here) refuse it by name.
 """
 
 from __future__ import annotations
@@ -33,4 +42,11 @@ def pdl_sync():
     return I.call("pdl_sync", "void")
 
 
-__all__ = ["pdl_sync", "pdl_trigger"]
+def sync_grid():
+    """Wait until every thread of every block of the kernel has reached this point; memory written
+    before it by any block is visible after it (module docstring)."""
+    current_kernel("T.sync_grid")
+    return I.call("sync_grid", "void")
+
+
+__all__ = ["pdl_sync", "pdl_trigger", "sync_grid"]

@@ -66,6 +66,8 @@ class SimtDialect:
     grid_dependency: the backend defines ``tl_pdl_trigger()`` / ``tl_pdl_sync()`` (T.pdl_trigger /
         T.pdl_sync, programmatic dependent launch) and launches a kernel that waits with the
         matching attribute; False: both are dropped (kernels then run in stream order: same values).
+    grid_sync: the backend defines ``tl_sync_grid()`` (T.sync_grid, a barrier over the whole grid)
+        and launches a kernel that calls it cooperatively; False: T.sync_grid is refused.
     vector_bytes: the widest vector load/store the codegen prints (T.ldg256 moves 32 bytes; MSL
         vectors hold 16); wider explicit accesses are refused at the user's line.
     """
@@ -83,6 +85,7 @@ class SimtDialect:
     mbarriers: bool = False
     max_nreg: bool = False
     grid_dependency: bool = False
+    grid_sync: bool = False
 
     def __post_init__(self):
         if not self.kind:
@@ -102,4 +105,4 @@ class SimtDialect:
         return hash((self.kind, self.warp_size, self.async_copy, self.shuffle_xor,
                      tuple(sorted(self.atomic_dtypes.items())), tuple(sorted(self.warp_reduce.items())),
                      self.atomic_orders, self.block_votes, self.vector_bytes, self.named_barriers, self.mbarriers,
-                     self.max_nreg, self.grid_dependency))
+                     self.max_nreg, self.grid_dependency, self.grid_sync))

@@ -67,6 +67,9 @@ def mbarrier_helper(interp, name: str, args, mask):
         for lane, key in _targets(interp, args[0], mask):
             _state(interp)[key] = _Barrier(int(count[lane]), int(count[lane]))
         return None
+    if name == "tl_sync_grid":
+        raise NotImplementedError("interpreter: T.sync_grid (the interpreter runs one block at a time, so no block "
+                                  "can wait for the others; the H200 tests run it)")
     if name in ("tl_mbarrier_fence_init", "tl_pdl_trigger", "tl_pdl_sync") or name.startswith("tl_set_max_nreg<"):
         return None  # ordering, register and launch-overlap hints: one kernel at a time needs none
     if name == "tl_mbarrier_arrive":

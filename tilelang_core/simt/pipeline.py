@@ -45,6 +45,7 @@ from .lower_gemm_fma import fma_accumulator_layout
 from .transform import (KernelState, apply_layouts, block_swizzle, insert_barriers, longest_first,
                         lower_parallel, parallel_tile_ops, prefetch_fragments, software_pipeline, split_masked_fills,
                         thread_binding)
+from .transform.grid_sync import check_grid_syncs
 from .transform.apply_layouts import annotated_fragments, annotated_layouts, settle_view_annotations
 from .transform.lower_intrinsics import check_intrinsics, lower_intrinsics
 from .transform.mbarriers import barrier_buffers, lower_barrier_inits
@@ -106,6 +107,7 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
     kind = dialect.kind
     name = kernel_name(func)
     tx, num_threads = thread_binding(func, kind)
+    check_grid_syncs(func.body, name)  # (before thread ranges turn branches on the thread into regions)
     # `if tx < 128: T.copy(...)`: the copy runs on threads 0..127 (transform/thread_ranges.py)
     func = func.with_body(mark_thread_ranges(func.body, tx, num_threads, name, is_fragment))
     body, safe_values = take_safe_values(func.body)

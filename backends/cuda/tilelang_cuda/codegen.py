@@ -246,43 +246,54 @@ def split_source(source: str) -> SplitSource:
         raise CompileError("TVM's cuda_host export has no tvm-ffi wrapper; cannot split host/device")
     device, host = source[:at], source[at:]
     kernels = c_source.kernel_decls(device)
-    host = _rewrite_host(host, kernels, _grid_waiters(device, kernels))
+    host = _rewrite_host(host, kernels, _launch_attributes(device, kernels))
     return SplitSource(device=device, host=host, kernels=kernels)
 
 
-def _grid_waiters(device: str, kernels) -> set[str]:
-    """The kernels whose body calls ``tl_pdl_sync()`` (T.pdl_sync): launched for programmatic
-    dependent launch, so they may start before the previous kernel on the stream ends."""
-    waiters = set()
+#: helper call in a kernel body -> the launch attribute it needs (id, value field = 1)
+_LAUNCH_ATTRIBUTES = {
+    # T.pdl_sync: may start before the previous kernel on the stream ends, waiting for its memory there
+    "tl_pdl_sync()": ("cudaLaunchAttributeProgrammaticStreamSerialization", "programmaticStreamSerializationAllowed"),
+    # T.sync_grid: every block resident at once, with the grid barrier's workspace
+    "tl_sync_grid()": ("cudaLaunchAttributeCooperative", "cooperative"),
+}
+
+
+def _launch_attributes(device: str, kernels) -> dict[str, list[tuple[str, str]]]:
+    """Kernel name -> the launch attributes its body's helper calls need (_LAUNCH_ATTRIBUTES)."""
+    found = {}
     for k in kernels:
         start = re.search(rf"__global__ void[^;{{]*\b{k.name}\([^)]*\)\s*\{{", device)
         if start is None:
             continue
         end = device.find('extern "C" __global__', start.end())
-        if "tl_pdl_sync()" in device[start.end(): end if end >= 0 else len(device)]:
-            waiters.add(k.name)
-    return waiters
+        body = device[start.end(): end if end >= 0 else len(device)]
+        attrs = [attr for call, attr in _LAUNCH_ATTRIBUTES.items() if call in body]
+        if attrs:
+            found[k.name] = attrs
+    return found
 
 
-def _launcher(index: int, kernel: c_source.KernelDecl, waits_for_grid: bool = False) -> str:
+def _launcher(index: int, kernel: c_source.KernelDecl, attributes=()) -> str:
     """A launcher for one kernel: arguments converted to the kernel's parameter types at the call,
-    then passed by address (cudaLaunchKernelExC's convention). A kernel that waits for the
-    previous grid (T.pdl_sync) is launched with programmatic stream serialization allowed: it may
-    start before that grid ends and waits for its memory at the T.pdl_sync."""
+    then passed by address (cudaLaunchKernelExC's convention), with the launch ``attributes``
+    (_LAUNCH_ATTRIBUTES) its body needs added to the caller's."""
     params = ", ".join(f"{t} a{i}" for i, t in enumerate(kernel.params))
     addresses = ", ".join(f"&a{i}" for i in range(len(kernel.params))) or "nullptr"
     sep = ", " if params else ""
     launch = "  return cudaLaunchKernelExC(config, (const void*)kernel, params);\n"
-    if waits_for_grid:
-        launch = ("  if (config->numAttrs > 7) return cudaErrorInvalidValue;\n"
-                  "  cudaLaunchConfig_t pdl_config = *config;\n"
-                  "  cudaLaunchAttribute pdl_attrs[8];\n"
-                  "  for (unsigned i = 0; i < config->numAttrs; ++i) pdl_attrs[i] = config->attrs[i];\n"
-                  "  pdl_attrs[config->numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;\n"
-                  "  pdl_attrs[config->numAttrs].val.programmaticStreamSerializationAllowed = 1;\n"
-                  "  pdl_config.attrs = pdl_attrs;\n"
-                  "  pdl_config.numAttrs = config->numAttrs + 1;\n"
-                  "  return cudaLaunchKernelExC(&pdl_config, (const void*)kernel, params);\n")
+    if attributes:
+        n = len(attributes)
+        launch = (f"  if (config->numAttrs > {8 - n}) return cudaErrorInvalidValue;\n"
+                  "  cudaLaunchConfig_t ex_config = *config;\n"
+                  "  cudaLaunchAttribute ex_attrs[8];\n"
+                  "  for (unsigned i = 0; i < config->numAttrs; ++i) ex_attrs[i] = config->attrs[i];\n"
+                  + "".join(f"  ex_attrs[config->numAttrs + {i}].id = {attr};\n"
+                            f"  ex_attrs[config->numAttrs + {i}].val.{field} = 1;\n"
+                            for i, (attr, field) in enumerate(attributes))
+                  + "  ex_config.attrs = ex_attrs;\n"
+                  f"  ex_config.numAttrs = config->numAttrs + {n};\n"
+                  "  return cudaLaunchKernelExC(&ex_config, (const void*)kernel, params);\n")
     return (f"static TLKernelSlot tl_kernel_slot_{index};\n"
             f"static cudaError_t tl_launch_{index}(const cudaLaunchConfig_t* config{sep}{params}) {{\n"
             f"  cudaKernel_t kernel;\n"
@@ -293,7 +304,7 @@ def _launcher(index: int, kernel: c_source.KernelDecl, waits_for_grid: bool = Fa
             + launch + "}\n")
 
 
-def _rewrite_host(host: str, kernels: tuple[c_source.KernelDecl, ...], waiters: set[str] = frozenset()) -> str:
+def _rewrite_host(host: str, kernels: tuple[c_source.KernelDecl, ...], attributes: dict | None = None) -> str:
     # Drop tvm-ffi's C++ includes and the nvcc-only launch helper; keep the wrapper functions.
     lines = [ln for ln in host.splitlines() if not ln.startswith("#include")
              and not ln.startswith("#define TVM_DLL")]
@@ -301,7 +312,7 @@ def _rewrite_host(host: str, kernels: tuple[c_source.KernelDecl, ...], waiters: 
     body = _LAUNCH_HELPER.sub("", body, count=1)
     decls = []
     for i, k in enumerate(kernels):
-        decls.append(_launcher(i, k, k.name in waiters))
+        decls.append(_launcher(i, k, (attributes or {}).get(k.name, ())))
         body = body.replace(f"tvm_cuda_host_launch(::{k.name}, ", f"tl_launch_{i}(")
     # the stream's device is the one the wrapper's guard just made current
     body = re.sub(r"cudaGetDevice\(&(cuda_device\w*)\)", r"tl_current_device(&\1)", body)

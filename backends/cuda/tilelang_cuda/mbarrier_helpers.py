@@ -55,6 +55,9 @@ MBARRIER_HELPERS = {
                        "#if __CUDA_ARCH__ >= 900\n  cudaTriggerProgrammaticLaunchCompletion();\n#endif\n}\n"),
     "tl_pdl_sync": (f"{_D} void tl_pdl_sync() {{\n"
                     "#if __CUDA_ARCH__ >= 900\n  cudaGridDependencySynchronize();\n#endif\n}\n"),
+    # T.sync_grid: the grid barrier of a cooperative launch (codegen.py launches its kernels so)
+    "tl_sync_grid": ("#include <cooperative_groups.h>\n"
+                     f"{_D} void tl_sync_grid() {{ cooperative_groups::this_grid().sync(); }}\n"),
 }
 
 __all__ = ["MBARRIER_HELPERS"]

@@ -295,6 +295,12 @@ class _Lowering:
             if not self.st.dialect.grid_dependency:
                 return tirx.const(0, "int32")
             return tirx.call_extern("void", f"tl_{name}")
+        if name == "sync_grid":
+            if not self.st.dialect.grid_sync:
+                raise self.fail(intrinsic, f"the {self.st.dialect.kind} backend has no barrier over the whole grid "
+                                           f"(a cooperative launch); split the kernel in two at this point "
+                                           f"(the second kernel reads what the first wrote), or compile for cuda")
+            return tirx.call_extern("void", "tl_sync_grid")
         if name in ("cp_async_commit", "cp_async_wait"):  # no async copies without the dialect's
             if not self.st.dialect.async_copy:
                 return tirx.const(0, "int32")

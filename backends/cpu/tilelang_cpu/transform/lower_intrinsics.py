@@ -75,6 +75,10 @@ def lower_intrinsics(func: tirx.PrimFunc) -> tirx.PrimFunc:
             # a register hint; async-copy groups (the copies here are plain); launch overlap (kernels
             # run one after the other here)
             return tirx.const(0, "int32")
+        if intrinsic.name == "sync_grid":
+            raise LoweringError(f"T.sync_grid in kernel '{kernel_name(func)}': the cpu backend runs the blocks one "
+                                f"after another, so no block can wait for the others; split the kernel in two at "
+                                f"this point (the second kernel reads what the first wrote), or compile for cuda")
         if intrinsic.name.startswith("rng_"):
             raise LoweringError(f"T.{intrinsic.spelling} in kernel '{kernel_name(func)}': random numbers come from "
                                 f"cuRAND, which only the cuda backend has (compile for target='cuda')")

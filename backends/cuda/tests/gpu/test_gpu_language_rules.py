@@ -181,3 +181,26 @@ def test_negative_indices_on_sm90():
     cuda(from_the_end())(a, m, b, c)
     torch.testing.assert_close(b, torch.cat([a.flip(0)[:4], a[:12]]), rtol=0, atol=0)
     torch.testing.assert_close(c[0], a.flip(0) + m[-1], rtol=0, atol=0)
+
+
+def test_sync_grid_orders_blocks():
+    """tests/language/test_grid_sync.py's kernel: every block reads another block's phase-1 result."""
+    from test_grid_sync import reverse_across_blocks
+
+    kernel = cuda(reverse_across_blocks(1024, 64))
+    for _ in range(10):
+        a = torch.randn(1024, device="cuda")
+        b = torch.full((1024,), float("nan"), device="cuda")
+        want = (a * 2).flip(0)
+        kernel(a, b)
+        torch.testing.assert_close(b, want, rtol=0, atol=0)
+
+
+def test_sync_grid_on_a_grid_too_large_to_be_resident_fails_the_launch():
+    from test_grid_sync import reverse_across_blocks
+
+    n = 64 * 200000
+    a, b = torch.zeros(n, device="cuda"), torch.zeros(n, device="cuda")
+    with pytest.raises(Exception, match="(?i)cooperative"):
+        cuda(reverse_across_blocks(n, 64))(a, b)
+        torch.cuda.synchronize()

@@ -1,0 +1,74 @@
+"""Where ``T.sync_grid()`` may stand: reached by every thread of every block, the same number of
+times (language/launch_dependency.py). A grid barrier that some thread skips never opens: the
+kernel hangs. So a call inside ``T.Parallel`` (which deals iterations over threads), under a
+branch whose condition reads the thread or block index, or in a loop whose bounds do, is refused
+with the line, before any lowering."""
+
+from __future__ import annotations
+
+from tvm import tirx
+
+from tilelang_core.errors import LoweringError
+from tilelang_core.ir import intrinsics as I
+from tilelang_core.ir.atomic_calls import is_parallel_loop
+from tilelang_core.lowering import source_location
+from tilelang_core.transform.structural import stmt_children
+
+
+def check_grid_syncs(body, kernel: str) -> None:
+    if not any(_is_sync_grid(c) for c in I.calls_in(body)):
+        return
+    indices = []
+
+    def on_attr(node):
+        if isinstance(node, tirx.AttrStmt) and node.attr_key == "thread_extent":
+            indices.append(node.node.var)
+
+    _walk(body, on_attr)
+
+    def uses_index(expr) -> bool:
+        used = tirx.analysis.undefined_vars(expr) if expr is not None else []
+        return any(v.same_as(i) for v in used for i in indices)
+
+    def refuse(node, why):
+        where = source_location(node)
+        raise LoweringError(f"kernel '{kernel}': T.sync_grid() {why}; every thread of every block must reach a "
+                            f"grid barrier the same number of times, or the kernel hangs. Call it at the top "
+                            f"level of the kernel (or in loops of the same trip count everywhere)"
+                            + (f"\n  --> {where}" if where else ""))
+
+    def visit(node, context):
+        if isinstance(node, tirx.Evaluate) and _is_sync_grid(node.value) and context:
+            refuse(context[-1], context_reason(context[-1]))
+        if isinstance(node, tirx.For):
+            if is_parallel_loop(node) or uses_index(node.min) or uses_index(node.extent):
+                context = context + [node]
+        elif isinstance(node, tirx.IfThenElse) and uses_index(node.condition):
+            context = context + [node]
+        elif isinstance(node, tirx.While) and uses_index(node.condition):
+            context = context + [node]
+        for child in stmt_children(node):
+            visit(child, context)
+
+    def context_reason(node) -> str:
+        if isinstance(node, tirx.For) and is_parallel_loop(node):
+            return "is inside a T.Parallel loop, whose iterations are dealt over the threads"
+        if isinstance(node, tirx.For):
+            return f"is inside a loop whose bounds ({node.min}, {node.extent}) depend on the thread or block index"
+        return f"is under a condition on the thread or block index ({node.condition})"
+
+    visit(body, [])
+
+
+def _is_sync_grid(expr) -> bool:
+    intrinsic = I.intrinsic_of(expr)
+    return intrinsic is not None and intrinsic.name == "sync_grid"
+
+
+def _walk(node, fn) -> None:
+    fn(node)
+    for child in stmt_children(node):
+        _walk(child, fn)
+
+
+__all__ = ["check_grid_syncs"]
