@@ -88,6 +88,28 @@ def test_misaligned_torch_views_are_staged_and_written_back(both_launchers):
     assert ("% 64" in source) == (not both_launchers.entry_checks_alignment)
 
 
+def test_misaligned_strided_views_keep_their_strides_when_staged():
+    """A T.StridedTensor parameter given a view at a misaligned offset (a column slice of a wider
+    tensor) was staged in a contiguous copy, which the compiled strides then refused."""
+    import tilelang_core.language as T
+
+    @T.prim_func
+    def plus_one(A: T.StridedTensor((8, 6), (18, 1), "float32"), B: T.StridedTensor((8, 6), (18, 1), "float32")):
+        with T.Kernel(1, threads=32):
+            for i, j in T.Parallel(8, 6):
+                B[i, j] = A[i, j] + 1.0
+
+    kernel = compile(plus_one, out_idx=None, target="cpu")
+    for s in range(3):  # offsets of 0, 24 and 48 bytes
+        a, b = torch.randn(8, 3, 6), torch.zeros(8, 3, 6)
+        kernel(a[:, s, :], b[:, s, :])
+        torch.testing.assert_close(b[:, s, :], a[:, s, :] + 1.0)
+        assert (b.sum(1) == b[:, s, :]).all()  # nothing written outside the view
+        an, bn = np.random.rand(8, 3, 6).astype(np.float32), np.zeros((8, 3, 6), np.float32)
+        kernel(an[:, s, :], bn[:, s, :])
+        np.testing.assert_array_equal(bn[:, s, :], an[:, s, :] + np.float32(1.0))
+
+
 def test_out_idx_none_returns_none_and_writes_in_place(backend):
     kernel = compile(kernels.int_copy, out_idx=None, _backend=backend)
     a = torch.arange(10, dtype=torch.int32)

@@ -229,7 +229,7 @@ def unbound_const(X):
 
 
 def test_const_not_bound_by_any_argument_is_an_error():
-    with pytest.raises(FrontendError, match="T.const P is not the size of any dimension"):
+    with pytest.raises(FrontendError, match="T.const P is not the size or stride of any dimension"):
         EagerProgram(unbound_const).specialize((torch.zeros(4),), {})
 
 
@@ -265,3 +265,28 @@ def test_several_dynamic_sizes_from_one_string():
         torch.testing.assert_close(doubled(a), 2 * a + torch.arange(shape[0])[:, None, None])
     one = T.dynamic("n, m, k")
     assert [str(v.name) for v in one] == ["n", "m", "k"]
+
+
+def strided_copy(A, B):
+    N, M, S0, S1 = T.const("N, M, S0, S1")
+    A: T.StridedTensor[[N, M], [S0, S1], T.float32]
+    B: T.StridedTensor[[N, M], [S0, S1], T.float32]
+    with T.Kernel(1, threads=32):
+        for i, j in T.Parallel(N, M):
+            B[i, j] = A[i, j] + 1.0
+
+
+def test_const_strides_bind_from_the_tensors():
+    """TileLang's eager copy5: T.const strides of a T.StridedTensor take the argument's strides."""
+    import tilelang_core as tl
+
+    kernel = tl.jit(target="cpu")(strided_copy)
+    a, b = torch.randn(8, 2, 6, 2), torch.zeros(8, 2, 6, 2)
+    kernel(a[:, 0, :, 0], b[:, 0, :, 0])
+    torch.testing.assert_close(b[:, 0, :, 0], a[:, 0, :, 0] + 1.0)
+    assert (b[:, 1] == 0).all()
+    a2, b2 = torch.randn(8, 3, 6), torch.zeros(8, 3, 6)  # other strides: another kernel
+    kernel(a2[:, 1, :], b2[:, 1, :])
+    torch.testing.assert_close(b2[:, 1, :], a2[:, 1, :] + 1.0)
+    with pytest.raises(FrontendError, match="stride mismatch for parameter 'B'"):
+        kernel(a[:, 0, :, 0], torch.zeros(8, 6))

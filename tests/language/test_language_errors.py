@@ -259,6 +259,35 @@ def test_assert_checks_compile_time_conditions_at_their_line():
         mk(128)
 
 
+def test_assert_on_size_variables_that_simplifies_is_decided():
+    """TileLang's eager copy macro asserts ``M == M_`` on two tensors of one symbolic size."""
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def same(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        (m,), (m_,) = A.shape, B.shape
+        assert m == m_, "sizes differ"
+        assert (m * 2) % 2 == 0
+        with T.Kernel(1, threads=32):
+            B[0] = A[0]
+
+    with pytest.raises(FrontendError, match="sizes differ"):
+        @T.prim_func
+        def different(A: T.Tensor((n,), "float32"), B: T.Tensor((n + 1,), "float32")):
+            (m,), (m_,) = A.shape, B.shape
+            assert m == m_, "sizes differ"
+            with T.Kernel(1, threads=32):
+                B[0] = A[0]
+
+    with pytest.raises(FrontendError, match="known only when the kernel runs"):
+        @T.prim_func
+        def unknown(A: T.Tensor((n,), "float32")):
+            (m,) = A.shape
+            assert m > 4
+            with T.Kernel(1, threads=32):
+                A[0] = 0.0
+
+
 def test_assert_on_a_run_time_value_is_refused():
     with pytest.raises(FrontendError, match="known only when the kernel runs"):
         @T.prim_func

@@ -66,6 +66,15 @@ def aligned_empty(shape: Sequence[int], dtype, alignment: int) -> np.ndarray:
     return raw[offset:offset + count * dtype.itemsize].view(dtype).reshape(shape)
 
 
+def _aligned_strided(value: np.ndarray, alignment: int) -> np.ndarray:
+    """An uninitialized array with ``value``'s shape and strides whose data pointer is
+    ``alignment``-aligned (a strided view whose offset left it misaligned, staged for the launch)."""
+    item = value.dtype.itemsize
+    span = 0 if value.size == 0 else 1 + sum((n - 1) * (s // item) for n, s in zip(value.shape, value.strides))
+    flat = aligned_empty((max(span, 1),), value.dtype, alignment)
+    return np.lib.stride_tricks.as_strided(flat, value.shape, value.strides)
+
+
 class _Info:
     """Framework-neutral view of one tensor argument, for the checks."""
 
@@ -353,13 +362,19 @@ class ArgBinder:
             if info.ptr % p.alignment == 0:
                 continue
             value = values[position]
+            # a parameter compiled for strides (T.StridedTensor) gets a copy with the same strides
+            keep_strides = p.strides is not None
             if info.framework == "numpy":
-                staged = aligned_empty(value.shape, value.dtype, p.alignment)
+                staged = aligned_empty(value.shape, value.dtype, p.alignment) if not keep_strides else \
+                    _aligned_strided(value, p.alignment)
                 np.copyto(staged, value)
                 writable = value.flags.writeable
             elif info.framework == "torch":
                 # fresh torch allocations are 64-byte (CPU) or 256-byte (CUDA) aligned
-                staged = value.clone(memory_format=torch.contiguous_format)
+                staged = value.clone(memory_format=torch.contiguous_format) if not keep_strides else \
+                    torch.empty_strided(value.size(), value.stride(), dtype=value.dtype, device=value.device)
+                if keep_strides:
+                    staged.copy_(value)
                 writable = True
             else:
                 raise self._fail(p, position, f"data pointer is not {p.alignment}-byte aligned",

@@ -264,6 +264,8 @@ class EagerProgram:
             shapes.append((tuple(int(d) if keep else None
                                  for d, keep in zip(shape, mask, strict=False)),
                            len(shape), dtype))
+            if name in header.const_strided:  # its T.const strides are part of the kernel
+                shapes.append(tuple(int(x) for x in arg.stride()) if callable(getattr(arg, "stride", None)) else None)
         return (self.fn.__name__, tuple(shapes), scalars)
 
     def positional_key(self) -> Callable[[tuple], Hashable] | None:
@@ -279,8 +281,8 @@ class EagerProgram:
         """
         params = self.signature.params
         required = sum(1 for p in params if p not in self.signature.defaults)
-        if not params:
-            return None
+        if not params or any(h.const_strided for h in self._headers.values()):
+            return None  # (strides bound to T.const: the cache_key route keeps them)
         lines = ["def key(args):", "    n = len(args)"]
         for count in range(len(params), max(required, 1) - 1, -1):
             names = [f"a{i}" for i in range(count)]
@@ -454,6 +456,9 @@ class _Header:
             if name not in self.ann_types:  # pragma: no cover - collected together
                 raise program._error(None, f"parameter '{name}' has no T.Tensor annotation")
         const_vars = set(self.placeholders.values())
+        #: tensor parameters whose T.StridedTensor strides name a T.const (the strides key the kernel)
+        self.const_strided = {n for n, t in self.ann_types.items() if t.strides is not None and any(
+            isinstance(s, tvm.tirx.Var) and s in const_vars for s in t.strides)}
         # A dim is static (part of the cache key) unless it depends on a T.dynamic size.
         self.static_mask = tuple(
             tuple(_is_static(d, const_vars) for d in self.ann_types[n].shape)
@@ -483,9 +488,19 @@ class _Header:
                         f"shape mismatch for parameter '{name}': dim {i} is {const_name} = "
                         f"{consts[const_name]} (bound by an earlier argument), got {actual} "
                         f"(shape {shape})")
+            strides = getattr(arg, "stride", None)
+            if ann.strides is not None and callable(strides) and str(ann.dtype) == program._dtype(arg.dtype):
+                # T.StridedTensor[[N, M], [S0, S1], dt]: a T.const stride binds from the tensor's
+                for i, (dim, actual) in enumerate(zip(ann.strides, tuple(int(x) for x in strides()))):
+                    const_name = by_var.get(dim) if isinstance(dim, tvm.tirx.Var) else None
+                    if const_name is not None and consts.setdefault(const_name, actual) != actual:
+                        raise program._error(
+                            self.ann_nodes[name],
+                            f"stride mismatch for parameter '{name}': stride {i} is {const_name} = "
+                            f"{consts[const_name]} (bound earlier), got {actual}")
         missing = [n for n in self.placeholders if n not in consts]
         if missing:
-            raise program._error(None, f"T.const {', '.join(missing)} is not the size of any "
+            raise program._error(None, f"T.const {', '.join(missing)} is not the size or stride of any "
                                        f"dimension of a tensor argument, so it cannot be bound")
         return consts
 

@@ -461,6 +461,7 @@ def _bind_assign(self: Parser, node: doc.expr, var_name: str, value: Any) -> Any
         var = B.Bind(value)
         IRBuilder.name(var_name, var)
         note_thread_alias(var, value)
+        _let_values(self)[var.__chandle__()] = value  # (an assert on sizes sees through it)
         return var
     if isinstance(value, tvm.ir.TensorLoad):
         # ``v = A[i]`` reads once, like TileLang's let; a 1-element buffer read is the same.
@@ -472,6 +473,26 @@ def _bind_assign(self: Parser, node: doc.expr, var_name: str, value: Any) -> Any
     if isinstance(value, (list, tuple, dict)) or callable(value) and not isinstance(value, Expr):
         return value
     return tirx_parser.bind_assign_value(self, node, var_name, value)
+
+
+def _let_values(self: Parser) -> dict:
+    """handle of each name bound to an expression (``m = A.shape[0]``) -> that expression."""
+    if not hasattr(self, "_lets"):
+        self._lets = {}
+    return self._lets
+
+
+def _through_lets(self: Parser, expr, depth: int = 8):
+    """``expr`` with the names bound by ``_bind_assign`` replaced by their values (nested ones too)."""
+    import tvm_ffi
+
+    lets = _let_values(self)
+    for _ in range(depth):
+        out = tvm_ffi.structural_map(expr, [(tvm.tirx.Var, lambda v: lets.get(v.__chandle__(), v))])
+        if out.same_as(expr):
+            break
+        expr = out
+    return expr
 
 
 def _scalar_buffer_of(value):
@@ -637,9 +658,12 @@ def _located(node, fallback):
 @dispatch.register(token=TOKEN, type_name="Assert")
 def visit_assert(self: Parser, node: doc.Assert) -> None:
     """``assert cond[, msg]`` checks a compile-time condition while the kernel is built (TileLang
-    kernels assert on their sizes: ``assert dim % 16 == 0``). A condition known only at run time
-    is refused: kernels have no host-side assert here."""
+    kernels assert on their sizes: ``assert dim % 16 == 0``). A condition on size variables that
+    simplifies to a constant (``M == M_`` of one variable, ``n * 2 % 2 == 0``) is that constant; one
+    known only at run time is refused: kernels have no host-side assert here."""
     cond = self.eval_expr(node.test)
+    if isinstance(cond, Expr) and tvm.ir.is_prim_expr(cond):  # `M == M_` of one size variable: True
+        cond = tvm.sym.Analyzer().simplify(_through_lets(self, cond))
     if isinstance(cond, tvm.tirx.IntImm):
         cond = bool(cond.value)
     if isinstance(cond, Expr) and tvm.ir.is_prim_expr(cond):
