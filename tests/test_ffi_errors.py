@@ -21,3 +21,13 @@ def test_error_type_and_message_cross_a_tvm_sequential(cls):
 
     with pytest.raises(cls, match="no lowering rule for 'copy' on backend 'acme'"):
         tvm.transform.Sequential([failing])(tvm.IRModule({"tiny": tiny}))
+
+
+def test_our_errors_are_runtime_errors_as_tilelangs_are():
+    """TileLang's errors are TVM's (RuntimeError subclasses); its tests and users catch those."""
+    import tilelang_core.errors as E
+
+    for cls in (E.TileLangError, E.FrontendError, E.LayoutError, E.LoweringError, E.CompileError, E.LaunchError):
+        assert issubclass(cls, RuntimeError)
+    with pytest.raises(RuntimeError, match="no lowering rule"):
+        raise LoweringError("no lowering rule for 'copy'")

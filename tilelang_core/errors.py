@@ -7,8 +7,9 @@ Backends raise these too, so a user catches ``TileLangError`` and gets everythin
 from __future__ import annotations
 
 
-class TileLangError(Exception):
-    """Base of every error TileLang-X raises on purpose."""
+class TileLangError(RuntimeError):
+    """Base of every error TileLang-X raises on purpose. A RuntimeError, as TileLang's are (TVM's
+    errors derive from it): code written for TileLang that catches RuntimeError catches ours."""
 
 
 class ConfigError(TileLangError):
