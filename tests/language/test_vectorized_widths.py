@@ -111,3 +111,48 @@ def test_cuda_invariant_load_is_read_once_per_run():
     kernel = _kernel_source(scaled_by_group(4, 24, 4))
     assert "*(float4*)(A_ptr" in kernel and "*(float4*)(B_ptr" in kernel
     assert "j_o * 4) / 4" not in kernel  # the run's first element, not a per-lane division
+
+
+def every_other_column(rows=16, cols=64, block=32):
+    """T.copy global -> global and through shared between views whose last stride is 2 (TileLang's
+    eager copy of ``A[:, 0, :, 0]``): the 16-byte vectors a compact row takes would move the
+    elements in between."""
+    @T.prim_func
+    def kernel(A: T.StridedTensor((rows, cols), (4 * cols, 2), T.float32),
+               B: T.StridedTensor((rows, cols), (4 * cols, 2), T.float32),
+               C: T.StridedTensor((rows, cols), (2 * cols, 2), T.float32)):
+        with T.Kernel(cols // block, threads=64) as bx:
+            s = T.alloc_shared((rows, block), T.float32)
+            T.copy(A[0:rows, bx * block:(bx + 1) * block], B[0:rows, bx * block:(bx + 1) * block])
+            T.copy(A[0:rows, bx * block:(bx + 1) * block], s)
+            T.copy(s, C[0:rows, bx * block:(bx + 1) * block])
+            for i, j in T.Parallel(rows, block):
+                B[i, bx * block + j] = B[i, bx * block + j] + 1.0
+
+    return kernel
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_views_with_a_last_stride_of_two_copy_element_by_element(path):
+    """Found on the H200 (TileLang's test_jit2_many_annot): the copy moved float4 vectors."""
+    base_a = RNG.standard_normal((16, 2, 64, 2)).astype(np.float32)
+    base_b = np.full((16, 2, 64, 2), 7.0, np.float32)
+    base_c = np.full((16, 64, 2), 7.0, np.float32)
+    a, b, c = base_a[:, 0, :, 0], base_b[:, 0, :, 0], base_c[:, :, 0]
+    if path == "cpu":  # numpy views, bound by their strides
+        run(path, every_other_column(), A=a, B=b, C=c)
+    else:  # the interpreters address flat memory through the buffers' strides
+        run(path, every_other_column(), A=base_a, B=base_b, C=base_c)
+    np.testing.assert_array_equal(b, a + 1.0)
+    np.testing.assert_array_equal(c, a)
+    untouched_b = base_b.copy()
+    untouched_b[:, 0, :, 0] = 7.0
+    assert (untouched_b == 7.0).all() and (base_c[:, :, 1] == 7.0).all()
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_cuda_keeps_strided_views_scalar(arch):
+    pytest.importorskip("tilelang_cuda")
+    kernel = _kernel_source(every_other_column(), arch)
+    for v in ("float4", "float2", "tl_store_16", "tl_store_8", "cp_async"):
+        assert v not in kernel, kernel

@@ -63,10 +63,13 @@ class Storage:
     """A buffer's memory: shared/global are one array; local has one row per lane."""
 
     def __init__(self, array: np.ndarray, per_lane: bool, shape=None, dtype: str = "",
-                 bf16_bits: bool = False, vector_lanes: int = 1):
+                 bf16_bits: bool = False, vector_lanes: int = 1, strides=None):
         self.array = array
         self.per_lane = per_lane
         self.shape = shape  # logical N-D shape (global buffers), for flattening indices
+        # a T.StridedTensor's element strides: indices address the flat array through them (the
+        # array is then the memory the view lives in, e.g. the base of A[:, 0, :, 0])
+        self.strides = strides
         # bytes of one element on the device: bfloat16 is held as float32 here but is 2 bytes
         # there, which is what byte-sized copies (tl_copy_16) count in
         self.elem_bytes = _DEVICE_BYTES.get(dtype, array.itemsize)
@@ -94,6 +97,10 @@ class Storage:
         if len(indices) == 1:
             return np.broadcast_to(np.asarray(indices[0], dtype=np.int64), shape).copy()
         flat = np.zeros(shape, dtype=np.int64)
+        if self.strides is not None:
+            for i, s in zip(indices, self.strides):
+                flat = flat + np.asarray(i, dtype=np.int64) * s
+            return flat
         for i, s in zip(indices, self.shape):
             flat = flat * int(s) + np.asarray(i, dtype=np.int64)
         return flat
@@ -156,7 +163,12 @@ class Interpreter:
             name = str(param.name)
             if tirx.is_buffer_var(param):
                 array = args[name]
-                self.storage[param] = Storage(array, False, [int(s) for s in array.shape], str(param.ty.dtype))
+                strides = list(param.ty.strides or [])
+                if strides and not all(isinstance(s, tirx.IntImm) for s in strides):
+                    raise NotImplementedError(f"interpreter: '{name}' has strides {strides} known only at run "
+                                              f"time; give the T.StridedTensor constant strides")
+                self.storage[param] = Storage(array, False, [int(s) for s in array.shape], str(param.ty.dtype),
+                                              strides=[int(s.value) for s in strides] if strides else None)
                 for dim, extent in zip(param.ty.shape, array.shape):
                     if isinstance(dim, tirx.Var):  # a T.dynamic size: bound by the argument
                         self.env[dim] = np.int64(extent)

@@ -382,7 +382,7 @@ def row_aligned(region, vec: int, st: KernelState) -> bool:
         return False  # the tile's inner axis is not contiguous in memory
     ana = st.analyzer
     return (ana.can_prove(tirx.floormod(region.region[last].extent, vec) == 0)
-            and ana.can_prove(tirx.floormod(shape[last], vec) == 0)
+            and R.rows_in_vectors(region.source, vec, ana)
             and ana.can_prove(tirx.floormod(region.region[last].min, vec) == 0))
 
 

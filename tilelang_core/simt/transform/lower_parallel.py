@@ -14,6 +14,7 @@ import tvm_ffi
 from tvm import tirx
 
 from tilelang_core.layout import THREAD, Fragment
+from tilelang_core.ir import region as R
 from tilelang_core.lowering import in_bounds
 from tilelang_core.transform.bindings import bound_vars, drop_bindings, is_pure
 from tilelang_core.transform.safe_values import padding_for
@@ -441,7 +442,7 @@ def _vectorized(body, l_var, local_size: int, vec: int, st: KernelState):
         start = st.simplify(substitute(last, {vi: tirx.const(0, "int32")}))
         contiguous = st.analyzer.can_prove(st.simplify(last - start) == vi)
         aligned = st.analyzer.can_prove(tirx.floormod(start, vec) == 0)
-        rows = len(indices) == 1 or st.analyzer.can_prove(tirx.floormod(buffer.ty.shape[-1], vec) == 0)
+        rows = R.rows_in_vectors(buffer, vec, st.analyzer)
         if not (contiguous and aligned and rows):
             ok[0] = False
 
