@@ -34,4 +34,38 @@ BINARY_UFUNCS = {
 #: the nodes whose right operand divides (a zero there is undefined behaviour in the kernel)
 DIVISIONS = ("Div", "Mod", "FloorDiv", "FloorMod")
 
-__all__ = ["BINARY_UFUNCS", "DIVISIONS"]
+
+
+class Unsupported(Exception):
+    """:func:`evaluate` met a node it does not compute (a load, a call, a variable not in env)."""
+
+
+def evaluate(expr, env: dict):
+    """Integer/boolean ``expr`` over numpy arrays: ``env`` maps each variable's handle
+    (``var.__chandle__()``) to its values. Raises Unsupported for anything else, and for a
+    division by zero (undefined in the kernel)."""
+    from tvm import tirx
+
+    kind = type(expr).__name__
+    if isinstance(expr, tirx.IntImm):
+        return np.int64(expr.value)
+    if isinstance(expr, tirx.Var):
+        if expr.__chandle__() not in env:
+            raise Unsupported(f"'{expr.name}' has no value here")
+        return env[expr.__chandle__()]
+    if isinstance(expr, tirx.Cast) and str(expr.ty).startswith(("int", "uint", "bool")):
+        return evaluate(expr.value, env)
+    if kind == "Not":
+        return np.logical_not(evaluate(expr.a, env))
+    if kind == "Select":
+        return np.where(evaluate(expr.condition, env), evaluate(expr.true_value, env),
+                        evaluate(expr.false_value, env))
+    if kind in BINARY_UFUNCS:
+        a, b = evaluate(expr.a, env), evaluate(expr.b, env)
+        if kind in DIVISIONS and np.any(b == 0):
+            raise Unsupported("a division by zero")
+        return BINARY_UFUNCS[kind](a, b)
+    raise Unsupported(f"{kind} is not integer arithmetic")
+
+
+__all__ = ["BINARY_UFUNCS", "DIVISIONS", "Unsupported", "evaluate"]

@@ -171,8 +171,11 @@ def _strides_ok(expected, got, shape) -> bool:
 class ArgBinder:
     """Full checks and the generic launch for one compiled kernel."""
 
-    def __init__(self, kernel: str, params: Sequence[KernelParam], function, device_type: str | None):
+    def __init__(self, kernel: str, params: Sequence[KernelParam], function, device_type: str | None,
+                 assumes: Sequence = ()):
         self.kernel = kernel
+        #: T.assume conditions over the arguments, checked at every call (jit/params.HostAssume)
+        self.assumes = tuple(assumes)
         self.params = tuple(params)
         self.inputs = tuple(p for p in params if not p.is_output)
         self.outputs = tuple(p for p in params if p.is_output)
@@ -311,7 +314,16 @@ class ArgBinder:
             first = first or info
             checks.append((p, position, info))
             values[position] = value
+        self._check_assumes(bound)
         return values, checks, self._check_derived(checks, bound), first
+
+    def _check_assumes(self, bound: dict) -> None:
+        env = {name: value[0] for name, value in bound.items()}
+        for a in self.assumes:
+            if all(v in env for v in a.vars) and not eval(a.py, {"min": min, "max": max}, env):  # noqa: S307 - our own text
+                values = ", ".join(f"{v}={env[v]}" for v in a.vars)
+                raise LaunchError(f"kernel '{self.kernel}': Assume: {a.text} is false for these arguments ({values}); "
+                                  f"the kernel was written for arguments where it holds (T.assume)")
 
     def _view_at(self, p: KernelParam, position: int, address: int, bound: dict, first: _Info | None):
         """A tensor over the memory at ``address`` with ``p``'s declared shape and dtype, on the

@@ -24,7 +24,7 @@ from .. import config
 from ..errors import CompileError, ConfigError, ConfigValueError, NoDeviceError, NoToolchainError, TileLangError
 from ..runtime import entry_function
 from .cache import DiskCache, make_key
-from .params import read_params
+from .params import read_assumes, read_params
 
 if TYPE_CHECKING:  # pragma: no cover
     from .kernel import JITKernel
@@ -123,6 +123,9 @@ def compile(func, out_idx: Sequence[int] | int | None = None, target: Any = "aut
     parts = _key_parts(tirx_text, target_obj, backend, options)
     key = make_key(parts)
     params = read_params(func, out_idx, name)
+    assumes = read_assumes(func)  # checked at each call; the backends never see them
+    if func.attrs is not None and "tl.host_assumes" in func.attrs:
+        func = func.without_attr("tl.host_assumes")
     device_type = getattr(backend, "device_type", None)
     entry_checks = bool(getattr(backend, "entry_checks_arguments", False))
     entry_aligns = entry_checks and bool(getattr(backend, "entry_checks_alignment", False))
@@ -144,7 +147,8 @@ def compile(func, out_idx: Sequence[int] | int | None = None, target: Any = "aut
                        entry_checks=entry_checks, entry_aligns=entry_aligns,
                        from_cache=from_cache, keepalive=keepalive, timings=timings,
                        on_demand_stages=backend.on_demand_stages,
-                       produce_stage=functools.partial(_produce_stage, backend, options, name, asm))
+                       produce_stage=functools.partial(_produce_stage, backend, options, name, asm),
+                       assumes=assumes)
     _dump_ir(name, tirx_text, asm)
     return kernel
 

@@ -64,7 +64,8 @@ class JITKernel:
                  asm: Mapping[str, str], target: Any = None, key: str = "", entry: str | None = None,
                  device_type: str | None = None, from_cache: bool = False, keepalive: Any = None,
                  timings: Mapping[str, float] | None = None, entry_checks: bool = False,
-                 entry_aligns: bool = False, on_demand_stages: Sequence[str] = (), produce_stage=None):
+                 entry_aligns: bool = False, on_demand_stages: Sequence[str] = (), produce_stage=None,
+                 assumes: Sequence = ()):
         self.name = name
         self.params: tuple[KernelParam, ...] = tuple(params)
         self.asm = StageTexts(asm, on_demand_stages, produce_stage)
@@ -92,7 +93,7 @@ class JITKernel:
             self._binder, self._launch = None, self._refuse_launch
             return
         self._cannot_run = None
-        self._binder = ArgBinder(name, self.params, function, device_type)
+        self._binder = ArgBinder(name, self.params, function, device_type, assumes)
         self._launch = make_launcher(self._binder, device_type, entry_checks, entry_aligns)
 
     def _refuse_launch(self, args):

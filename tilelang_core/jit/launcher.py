@@ -245,7 +245,8 @@ def make_launcher(binder: ArgBinder, device_type: str | None, entry_checks: bool
     em.emit(0, "def launch(args):")
     # no tensor to check, or a packed 4-bit one (its bytes come as uint8, int8 or float4 pairs:
     # the slow path views them as the kernel's int8)
-    if not any(p.is_tensor for p in inputs) or any(p.packed for p in params):
+    # T.assume conditions on the arguments: the slow path checks them (jit/params.HostAssume)
+    if not any(p.is_tensor for p in inputs) or any(p.packed for p in params) or binder.assumes:
         em.emit(1, "return _slow(args)")
     else:
         em.emit(1, f"if len(args) != {len(inputs)}: return _slow(args)")

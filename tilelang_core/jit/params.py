@@ -83,6 +83,46 @@ def _translate(expr, names: set[str]) -> str | None:
     return None
 
 
+_COMPARES = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">=", "And": "and", "Or": "or"}
+
+
+def _condition(expr, names: set[str]) -> str | None:
+    """A boolean PrimExpr as Python source over variable names (None where it cannot be)."""
+    kind = type(expr).__name__
+    if kind == "Not":
+        inner = _condition(expr.a, names)
+        return None if inner is None else f"(not {inner})"
+    if kind in _COMPARES:
+        logical = kind in ("And", "Or")
+        a = _condition(expr.a, names) if logical else _translate(expr.a, names)
+        b = _condition(expr.b, names) if logical else _translate(expr.b, names)
+        return None if a is None or b is None else f"({a} {_COMPARES[kind]} {b})"
+    return _translate(expr, names)
+
+
+@dataclass(frozen=True)
+class HostAssume:
+    """A T.assume over the arguments (language/assumes.py): checked at every call."""
+
+    py: str                 # the condition as Python source over parameter / size names
+    text: str               # as the user reads it ("N % 4 == 0")
+    vars: tuple[str, ...]   # the names it reads
+
+
+def read_assumes(func) -> tuple[HostAssume, ...]:
+    """The ``tl.host_assumes`` of ``func`` that can be checked in Python."""
+    attrs = getattr(func, "attrs", None)
+    if attrs is None or "tl.host_assumes" not in attrs:
+        return ()
+    out = []
+    for cond in attrs["tl.host_assumes"]:
+        names: set[str] = set()
+        py = _condition(cond, names)
+        if py is not None:
+            out.append(HostAssume(py=py, text=str(cond), vars=tuple(sorted(names))))
+    return tuple(out)
+
+
 def _dim(expr) -> Dim:
     kind = type(expr).__name__
     text = str(expr)

@@ -30,7 +30,8 @@ from tvm import tirx
 
 from ..ir import TileOp, is_tile_op
 from ..ir import region as R
-from ..ir.numpy_ops import BINARY_UFUNCS, DIVISIONS
+from ..ir.numpy_ops import Unsupported as _Unsupported
+from ..ir.numpy_ops import evaluate as _evaluate
 
 ON_CHIP = ("shared", "shared.dyn", "local", "local.fragment", "local.var")
 
@@ -153,31 +154,6 @@ def check_on_chip_bounds(func, error, warn=None):
 
 #: at most this many points of the loop ranges are tried by _witness
 _WITNESS_POINTS = 1 << 16
-
-
-class _Unsupported(Exception):
-    pass
-
-
-def _evaluate(expr, env: dict):
-    """``expr`` over numpy arrays of the variables in ``env`` (integer arithmetic only)."""
-    kind = type(expr).__name__
-    if isinstance(expr, tirx.IntImm):
-        return np.int64(expr.value)
-    if isinstance(expr, tirx.Var):
-        if expr.__chandle__() not in env:
-            raise _Unsupported
-        return env[expr.__chandle__()]
-    if isinstance(expr, tirx.Cast) and str(expr.dtype).startswith(("int", "uint", "bool")):
-        return _evaluate(expr.value, env)
-    if kind == "Not":
-        return np.logical_not(_evaluate(expr.a, env))
-    if kind in BINARY_UFUNCS:
-        a, b = _evaluate(expr.a, env), _evaluate(expr.b, env)
-        if kind in DIVISIONS and np.any(b == 0):
-            raise _Unsupported
-        return BINARY_UFUNCS[kind](a, b)
-    raise _Unsupported
 
 
 def _witness(index, extent: int, conditions: list, ranges: dict):

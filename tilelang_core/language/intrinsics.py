@@ -187,9 +187,19 @@ def let(var, value, body=None):
 
 
 def assume(cond):
-    """A fact the compiler may rely on (``T.assume(n % 16 == 0)``). Accepted and not used: the
-    kernel is compiled as if the fact were unknown, which is always correct."""
-    _expr(cond, "T.assume")
+    """A fact about the arguments (``T.assume(n % 16 == 0)``). The kernel is compiled as if it
+    were unknown (always correct); one over the parameters alone is checked at each call, as in
+    TileLang ("Assume: n % 16 == 0"; language/assumes.py)."""
+    from .assumes import assume_marker
+
+    if isinstance(cond, bool):
+        cond = tirx.const(cond, "bool")
+    cond = _expr(cond, "T.assume")
+    if isinstance(cond, tirx.IntImm):
+        if not int(cond.value):
+            raise FrontendError(f"T.assume({cond}) is false")
+        return None
+    return assume_marker(cond)
 
 
 def disable_warp_group_reg_alloc():

@@ -39,6 +39,7 @@ from ..errors import FrontendError
 from ..transform.bindings import is_pure
 from ..transform.flat_fragment_views import flat_fragment_views
 from ..transform.packed_subbyte import pack_subbyte_params
+from .assumes import collect_host_assumes
 from .negative_indices import legalize_negative_indices
 from ..transform.safe_values import lower_safe_value_copies
 from . import bounds_check, global_layouts, reducers, shape_vars, stepped_loops, vector_loops
@@ -255,6 +256,7 @@ def parse_kernel(func: Callable, extra_vars: dict[str, Any] | None = None,
                 result = shape_vars.solve_shape_vars(result)
                 result = global_layouts.apply_global_layouts(result, refuse)
                 result = vector_loops.serialize_unsafe_vectorized(result)
+                result = collect_host_assumes(result)
                 result = legalize_negative_indices(result)
                 result = bounds_check.check_on_chip_bounds(result, refuse, _warner(source, func.__name__))
                 result = lower_safe_value_copies(result, refuse)

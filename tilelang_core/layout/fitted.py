@@ -26,39 +26,17 @@ MAX_ELEMENTS = 1 << 20
 
 
 def evaluate(expr, env: dict):
-    """``expr`` (a TIR integer expression of the variables in ``env``, a name -> numpy array map)
-    as a numpy array; the operations an index map uses."""
-    from tvm import tirx
+    """``expr`` (a TIR integer expression of the variables in ``env``, handle -> numpy array) as a
+    numpy array (ir/numpy_ops.py); anything else is a LayoutError naming it."""
+    from ..ir.numpy_ops import Unsupported, evaluate as compute
 
     if isinstance(expr, (int, np.integer)):
         return np.int64(expr)
-    if isinstance(expr, tirx.IntImm):
-        return np.int64(int(expr.value))
-    if isinstance(expr, tirx.Var):
-        if expr.name not in env:
-            raise LayoutError(f"the layout function uses '{expr.name}', which is not one of its indices")
-        return env[expr.name]
-    if isinstance(expr, tirx.Cast):
-        return evaluate(expr.value, env)
-    binary = {tirx.Add: np.add, tirx.Sub: np.subtract, tirx.Mul: np.multiply, tirx.FloorDiv: np.floor_divide,
-              tirx.FloorMod: np.mod, tirx.Min: np.minimum, tirx.Max: np.maximum}
-    binary.update({tirx.BitwiseAnd: np.bitwise_and, tirx.BitwiseOr: np.bitwise_or, tirx.BitwiseXor: np.bitwise_xor}
-                  if hasattr(tirx, "BitwiseAnd") else {})
-    for node, fn in binary.items():
-        if isinstance(expr, node):
-            return fn(evaluate(expr.a, env), evaluate(expr.b, env))
-    if isinstance(expr, (tirx.Div, tirx.Mod)):  # C semantics on non-negative indices agree with floor
-        fn = np.floor_divide if isinstance(expr, tirx.Div) else np.mod
-        return fn(evaluate(expr.a, env), evaluate(expr.b, env))
-    if isinstance(expr, tirx.Select):
-        return np.where(evaluate(expr.condition, env), evaluate(expr.true_value, env), evaluate(expr.false_value, env))
-    compare = {tirx.LT: np.less, tirx.LE: np.less_equal, tirx.GT: np.greater, tirx.GE: np.greater_equal,
-               tirx.EQ: np.equal, tirx.NE: np.not_equal}
-    for node, fn in compare.items():
-        if isinstance(expr, node):
-            return fn(evaluate(expr.a, env), evaluate(expr.b, env))
-    raise LayoutError(f"the layout function returns {expr}, which uses {type(expr).__name__}; a fragment "
-                      f"layout is built from + - * // % min max and constants")
+    try:
+        return compute(expr, env)
+    except Unsupported as err:
+        raise LayoutError(f"the layout function returns {expr}, which cannot be evaluated ({err}); a fragment "
+                          f"layout is built from integer arithmetic of its indices and constants") from None
 
 
 def fit_fragment(shape: Sequence[int], thread: np.ndarray, local: np.ndarray, name: str = "") -> Fragment:
@@ -183,9 +161,9 @@ def _fit_exprs(shape, variables, rep, thread, local: list, replicate: int, name:
         raise LayoutError(f"T.Fragment of shape {list(shape)} x {replicate} replicas is too large to lay out "
                           f"({MAX_ELEMENTS} elements at most)")
     grid = np.indices(shape + (replicate,))
-    env = {v.name: grid[d] for d, v in enumerate(variables)}
+    env = {v.__chandle__(): grid[d] for d, v in enumerate(variables)}
     if rep is not None:
-        env[rep.name] = grid[-1]
+        env[rep.__chandle__()] = grid[-1]
     thread_values = np.broadcast_to(evaluate(thread, env), grid.shape[1:]).astype(np.int64)
     env0 = {k: v[..., 0] for k, v in env.items()}
     parts = [np.broadcast_to(evaluate(x, env0), shape).astype(np.int64) for x in local] or [np.zeros(shape, np.int64)]

@@ -1,0 +1,58 @@
+"""``T.assume(cond)``: a fact about the kernel's arguments, checked at each call where it can be.
+
+The compiler here does not rely on assumptions (a kernel compiled as if the fact were unknown is
+always correct). TileLang also checks one on the host when it depends only on the arguments (its
+sizes and scalars): ``T.assume(N % 4 == 0)`` makes a call with N = 2 fail with
+"Assume: N % 4 == 0" instead of running a kernel written for the assumed case. So does this:
+the frontend leaves a ``tl.assume`` attribute (value: the condition) around what follows the
+call; :func:`collect_host_assumes` strips them after parsing and keeps, in the PrimFunc attribute
+``tl.host_assumes``, the conditions over parameters alone (a scalar parameter or a size or stride
+variable of a tensor). The JIT checks those at every call (jit/params.read_assumes, jit/args.py).
+An assumption over values only the kernel has (a loop variable, a loaded element) is dropped.
+"""
+
+from __future__ import annotations
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+ASSUME = "tl.assume"
+HOST_ASSUMES = "tl.host_assumes"
+
+
+def collect_host_assumes(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """``func`` without its ``tl.assume`` attributes, the host-checkable conditions in the
+    ``tl.host_assumes`` attribute."""
+    host: set[int] = set()
+    for p in func.params:
+        if tirx.is_buffer_var(p):
+            for e in list(p.ty.shape) + list(p.ty.strides or []):
+                host.update(v.__chandle__() for v in tirx.analysis.undefined_vars(e))
+        else:
+            host.add(p.__chandle__())
+    found = []
+
+    def on_attr(attr):
+        if attr.attr_key != ASSUME:
+            return attr
+        used = tirx.analysis.undefined_vars(attr.value)
+        if used and all(v.__chandle__() in host for v in used):
+            found.append(attr.value)
+        return attr.body
+
+    body = tvm_ffi.structural_map(func.body, [(tirx.AttrStmt, on_attr)])
+    if body.same_as(func.body):
+        return func
+    func = func.with_body(body)
+    return func.with_attr(HOST_ASSUMES, tvm_ffi.Array(found)) if found else func
+
+
+def assume_marker(cond):
+    """The attribute the frontend leaves for ``T.assume(cond)``."""
+    from tvm.script.ir_builder import tirx as B
+
+    return B.attr(tvm.ir.StringImm(str(cond)), ASSUME, cond)
+
+
+__all__ = ["ASSUME", "HOST_ASSUMES", "assume_marker", "collect_host_assumes"]
