@@ -290,3 +290,44 @@ def test_const_strides_bind_from_the_tensors():
     torch.testing.assert_close(b2[:, 1, :], a2[:, 1, :] + 1.0)
     with pytest.raises(FrontendError, match="stride mismatch for parameter 'B'"):
         kernel(a[:, 0, :, 0], torch.zeros(8, 6))
+
+
+@T.macro
+def copy_into_new(A):
+    M, N = A.shape
+    B = T.empty(M, N, dtype=A.dtype)
+    with T.Kernel(T.ceildiv(M, 32), threads=32) as bx:
+        for i, j in T.Parallel(32, N):
+            B[bx * 32 + i, j] = A[bx * 32 + i, j] * 2.0
+    return B
+
+
+def returned_from_a_macro(A):
+    N = T.dynamic("N")
+    M = T.const("M")
+    A: T.Tensor[[N, M], T.float32]
+    return copy_into_new(A)
+
+
+@T.macro
+def new_output():
+    return T.empty((8,), T.float32)
+
+
+def empty_inside_the_kernel(A):
+    A: T.Tensor[[8], T.float32]
+    with T.Kernel(1, threads=32):
+        B = new_output()
+        B[0] = A[0]
+
+
+def test_t_empty_in_a_macro_called_at_the_top_level():
+    """TileLang's eager test_jit2_return: the macro allocates the output and returns it."""
+    import tilelang_core as tl
+
+    kernel = tl.jit(target="cpu")(returned_from_a_macro)
+    for rows in (64, 70, 1):
+        a = torch.randn(rows, 16)
+        torch.testing.assert_close(kernel(a), a * 2.0)
+    with pytest.raises(FrontendError, match="T.empty must be called at the top level"):
+        tl.jit(target="cpu")(empty_inside_the_kernel)(torch.zeros(8))

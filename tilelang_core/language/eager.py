@@ -703,10 +703,29 @@ class _Specializer:
         return values[0] if len(values) == 1 else values
 
     def empty(self, shape, dtype):
-        if self._next_empty >= len(self.outputs):
-            raise FrontendError("T.empty is only allowed as 'name = T.empty(shape, dtype)' at the "
-                                "top level of an eager kernel")
-        buf = self.outputs[self._next_empty]
+        if self._next_empty < len(self.outputs):
+            buf = self.outputs[self._next_empty]
+            self._next_empty += 1
+            return buf
+        # a T.empty the header did not see: in a T.macro called at the top level (TileLang's
+        # ``return copy_impl(A)``, whose macro allocates and returns B). Its sizes may be names
+        # the macro bound (``M, N = A.shape``): read through them, they must be the parameters'.
+        from .kernel import _ACTIVE
+        from .parser import current_parser, through_lets
+
+        if _ACTIVE:
+            raise FrontendError("T.empty must be called at the top level of an eager kernel (or in a "
+                                "T.macro called there), not inside T.Kernel")
+        parser = current_parser.get()
+        dims = [through_lets(parser, tvm.tirx.const(d, "int32") if isinstance(d, int) else d)
+                if parser is not None else d for d in (shape if isinstance(shape, (list, tuple)) else [shape])]
+        dims = [tvm.sym.Analyzer().simplify(d) if isinstance(d, tvm.ir.Expr) else d for d in dims]
+        try:
+            buf = B.arg(f"out{len(self.outputs)}", TensorType(dims, dtype)())
+        except Exception:  # noqa: BLE001 - not at the function's top level (inside T.Kernel)
+            raise FrontendError("T.empty must be called at the top level of an eager kernel (or in a "
+                                "T.macro called there), not inside T.Kernel") from None
+        self.outputs.append(buf)
         self._next_empty += 1
         return buf
 

@@ -484,7 +484,7 @@ def _let_values(self: Parser) -> dict:
     return self._lets
 
 
-def _through_lets(self: Parser, expr, depth: int = 8):
+def through_lets(self: Parser, expr, depth: int = 8):
     """``expr`` with the names bound by ``_bind_assign`` replaced by their values (nested ones too)."""
     import tvm_ffi
 
@@ -665,7 +665,7 @@ def visit_assert(self: Parser, node: doc.Assert) -> None:
     known only at run time is refused: kernels have no host-side assert here."""
     cond = self.eval_expr(node.test)
     if isinstance(cond, Expr) and tvm.ir.is_prim_expr(cond):  # `M == M_` of one size variable: True
-        cond = tvm.sym.Analyzer().simplify(_through_lets(self, cond))
+        cond = tvm.sym.Analyzer().simplify(through_lets(self, cond))
     if isinstance(cond, tvm.tirx.IntImm):
         cond = bool(cond.value)
     if isinstance(cond, Expr) and tvm.ir.is_prim_expr(cond):
