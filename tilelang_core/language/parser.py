@@ -38,6 +38,7 @@ from tvm.tirx.script.parser import parser as tirx_parser
 from ..errors import FrontendError
 from ..transform.bindings import is_pure
 from ..transform.flat_fragment_views import flat_fragment_views
+from ..transform.element_copies import element_copies_as_stores
 from ..transform.packed_subbyte import pack_subbyte_params
 from .assumes import collect_host_assumes
 from .negative_indices import legalize_negative_indices
@@ -259,6 +260,7 @@ def parse_kernel(func: Callable, extra_vars: dict[str, Any] | None = None,
                 result = collect_host_assumes(result)
                 result = legalize_negative_indices(result)
                 result = bounds_check.check_on_chip_bounds(result, refuse, _warner(source, func.__name__))
+                result = element_copies_as_stores(result)
                 result = lower_safe_value_copies(result, refuse)
                 result = flat_fragment_views(result)
         except FrontendError as err:

@@ -46,8 +46,8 @@ def lower_safe_value_copies(func, refuse):
     element per iteration) becomes its store. A region of run-time extent, and a copy of several
     elements inside T.Parallel, are refused (``raise refuse(message)``)."""
     from ..ir import Copy, TileOp, is_tile_op
-    from ..ir.atomic_calls import is_parallel_loop
     from ..ir.elementwise import cast_to, elementwise, parallel_loop
+    from .element_copies import tile_ops_in_parallel
 
     annotated = []
 
@@ -59,13 +59,7 @@ def lower_safe_value_copies(func, refuse):
     tvm_ffi.structural_walk(func.body, [(tirx.AttrStmt, on_attr)])
     if not annotated:
         return func
-    in_parallel = []
-
-    def on_for(loop):
-        if is_parallel_loop(loop):
-            tvm_ffi.structural_walk(loop.body, [(tirx.TilePrimitiveCall, in_parallel.append)])
-
-    tvm_ffi.structural_walk(func.body, [(tirx.For, on_for)])
+    in_parallel = tile_ops_in_parallel(func.body)
 
     def on_call(call):
         if not is_tile_op(call):

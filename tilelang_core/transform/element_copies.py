@@ -1,0 +1,56 @@
+"""A ``T.copy`` of one element inside a ``T.Parallel`` body is that element's store.
+
+TileLang writes gathers this way::
+
+    for i, j in T.Parallel(block_M, block_N):
+        T.copy(A[by * block_M + i, bx * block_N + j], B[by * block_M + i, bx * block_N + j])
+
+Each iteration copies its own element; TileLang lowers the copy to ``B[...] = A[...]`` in the loop
+body. So does this, at parse time, on every backend (the copy converts dtypes as a copy does). A
+copy of several elements inside ``T.Parallel`` stays a tile op, which the backends refuse: it would
+run once per element of the loop.
+"""
+
+from __future__ import annotations
+
+import tvm_ffi
+from tvm import tirx
+
+
+def tile_ops_in_parallel(body) -> list:
+    """The tile-op statements that stand inside a T.Parallel loop body."""
+    from ..ir.atomic_calls import is_parallel_loop
+
+    found = []
+
+    def on_for(loop):
+        if is_parallel_loop(loop):
+            tvm_ffi.structural_walk(loop.body, [(tirx.TilePrimitiveCall, found.append)])
+
+    tvm_ffi.structural_walk(body, [(tirx.For, on_for)])
+    return found
+
+
+def element_copies_as_stores(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """``func`` with every one-element T.copy inside a T.Parallel body written as its store."""
+    from ..ir import Copy, TileOp, is_tile_op
+    from ..ir import region as R
+    from ..ir.elementwise import cast_to, elementwise
+
+    inside = tile_ops_in_parallel(func.body)
+    if not inside:
+        return func
+
+    def on_call(call):
+        if not is_tile_op(call) or not any(call.same_as(c) for c in inside):
+            return call
+        op = TileOp.from_stmt(call)
+        if not isinstance(op, Copy) or any(R.as_int(e) != 1 for r in (op.src, op.dst) for e in R.extents_of(r)):
+            return call
+        dtype = str(op.dst.source.ty.dtype)
+        return elementwise(op.src, op.dst, lambda v, idx: tirx.BufferStore(op.dst.source, cast_to(v, dtype), idx))
+
+    return func.with_body(tvm_ffi.structural_map(func.body, [(tirx.TilePrimitiveCall, on_call)]))
+
+
+__all__ = ["element_copies_as_stores", "tile_ops_in_parallel"]
