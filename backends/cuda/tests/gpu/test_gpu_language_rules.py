@@ -204,3 +204,27 @@ def test_sync_grid_on_a_grid_too_large_to_be_resident_fails_the_launch():
     with pytest.raises(Exception, match="(?i)cooperative"):
         cuda(reverse_across_blocks(n, 64))(a, b)
         torch.cuda.synchronize()
+
+
+def test_copies_of_views_with_a_last_stride_of_two():
+    """tests/language/test_vectorized_widths.py's kernel on torch views (A[:, 0, :, 0]): it moved
+    16-byte vectors there (TileLang's eager copy test failed on the H200)."""
+    from test_vectorized_widths import every_other_column
+
+    base_a = torch.randn(16, 2, 64, 2, device="cuda")
+    base_b = torch.full((16, 2, 64, 2), 7.0, device="cuda")
+    base_c = torch.full((16, 64, 2), 7.0, device="cuda")
+    cuda(every_other_column())(base_a[:, 0, :, 0], base_b[:, 0, :, 0], base_c[:, :, 0])
+    torch.testing.assert_close(base_b[:, 0, :, 0], base_a[:, 0, :, 0] + 1.0, rtol=0, atol=0)
+    torch.testing.assert_close(base_c[:, :, 0], base_a[:, 0, :, 0], rtol=0, atol=0)
+    assert (base_b[:, 1] == 7.0).all() and (base_b[:, 0, :, 1] == 7.0).all() and (base_c[:, :, 1] == 7.0).all()
+
+
+def test_one_element_copies_in_parallel_on_sm90():
+    from test_element_copies import gather
+
+    a = torch.randn(50, 20, device="cuda").half()
+    idx = torch.randperm(50, device="cuda").int()
+    b = torch.full((50, 20), float("nan"), device="cuda")
+    cuda(gather(50, 20))(a, idx, b)
+    torch.testing.assert_close(b, a[idx.long()].float(), rtol=0, atol=0)
