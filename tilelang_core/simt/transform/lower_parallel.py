@@ -442,7 +442,8 @@ def _vectorized(body, l_var, local_size: int, vec: int, st: KernelState):
         start = st.simplify(substitute(last, {vi: tirx.const(0, "int32")}))
         contiguous = st.analyzer.can_prove(st.simplify(last - start) == vi)
         aligned = st.analyzer.can_prove(tirx.floormod(start, vec) == 0)
-        rows = R.rows_in_vectors(buffer, vec, st.analyzer)
+        # (a compact 1-D buffer: the index's own alignment and range decide, as checked above)
+        rows = (len(indices) == 1 and not buffer.ty.strides) or R.rows_in_vectors(buffer, vec, st.analyzer)
         if not (contiguous and aligned and rows):
             ok[0] = False
 
