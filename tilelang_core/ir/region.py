@@ -24,15 +24,15 @@ def analyzer() -> tvm.sym.Analyzer:
 def rows_in_vectors(buffer, vec: int, analyzer) -> bool:
     """Can ``vec`` consecutive elements of the last axis move as one vector from any row start
     that is a multiple of ``vec``? Its elements must be adjacent (last stride 1) and every row
-    must start ``vec``-aligned and hold whole vectors: the row length a multiple of ``vec`` for a
-    compact buffer, each outer stride one for a strided one (``T.StridedTensor``; a view such as
+    must start ``vec``-aligned and hold whole vectors: the row length a multiple of ``vec``, and
+    for a strided buffer each outer stride one too (``T.StridedTensor``; a view such as
     ``A[:, 0, :, 0]`` has last stride 2, and a vector there would move the elements between)."""
     shape = list(buffer.ty.shape)
     strides = list(buffer.ty.strides or [])
-    if not strides:
-        return analyzer.can_prove(tvm.tirx.floormod(shape[-1], vec) == 0)
-    return analyzer.can_prove(strides[-1] == 1) and analyzer.can_prove(tvm.tirx.floormod(shape[-1], vec) == 0) \
-        and all(analyzer.can_prove(tvm.tirx.floormod(s, vec) == 0) for s in strides[:-1])
+    if not analyzer.can_prove(tvm.tirx.floormod(shape[-1], vec) == 0):
+        return False
+    return not strides or analyzer.can_prove(strides[-1] == 1) and all(
+        analyzer.can_prove(tvm.tirx.floormod(s, vec) == 0) for s in strides[:-1])
 
 
 def is_region(x) -> bool:

@@ -720,11 +720,7 @@ class _Specializer:
         dims = [through_lets(parser, tvm.tirx.const(d, "int32") if isinstance(d, int) else d)
                 if parser is not None else d for d in (shape if isinstance(shape, (list, tuple)) else [shape])]
         dims = [tvm.sym.Analyzer().simplify(d) if isinstance(d, tvm.ir.Expr) else d for d in dims]
-        try:
-            buf = B.arg(f"out{len(self.outputs)}", TensorType(dims, dtype)())
-        except Exception:  # noqa: BLE001 - not at the function's top level (inside T.Kernel)
-            raise FrontendError("T.empty must be called at the top level of an eager kernel (or in a "
-                                "T.macro called there), not inside T.Kernel") from None
+        buf = B.arg(f"out{len(self.outputs)}", TensorType(dims, dtype)())
         self.outputs.append(buf)
         self._next_empty += 1
         return buf

@@ -68,11 +68,9 @@ def fit_fragment(shape: Sequence[int], thread: np.ndarray, local: np.ndarray, na
         raise LayoutError(f"{what} has no thread / register digit form (a swizzled or irregular map): the "
                           f"digits read from each dimension alone do not number the threads and registers "
                           f"once each ({err})") from None
-    grid = np.indices(shape + (replicas,)) if shape else np.zeros((1, replicas), np.int64)
-    want_thread = sum((_forward_numeric(fragment, THREAD, grid, d) for d in range(len(shape))),
-                      np.zeros(grid.shape[1:], np.int64)) + _replica_numeric(fragment, grid[-1])
-    want_local = sum((_forward_numeric(fragment, LOCAL, grid[..., 0], d) for d in range(len(shape))),
-                     np.zeros(grid.shape[1:-1], np.int64))
+    grid = np.indices(shape + (replicas,))  # (Fragment's own maps take numpy arrays as indices)
+    want_thread = np.broadcast_to(fragment.thread_of(*grid[:-1], replica=grid[-1]), thread.shape)
+    want_local = np.broadcast_to(fragment.local_of(*(g[..., 0] for g in grid[:-1])), local.shape)
     bad = np.argwhere((want_thread != thread) | (want_local[..., None] != local[..., None]))
     if len(bad):
         idx = tuple(int(x) for x in bad[0])
@@ -105,24 +103,6 @@ def _digits_of(extent: int, at, what: str) -> list[Digit]:
         out.append(Digit(run, THREAD if dt else LOCAL, dt or dl))
         place *= run
     return out
-
-
-def _forward_numeric(fragment: Fragment, space: str, grid, d: int):
-    total = 0
-    place = math.prod(x.extent for x in fragment.digits[d])
-    for x in fragment.digits[d]:
-        place //= x.extent
-        if x.space == space and x.extent > 1:
-            total = total + (grid[d] // place) % x.extent * x.stride
-    return total
-
-
-def _replica_numeric(fragment: Fragment, rep):
-    total, place = 0, 1
-    for x in reversed(fragment.replicate):
-        total = total + (rep // place) % x.extent * x.stride
-        place *= x.extent
-    return total
 
 
 def fragment_of_functions(shape: Sequence[int], thread_fn, local_fn, replicate: int = 1, name: str = "") -> Fragment:

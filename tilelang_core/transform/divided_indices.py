@@ -47,11 +47,14 @@ def spans(nest, divided, shape) -> bool:
         isinstance(nest.extents[d], int) and nest.extents[d] == s * c for (d, c), s in zip(divided, shape))
 
 
-def divided_layout(anchor: Fragment, divided, shape, access_layout) -> Fragment | None:
-    """The layout a fragment of ``shape`` read at ``divided`` (:func:`divided_access`) must have in a
-    loop following ``anchor`` (module docstring); None when a divisor cuts through a digit that
-    cannot be split there. ``access_layout`` (layout_inference's) reduces and permutes to the
-    fragment's dimensions."""
+def divided_layout(nest, anchor: Fragment, divided, shape) -> Fragment | None:
+    """The layout a fragment of ``shape`` read at ``divided`` (:func:`divided_access`) must have in
+    ``nest`` following ``anchor`` (module docstring); None when the access does not cover the
+    fragment exactly (:func:`spans`) or a divisor cuts through a digit that cannot be split there."""
+    from .layout_inference import access_layout  # (layout_inference imports this module)
+
+    if not spans(nest, divided, shape):
+        return None
     layout = anchor
     for d, c in divided:
         if c > 1:

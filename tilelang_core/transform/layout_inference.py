@@ -284,7 +284,7 @@ class _Solver:
             divided = divided_access(nest, indices) if dims is None else None
             if divided is not None:  # B[i, j // 2] (transform/divided_indices.py)
                 shape = buffer_shape(buffer)
-                layout = divided_layout(anchor, divided, shape, access_layout) if spans(nest, divided, shape) else None
+                layout = divided_layout(nest, anchor, divided, shape)
                 if layout is None:
                     layout = Fragment.replicated(shape, self.num_threads, str(buffer.name))
                     changed |= self.assign(buffer, layout, "held whole by every thread: read at a divided "

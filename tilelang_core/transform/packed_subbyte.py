@@ -33,7 +33,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from .subbyte_tiles import SUBBYTE, Subbyte, code_of, code_tiles, lower_subbyte_tile_ops, store_code
+from .subbyte_tiles import SUBBYTE, Subbyte, code_of, code_tiles, lower_subbyte_tile_ops, packed_byte, store_code
 
 #: PrimFunc attribute prefix: ``tl.packed_param.<i>`` = the logical dtype of packed parameter i
 PACKED_PARAM = "tl.packed_param."
@@ -218,11 +218,10 @@ def _rewrite_accesses(body, entries: dict, refuse):
                          f"{target.logical} buffer or T.cast(value, T.{target.logical}); got {value}")
         if not target.packed:
             return store_code(target, indices, code)
-        byte = tirx.BufferLoad(target.phys, indices[:-1] + [tirx.floordiv(indices[-1], 2)])
-        shift = tirx.floormod(indices[-1], 2) * 4
+        byte, shift = packed_byte(target, indices)
         keep = tirx.bitwise_and(tirx.Cast("int32", byte), tirx.shift_left(tirx.const(0xF, "int32"), 4 - shift))
         return tirx.BufferStore(target.phys, tirx.Cast("int8", tirx.bitwise_or(keep, tirx.shift_left(code, shift))),
-                                indices[:-1] + [tirx.floordiv(indices[-1], 2)])
+                                list(byte.indices))
 
     body = tvm_ffi.structural_map(body, [(tirx.BufferStore, on_store)])
     body = tvm_ffi.structural_map(body, [(tirx.Cast, on_cast)])

@@ -42,9 +42,9 @@ def padding_for(load, safe_values):
 def lower_safe_value_copies(func, refuse):
     """``func`` with every T.copy from a tensor with a nonzero safe value written as an element-wise
     copy in T.Parallel (whose reads past the tensor's edge give the safe value on every backend,
-    cast to the destination's type as TileLang's copy does); a copy inside a T.Parallel body (one
-    element per iteration) becomes its store. A region of run-time extent, and a copy of several
-    elements inside T.Parallel, are refused (``raise refuse(message)``)."""
+    cast to the destination's type as TileLang's copy does); a one-element copy inside a T.Parallel
+    body is its store already (transform/element_copies.py runs first). A region of run-time extent,
+    and a copy of several elements inside T.Parallel, are refused (``raise refuse(message)``)."""
     from ..ir import Copy, TileOp, is_tile_op
     from ..ir.elementwise import cast_to, elementwise, parallel_loop
     from .element_copies import tile_ops_in_parallel
@@ -73,11 +73,9 @@ def lower_safe_value_copies(func, refuse):
             raise refuse(f"T.copy reads '{name}', which T.annotate_safe_value pads with a nonzero value, over "
                          f"a region whose extents are known only at run time; write the load as a T.Parallel "
                          f"loop (dst[i] = {name}[...]), which pads with the safe value")
-        if any(call.same_as(c) for c in in_parallel):  # one element per iteration of the enclosing loop
-            if isinstance(nest, tirx.For):
-                raise refuse(f"T.copy of several elements of '{name}' inside a T.Parallel loop; copy one "
-                             f"element per iteration (T.copy({name}[i, j], dst[i, j]))")
-            return nest
+        if any(call.same_as(c) for c in in_parallel):  # (one-element ones are stores by now: element_copies.py)
+            raise refuse(f"T.copy of several elements of '{name}' inside a T.Parallel loop; copy one "
+                         f"element per iteration (T.copy({name}[i, j], dst[i, j]))")
         # one element outside T.Parallel: a loop of one, so that the read past the edge is guarded
         return nest if isinstance(nest, tirx.For) else parallel_loop(tirx.Var("e0", "int32"), 1, nest)
 

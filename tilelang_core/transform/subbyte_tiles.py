@@ -15,7 +15,7 @@ floats into an fp4 fragment that way).
 - an element read converted with ``T.cast`` decodes the code (packed_subbyte.py's rules);
 - ``T.copy`` between two 4-bit tiles of one dtype copies the bytes (the int8 tiles' own copy);
 - ``T.copy`` between a 4-bit tile and anything else becomes an element-wise ``T.Parallel`` nest
-  (:func:`lower_subbyte_copies`), converting as a copy does; into a packed 4-bit tensor each
+  (:func:`lower_subbyte_tile_ops`), converting as a copy does; into a packed 4-bit tensor each
   iteration writes one whole byte (two elements), so the region's last extent must be even and its
   start provably even (else two threads would share a byte; refused);
 - ``T.fill`` / ``T.clear`` store the encoded value;
@@ -59,14 +59,20 @@ def code_tiles(body) -> dict:
     return found
 
 
+def packed_byte(entry: Subbyte, indices):
+    """(byte load, bit shift) of logical element ``indices`` of a packed 4-bit tensor: the byte
+    holding it and where its nibble sits (the even element in the low one)."""
+    indices = list(indices)
+    k = indices[-1]
+    return tirx.BufferLoad(entry.phys, indices[:-1] + [tirx.floordiv(k, 2)]), tirx.floormod(k, 2) * 4
+
+
 def code_of(load, entry: Subbyte):
     """The 4-bit code (int32, 0..15) of element ``load`` of a 4-bit buffer."""
-    indices = list(load.indices)
     if entry.packed:
-        k = indices[-1]
-        byte = tirx.BufferLoad(entry.phys, indices[:-1] + [tirx.floordiv(k, 2)])
-        return tirx.bitwise_and(tirx.shift_right(tirx.Cast("int32", byte), tirx.floormod(k, 2) * 4), 0xF)
-    return tirx.Cast("int32", tirx.BufferLoad(entry.phys, indices))
+        byte, shift = packed_byte(entry, load.indices)
+        return tirx.bitwise_and(tirx.shift_right(tirx.Cast("int32", byte), shift), 0xF)
+    return tirx.Cast("int32", tirx.BufferLoad(entry.phys, list(load.indices)))
 
 
 def store_code(entry: Subbyte, indices, code):
@@ -82,16 +88,10 @@ def lower_subbyte_tile_ops(body, entries: dict, encode, refuse):
     refuse(message)``). ``encode(value, logical)`` gives the code of a value."""
     from ..ir import Copy, Fill, TileOp, is_tile_op
     from ..ir import region as R
-    from ..ir.atomic_calls import is_parallel_loop
     from ..ir.elementwise import cast_to, elementwise
+    from .element_copies import tile_ops_in_parallel
 
-    in_parallel = []
-
-    def on_for(loop):
-        if is_parallel_loop(loop):
-            tvm_ffi.structural_walk(loop.body, [(tirx.TilePrimitiveCall, in_parallel.append)])
-
-    tvm_ffi.structural_walk(body, [(tirx.For, on_for)])
+    in_parallel = tile_ops_in_parallel(body)
 
     def entry(region):
         return entries.get(region.source.__chandle__())
@@ -181,4 +181,4 @@ def _byte_pairs(op, src, dst: Subbyte, encode, refuse):
     return body
 
 
-__all__ = ["Subbyte", "code_of", "code_tiles", "lower_subbyte_tile_ops", "store_code"]
+__all__ = ["Subbyte", "code_of", "code_tiles", "lower_subbyte_tile_ops", "packed_byte", "store_code"]

@@ -6,6 +6,7 @@ with the line, before any lowering."""
 
 from __future__ import annotations
 
+import tvm_ffi
 from tvm import tirx
 
 from tilelang_core.errors import LoweringError
@@ -20,11 +21,11 @@ def check_grid_syncs(body, kernel: str) -> None:
         return
     indices = []
 
-    def on_attr(node):
-        if isinstance(node, tirx.AttrStmt) and node.attr_key == "thread_extent":
-            indices.append(node.node.var)
+    def on_attr(attr):
+        if attr.attr_key == "thread_extent":
+            indices.append(attr.node.var)
 
-    _walk(body, on_attr)
+    tvm_ffi.structural_walk(body, [(tirx.AttrStmt, on_attr)])
 
     def uses_index(expr) -> bool:
         used = tirx.analysis.undefined_vars(expr) if expr is not None else []
@@ -63,12 +64,6 @@ def check_grid_syncs(body, kernel: str) -> None:
 def _is_sync_grid(expr) -> bool:
     intrinsic = I.intrinsic_of(expr)
     return intrinsic is not None and intrinsic.name == "sync_grid"
-
-
-def _walk(node, fn) -> None:
-    fn(node)
-    for child in stmt_children(node):
-        _walk(child, fn)
 
 
 __all__ = ["check_grid_syncs"]

@@ -18,7 +18,7 @@ from tilelang_core.ir import region as R
 from tilelang_core.lowering import in_bounds
 from tilelang_core.transform.bindings import bound_vars, drop_bindings, is_pure
 from tilelang_core.transform.safe_values import padding_for
-from tilelang_core.transform.divided_indices import divided_access, divided_layout, spans
+from tilelang_core.transform.divided_indices import divided_access, divided_layout
 from tilelang_core.transform.fragment_windows import window_access, window_owned
 from tilelang_core.transform.layout_inference import (access_dims, access_layout, is_fragment, nest_anchor,
                                                      parallel_nests, same_owners)
@@ -199,8 +199,7 @@ def _check_owners(nest, st: KernelState, anchor) -> None:
             if any(b.same_as(buffer) for b, _ in nest.stores):
                 _refuse(nest, st, buffer, "is written at a divided index in a T.Parallel loop (several "
                         "iterations would write one element)")
-            want = divided_layout(anchor, divided, tuple(layout.shape), access_layout) \
-                if spans(nest, divided, tuple(layout.shape)) else None
+            want = divided_layout(nest, anchor, divided, tuple(layout.shape))
             if want is None or not same_owners(want, layout):
                 _refuse(nest, st, buffer, f"is read at [{', '.join(map(str, indices))}], laid out as {layout}, "
                         f"which does not hold each element in the threads whose iterations read it")
