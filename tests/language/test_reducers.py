@@ -360,7 +360,7 @@ def test_reducer_indices_may_name_the_loops_in_any_order(path, keep, order, op):
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
 
 
-def test_an_index_naming_a_loop_twice_or_a_serial_loop_around_the_nest_is_refused():
+def test_an_index_naming_a_loop_twice_or_an_expression_is_refused():
     with pytest.raises(FrontendError, match="names a loop variable twice"):
         @T.prim_func
         def diagonal(A: T.Tensor((8, 8), "float32")):
@@ -373,12 +373,112 @@ def test_an_index_naming_a_loop_twice_or_a_serial_loop_around_the_nest_is_refuse
                 T.finalize_reducer(acc, out)
     with pytest.raises(FrontendError, match="must be a loop variable of the enclosing T.Parallel nest"):
         @T.prim_func
-        def wide(A: T.Tensor((4, 64), "float32")):
+        def shifted(A: T.Tensor((4, 64), "float32")):
             with T.Kernel(1, threads=32):
-                acc = T.alloc_reducer((4,), "float32")
-                out = T.alloc_fragment((4,), "float32")
+                acc = T.alloc_reducer((8,), "float32")
+                out = T.alloc_fragment((8,), "float32")
                 T.reducer_init(acc)
-                for r in T.serial(4):  # TileLang's "wide plan": not supported here (yet), refused
+                for r in T.serial(4):
                     for k in T.Parallel(64):
-                        T.reducer_update(acc[r], A[r, k])
+                        T.reducer_update(acc[r + 1], A[r, k])
                 T.finalize_reducer(acc, out)
+
+
+def wide_plan(R, C, K, start, op, legacy=False):
+    """TileLang's wide plan: the reducer's index names serial loops around the T.Parallel nest:
+    Out[r, c] = op over k of A[start + r, k] * B[c, k]."""
+    @T.prim_func
+    def wide(A: T.Tensor((start + R, K), "float32"), B: T.Tensor((C, K), "float32"),
+             Out: T.Tensor((R, C), "float32")):
+        with T.Kernel(1, threads=64):
+            a = T.alloc_fragment((start + R, K), "float32")
+            b = T.alloc_fragment((C, K), "float32")
+            T.copy(A, a)
+            T.copy(B, b)
+            if legacy:  # acc[r - start]: the serial loop r starts at `start`
+                acc = T.alloc_reducer((R, C), "float32", op="sum", replication="all")
+                T.clear(acc)
+                for r in T.serial(start, start + R):
+                    for c in T.serial(C):
+                        for k in T.Parallel(K):
+                            acc[r - start, c] += a[r, k] * b[c, k]
+                T.finalize_reducer(acc)
+                T.copy(acc, Out)
+            else:
+                acc = T.alloc_reducer((R, C), "float32", op=op)
+                out = T.alloc_fragment((R, C), "float32")
+                T.reducer_init(acc)
+                for r in T.serial(R):
+                    for c in T.serial(C):
+                        for k in T.Parallel(K):
+                            T.reducer_update(acc[r, c], a[start + r, k] * b[c, k])
+                T.finalize_reducer(acc, out)
+                T.copy(out, Out)
+
+    return wide
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("R, C, K, start, op", [(4, 4, 256, 0, "sum"), (3, 1, 40, 2, "max"), (1, 5, 7, 0, "sum")])
+def test_wide_plan_index_names_serial_loops_around_the_nest(path, R, C, K, start, op):
+    a = RNG.standard_normal((start + R, K)).astype(np.float32)
+    b = RNG.standard_normal((C, K)).astype(np.float32)
+    prod = a[start:, None, :].astype(np.float64) * b[None].astype(np.float64)
+    want = REF[op](prod, axis=2)
+    out = np.full((R, C), np.nan, np.float32)
+    run(path, wide_plan(R, C, K, start, op), A=a, B=b, Out=out)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("path", ["cpu", "cuda:sm_80"])
+def test_wide_plan_of_a_legacy_reducer(path):
+    R, C, K, start = 4, 3, 64, 1
+    a = RNG.standard_normal((start + R, K)).astype(np.float32)
+    b = RNG.standard_normal((C, K)).astype(np.float32)
+    out = np.full((R, C), np.nan, np.float32)
+    run(path, wide_plan(R, C, K, start, "sum", legacy=True), A=a, B=b, Out=out)
+    np.testing.assert_allclose(out, a[start:].astype(np.float64) @ b.T.astype(np.float64), rtol=1e-4, atol=1e-4)
+
+
+def v1_syntax_on_a_default_reducer(M, K):
+    @T.prim_func
+    def v1(G: T.Tensor((M, K), "float32"), Y: T.Tensor((M, K), "float32"), O: T.Tensor((M, K), "float32")):
+        with T.Kernel(1, threads=128):
+            g = T.alloc_fragment((M, K), "float32")
+            y = T.alloc_fragment((M, K), "float32")
+            o = T.alloc_fragment((M, K), "float32")
+            red = T.alloc_reducer((M,), "float32")  # no replication=, used with the v1 syntax
+            T.copy(G, g)
+            T.copy(Y, y)
+            T.clear(red)
+            for i, j in T.Parallel(M, K):
+                red[i] += g[i, j] * y[i, j]
+            T.finalize_reducer(red)
+            for i, j in T.Parallel(M, K):
+                o[i, j] = g[i, j] - red[i]
+            T.copy(o, O)
+
+    return v1
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_default_reducer_used_with_the_v1_syntax_is_legacy(path):
+    M, K = 64, 8
+    g = RNG.standard_normal((M, K)).astype(np.float32)
+    y = RNG.standard_normal((M, K)).astype(np.float32)
+    out = np.full((M, K), np.nan, np.float32)
+    run(path, v1_syntax_on_a_default_reducer(M, K), G=g, Y=y, O=out)
+    g64 = g.astype(np.float64)
+    np.testing.assert_allclose(out, g64 - (g64 * y).sum(1, keepdims=True), rtol=1e-5, atol=1e-5)
+
+
+def test_in_place_finalize_of_a_reducer_opened_with_reducer_init_is_refused():
+    with pytest.raises(FrontendError, match="was opened with T.reducer_init"):
+        @T.prim_func
+        def mixed(A: T.Tensor((8, 8), "float32")):
+            with T.Kernel(1, threads=32):
+                acc = T.alloc_reducer((8,), "float32")
+                T.reducer_init(acc)
+                for i, j in T.Parallel(8, 8):
+                    T.reducer_update(acc[i], A[i, j])
+                T.finalize_reducer(acc)

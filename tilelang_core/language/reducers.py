@@ -22,8 +22,15 @@ finalize reduces each staging fragment over the loop dimensions the target index
 Every logical contribution is combined exactly once. Update targets must name loop variables of
 the nest directly, in any order (``acc[i]`` in ``T.Parallel(M, K)``, ``acc[j, i]`` in
 ``T.Parallel(i, j)``, ``acc[0]`` for a scalar); serial loops inside the nest repeat updates of
-one logical iteration (``T.Parallel(M) { T.serial(K) }``). Anything else (an index naming a
-serial loop around the nest, an expression) is refused with the source line.
+one logical iteration (``T.Parallel(M) { T.serial(K) }``). An index may also name a serial loop
+around the nest (TileLang's "wide plan": ``for i in T.serial(4): for k in T.Parallel(K):
+T.reducer_update(acc[i], ...)``): that loop becomes a leading dimension of the site's staging
+fragment, so each of its iterations accumulates into its own row. Anything else (an
+expression) is refused with the source line.
+
+A reducer allocated without ``replication=`` that no ``T.reducer_init`` / ``T.reducer_update``
+touches and that is finalized in place (``T.finalize_reducer(acc)``) is a legacy reducer, as in
+TileLang.
 """
 
 from __future__ import annotations
@@ -60,6 +67,7 @@ class _Reducer:
     buffer: object
     op: str
     legacy: bool
+    v2_used: bool = False  # touched by T.reducer_init / T.reducer_update
 
 
 # reducers of the kernel being parsed (buffer handle -> _Reducer)
@@ -121,6 +129,7 @@ def reducer_init(reducer, init=None):
         raise FrontendError(f"T.reducer_init: the starting value's dtype {given.ty} does not match reducer "
                             f"{reducer.name}'s dtype {dtype}; write T.cast(value, {dtype!r})")
     value = _identity(red.op, dtype) if init is None else _as_value(init, dtype)
+    red.v2_used = True
     B.evaluate(tirx.call_intrin("handle", "tl.reducer_init", _handle(reducer), value))
 
 
@@ -132,6 +141,7 @@ def reducer_update(target, value):
         raise FrontendError("T.reducer_update expects acc[indices] as its first argument")
     red = _reducer_of(target.source, "T.reducer_update")
     value = _as_value(value, str(red.buffer.ty.dtype))
+    red.v2_used = True
     B.evaluate(tirx.call_intrin("handle", "tl.reducer_update", target, value))
 
 
@@ -143,8 +153,13 @@ def finalize_reducer(reducer, dst=None, batch: int = 1, annotations=None):
     if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
         raise FrontendError(f"T.finalize_reducer: batch must be a positive integer, got {batch!r}")
     if dst is None and not red.legacy:
-        raise FrontendError("T.finalize_reducer(acc) without a destination is the legacy form; "
-                            "write T.finalize_reducer(acc, dst) with dst = T.alloc_fragment(shape, dtype)")
+        if red.v2_used:
+            raise FrontendError("T.finalize_reducer(acc) without a destination is the legacy form, but "
+                                f"{reducer.name} was opened with T.reducer_init / T.reducer_update; write "
+                                "T.finalize_reducer(acc, dst) with dst = T.alloc_fragment(shape, dtype)")
+        # TileLang's rule: a reducer no v2 operation touched, cleared and updated in place
+        # (``acc[i] += v``) and finalized in place, is a legacy reducer
+        red.legacy = True
     args = [_handle(reducer)]
     if dst is not None:
         if not is_buffer_var(dst) or [int(s) for s in dst.ty.shape] != [int(s) for s in reducer.ty.shape]:
@@ -245,26 +260,32 @@ def _map_children(node, fn):
     return None  # leaves, Bind (x = expr; TVM 0.27's LetStmt is the same flat node) included
 
 
-def _rewrite_updates(node, plan, error, nest):
-    """Update sites (markers, and in-place updates of legacy reducers) -> staging accumulations."""
+def _rewrite_updates(node, plan, error, nest, outer=()):
+    """Update sites (markers, and in-place updates of legacy reducers) -> staging accumulations.
+    ``nest``: the enclosing T.Parallel loops; ``outer``: the serial loops around them."""
     if isinstance(node, tirx.For):
         # a serial loop inside a T.Parallel body repeats updates of the same logical iteration
         # (TileLang's Parallel(M) { serial(K) }): they accumulate into its staging element; a
-        # serial loop outside any T.Parallel starts afresh
-        inner = nest + [node] if is_parallel_loop(node) else (nest if nest and _is_serial(node) else [])
-        return _map_children(node, lambda s: _rewrite_updates(s, plan, error, inner))
-    mapped = _map_children(node, lambda s: _rewrite_updates(s, plan, error, nest))
+        # serial loop around the nest may be named by the update's index (the wide plan)
+        if is_parallel_loop(node):
+            inner, around = nest + [node], outer
+        elif _is_serial(node):
+            inner, around = nest, outer if nest else outer + (node,)
+        else:
+            inner, around = [], ()
+        return _map_children(node, lambda s: _rewrite_updates(s, plan, error, inner, around))
+    mapped = _map_children(node, lambda s: _rewrite_updates(s, plan, error, nest, outer))
     if mapped is not None:
         return mapped
     if _marker(node, "tl.reducer_update"):
         target, value = node.value.args
         red = plan.reducers[target.source.__chandle__()]
-        return _accumulate(red, list(target.indices), value, plan, error, nest)
+        return _accumulate(red, list(target.indices), value, plan, error, nest, outer)
     if isinstance(node, tirx.BufferStore):
         red = plan.reducers.get(node.buffer.__chandle__())
         if red is not None and red.legacy and nest:
             value = _legacy_contribution(node, red, error)
-            return _accumulate(red, list(node.indices), value, plan, error, nest)
+            return _accumulate(red, list(node.indices), value, plan, error, nest, outer)
     return node
 
 
@@ -286,20 +307,33 @@ def _legacy_contribution(store, red, error):
                 "inside T.Parallel")
 
 
-def _accumulate(red, indices, value, plan, error, nest):
+def _accumulate(red, indices, value, plan, error, nest, outer):
     if not nest:
         raise error(f"T.reducer_update of {red.buffer.name} is outside any T.Parallel loop: a thread-uniform "
                     "update would count once per thread; put it inside T.Parallel")
-    loop_vars = [loop.loop_var for loop in nest]
-    extents = [R.as_int(loop.extent) for loop in nest]
+    # the serial loops around the nest that the index names (as its row: the loop variable
+    # counted from the loop's start) lead the staging fragment's dims
+    analyzer = tvm.sym.Analyzer()
+
+    def names(idx, loop) -> bool:
+        if any(loop.same_as(n) for n in nest):
+            return isinstance(idx, tirx.Var) and idx.same_as(loop.loop_var)
+        return R.as_int(analyzer.simplify(idx - (loop.loop_var - loop.min))) == 0
+
+    named_outer = [loop for loop in outer if any(names(i, loop) for i in indices)]
+    loops = named_outer + nest
+    loop_vars = [loop.loop_var for loop in loops]
+    extents = [R.as_int(loop.extent) for loop in loops]
     if any(e is None for e in extents):
-        raise error(f"T.reducer_update of {red.buffer.name}: the enclosing T.Parallel loops need constant extents")
+        raise error(f"T.reducer_update of {red.buffer.name}: the enclosing T.Parallel loops and the serial "
+                    "loops its index names need constant extents")
     dims = []
     for idx in indices:
-        pos = next((d for d, v in enumerate(loop_vars) if isinstance(idx, tirx.Var) and idx.same_as(v)), None)
+        pos = next((d for d, loop in enumerate(loops) if names(idx, loop)), None)
         if pos is None and R.as_int(idx) != 0:
             raise error(f"T.reducer_update of {red.buffer.name}: index {idx} must be a loop variable of the "
-                        f"enclosing T.Parallel nest ({', '.join(str(v) for v in loop_vars)}) or 0")
+                        f"enclosing T.Parallel nest ({', '.join(str(loop.loop_var) for loop in nest)}), a "
+                        "serial loop around it counted from its start (r - start), or 0")
         dims.append(pos)
     named = [d for d in dims if d is not None]
     if len(set(named)) != len(named):
@@ -315,8 +349,10 @@ def _accumulate(red, indices, value, plan, error, nest):
     elif site.dims != dims:
         raise error(f"T.reducer_update of {red.buffer.name}: two updates in one T.Parallel loop must "
                     "target the same index")
-    cur = tirx.BufferLoad(site.staging, loop_vars)
-    return tirx.BufferStore(site.staging, _combine(red.op, cur, value), loop_vars)
+    # a serial loop's row is counted from its start
+    at = [v - loop.min if R.as_int(loop.min) != 0 else v for v, loop in zip(loop_vars, loops)]
+    cur = tirx.BufferLoad(site.staging, at)
+    return tirx.BufferStore(site.staging, _combine(red.op, cur, value), at)
 
 
 def _rewrite_epochs(node, plan, error):

@@ -180,8 +180,10 @@ def reduce(buffer, out, reduce_type: str, dim: int = -1, clear: bool = True, bat
     what = f"T.reduce_{reduce_type}"
     if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
         raise FrontendError(f"{what}: batch must be a positive integer, got {batch!r}")
+    var = _variable(out)  # a T.alloc_var takes the reduction of a 1-D tile (TileLang allows it)
     emit(Reduce(_whole(buffer, f"T.reduce_{reduce_type} source"),
-                _whole(out, f"T.reduce_{reduce_type} destination"), kind=str(reduce_type),
+                R.full_region(var) if var is not None else _whole(out, f"T.reduce_{reduce_type} destination"),
+                kind=str(reduce_type),
                 dim=dim, clear=clear, nan_propagate=nan_propagate))
 
 

@@ -293,7 +293,9 @@ class Interpreter:
             # garbage-filled, like real registers: a read before a write shows up as NaN
             size *= int(vector or 1)
             array = np.full((self.lanes, size), np.nan if np.issubdtype(dt, np.floating) else 0, dtype=dt)
-            self.storage[buffer] = Storage(array, True, dtype=dtype, vector_lanes=int(vector or 1))
+            # (the shape flattens a multi-dimensional register array's indices, as codegen does)
+            self.storage[buffer] = Storage(array, True, [int(s) for s in buffer.ty.shape], dtype=dtype,
+                                           vector_lanes=int(vector or 1))
         else:
             # the shared byte pool starts as 0xff bytes: NaN in every float view (a read before a
             # write shows up), -1 in the integer ones

@@ -4,6 +4,12 @@ Register reductions (lower_reduce.py) follow the fragment layouts; here one side
 so the work is dealt by output element instead: one thread folds one line of the source (all
 indices fixed but ``dim``) in a register and writes the result. A fragment side goes through a
 shared workspace (staging.py); the op ends with a barrier, so what it wrote is there for the next.
+
+Per-thread tiles (``T.alloc_local``, ``T.alloc_var``) hold a copy in every thread, so a per-thread
+destination gets every output in every thread: from a per-thread source each thread folds its
+own copy (no dealing, no barrier); from a shared or fragment source the dealt results go through
+a shared workspace that every thread then reads whole. A per-thread source into a shared or
+fragment destination is refused: which thread's copy would count is not said.
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ from . import intrinsics as I
 from .lowering import FRAGMENT, cast, dtype, load, scope
 from .staging import flat, fragment_to_shared, shared_to_fragment, size, unflatten
 from .transform.state import if_then, loop, seq
+
+PER_THREAD = ("local", "local.var")
 
 
 def lower_reduce_shared(op: Reduce, st, ctx, identity, combine):
@@ -44,13 +52,28 @@ def lower_reduce_shared(op: Reduce, st, ctx, identity, combine):
         def read(index):
             return load(op.src, [r.min + i for r, i in zip(op.src.region, index)])
 
-    to_fragment = scope(op.dst) == FRAGMENT
-    if to_fragment:
+    per_thread_src, per_thread_dst = scope(op.src) in PER_THREAD, scope(op.dst) in PER_THREAD
+    if per_thread_src and not per_thread_dst:
+        raise ctx.error("reduce", f"{what} of '{op.src.source.name}', a per-thread tile ({scope(op.src)}), into "
+                        f"'{op.dst.source.name}' ({scope(op.dst)}): every thread holds its own copy of the source "
+                        "and which one counts is not said; reduce into a T.alloc_local / T.alloc_var, or "
+                        "reduce a shared or fragment tile")
+    # the dealt results land in a shared workspace when a fragment, or every thread, takes them
+    staged_out = scope(op.dst) == FRAGMENT or (per_thread_dst and not per_thread_src)
+    if staged_out:
         dst_ws = st.alloc(f"{op.dst.source.name}_red_out", (outputs,), acc_dt, "shared.dyn")
     acc = st.alloc(f"{op.dst.source.name}_red_acc", (1,), acc_dt, "local")
 
-    def line(it):
-        out = it * threads + tx
+    def dst_index_of(kept):
+        dst_index = kept[:op.dim] + [0] + kept[op.dim:] if keepdim else kept
+        return [r.min + i for r, i in zip(op.dst.region, dst_index)]
+
+    def store_result(kept, result):
+        if not op.clear:
+            result = combine(load(op.dst, dst_index_of(kept)), result)
+        return tirx.BufferStore(op.dst.source, result, dst_index_of(kept))
+
+    def fold_line(out):
         kept = unflatten(out, out_ext)
 
         def fold(k):
@@ -60,21 +83,26 @@ def lower_reduce_shared(op: Reduce, st, ctx, identity, combine):
             return tirx.BufferStore(acc, combine(tirx.BufferLoad(acc, [0]), value), [0])
 
         result = tirx.BufferLoad(acc, [0])
-        if to_fragment:
-            write = tirx.BufferStore(dst_ws, result, [out])
-        else:
-            dst_index = kept[:op.dim] + [0] + kept[op.dim:] if keepdim else kept
-            dst_index = [r.min + i for r, i in zip(op.dst.region, dst_index)]
-            if not op.clear:
-                result = combine(load(op.dst, dst_index), result)
-            write = tirx.BufferStore(op.dst.source, result, dst_index)
-        body = seq([tirx.BufferStore(acc, identity(kind, acc_dt), [0]),
+        write = tirx.BufferStore(dst_ws, result, [out]) if staged_out else store_result(kept, result)
+        return seq([tirx.BufferStore(acc, identity(kind, acc_dt), [0]),
                     loop("k", src_ext[op.dim], fold, tirx.ForKind.SERIAL), write])
+
+    if per_thread_src:  # each thread folds its own copy, every output
+        stmts.append(loop("o", outputs, fold_line, tirx.ForKind.SERIAL))
+        return seq(stmts)
+
+    def line(it):
+        out = it * threads + tx
+        body = fold_line(out)
         return if_then(out < outputs, body) if outputs % threads else body
 
     stmts.append(loop("o", (outputs + threads - 1) // threads, line, tirx.ForKind.SERIAL))
-    if to_fragment:  # (a keepdim layout's unit axis flattens to the same offsets)
+    if scope(op.dst) == FRAGMENT:  # (a keepdim layout's unit axis flattens to the same offsets)
         stmts.append(shared_to_fragment(dst_ws, op.dst, st, what,
                                         None if op.clear else lambda new, old: combine(old, new)))
+    elif per_thread_dst:  # every thread reads every dealt output
+        stmts.append(I.syncthreads())
+        stmts.append(loop("o", outputs, lambda o: store_result(unflatten(o, out_ext), tirx.BufferLoad(dst_ws, [o])),
+                          tirx.ForKind.SERIAL))
     stmts.append(I.syncthreads())  # the workspaces (and a shared result) are read after this
     return seq(stmts)
