@@ -57,14 +57,16 @@ def test_named_barrier_outside_a_branch_must_count_the_block(path):
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_named_barrier_over_the_whole_block_is_the_block_barrier(path):
+@pytest.mark.parametrize("args", [(2, 64), (2,)])
+def test_named_barrier_over_the_whole_block_is_the_block_barrier(path, args):
+    """``T.sync_threads(2)`` (no count) is TileLang's named barrier over the whole block."""
     @T.prim_func
     def k(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
         with T.Kernel(1, threads=64):
             tx = T.get_thread_binding()
             s = T.alloc_shared((64,), "float32")
             s[tx] = A[tx]
-            T.sync_threads(2, 64)
+            T.sync_threads(*args)
             B[tx] = s[63 - tx]
 
     a = np.arange(64, dtype=np.float32)
@@ -74,7 +76,7 @@ def test_named_barrier_over_the_whole_block_is_the_block_barrier(path):
 
 
 def test_named_barrier_arguments_are_checked():
-    for args, message in [((3,), "both barrier_id and arrive_count"), ((0, 64), "barrier_id must be 1 to 15"),
+    for args, message in [((None, 64), "needs the barrier_id too"), ((0, 64), "barrier_id must be 1 to 15"),
                           ((3, 0), "arrive_count must be positive")]:
         with pytest.raises(FrontendError, match=message):
             @T.prim_func

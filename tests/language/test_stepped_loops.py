@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import tilelang_core.language as T
+from tilelang_core import FrontendError
 from tilelang_core.testing.oracle import PATHS, run
 
 
@@ -68,3 +69,40 @@ def test_a_zero_step_is_refused():
 
     with pytest.raises(FrontendError, match="step must not be zero"):
         stepped(0, 8, 0)
+
+
+def partially_unrolled():
+    @T.prim_func
+    def main(A: T.Tensor((2, 16), "float32")):
+        with T.Kernel(1, threads=32):
+            for i in T.unroll(0, 16, unroll_factor=4):
+                A[0, i] = T.cast(i, "float32") + 1.0
+            for j in T.Unroll(3, 16, 2, unroll_factor=2):
+                A[1, j] = 2.0
+
+    return main
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_unroll_factor_is_a_hint_that_keeps_the_loops_values(path):
+    a = np.zeros((2, 16), np.float32)
+    run(path, partially_unrolled(), A=a)
+    want = np.zeros((2, 16), np.float32)
+    want[0] = np.arange(16) + 1
+    want[1, 3::2] = 2
+    np.testing.assert_array_equal(a, want)
+
+
+def test_unroll_factor_must_be_positive_and_not_explicit():
+    with pytest.raises(FrontendError, match="mutually exclusive"):
+        @T.prim_func
+        def both(A: T.Tensor((16,), "float32")):
+            with T.Kernel(1, threads=32):
+                for i in T.unroll(16, explicit=True, unroll_factor=4):
+                    A[i] = 1.0
+    with pytest.raises(FrontendError, match="unroll_factor must be a positive integer"):
+        @T.prim_func
+        def zero(A: T.Tensor((16,), "float32")):
+            with T.Kernel(1, threads=32):
+                for i in T.unroll(16, unroll_factor=0):
+                    A[i] = 1.0

@@ -50,7 +50,7 @@ from .macro import macro
 from .pointers import make_tensor, match_buffer, ptr
 from .random import rng_init, rng_rand, rng_rand_float
 from .reducers import alloc_reducer, finalize_reducer, reducer_init, reducer_update
-from .loops import Parallel, Pipelined, grid, serial, thread_binding, unroll, vectorized
+from .loops import Parallel, Pipelined, Unroll, grid, serial, thread_binding, unroll, vectorized
 from .tensor import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor, TensorType,
                      dynamic, symbolic)
 from .tile_ops import (atomic_add, atomic_addx2, atomic_addx4, atomic_max, atomic_min, clear, copy, cummax, cumsum, fill, gemm,

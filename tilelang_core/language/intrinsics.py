@@ -14,6 +14,8 @@ Example::
 
 from __future__ import annotations
 
+import math
+
 import tvm
 from tvm import tirx
 from tvm.script.ir_builder import tirx as B
@@ -147,15 +149,18 @@ def sync_threads(barrier_id=None, arrive_count=None):
     ``arrive_count`` threads that reach barrier ``barrier_id`` (``bar.sync id, count``), used inside
     a branch that selects those threads (``if tx < 256: ... T.sync_threads(3, 256)``). The count
     must be the number of threads the enclosing ``if`` conditions select (the whole block outside
-    any), in whole warps; anything else would hang and is refused at the line.
+    any), in whole warps; anything else would hang and is refused at the line. ``barrier_id``
+    alone is that barrier over the whole block, as in TileLang.
     """
-    current_kernel("T.sync_threads")
+    kernel = current_kernel("T.sync_threads")
     if barrier_id is None and arrive_count is None:
         B.evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
         return
-    if barrier_id is None or arrive_count is None:
-        raise FrontendError("T.sync_threads takes both barrier_id and arrive_count (a named barrier over "
+    if barrier_id is None:
+        raise FrontendError("T.sync_threads(arrive_count=...) needs the barrier_id too (a named barrier over "
                             "arrive_count threads), or neither (the whole block)")
+    if arrive_count is None:  # TileLang's named barrier over the whole block
+        arrive_count = math.prod(kernel.threads)
     values = []
     for what, value in (("barrier_id", barrier_id), ("arrive_count", arrive_count)):
         value = value.value if isinstance(value, tirx.IntImm) else value

@@ -108,11 +108,29 @@ def serial(start, stop=None, step=None, annotations=None):
                     step=step, annotations=annotations)
 
 
-def unroll(start, stop=None, step=None, explicit: bool = False, annotations=None):
-    """A loop to unroll fully."""
-    return B.unroll(_bound(start, "T.unroll start"),
-                    None if stop is None else _bound(stop, "T.unroll stop"),
-                    step=step, annotations=annotations)
+def unroll(start, stop=None, step=None, explicit: bool = False, unroll_factor: int | None = None,
+           annotations=None):
+    """A loop to unroll fully. With ``unroll_factor`` (TileLang's partial unroll, a hint that
+    changes no value) the loop stays sequential and nvcc chooses how far to unroll it: TVM's
+    printers have no ``#pragma unroll N``."""
+    annotations = dict(annotations or {})
+    unroll_factor = annotations.pop("pragma_unroll_factor", None) if unroll_factor is None else unroll_factor
+    if unroll_factor is None:
+        return B.unroll(_bound(start, "T.unroll start"),
+                        None if stop is None else _bound(stop, "T.unroll stop"),
+                        step=step, annotations=annotations or None)
+    if explicit:
+        raise FrontendError("T.unroll's explicit and unroll_factor params are mutually exclusive.")
+    if isinstance(unroll_factor, bool) or not isinstance(unroll_factor, int) or unroll_factor < 1:
+        raise FrontendError(f"T.unroll: unroll_factor must be a positive integer, got {unroll_factor!r}")
+    annotations.pop("pragma_unroll_factor", None)
+    return serial(start, stop, step, annotations=annotations or None)
+
+
+def Unroll(start, stop=None, step=None, explicit: bool = False, unroll_factor: int | None = None,  # noqa: N802
+           annotations=None):
+    """TileLang's capitalised alias of :func:`unroll`."""
+    return unroll(start, stop, step, explicit, unroll_factor, annotations)
 
 
 def vectorized(start, stop=None, annotations=None):
