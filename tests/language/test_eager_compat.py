@@ -244,3 +244,36 @@ def test_module_level_par_compile():
     assert kernels[0] is not None and kernels[1] is None
     with pytest.raises(Exception):
         tl.par_compile(["not a kernel"], target="cpu")
+
+
+@tl.jit(target="cpu")
+def axpy_ptr(X: T.ptr, Y: T.ptr, Out: T.ptr, M: int, N: int, dtype: T.dtype, blk: int = 32):
+    """TileLang's pointer kernels in eager form: ``T.ptr`` parameters made tensors."""
+    X = T.make_tensor(X, (M, N), dtype)
+    Y = T.make_tensor(Y, (M, N), dtype)
+    Out = T.make_tensor(Out, (M, N), dtype)
+    with T.Kernel(T.ceildiv(M, blk), threads=32) as bx:
+        for i, j in T.Parallel(blk, N):
+            if bx * blk + i < M:
+                Out[bx * blk + i, j] = X[bx * blk + i, j] * 2.0 + Y[bx * blk + i, j]
+
+
+@pytest.mark.parametrize("M, N", [(37, 5), (1, 1), (64, 16)])
+def test_eager_pointer_parameters_take_tensors_or_addresses(M, N):
+    x, y = torch.randn(M, N), torch.randn(M, N)
+    want = x.double() * 2 + y.double()
+    out = torch.full((M, N), float("nan"))
+    axpy_ptr(x, y, out, M, N, T.float32)
+    torch.testing.assert_close(out.double(), want, rtol=1e-6, atol=1e-6)
+    out2 = torch.full((M, N), float("nan"))
+    axpy_ptr(x.data_ptr(), y.data_ptr(), out2.data_ptr(), M, N, T.float32)  # raw addresses, on trust
+    torch.testing.assert_close(out2.double(), want, rtol=1e-6, atol=1e-6)
+    # the pointers do not key the kernel; the sizes do
+    assert axpy_ptr.compile(X=T.ptr(), Y=T.ptr(), Out=T.ptr(), M=M, N=N, dtype=T.float32) is \
+        axpy_ptr.compile(X=x, Y=y, Out=out, M=M, N=N, dtype=T.float32)
+
+
+def test_eager_pointer_parameter_checks_a_tensor_against_its_make_tensor_shape():
+    x, y, out = torch.randn(8, 4), torch.randn(8, 4), torch.empty(8, 5)
+    with pytest.raises(Exception, match="Out"):
+        axpy_ptr(x, y, out, 8, 4, T.float32)

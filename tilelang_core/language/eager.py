@@ -36,7 +36,8 @@ from .parser import current_eager, parse_kernel
 from .tensor import one_variable_per_name
 from .tensor import TensorType
 from .eager_header import (Header, HeaderStmt, assigned_names, eval_plain, eval_statement, is_call_to,
-                           is_header_statement, is_tensor_annotation, packed_view, split_names)
+                           is_header_statement, is_pointer_annotation, is_tensor_annotation, packed_view,
+                           split_names)
 
 
 _MISSING = object()
@@ -65,6 +66,9 @@ class EagerSignature:
     const_names: tuple[str, ...]
     outputs: tuple[str, ...]
     defaults: Mapping[str, Any]
+    # ``A: T.ptr`` parameters: run-time pointers (a tensor or an address) that T.make_tensor
+    # makes tensors; they do not key the kernel
+    pointer_params: tuple[str, ...] = ()
 
 
 class EagerProgram:
@@ -91,6 +95,8 @@ class EagerProgram:
         consts: list[str] = []
         outputs: list[str] = []
         # TileLang also takes the tensor type in the signature: def f(A: T.Tensor[[M, N], dt]).
+        pointer_params = tuple(arg.arg for arg in fdef.args.posonlyargs + fdef.args.args
+                               if arg.annotation is not None and is_pointer_annotation(arg.annotation))
         for arg in fdef.args.posonlyargs + fdef.args.args:
             if arg.annotation is not None and is_tensor_annotation(arg.annotation):
                 tensor_params.append(arg.arg)
@@ -127,11 +133,13 @@ class EagerProgram:
         ordered_tensors = tuple(p for p in params if p in tensor_params)
         self.signature = EagerSignature(
             params=params, tensor_params=ordered_tensors,
-            compile_time_params=tuple(p for p in params if p not in tensor_params),
+            compile_time_params=tuple(p for p in params if p not in tensor_params and p not in pointer_params),
             const_names=tuple(consts), outputs=tuple(outputs),
             defaults={k: v.default for k, v in self._py_sig.parameters.items()
-                      if v.default is not inspect.Parameter.empty})
+                      if v.default is not inspect.Parameter.empty},
+            pointer_params=pointer_params)
         self._tensor_pos = tuple(params.index(p) for p in ordered_tensors)
+        self._pointer_pos = tuple(params.index(p) for p in pointer_params)
         self._param_index = {p: i for i, p in enumerate(params)}
         self._scalar_names = self.signature.compile_time_params
         self._headers: dict[Hashable, Header] = {}
@@ -263,6 +271,8 @@ class EagerProgram:
             names = [f"a{i}" for i in range(count)]
             parts = [str(count)]
             for i, name in enumerate(names):
+                if i in self._pointer_pos:
+                    continue  # a run-time pointer: not part of the kernel
                 parts += [f"{name}.shape", f"{name}.dtype"] if i in self._tensor_pos else [name]
             lines += [f"    if n == {count}:", f"        {', '.join(names)}, = args",
                       f"        return ({', '.join(parts)},)"]
@@ -420,8 +430,14 @@ class _Specializer:
         self._returned: list = []
 
     def declare_params(self, parser, node) -> None:
+        from .pointers import ptr
+
         for name in self.program.signature.params:
-            if name in self.tensors:
+            if name in self.program.signature.pointer_params:  # T.make_tensor makes it a tensor
+                var = B.arg(name, ptr())
+                self.params.append(var)
+                parser.var_table.add(name, var)
+            elif name in self.tensors:
                 buf = B.arg(name, self.tensors[name]())
                 self.params.append(buf)
                 parser.var_table.add(name, buf)

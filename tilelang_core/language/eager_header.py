@@ -236,6 +236,13 @@ def is_tensor_annotation(node: ast.expr) -> bool:
     return name.endswith("Tensor") or name == "Buffer"
 
 
+def is_pointer_annotation(node: ast.expr) -> bool:
+    """``T.ptr`` (or ``T.ptr()``): a signature annotation that makes the parameter a pointer, which
+    ``T.make_tensor`` turns into a tensor (TileLang's pointer kernels)."""
+    head = node.func if isinstance(node, ast.Call) else node
+    return isinstance(head, ast.Attribute) and head.attr == "ptr"
+
+
 def assigned_names(node: ast.stmt) -> tuple[str, ...]:
     names = []
     for sub in ast.walk(node):
