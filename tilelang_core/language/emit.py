@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tvm
+import tvm_ffi
 from tvm.ir import TensorLoad
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx import is_buffer_var
@@ -66,7 +67,30 @@ def pair_regions(a, b, what_a: str, what_b: str):
         return tuple(R.make_region(x.source, list(x.indices), [1] * len(x.indices))
                      for x in (_unwrap(a), _unwrap(b)))
     if is_element(a):
-        return region_from_start(a, b, what_a), R.to_region(b, what_b)
+        return region_from_start(a, b, what_a), settled(R.to_region(b, what_b))
     if is_element(b):
-        return R.to_region(a, what_a), region_from_start(b, a, what_b)
-    return R.to_region(a, what_a), R.to_region(b, what_b)
+        return settled(R.to_region(a, what_a)), region_from_start(b, a, what_b)
+    return settled(R.to_region(a, what_a)), settled(R.to_region(b, what_b))
+
+
+def settled(region):
+    """``region`` with each extent that the names bound in the kernel body make a constant
+    replaced by that constant: ``KV[b, kv_start:kv_end, 0, :]`` with ``kv_start = base + k * 64``
+    and ``kv_end = base + (k + 1) * 64`` (TileLang's MLA decode) is 64 rows, which the planner
+    must know (a TMA box, a layout). Only names whose values read no memory are looked through
+    (a value reading a variable that changed in between would not be the same value)."""
+    from .parser import current_parser, through_lets
+
+    parser = current_parser.get()
+    if parser is None or all(R.as_int(e) is not None for e in R.extents_of(region)):
+        return region
+    extents = []
+    for extent in R.extents_of(region):
+        if R.as_int(extent) is None:
+            seen = through_lets(parser, extent)
+            loads = []
+            tvm_ffi.structural_walk(seen, [(TensorLoad, loads.append)])
+            value = R.as_int(tvm.sym.Analyzer().simplify(seen)) if not loads else None
+            extent = tvm.tirx.const(value, str(extent.ty)) if value is not None else extent
+        extents.append(extent)
+    return R.make_region(region.source, R.mins_of(region), extents)

@@ -278,6 +278,38 @@ def make_gemm_from_registers(second_policy):
     return gemm_chain
 
 
+def make_gemm_from_replicated_registers(via_shared: bool, M: int = 64, N1: int = 64, N2: int = 128, K: int = 32):
+    """MLA decode's split kernel in small: 256 threads, both gemms FullCol; the second takes A
+    (the first's result cast to fp16, through shared memory as TileLang's example writes it, or
+    directly) from registers while the two warpgroups split its N: each holds a copy of A."""
+    full_col = T.GemmWarpPolicy.FullCol
+
+    @T.prim_func
+    def gemm_chain(A: T.Tensor((M, K), T.float16), B: T.Tensor((N1, K), T.float16),
+                   C: T.Tensor((N1, N2), T.float16), Out: T.Tensor((M, N2), T.float32)):
+        with T.Kernel(1, threads=256) as bx:
+            A_s = T.alloc_shared((M, K), T.float16)
+            B_s = T.alloc_shared((N1, K), T.float16)
+            C_s = T.alloc_shared((N1, N2), T.float16)
+            S_s = T.alloc_shared((M, N1), T.float16)
+            ab = T.alloc_fragment((M, N1), T.float32)
+            ab_half = T.alloc_fragment((M, N1), T.float16)
+            out = T.alloc_fragment((M, N2), T.float32)
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.copy(C, C_s)
+            T.gemm(A_s, B_s, ab, transpose_B=True, clear_accum=True, policy=full_col)
+            if via_shared:
+                T.copy(ab, S_s)
+                T.copy(S_s, ab_half)
+            else:
+                T.copy(ab, ab_half)
+            T.gemm(ab_half, C_s, out, clear_accum=True, policy=full_col)
+            T.copy(out, Out[bx * M, 0])
+
+    return gemm_chain
+
+
 def make_fragment_outside_parallel():
     @T.prim_func
     def stray(Y: T.Tensor((128,), T.float32)):

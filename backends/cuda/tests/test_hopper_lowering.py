@@ -723,3 +723,22 @@ def test_non_causal_attention_clusters_along_the_query_blocks():
     source, kernel = cuda_source(func, enable_cluster_multicast=True)
     assert "cluster of 2 along blockIdx.x: K_shared, V_shared" in source[:source.find("#ifdef")]
     assert kernel.count("__cluster_dims__(2, 1, 1)") == 2
+
+
+def test_register_a_over_warpgroups_that_split_n_is_replicated():
+    """MLA decode's split kernel: 64 rows on two warpgroups, A from registers. Each warpgroup
+    issues register-A wgmma over its half of N, holding a copy of A (was mma.sync, whose row
+    layout differed from the first gemm's: a LayoutError)."""
+    from tilelang_cuda.hopper.wgmma import wgmma_operand_layout
+
+    plan = WgmmaPlan(1, 2, 64, 64, 64)
+    layout = wgmma_operand_layout(64, 32, plan)
+    assert layout.replicas == 2 and layout.num_threads == 256 and layout.local_size == 64 * 32 // 128
+    for i, j in [(0, 0), (17, 9), (63, 31)]:
+        # thread t and t + 128 hold the same element in the same register: a copy per warpgroup
+        first = layout.thread_of(i, j)
+        assert layout.local_of(i, j) == wgmma_accumulator_layout(64, 32, WgmmaPlan(1, 1, 64, 32, 32)).local_of(i, j)
+        assert first < 128
+    source, kernel = cuda_source(kernels.make_gemm_from_replicated_registers(True))
+    assert "gemm(ab_half, C_s -> out): wgmma m64n64k16, 1x2 warpgroups" in source
+    assert "tl_wgmma_rs_f16_n64" in kernel and "tl_wgmma_ss_f16_n32" in kernel

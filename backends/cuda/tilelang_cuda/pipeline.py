@@ -45,7 +45,7 @@ from tilelang_core.transform.program_kernels import lower_program, workspace_byt
 
 from . import codegen, compiler
 from .hopper.planner import HopperPlanner
-from .hopper.wgmma import operand_plan, wgmma_accumulator_layout
+from .hopper.wgmma import wgmma_accumulator_layout, wgmma_operand_layout
 from .hopper.intrinsics import scratch_statements, with_kernel_attributes
 from .intrinsics import with_on_demand_helpers
 from .transform import fast_divide, fast_exp2
@@ -83,8 +83,9 @@ def operand_layout(op, name: str, num_threads: int, planner: HopperPlanner):
     own layout (layouts.mma_a_operand_layout), as do warps that split C's columns (each holds a
     copy of its rows of A), so their producer converts."""
     m, n, k = gemm_shape(op)
-    if name == "A" and planner.plan(op, num_threads) is not None:
-        return wgmma_accumulator_layout(m, k, operand_plan(m, k, num_threads), name=str(op.A.source.name))
+    plan = planner.plan(op, num_threads) if name == "A" else None
+    if plan is not None:
+        return wgmma_operand_layout(m, k, plan, name=str(op.A.source.name))
     instr = select_mma(op, planner.arch, planner.options)
     if instr is None:
         raise LayoutError(f"gemm {op!r} takes {name} from registers, which needs the tensor-core "

@@ -200,6 +200,21 @@ def test_gemm_chain_with_a_from_registers(tmp_path):
     torch.testing.assert_close(out.double(), ab @ c.double(), rtol=1e-2, atol=1e-2)
 
 
+@pytest.mark.parametrize("M, N1, N2, K", [(64, 64, 128, 32), (64, 64, 512, 64), (128, 64, 256, 32)])
+def test_gemm_chain_with_a_copied_in_each_warpgroup_matches_torch(tmp_path, M, N1, N2, K):
+    """Register-A wgmma where two warpgroups split N (MLA decode's split kernel): each holds a
+    copy of A. (M=128 keeps the rows split, the copies unused.)"""
+    kernel, source = build(kernels.make_gemm_from_replicated_registers(True, M, N1, N2, K), tmp_path)
+    assert "tl_wgmma_rs" in source
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(N1, K, device="cuda", dtype=torch.float16)
+    c = torch.randn(N1, N2, device="cuda", dtype=torch.float16) / 8
+    out = torch.full((M, N2), float("nan"), device="cuda", dtype=torch.float32)
+    kernel["gemm_chain"](a, b, c, out)
+    ab = (a.double() @ b.double().T).half().double()
+    torch.testing.assert_close(out.double(), ab @ c.double(), rtol=1e-2, atol=1e-2)
+
+
 @pytest.mark.parametrize("bk", [128, 64])  # 64: rows of 64 bytes, the 64-byte swizzle
 def test_fp8_gemm_on_wgmma_matches_torch(tmp_path, bk):
     """e4m3 operands (B stored N x K) on wgmma k32, fp32 accumulate, fp16 out; against float64 on

@@ -120,13 +120,12 @@ def _operand_fits(region, bits: int, k_major: bool) -> bool:
     return swizzle == ATOM_BYTES or (swizzle == 64 and k_major)
 
 
-def _partition(m: int, n: int, num_wg: int, policy: str, mn_major_b: bool, max_n: int,
-               rows_only: bool = False):
+def _partition(m: int, n: int, num_wg: int, policy: str, mn_major_b: bool, max_n: int):
     # TileLang's order: full_row prefers the most warpgroups along M and falls back to fewer
     # (a 64-row tile on two warpgroups splits N), full_col the reverse; square tries the most rows
-    # first too. rows_only (A in registers): every warpgroup along M, nothing else.
+    # first too.
     divisors = sorted({d for d in range(1, num_wg + 1) if num_wg % d == 0}, reverse=True)
-    for wg_m in ([num_wg] if rows_only else divisors[::-1] if policy == "full_col" else divisors):
+    for wg_m in (divisors[::-1] if policy == "full_col" else divisors):
         wg_n = num_wg // wg_m
         if m % (wg_m * WGMMA_M) or n % (wg_n * 8):
             continue
@@ -182,10 +181,13 @@ def explain_wgmma(op: Gemm, arch: str, num_threads: int, disabled: bool = False,
     a_regs = scope(op.A) == FRAGMENT
     if a_regs and op.transpose_A:
         return None, "a transposed A in registers"
+    # A in registers: the most warpgroups along M (each holds only its rows of A); where M is too
+    # short for them (MLA decode's 64 heads on two warpgroups), the warpgroups that split N each
+    # hold a copy of A (wgmma_operand_layout)
     policy = "full_row" if a_regs else op.policy.value
     # instructions as wide as ptxas can compile with a producer warpgroup beside these threads
     plan = _partition(m, n, num_threads // WARPGROUP, policy, mn_major_b=not op.transpose_B,
-                      max_n=widest_wgmma_n(num_threads + WARPGROUP), rows_only=a_regs)
+                      max_n=widest_wgmma_n(num_threads + WARPGROUP))
     if plan is None:
         return None, f"C {m}x{n} does not split into 64-row warpgroup slabs with policy {policy}"
     return plan, ""
@@ -206,10 +208,18 @@ def wgmma_accumulator_layout(m: int, n: int, plan: WgmmaPlan, name: str = "") ->
     return Fragment((m, n), (rows, cols), name=name)
 
 
-def operand_plan(m: int, k: int, num_threads: int) -> WgmmaPlan:
-    """The registers of an A operand (m x k): an accumulator layout with one warpgroup column."""
-    wg = num_threads // WARPGROUP
-    return WgmmaPlan(wg, 1, m // wg, k, k)
+def wgmma_operand_layout(m: int, k: int, plan: WgmmaPlan, name: str = "") -> Fragment:
+    """The registers of an A operand (m x k) of a gemm that runs with ``plan``: each warpgroup's
+    rows of A as an accumulator layout with one warpgroup column (the m64k16 A fragment of wgmma
+    is the m64n16 accumulator's), the ``plan.wg_n`` warpgroups that split N holding copies."""
+    if plan.wg_n == 1:
+        return wgmma_accumulator_layout(m, k, WgmmaPlan(plan.wg_m, 1, plan.m_wg, k, k), name=name)
+    # wgmma_accumulator_layout's digits for n_wg = k, the warpgroup digit along M stepping over
+    # the copies
+    rows = (Digit(plan.wg_m, THREAD, WARPGROUP * plan.wg_n), Digit(plan.m_wg // WGMMA_M, LOCAL, k // 2),
+            Digit(4, THREAD, 32), Digit(2, LOCAL, 2), Digit(8, THREAD, 4))
+    cols = (Digit(k // 8, LOCAL, 4), Digit(4, THREAD, 1), Digit(2, LOCAL, 1))
+    return Fragment((m, k), (rows, cols), replicate=(Digit(plan.wg_n, THREAD, WARPGROUP),), name=name)
 
 
 #: gemm options set by the consumer schedule (consumer_schedule.py): WGMMA_PHASE "issue" (fence,
@@ -330,5 +340,5 @@ def lower_gemm_wgmma(op: Gemm, st, plan: WgmmaPlan, proxy_fence: bool = True):
     ])
 
 
-__all__ = ["WGMMA_BUSY", "WGMMA_PENDING", "WGMMA_PHASE", "WgmmaPlan", "lower_gemm_wgmma", "operand_plan", "plan_wgmma",
+__all__ = ["WGMMA_BUSY", "WGMMA_PENDING", "WGMMA_PHASE", "WgmmaPlan", "lower_gemm_wgmma", "plan_wgmma", "wgmma_operand_layout",
            "tile_swizzle", "wgmma_accumulator_layout", "wgmma_shared_layout"]
