@@ -231,15 +231,19 @@ def test_bitwise_reducer_of_a_float_dtype_is_refused():
                 T.alloc_reducer((1,), "float32", op="bitor")
 
 
-def test_bad_batch_is_refused():
-    with pytest.raises(FrontendError, match="batch must be a positive integer"):
+@pytest.mark.parametrize("batch, error, message", [(0, ValueError, "batch must be >= 1"),
+                                                    (-2, ValueError, "batch must be >= 1"),
+                                                    (16, FrontendError, "exceeds total output elements"),
+                                                    (3, FrontendError, "must evenly divide")])
+def test_bad_batch_is_refused(batch, error, message):
+    with pytest.raises(error, match=message):
         @T.prim_func
-        def batch(A: T.Tensor((8,), "float32")):
+        def batched(A: T.Tensor((8,), "float32")):
             with T.Kernel(1, threads=32):
                 acc = T.alloc_reducer((8,), "float32")
                 out = T.alloc_fragment((8,), "float32")
                 T.reducer_init(acc)
-                T.finalize_reducer(acc, out, batch=0)
+                T.finalize_reducer(acc, out, batch=batch)
 
 
 @pytest.mark.parametrize("path", ["cpu", "cuda:sm_80"])

@@ -36,6 +36,7 @@ TileLang.
 from __future__ import annotations
 
 import contextvars
+import math
 from dataclasses import dataclass, field
 
 import tvm
@@ -44,7 +45,7 @@ from tvm import tirx
 from tvm.script.ir_builder import tirx as B
 from tvm.tirx import CallEffectKind, is_buffer_var
 
-from ..errors import FrontendAssertionError, FrontendError
+from ..errors import FrontendAssertionError, FrontendError, FrontendValueError
 from ..ir import Fill, Reduce
 from ..ir.ops import BITWISE_REDUCE_KINDS, bitwise_combine, bitwise_identity
 from ..ir import region as R
@@ -148,10 +149,18 @@ def reducer_update(target, value):
 def finalize_reducer(reducer, dst=None, batch: int = 1, annotations=None):
     """Combine every contribution (and the init value once) into ``dst``, or in place for a
     legacy ``replication=`` reducer. ``batch`` (TileLang's AllReduce grouping) changes nothing
-    here but must be positive."""
+    here but must, as there, be positive and divide the number of outputs."""
     red = _reducer_of(reducer, "T.finalize_reducer")
     if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
-        raise FrontendError(f"T.finalize_reducer: batch must be a positive integer, got {batch!r}")
+        raise FrontendValueError(f"T.finalize_reducer: batch must be >= 1 (a positive integer), got {batch!r}")
+    # TileLang's rules for the hint: a batch groups whole outputs
+    outputs = math.prod(int(s) for s in reducer.ty.shape)
+    if batch > outputs:
+        raise FrontendError(f"T.finalize_reducer: batch {batch} exceeds total output elements ({outputs}) of "
+                            f"{reducer.name}")
+    if outputs % batch:
+        raise FrontendError(f"T.finalize_reducer: batch {batch} must evenly divide the {outputs} output "
+                            f"elements of {reducer.name}")
     if dst is None and not red.legacy:
         if red.v2_used:
             raise FrontendError("T.finalize_reducer(acc) without a destination is the legacy form, but "

@@ -310,6 +310,37 @@ def make_gemm_from_replicated_registers(via_shared: bool, M: int = 64, N1: int =
     return gemm_chain
 
 
+def make_two_score_gemms(M: int = 64, N: int = 64, D: int = 128, P: int = 64, steps: int = 3):
+    """MLA decode's scores in small: S = Q K^T + Qp Kp^T, two gemms in a row into one accumulator
+    (issued as one wgmma batch on sm_90a), summed over ``steps`` tiles of K."""
+    full_col = T.GemmWarpPolicy.FullCol
+
+    @T.prim_func
+    def scores(Q: T.Tensor((M, D), T.float16), Qp: T.Tensor((M, P), T.float16),
+               K: T.Tensor((steps * N, D), T.float16), Kp: T.Tensor((steps * N, P), T.float16),
+               Out: T.Tensor((M, N), T.float32)):
+        with T.Kernel(1, threads=256) as bx:
+            q = T.alloc_shared((M, D), T.float16)
+            qp = T.alloc_shared((M, P), T.float16)
+            k = T.alloc_shared((N, D), T.float16)
+            kp = T.alloc_shared((N, P), T.float16)
+            s = T.alloc_fragment((M, N), T.float32)
+            total = T.alloc_fragment((M, N), T.float32)
+            T.copy(Q, q)
+            T.copy(Qp, qp)
+            T.clear(total)
+            for t in T.Pipelined(steps, num_stages=1):
+                T.copy(K[t * N, 0], k)
+                T.copy(Kp[t * N, 0], kp)
+                T.gemm(q, k, s, transpose_B=True, clear_accum=True, policy=full_col)
+                T.gemm(qp, kp, s, transpose_B=True, policy=full_col)
+                for i, j in T.Parallel(M, N):
+                    total[i, j] += s[i, j]
+            T.copy(total, Out[bx * M, 0])
+
+    return scores
+
+
 def make_fragment_outside_parallel():
     @T.prim_func
     def stray(Y: T.Tensor((128,), T.float32)):

@@ -742,3 +742,20 @@ def test_register_a_over_warpgroups_that_split_n_is_replicated():
     source, kernel = cuda_source(kernels.make_gemm_from_replicated_registers(True))
     assert "gemm(ab_half, C_s -> out): wgmma m64n64k16, 1x2 warpgroups" in source
     assert "tl_wgmma_rs_f16_n64" in kernel and "tl_wgmma_ss_f16_n32" in kernel
+
+
+def _wgmma_steps(kernel: str) -> list[str]:
+    """The kernel's wgmma instructions, commits and waits in order, runs of one kind merged."""
+    steps = []
+    for x in re.findall(r"tl_wgmma_ss_\w+|tl_wgmma_rs_\w+|tl_wgmma_wait<\d>|tl_wgmma_commit", kernel):
+        if not steps or steps[-1] != x:
+            steps.append(x)
+    return steps
+
+
+def test_back_to_back_gemms_into_one_accumulator_issue_as_one_batch():
+    """S = Q K^T then S += Qp Kp^T (MLA decode's scores) on the cp.async path: the first gemm is
+    only issued, the second's wait_group 0 waits for both (was a wait after each)."""
+    _, kernel = cuda_source(kernels.make_two_score_gemms(), disable_warp_specialized=True)
+    assert _wgmma_steps(kernel) == ["tl_wgmma_ss_f16_n32", "tl_wgmma_commit", "tl_wgmma_ss_f16_n32",
+                                    "tl_wgmma_commit", "tl_wgmma_wait<0>"]

@@ -215,6 +215,22 @@ def test_gemm_chain_with_a_copied_in_each_warpgroup_matches_torch(tmp_path, M, N
     torch.testing.assert_close(out.double(), ab @ c.double(), rtol=1e-2, atol=1e-2)
 
 
+@pytest.mark.parametrize("options", [{"disable_warp_specialized": True}, {}])
+def test_back_to_back_score_gemms_match_torch(tmp_path, options):
+    """Two gemms in a row into one accumulator (MLA decode's scores): one wgmma batch on the
+    cp.async path; the warp-specialized path for comparison."""
+    M, N, D, P, steps = 64, 64, 128, 64, 3
+    kernel, source = build(kernels.make_two_score_gemms(M, N, D, P, steps), tmp_path, **options)
+    q, qp = torch.randn(M, D, device="cuda", dtype=torch.float16), torch.randn(M, P, device="cuda", dtype=torch.float16)
+    k = torch.randn(steps * N, D, device="cuda", dtype=torch.float16)
+    kp = torch.randn(steps * N, P, device="cuda", dtype=torch.float16)
+    out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float32)
+    kernel["scores"](q, qp, k, kp, out)
+    ref = sum(q.double() @ k[t * N:(t + 1) * N].double().T + qp.double() @ kp[t * N:(t + 1) * N].double().T
+              for t in range(steps))
+    torch.testing.assert_close(out.double(), ref, rtol=1e-3, atol=1e-2)
+
+
 @pytest.mark.parametrize("bk", [128, 64])  # 64: rows of 64 bytes, the 64-byte swizzle
 def test_fp8_gemm_on_wgmma_matches_torch(tmp_path, bk):
     """e4m3 operands (B stored N x K) on wgmma k32, fp32 accumulate, fp16 out; against float64 on

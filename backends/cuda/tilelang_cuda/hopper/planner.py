@@ -20,6 +20,7 @@ from tilelang_core.simt.transform.insert_barriers import touched
 from tilelang_core.transform.thread_ranges import tile_ops_with_threads
 
 from ..target import capability
+from .gemm_batches import batch_gemms
 from .occupancy import fragment_registers
 from .warp_specialize import NotSpecialized, named_barriers, warp_specialize, with_producer_threads
 from .tile_scheduler import walks_to_while
@@ -158,14 +159,16 @@ class HopperPlanner:
         for call, threads in tile_ops_with_threads(body, st.num_threads):
             on_call(call, threads)
         body = self._rasterize(body)
+        # (where the producer warpgroup is not made: its consumer schedule places the gemms itself)
+        batched = batch_gemms(body, lambda op: self.plan(op, st.num_threads) is not None)
         if any(str(v.ty.storage_scope) in SHARED for v in st.views):
             # a TMA box writes the allocation's swizzle; a view's accesses are composed with the
             # layout only in the kit's own lowering, so keep the pipeline there
             self.notes.append("T.Pipelined: cp.async pipeline (the kernel views shared memory with T.reshape/T.view)")
-            return body
+            return batched
         if self.options.disable_tma_lower or self.options.disable_warp_specialized:
             self.notes.append("T.Pipelined: cp.async pipeline (tl.disable_tma_lower / tl.disable_warp_specialized)")
-            return body
+            return batched
         try:
             notes = []
             new = warp_specialize(body, st, st.annotated, self.tma_loaded,
@@ -186,7 +189,7 @@ class HopperPlanner:
                                             "off" if self.options.disable_stream_k else "auto"))
         except NotSpecialized as why:
             self.notes.append(f"T.Pipelined: cp.async pipeline, no TMA producer warpgroup ({why})")
-            return body
+            return batched
         self.specialized = True
         self.notes.append(f"T.Pipelined: TMA producer warpgroup + {st.num_threads} consumer threads, "
                           f"tiles {', '.join(sorted(self.tma_loaded))}")
