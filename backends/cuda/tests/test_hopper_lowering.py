@@ -754,8 +754,11 @@ def _wgmma_steps(kernel: str) -> list[str]:
 
 
 def test_back_to_back_gemms_into_one_accumulator_issue_as_one_batch():
-    """S = Q K^T then S += Qp Kp^T (MLA decode's scores) on the cp.async path: the first gemm is
-    only issued, the second's wait_group 0 waits for both (was a wait after each)."""
-    _, kernel = cuda_source(kernels.make_two_score_gemms(), disable_warp_specialized=True)
+    """S = Q K^T then S += Qp Kp^T (MLA decode's scores) on the cp.async path with
+    tl.enable_gemm_batches: the first gemm is only issued, the second's wait_group 0 waits for
+    both (a wait after each by default)."""
+    _, kernel = cuda_source(kernels.make_two_score_gemms(), disable_warp_specialized=True, enable_gemm_batches=True)
     assert _wgmma_steps(kernel) == ["tl_wgmma_ss_f16_n32", "tl_wgmma_commit", "tl_wgmma_ss_f16_n32",
                                     "tl_wgmma_commit", "tl_wgmma_wait<0>"]
+    _, kernel = cuda_source(kernels.make_two_score_gemms(), disable_warp_specialized=True)  # (opt-in)
+    assert _wgmma_steps(kernel).count("tl_wgmma_wait<0>") == 2

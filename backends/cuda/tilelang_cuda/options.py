@@ -92,6 +92,11 @@ class CudaOptions(BackendOptions):
         2)``, setmaxnreg 40/216, TMA-store strips within the half), so one block's pipeline fill
         and epilogue run under the other's wgmmas (hopper/occupancy.py; GEMM 128x128 tiles on the
         H200: 661 against 451 TFLOP/s at 8192^3). This keeps one block per SM.
+    enable_gemm_batches: on sm_90a's cp.async path, two wgmma gemms in a row into one
+        accumulator (MLA decode's ``Q K^T`` and ``Q_pe K_pe^T``) are issued as one batch, the first
+        without its own ``wgmma.wait_group 0`` (hopper/gemm_batches.py). Opt-in until it has run on
+        the H200 (written after this session's device time ended; the same PTX pattern as the
+        warp-specialized chain, which has).
     enable_longest_first: launch the blocks of a grid whose loop runs more iterations for a larger
         blockIdx.x in reverse x order (the kit's longest_first: causal attention's longest row
         blocks start first instead of making up the last wave). On the H200, causal S4096 D128 on
@@ -155,6 +160,7 @@ class CudaOptions(BackendOptions):
     enable_cluster_multicast: bool = False
     disable_two_blocks_per_sm: bool = False
     enable_longest_first: bool = False
+    enable_gemm_batches: bool = False
     disable_staged_epilogue: bool = False
     enable_staged_epilogue: bool = False
     disable_async_preload: bool = False

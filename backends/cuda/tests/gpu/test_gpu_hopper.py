@@ -215,7 +215,8 @@ def test_gemm_chain_with_a_copied_in_each_warpgroup_matches_torch(tmp_path, M, N
     torch.testing.assert_close(out.double(), ab @ c.double(), rtol=1e-2, atol=1e-2)
 
 
-@pytest.mark.parametrize("options", [{"disable_warp_specialized": True}, {}])
+@pytest.mark.parametrize("options", [{"disable_warp_specialized": True, "enable_gemm_batches": True},
+                                     {"disable_warp_specialized": True}, {}])
 def test_back_to_back_score_gemms_match_torch(tmp_path, options):
     """Two gemms in a row into one accumulator (MLA decode's scores): one wgmma batch on the
     cp.async path; the warp-specialized path for comparison."""

@@ -6,7 +6,8 @@ that accumulate into the same registers. Lowered one by one, each is issued and 
 (WGMMA_PHASE "issue": fence, instructions, commit); the second's ``wait_group 0`` then waits for
 both. wgmma orders instructions on one accumulator in issue order, so the values are the same.
 
-Only where nothing runs between the two, the first reads A from shared memory (a register A
+Opt-in (``tl.enable_gemm_batches``) until it has run on the H200. Only where nothing runs
+between the two, the first reads A from shared memory (a register A
 would have to stay tied until the second's wait) and the warp-specialized schedule
 (consumer_schedule.py) has not placed the gemm itself.
 """

@@ -160,7 +160,8 @@ class HopperPlanner:
             on_call(call, threads)
         body = self._rasterize(body)
         # (where the producer warpgroup is not made: its consumer schedule places the gemms itself)
-        batched = batch_gemms(body, lambda op: self.plan(op, st.num_threads) is not None)
+        batched = batch_gemms(body, lambda op: self.plan(op, st.num_threads) is not None) \
+            if self.options.enable_gemm_batches else body
         if any(str(v.ty.storage_scope) in SHARED for v in st.views):
             # a TMA box writes the allocation's swizzle; a view's accesses are composed with the
             # layout only in the kit's own lowering, so keep the pipeline there
