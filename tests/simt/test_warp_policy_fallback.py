@@ -50,5 +50,4 @@ def test_wgmma_full_row_on_two_warpgroups_splits_columns():
 
     plan = _partition(64, 64, 2, "full_row", mn_major_b=False, max_n=256)
     assert (plan.wg_m, plan.wg_n) == (1, 2)
-    assert _partition(64, 64, 2, "full_row", mn_major_b=False, max_n=256, rows_only=True) is None
     assert (_partition(128, 64, 2, "full_row", mn_major_b=False, max_n=256).wg_m) == 2

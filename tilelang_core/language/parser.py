@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 import tvm
+import tvm_ffi
 from tvm.ir import Expr
 from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as B
@@ -476,6 +477,10 @@ def _bind_assign(self: Parser, node: doc.expr, var_name: str, value: Any) -> Any
         return value
     if isinstance(value, (list, tuple, dict)) or callable(value) and not isinstance(value, Expr):
         return value
+    if not isinstance(value, tvm_ffi.Object) and not type(value).__module__.startswith(("tvm.", "tvm_ffi")):
+        # any other Python object (a T.PersistentTileScheduler, a user's helper) stays Python;
+        # TVMScript's own (T.alloc_var's scalar wrapper, frames) go to its binding below
+        return value
     return tirx_parser.bind_assign_value(self, node, var_name, value)
 
 
@@ -488,11 +493,11 @@ def _let_values(self: Parser) -> dict:
 
 def through_lets(self: Parser, expr, depth: int = 8):
     """``expr`` with the names bound by ``_bind_assign`` replaced by their values (nested ones too)."""
-    import tvm_ffi
+    from ..ir.substitute import substitute
 
     lets = _let_values(self)
     for _ in range(depth):
-        out = tvm_ffi.structural_map(expr, [(tvm.tirx.Var, lambda v: lets.get(v.__chandle__(), v))])
+        out = substitute(expr, lets)
         if out.same_as(expr):
             break
         expr = out

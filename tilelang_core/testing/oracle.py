@@ -122,16 +122,10 @@ def _workspace_shape(func, buffer, arrays: dict) -> tuple:
                     env[dim] = tvm.tirx.const(int(extent), str(dim.ty))
         else:
             env[p] = tvm.tirx.const(int(arrays[str(p.name)]), str(p.ty))
+    from ..ir.substitute import substitute
+
     analyzer = tvm.sym.Analyzer()
-    return tuple(int(analyzer.simplify(_substitute(e, env))) for e in buffer.ty.shape)
-
-
-def _substitute(expr, env: dict):
-    import tvm_ffi
-    from tvm import tirx
-
-    keyed = {v.__chandle__(): value for v, value in env.items()}
-    return tvm_ffi.structural_map(expr, [(tirx.Var, lambda v: keyed.get(v.__chandle__(), v))])
+    return tuple(int(analyzer.simplify(substitute(e, env))) for e in buffer.ty.shape)
 
 
 def _run_cpu(func, arrays: dict) -> dict:

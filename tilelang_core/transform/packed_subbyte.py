@@ -33,6 +33,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from ..ir.substitute import substitute
 from .subbyte_tiles import SUBBYTE, Subbyte, code_of, code_tiles, lower_subbyte_tile_ops, packed_byte, store_code
 
 #: PrimFunc attribute prefix: ``tl.packed_param.<i>`` = the logical dtype of packed parameter i
@@ -77,7 +78,7 @@ def pack_subbyte_params(func: tirx.PrimFunc, refuse) -> tirx.PrimFunc:
         byte_dims[i] = (shape, strides)
 
     def sub(e):
-        return _substitute(e, vmap)
+        return substitute(e, vmap)
 
     replaced, out = {}, []
     for i, p in enumerate(params):
@@ -106,18 +107,11 @@ def pack_subbyte_params(func: tirx.PrimFunc, refuse) -> tirx.PrimFunc:
     body = lower_subbyte_tile_ops(body, entries, _encode, refuse)
     body = _rewrite_accesses(body, entries, refuse)
     phys = {**{k: e.phys for k, e in tiles.items()}, **replaced}
-    body = tvm_ffi.structural_map(body, [(tirx.Var, lambda v: phys.get(v.__chandle__(), v))])
+    body = substitute(body, phys)
     result = tirx.PrimFunc(out, body, func.ret_type, func.attrs)
     for i in packed:
         result = result.with_attr(f"{PACKED_PARAM}{i}", str(params[i].ty.dtype))
     return result
-
-
-def _substitute(node, vmap: dict):
-    if not vmap:
-        return node
-    by_handle = {k.__chandle__(): v for k, v in vmap.items()}
-    return tvm_ffi.structural_map(node, [(tirx.Var, lambda v: by_handle.get(v.__chandle__(), v))])
 
 
 def _half(e, what: str, vmap: dict, analyzer, refuse):
@@ -133,7 +127,7 @@ def _half(e, what: str, vmap: dict, analyzer, refuse):
         byte = tirx.Var(f"{e.name}_bytes", e.ty.dtype)
         vmap[e] = 2 * byte
         return byte
-    e = _substitute(e, vmap)
+    e = substitute(e, vmap)
     if analyzer.can_prove(tirx.floormod(e, 2) == 0):
         return analyzer.simplify(tirx.floordiv(e, 2))
     raise refuse(f"{what} is {e}, which is not provably even: a packed 4-bit tensor holds two elements per "

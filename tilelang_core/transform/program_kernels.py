@@ -33,6 +33,7 @@ import tvm_ffi
 from tvm import tirx
 
 from ..errors import LoweringError
+from ..ir.substitute import substitute
 from .bindings import is_pure
 
 #: PrimFunc attributes joined (as lines) when the kernels of a program each set them
@@ -140,10 +141,10 @@ def split_program(func: tirx.PrimFunc) -> Program | None:
         if is_workspace(stmt):
             workspaces.append(stmt.buffer)
         elif is_launch(stmt):
-            launches.append(_substitute(stmt, values) if values else stmt)
+            launches.append(substitute(stmt, values) if values else stmt)
         elif isinstance(stmt, tirx.Bind) and isinstance(stmt.value.ty, tvm.ir.PrimType) \
                 and is_pure(stmt.value):
-            values[stmt.var.__chandle__()] = _substitute(stmt.value, values) if values else stmt.value
+            values[stmt.var.__chandle__()] = substitute(stmt.value, values) if values else stmt.value
         elif isinstance(stmt, tirx.Evaluate) and isinstance(stmt.value, tirx.IntImm):
             continue  # the no-op left where an allocation was hoisted
         else:
@@ -169,10 +170,6 @@ def _between_kernels(func, stmt) -> str:
     return (f"kernel '{_name(func)}' has {what} outside its T.Kernel blocks; a program of several "
             f"kernels may hold only T.Kernel blocks, T.alloc_global workspaces and pure named values "
             f"between them")
-
-
-def _substitute(node, values: dict):
-    return tvm_ffi.structural_map(node, [(tirx.Var, lambda v: values.get(v.__chandle__(), v))])
 
 
 def workspace_bytes(buffer) -> tirx.PrimExpr:

@@ -30,6 +30,7 @@ from tvm import tirx
 
 from ..errors import LoweringError
 from ..ir.atomic_calls import TILE_ATOMIC_OP, is_parallel_loop
+from ..ir.substitute import substitute
 from ..lowering import source_location, user_span
 from .bindings import is_pure
 from .structural import stmt_children, structural_map, structural_walk
@@ -89,9 +90,7 @@ def _uses(expr, var) -> bool:
 
 def _inline_bound(expr, values: dict):
     """``expr`` with every pure bound name (``warp = tx // 32``) replaced by its value."""
-    if not values:
-        return expr
-    return tvm_ffi.structural_map(expr, [(tirx.Var, lambda v: values.get(v, v))])
+    return substitute(expr, values)
 
 
 def selected_range(cond, tx, num_threads: int) -> tuple[tuple[int, int] | None, list]:

@@ -14,6 +14,7 @@ import tvm_ffi
 from tvm import tirx
 
 from tilelang_core.errors import LoweringError
+from tilelang_core.ir.substitute import substitute  # noqa: F401 - re-exported: the kit's callers import it here
 
 from ..dialect import SimtDialect
 
@@ -117,22 +118,6 @@ def thread_binding(func: tirx.PrimFunc, kind: str) -> tuple[tirx.Var, int]:
     if not isinstance(extent, tirx.IntImm):
         raise LoweringError(f"the block size must be a constant, got threads={extent}")
     return var, int(extent.value)
-
-
-def substitute(node, vmap: dict):
-    """Replace variables (matched by identity) in any IR node."""
-    if not vmap:
-        return node
-    # A layout's index of a unit dimension can be a plain Python 0; the IR needs an IntImm there.
-    pairs = [(k, tirx.const(v, str(k.ty)) if isinstance(v, int) else v) for k, v in vmap.items()]
-
-    def on_var(v):
-        for key, value in pairs:
-            if v.same_as(key):
-                return value
-        return v
-
-    return tvm_ffi.structural_map(node, [(tvm.ir.Var, on_var)])
 
 
 def uses_var(node, var) -> bool:
