@@ -73,7 +73,18 @@ def test_scale_add(dtype, tol):
     assert load("elementwise/scale_add.py").check(33, 130, 0.75, dtype=dtype) < tol
 
 
+@pytest.mark.parametrize("batch, heads, max_len, num_split, page_size, tiles", [
+    (3, 16, 150, 3, 32, {"block_N": 32}),          # ragged lengths, shuffled pages
+    (2, 32, 70, 4, 64, {"block_H": 16}),           # more splits than tiles: empty splits
+    (1, 16, 1, 1, 32, {"block_N": 16}),            # a one-token sequence, two tiles per page
+])
+def test_mla_decode_paged_split_kv(batch, heads, max_len, num_split, page_size, tiles):
+    mla = load("attention/mla_decode.py")
+    assert mla.check(batch, heads, 64, 16, max_len, num_split, page_size=page_size, **tiles) < 3e-3
+
+
 SCRIPTS = [
+    ["attention/mla_decode.py", "--batch", "2", "--heads", "16", "--max-len", "90", "--num-split", "2"],
     ["quickstart.py", "--m", "70", "--n", "40", "--k", "50"],
     ["gemm/gemm.py", "--m", "70", "--n", "40", "--k", "50", "--trans-a"],
     ["gemm/gemm_splitk.py", "--m", "70", "--n", "40", "--k", "130", "--split-k", "2"],
@@ -233,3 +244,35 @@ def test_fp8_blockscaled_gemm_applies_each_slab_its_scales():
 def test_flash_attention_backward(batch, heads, seq_len, dim, is_causal, tiles):
     """dQ, dK, dV against torch autograd in float64 (fp16 inputs: ~1e-3 relative)."""
     assert load("attention/flash_attention_bwd.py").check(batch, heads, seq_len, dim, is_causal, **tiles) < 5e-3
+
+
+@pytest.mark.parametrize("path", ["cuda:sm_80", "hip:gfx942", "metal:apple7"])
+def test_mla_decode_split_kernel_on_the_simt_interpreters(path):
+    """The split kernel's lowered thread program on each SIMT backend's interpreter against the
+    cpu backend (ragged lengths, an empty split, shuffled pages)."""
+    import numpy as np
+
+    from tilelang_core.testing.oracle import run
+
+    mla = load("attention/mla_decode.py")
+    batch, heads, dim, pe_dim, max_len, page_size, num_split = 2, 16, 32, 16, 70, 32, 3
+    q, q_pe, kv, k_pe, table, seqlens = mla.make_inputs(batch, heads, dim, pe_dim, max_len, page_size)
+    seqlens[1] = 20  # one tile: splits 1 and 2 of sequence 1 are empty
+    func = mla.mla_decode_split.get_tir(batch, heads, dim, pe_dim, kv.shape[0], page_size, table.shape[1],
+                                        num_split, block_H=16, block_N=32, threads=128)
+    arrays = {"Q": q.numpy(), "Q_pe": q_pe.numpy(), "KV": kv.numpy(), "K_pe": k_pe.numpy(),
+              "block_table": table.numpy(), "seqlens": seqlens.numpy()}
+    outs = {}
+    for where in ("cpu", path):
+        o = np.full((batch, heads, num_split, dim), np.nan, np.float32)
+        lse = np.full((batch, heads, num_split), np.nan, np.float32)
+        run(where, func, **arrays, O_partial=o, LSE_partial=lse)
+        outs[where] = (o, lse)
+    assert np.isneginf(outs[path][1][1, :, 1:]).all() and (outs[path][0][1, :, 1:] == 0).all()
+    np.testing.assert_allclose(outs[path][0], outs["cpu"][0], rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(outs[path][1], outs["cpu"][1], rtol=1e-4, atol=1e-4)
+    # and the combined output against torch in float64
+    combined = mla.mla_decode_combine(batch, heads, dim, num_split, dtype="float16")(
+        torch.from_numpy(outs[path][0]), torch.from_numpy(outs[path][1]))
+    ref = mla.reference(q, q_pe, kv, k_pe, table, seqlens)
+    assert ((combined.double() - ref).norm() / ref.norm()).item() < 3e-3

@@ -64,6 +64,10 @@ CASES = {
     "flash_attention_bwd": (lambda: example("attention/flash_attention_bwd.py").flash_bwd.get_tir(
         2, 4, 1000, 64, True, block_M=64, block_N=64, num_stages=2, threads=128),
         {"HMMA", "LDSM", "LDGSTS", "RED"}, {"HGMMA", "LDGSTS", "RED"}),
+    # MLA decode over a paged cache: a trip count read from memory (one CTA per tile, no
+    # persistent walk), pages gathered through the block table by TMA on sm_90a
+    "mla_decode_split": (lambda: example("attention/mla_decode.py").mla_decode_split.get_tir(
+        4, 128, 512, 64, 64, 64, 16, 4), {"HMMA", "LDSM"}, {"HGMMA", "UTMALDG"}),
     # e4m3 tensor-core instructions exist from sm_89: sm_90a only
     "fp8_blockscaled_gemm": (lambda: example("fp8/blockscaled_gemm.py").blockscaled_gemm.get_tir(1000, 520, 512),
                              None, {"QGMMA", "UTMALDG"}),  # (QGMMA: wgmma on fp8)

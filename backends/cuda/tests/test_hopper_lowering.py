@@ -762,3 +762,14 @@ def test_back_to_back_gemms_into_one_accumulator_issue_as_one_batch():
                                     "tl_wgmma_commit", "tl_wgmma_wait<0>"]
     _, kernel = cuda_source(kernels.make_two_score_gemms(), disable_warp_specialized=True)  # (opt-in)
     assert _wgmma_steps(kernel).count("tl_wgmma_wait<0>") == 2
+
+
+def test_a_trip_count_read_from_memory_keeps_one_cta_per_tile():
+    """MLA decode's split kernel: each tile's loop runs ceildiv(seqlens[b], 64) / splits
+    iterations, read from memory. The persistent walk (ring positions t * n, waves decided on the
+    host) cannot take it; it printed a variable outside its loop (TVM's C printer failed)."""
+    func = example_module("attention/mla_decode.py").mla_decode_split.get_tir(4, 128, 512, 64, 64, 64, 16, 4)
+    source, kernel = cuda_source(func)
+    notes = [line for line in source.splitlines() if line.startswith("//   ")]
+    assert any("TMA producer warpgroup" in n for n in notes) and not any("persistent" in n for n in notes)
+    assert "tl_num_sms" not in kernel

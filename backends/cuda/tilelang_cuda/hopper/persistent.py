@@ -71,7 +71,9 @@ def persistent_tiles(chain, n, n_value, wanted: bool, consumers: int = 0):
     """_PersistentTiles when the grid is static and every tile runs the same number of loop
     iterations (the ring position of a tile is then t * n); tiles of different trip counts
     (causal attention) get the dynamic scheduler (tile_scheduler.py, ``consumers`` threads take
-    its tiles); None (one CTA per tile) when not ``wanted`` or the grid is not static."""
+    its tiles); None (one CTA per tile) when not ``wanted``, the grid is not static or the trip
+    count reads memory. ``n_value``: the trip count with the kernel's names replaced by their
+    values."""
     if not wanted:
         return None
     blocks = []
@@ -84,8 +86,12 @@ def persistent_tiles(chain, n, n_value, wanted: bool, consumers: int = 0):
     blocks.sort(key=lambda b: b[0])  # x, y, z
     if not blocks or any(str(a.node.thread_tag).startswith("threadIdx.") and a is not chain[-1] for a in chain):
         return None
-    used = set()
-    tvm_ffi.structural_walk(n_value, [(tirx.Var, lambda v: used.add(v))])
+    used, loads = set(), []
+    tvm_ffi.structural_walk(n_value, [(tirx.Var, lambda v: used.add(v)), (tvm.ir.TensorLoad, loads.append)])
+    if loads:
+        # a trip count read from memory (MLA decode's per-sequence lengths): a resident CTA could
+        # not know its tiles' ring positions, nor the host its waves; one CTA per tile
+        return None
     static = _PersistentTiles([(var, extent) for _, var, extent in blocks], n)
     if any(any(v.same_as(var) for v in used) for _, var, _ in blocks):  # causal attention
         return DynamicTiles(static, n_value, consumers)
