@@ -46,6 +46,8 @@ if [[ ${ONLY_BENCH:-0} != 1 && ${TESTS_ONLY:-0} != 1 ]]; then  # TESTS_ONLY=1: n
   done
   step flash_attention_causal 120 python3 examples/attention/flash_attention.py --is-causal
   step gemm_transposed 120 python3 examples/gemm/gemm.py --trans-a --trans-b
+  step mla_decode 180 python3 examples/attention/mla_decode.py --batch 8 --heads 128 --dim 512 --pe-dim 64 \
+    --max-len 4096 --num-split 4
   step call_overhead 180 python3 bench/cuda_call_overhead.py
   step launch_floor 120 python3 bench/cuda_launch_floor.py
   [[ ${NO_AUTOTUNE:-0} == 1 ]] || step autotune_cuda 400 python3 bench/autotune_compile.py --target cuda --size 4096 --repeats 1

@@ -37,7 +37,7 @@ def mla_decode_split(batch, heads, dim, pe_dim, num_pages, page_size, max_pages,
     @T.prim_func
     def main(Q: T.Tensor((batch, heads, dim), dtype), Q_pe: T.Tensor((batch, heads, pe_dim), dtype),
              KV: T.Tensor((num_pages, page_size, dim), dtype), K_pe: T.Tensor((num_pages, page_size, pe_dim), dtype),
-             block_table: T.Tensor((batch, max_pages), "int32"), seqlens: T.Tensor((batch,), "int32"),
+             block_table: T.Tensor((batch, max_pages), T.int32), seqlens: T.Tensor((batch,), T.int32),
              O_partial: T.Tensor((batch, heads, num_split, dim), accum),
              LSE_partial: T.Tensor((batch, heads, num_split), accum)):
         with T.Kernel(heads // block_H, batch, num_split, threads=threads) as (hg, b, split):

@@ -1,0 +1,58 @@
+"""MLA decode over a paged KV cache (examples/attention/mla_decode.py) on the GPU: median time of
+the split kernel + combine over CUDA events, against the floors (FLOPs over 790 TFLOP/s, bytes of
+KV/Q/O over 4.3 TB/s on the H200). TileLang's own example runs in a process of its own (it needs
+its own PYTHONPATH): .device/s43/mla_probe.py shows how, same shapes.
+
+    python bench/mla_decode.py [--heads 128 --dim 512 --pe-dim 64]
+"""
+
+import argparse
+import importlib.util
+from pathlib import Path
+
+import torch
+
+spec = importlib.util.spec_from_file_location("mla_decode", Path(__file__).resolve().parents[1] / "examples" /
+                                              "attention" / "mla_decode.py")
+mla = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mla)
+
+
+def median_ms(fn, iters=50):
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b))
+    return sorted(times)[len(times) // 2]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--heads", type=int, default=128)
+    parser.add_argument("--dim", type=int, default=512)
+    parser.add_argument("--pe-dim", type=int, default=64)
+    args = parser.parse_args()
+    h, d, pe = args.heads, args.dim, args.pe_dim
+    print("batch seqlen split | ms | GB/s | % of 4.3 TB/s | TFLOP/s | rel err vs float64")
+    for batch, seqlen, split in [(1, 8192, 8), (16, 8192, 4), (32, 8192, 2), (64, 8192, 1), (132, 8192, 1)]:
+        inputs = mla.make_inputs(batch, h, d, pe, seqlen, 64, device="cuda")
+        inputs[-1].fill_(seqlen)  # every sequence full length: the bandwidth number means the cache
+        out = mla.mla_decode(*inputs, num_split=split)
+        ref = mla.reference(*inputs)
+        err = ((out.cpu().double() - ref).norm() / ref.norm()).item()
+        ms = median_ms(lambda: mla.mla_decode(*inputs, num_split=split))
+        nbytes = batch * seqlen * (d + pe) * 2 + batch * h * (2 * d + pe) * 2
+        flops = 2 * batch * h * seqlen * (2 * d + pe)
+        print(f"{batch} {seqlen} {split} | {ms:.4f} | {nbytes / ms / 1e6:.0f} | {nbytes / ms / 1e6 / 43:.0f}% | "
+              f"{flops / ms / 1e9:.0f} | {err:.1e}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
