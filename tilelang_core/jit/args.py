@@ -265,9 +265,8 @@ class ArgBinder:
             raise self._fail(p, position, f"{what} (strides {info.strides}, expected {expected})",
                              "pass .contiguous() (torch) or np.ascontiguousarray(...) (numpy)")
 
-    def _check_derived(self, checks, bound):
+    def _check_derived(self, checks, env: dict):
         # compound extents (n * 2) once every bare variable has been bound
-        env = {name: value[0] for name, value in bound.items()}
         for p, position, info in checks:
             for axis, dim in enumerate(p.dims):
                 if dim.py is None or not all(v in env for v in dim.vars):
@@ -307,31 +306,33 @@ class ArgBinder:
             checks.append((p, position, info))
             values.append(value)
             infos.append(info)
+        # the sizes every tensor and scalar bound (a view's shape binds nothing new: it is read
+        # from them)
+        env = {name: value[0] for name, value in bound.items()}
         for position, p, address in addresses:
-            value = self._view_at(p, position, address, bound, first)
+            value = self._view_at(p, position, address, env, first)
             info = _Info(value)
             self._check_tensor(p, position, info, bound, first)
             first = first or info
             checks.append((p, position, info))
             values[position] = value
-        self._check_assumes(bound)
-        return values, checks, self._check_derived(checks, bound), first
+        self._check_assumes(env)
+        return values, checks, self._check_derived(checks, env), first
 
-    def _check_assumes(self, bound: dict) -> None:
-        env = {name: value[0] for name, value in bound.items()}
+    def _check_assumes(self, env: dict) -> None:
         for a in self.assumes:
             if all(v in env for v in a.vars) and not eval(a.py, {"min": min, "max": max}, env):  # noqa: S307 - our own text
                 values = ", ".join(f"{v}={env[v]}" for v in a.vars)
                 raise LaunchError(f"kernel '{self.kernel}': Assume: {a.text} is false for these arguments ({values}); "
                                   f"the kernel was written for arguments where it holds (T.assume)")
 
-    def _view_at(self, p: KernelParam, position: int, address: int, bound: dict, first: _Info | None):
+    def _view_at(self, p: KernelParam, position: int, address: int, env: dict, first: _Info | None):
         """A tensor over the memory at ``address`` with ``p``'s declared shape and dtype, on the
         kernel's device (TileLang's cython convention for T.ptr parameters: ``a.data_ptr()``).
-        Nothing about the memory can be checked; the caller vouches for it."""
+        Nothing about the memory can be checked; the caller vouches for it. ``env``: the sizes
+        bound by the other arguments."""
         if address <= 0:
             raise self._fail(p, position, f"got the address {address}", "pass a tensor or its data_ptr()")
-        env = {name: value[0] for name, value in bound.items()}
         shape = []
         for axis, d in enumerate(p.dims):
             missing = [v for v in d.vars if v not in env]
