@@ -109,7 +109,8 @@ def with_stream_k(tiles, mode: str, declined: str, before, loop_stmts, after, n,
     if mode == "off":
         return tiles
     state, why = carried_state(before, loop_stmts, after)
-    why = declined or why or ("the grid is not static" if not isinstance(tiles, _PersistentTiles) else "")
+    why = declined or why or ("no static tile walk: the grid or the tiles' trip counts vary"
+                                 if not isinstance(tiles, _PersistentTiles) else "")
     if not why and any(not is_tile_op(s) and uses_var(s, index) for s in loop_stmts):
         # attention's key mask: in the tail's copy of the loop (iterations from a piece's own
         # start) ptxas 13.0 spilled 328 bytes and serialized every wgmma of the kernel (C7512)
