@@ -44,10 +44,10 @@ def main():
     for batch, seqlen, split in [(1, 8192, 8), (16, 8192, 4), (32, 8192, 2), (64, 8192, 1), (132, 8192, 1)]:
         inputs = mla.make_inputs(batch, h, d, pe, seqlen, 64, device="cuda")
         inputs[-1].fill_(seqlen)  # every sequence full length: the bandwidth number means the cache
-        out = mla.mla_decode(*inputs, num_split=split)
+        out = mla.mla_decode(*inputs, num_split=split, num_stages=2)
         ref = mla.reference(*inputs)
         err = ((out.cpu().double() - ref).norm() / ref.norm()).item()
-        ms = median_ms(lambda: mla.mla_decode(*inputs, num_split=split))
+        ms = median_ms(lambda: mla.mla_decode(*inputs, num_split=split, num_stages=2))
         nbytes = batch * seqlen * (d + pe) * 2 + batch * h * (2 * d + pe) * 2
         flops = 2 * batch * h * seqlen * (2 * d + pe)
         print(f"{batch} {seqlen} {split} | {ms:.4f} | {nbytes / ms / 1e6:.0f} | {nbytes / ms / 1e6 / 43:.0f}% | "

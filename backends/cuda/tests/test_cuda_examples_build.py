@@ -68,6 +68,8 @@ CASES = {
     # persistent walk), pages gathered through the block table by TMA on sm_90a
     "mla_decode_split": (lambda: example("attention/mla_decode.py").mla_decode_split.get_tir(
         4, 128, 512, 64, 64, 64, 16, 4), {"HMMA", "LDSM"}, {"HGMMA", "UTMALDG"}),
+    "mla_decode_split_2_stages": (lambda: example("attention/mla_decode.py").mla_decode_split.get_tir(
+        4, 128, 512, 64, 64, 64, 16, 4, num_stages=2), None, {"HGMMA", "UTMALDG"}),
     # e4m3 tensor-core instructions exist from sm_89: sm_90a only
     "fp8_blockscaled_gemm": (lambda: example("fp8/blockscaled_gemm.py").blockscaled_gemm.get_tir(1000, 520, 512),
                              None, {"QGMMA", "UTMALDG"}),  # (QGMMA: wgmma on fp8)

@@ -456,8 +456,9 @@ def test_float32_tile_atomics_from_shared_as_vector_reductions(tmp_path, M, N, r
     assert float((dd.cpu().double() - torch.from_numpy(want)).abs().max()) < 1e-5
 
 
+@pytest.mark.parametrize("num_stages", [1, 2])
 @pytest.mark.parametrize("batch, max_len, num_split", [(4, 2000, 4), (1, 700, 8), (9, 64, 1)])
-def test_mla_decode_example_matches_torch(batch, max_len, num_split):
+def test_mla_decode_example_matches_torch(batch, max_len, num_split, num_stages):
     """examples/attention/mla_decode.py at DeepSeek's shape (128 heads, D 512 + 64) on the H200:
     paged cache with shuffled pages, ragged lengths, empty splits; against torch in float64."""
     import importlib.util
@@ -465,4 +466,4 @@ def test_mla_decode_example_matches_torch(batch, max_len, num_split):
     spec = importlib.util.spec_from_file_location("gpu_mla_decode", EXAMPLES / "attention" / "mla_decode.py")
     mla = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mla)
-    assert mla.check(batch, 128, 512, 64, max_len, num_split, device="cuda") < 3e-3
+    assert mla.check(batch, 128, 512, 64, max_len, num_split, device="cuda", num_stages=num_stages) < 3e-3
