@@ -24,4 +24,15 @@ def substitute(node, values: dict):
     return tvm_ffi.structural_map(node, [(tvm.ir.Var, lambda v: keyed.get(v.__chandle__(), v))])
 
 
-__all__ = ["substitute"]
+def substitute_nested(node, values: dict, depth: int = 8):
+    """``substitute`` until nothing changes (at most ``depth`` rounds): values that name other
+    substituted variables (``count = min(per_split, tiles - first)``) are followed through."""
+    for _ in range(depth):
+        out = substitute(node, values)
+        if out.same_as(node):
+            break
+        node = out
+    return node
+
+
+__all__ = ["substitute", "substitute_nested"]

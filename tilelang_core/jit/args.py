@@ -75,6 +75,17 @@ def _aligned_strided(value: np.ndarray, alignment: int) -> np.ndarray:
     return np.lib.stride_tricks.as_strided(flat, value.shape, value.strides)
 
 
+def _evaluate(py: str, env: dict):
+    """The value of an extent or condition compiled to Python text (our own, over size names)."""
+    return eval(py, {"min": min, "max": max}, env)  # noqa: S307 - our own text
+
+
+def _dim_value(d, env: dict) -> int:
+    """Extent ``d`` of a parameter with the sizes in ``env``: a constant, a size variable, or an
+    expression of them."""
+    return d.value if d.value is not None else env[d.var] if d.var else _evaluate(d.py, env)
+
+
 class _Info:
     """Framework-neutral view of one tensor argument, for the checks."""
 
@@ -271,7 +282,7 @@ class ArgBinder:
             for axis, dim in enumerate(p.dims):
                 if dim.py is None or not all(v in env for v in dim.vars):
                     continue  # not checkable here; the compiled entry function still checks it
-                want = eval(dim.py, {"min": min, "max": max}, env)  # noqa: S307 - our own text
+                want = _evaluate(dim.py, env)
                 if info.shape[axis] != want:
                     raise self._fail(p, position, f"has shape {info.shape}, expected dimension "
                                                   f"{axis} = {dim.text} = {want}",
@@ -321,7 +332,7 @@ class ArgBinder:
 
     def _check_assumes(self, env: dict) -> None:
         for a in self.assumes:
-            if all(v in env for v in a.vars) and not eval(a.py, {"min": min, "max": max}, env):  # noqa: S307 - our own text
+            if all(v in env for v in a.vars) and not _evaluate(a.py, env):
                 values = ", ".join(f"{v}={env[v]}" for v in a.vars)
                 raise LaunchError(f"kernel '{self.kernel}': Assume: {a.text} is false for these arguments ({values}); "
                                   f"the kernel was written for arguments where it holds (T.assume)")
@@ -342,8 +353,7 @@ class ArgBinder:
                 raise self._fail(p, position, f"got a data pointer, but dimension {axis} ({d.text}) of "
                                               f"its shape {p.shape} is unknown: {why}",
                                  "pass the tensor itself")
-            shape.append(d.value if d.value is not None else env[d.var] if d.var
-                         else eval(d.py, {"min": min, "max": max}, env))  # noqa: S307 - our own text
+            shape.append(_dim_value(d, env))
         if p.strides is not None and not all(isinstance(s, int) for s in p.strides):
             raise self._fail(p, position, f"got a data pointer, but its strides {p.strides} are "
                                           f"symbolic", "pass the tensor itself")
@@ -407,8 +417,7 @@ class ArgBinder:
         framework = first.framework if first else ("torch" if torch is not None else "numpy")
         outputs = []
         for p in self.outputs:
-            shape = tuple(d.value if d.value is not None else env[d.var] if d.var
-                          else eval(d.py, {"min": min, "max": max}, env) for d in p.dims)  # noqa: S307
+            shape = tuple(_dim_value(d, env) for d in p.dims)
             outputs.append(self.allocate(p, shape, framework, first))
         call_args, it_in, it_out = [], iter(values), iter(outputs)
         for p in self.params:

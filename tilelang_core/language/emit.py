@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import tvm
-import tvm_ffi
 from tvm.ir import TensorLoad
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx import is_buffer_var
@@ -77,8 +76,9 @@ def settled(region):
     """``region`` with each extent that the names bound in the kernel body make a constant
     replaced by that constant: ``KV[b, kv_start:kv_end, 0, :]`` with ``kv_start = base + k * 64``
     and ``kv_end = base + (k + 1) * 64`` (TileLang's MLA decode) is 64 rows, which the planner
-    must know (a TMA box, a layout). Only names whose values read no memory are looked through
-    (a value reading a variable that changed in between would not be the same value)."""
+    must know (a TMA box, a layout). Only pure values are looked through (one reading memory
+    that changed in between would not be the same value; transform/bindings.is_pure)."""
+    from ..transform.bindings import is_pure
     from .parser import current_parser, through_lets
 
     parser = current_parser.get()
@@ -88,9 +88,7 @@ def settled(region):
     for extent in R.extents_of(region):
         if R.as_int(extent) is None:
             seen = through_lets(parser, extent)
-            loads = []
-            tvm_ffi.structural_walk(seen, [(TensorLoad, loads.append)])
-            value = R.as_int(tvm.sym.Analyzer().simplify(seen)) if not loads else None
+            value = R.as_int(tvm.sym.Analyzer().simplify(seen)) if is_pure(seen) else None
             extent = tvm.tirx.const(value, str(extent.ty)) if value is not None else extent
         extents.append(extent)
     return R.make_region(region.source, R.mins_of(region), extents)

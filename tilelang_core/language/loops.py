@@ -114,7 +114,8 @@ def unroll(start, stop=None, step=None, explicit: bool = False, unroll_factor: i
     changes no value) the loop stays sequential and nvcc chooses how far to unroll it: TVM's
     printers have no ``#pragma unroll N``."""
     annotations = dict(annotations or {})
-    unroll_factor = annotations.pop("pragma_unroll_factor", None) if unroll_factor is None else unroll_factor
+    annotated = annotations.pop("pragma_unroll_factor", None)  # TileLang's spelling of the factor
+    unroll_factor = annotated if unroll_factor is None else unroll_factor
     if unroll_factor is None:
         return B.unroll(_bound(start, "T.unroll start"),
                         None if stop is None else _bound(stop, "T.unroll stop"),
@@ -123,7 +124,6 @@ def unroll(start, stop=None, step=None, explicit: bool = False, unroll_factor: i
         raise FrontendError("T.unroll's explicit and unroll_factor params are mutually exclusive.")
     if isinstance(unroll_factor, bool) or not isinstance(unroll_factor, int) or unroll_factor < 1:
         raise FrontendError(f"T.unroll: unroll_factor must be a positive integer, got {unroll_factor!r}")
-    annotations.pop("pragma_unroll_factor", None)
     return serial(start, stop, step, annotations=annotations or None)
 
 

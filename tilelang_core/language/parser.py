@@ -493,15 +493,9 @@ def _let_values(self: Parser) -> dict:
 
 def through_lets(self: Parser, expr, depth: int = 8):
     """``expr`` with the names bound by ``_bind_assign`` replaced by their values (nested ones too)."""
-    from ..ir.substitute import substitute
+    from ..ir.substitute import substitute_nested
 
-    lets = _let_values(self)
-    for _ in range(depth):
-        out = substitute(expr, lets)
-        if out.same_as(expr):
-            break
-        expr = out
-    return expr
+    return substitute_nested(expr, _let_values(self), depth)
 
 
 def _scalar_buffer_of(value):

@@ -73,14 +73,16 @@ class PersistentTileScheduler:
                 self._state[field] = var.scalar.source
 
     # -- state -------------------------------------------------------------------------------
-    def _get(self, field: str):
+    def _buffer(self, field: str):
         if not self._stateful:
             raise FrontendError(f"T.PersistentTileScheduler(stateful=False) has no {field}; use coord(tile_id)")
-        return tirx.BufferLoad(self._state[field], [tirx.const(0, "int32")])
+        return self._state[field]
+
+    def _get(self, field: str):
+        return tirx.BufferLoad(self._buffer(field), [tirx.const(0, "int32")])
 
     def _set(self, field: str, value) -> None:
-        self._get(field)  # (the stateful check)
-        B.buffer_store(self._state[field], value, [0])
+        B.buffer_store(self._buffer(field), value, [0])
 
     @property
     def m_idx(self):

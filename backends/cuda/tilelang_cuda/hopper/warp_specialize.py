@@ -42,6 +42,7 @@ import tvm_ffi
 from tvm import tirx
 
 from tilelang_core.ir import Gemm, TileOp, is_tile_op
+from tilelang_core.ir.substitute import substitute_nested
 from tilelang_core.simt import intrinsics as I
 from tilelang_core.simt.transform.insert_barriers import accesses, insert_barriers, touched
 from tilelang_core.simt.transform.software_pipeline import (
@@ -277,19 +278,6 @@ def consumer_iterations(plan, consume, cit, trip, done, pingpong: bool):
 PERSISTENT_MODES = ("off", "tile_operands", "always")
 
 
-def _through_binds(expr, binds):
-    """``expr`` with the kernel's top-level names replaced by their values, nested ones too
-    (``count = min(per_split, tiles - first)`` with ``tiles = ceildiv(seqlens[b], 64)``): what
-    the persistent planner needs to see whether a tile's trip count reads memory."""
-    values = {b.var: b.value for b in binds}
-    for _ in range(8):
-        out = substitute(expr, values)
-        if out.same_as(expr):
-            break
-        expr = out
-    return expr
-
-
 def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = None, pingpong: bool = False,
                     persistent: str = "off", overlap: bool = True, is_wgmma=None, notes: list | None = None,
                     fenced_once: set | None = None, tma_store: bool = False, shared_limit: int | None = None,
@@ -343,7 +331,9 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     wanted = persistent == "always" or (persistent == "tile_operands" and not cluster and not two_fit) or \
         not sk_declined
     # tiles of different lengths (causal attention) take the dynamic scheduler
-    tiles = persistent_tiles(chain, n, _through_binds(n, top_binds), wanted, consumers=consumers)
+    # (the trip count through the kernel's names, nested ones too: whether it reads memory)
+    tiles = persistent_tiles(chain, n, substitute_nested(n, {b.var: b.value for b in top_binds}), wanted,
+                             consumers=consumers)
     # persistent: tiles the consumers copied in before the loop (attention's Q) come from the
     # producer, one load per tile issued under the previous tile's epilogue (tile_operands)
     before, tile_boxes = tile_operands(before, body_stmts, after, written) if tiles else (before, [])
