@@ -25,14 +25,14 @@ from tilelang_core.ir.ops import MEMORY_ORDERS
 from tilelang_core.lowering import in_bounds as all_in_bounds
 
 from . import intrinsics as I
-from .lowering import (FRAGMENT, GLOBAL, cast, dtype, in_bounds, load, region_index,
+from .lowering import (FRAGMENT, GLOBAL, PER_THREAD, cast, dtype, in_bounds, load, region_index,
                        require_whole_fragment, scope, spread_over_threads, state_of, tile_dims,
                        tile_extents)
 from .transform.state import if_then, loop
 
 #: memory order -> the id the helpers take (cuda::memory_order's, and C11's __ATOMIC_* values)
 ORDER_IDS = {name: i for i, name in enumerate(MEMORY_ORDERS)}
-REGISTER_SCOPES = ("local", "local.var", FRAGMENT)
+REGISTER_SCOPES = (*PER_THREAD, FRAGMENT)
 
 
 def check_atomic(st, kind: str, dt: str, order: str, buffer, error):

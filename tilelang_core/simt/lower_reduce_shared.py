@@ -21,11 +21,9 @@ from tilelang_core.ir import Reduce
 from tilelang_core.ir import region as R
 
 from . import intrinsics as I
-from .lowering import FRAGMENT, cast, dtype, load, scope
+from .lowering import FRAGMENT, PER_THREAD, cast, dtype, load, scope
 from .staging import flat, fragment_to_shared, shared_to_fragment, size, unflatten
 from .transform.state import if_then, loop, seq
-
-PER_THREAD = ("local", "local.var")
 
 
 def lower_reduce_shared(op: Reduce, st, ctx, identity, combine):

@@ -28,6 +28,8 @@ from .transform.state import KernelState, if_then, loop
 
 SHARED = ("shared", "shared.dyn")
 FRAGMENT = "local.fragment"
+#: per-thread storage: every thread holds its own copy (T.alloc_local, T.alloc_var)
+PER_THREAD = ("local", "local.var")
 GLOBAL = ("global", "")
 
 
@@ -519,7 +521,7 @@ def lower_fill(call, ctx):
             return stmt if inside is None else if_then(inside(l), stmt)
 
         return loop("l", layout.local_size, store, tirx.ForKind.UNROLLED)
-    if scope(op.dst) in ("local", "local.var"):
+    if scope(op.dst) in PER_THREAD:
         extents = tile_extents(op.dst) or [1]
         return _nest(extents, lambda idx: tirx.BufferStore(op.dst.source, op.value,
                                                            region_index(op.dst, idx)))
