@@ -350,8 +350,11 @@ def test_annotate_layout_converts_python_layouts_to_index_maps():
 
     (lm,) = attrs(k, "tl.layout_map")
     maps = {str(b.name): m for b, m in lm.node.items()}
-    assert isinstance(maps["s"], tvm.tirx.IndexMap) and isinstance(maps["t"], tvm.tirx.IndexMap)
-    assert [int(x) for x in maps["s"].map_indices([1, 8])] == [swizzle.offset(1, 8)]
+    # a make_swizzled_layout travels with its kind: a request a backend may answer with its own swizzle
+    s_map, s_kind = maps["s"]
+    assert isinstance(s_map, tvm.tirx.IndexMap) and isinstance(maps["t"], tvm.tirx.IndexMap)
+    assert s_kind.value == swizzle.kind == "swizzle8x16B"
+    assert [int(x) for x in s_map.map_indices([1, 8])] == [swizzle.offset(1, 8)]
     assert [int(x) for x in maps["t"].map_indices([1, 3])] == [3, 1]
 
 
@@ -392,3 +395,29 @@ def test_alloc_var_starts_at_zero_and_takes_tileLang_positional_forms():
             with T.Kernel(1, threads=32):
                 v = T.alloc_var(T.int32, 1, init=2)
                 A[0] = T.cast(v, T.float32)
+
+
+def test_alloc_var_initial_value_keeps_its_dtype_and_range():
+    # a float64 variable keeps a float64 literal whole (1e300, 0.1 to the last bit); a literal past
+    # the dtype's largest finite value is TileLang's ValueError, naming the dtype
+    import tilelang_core
+    import torch
+
+    @T.prim_func
+    def k(A: T.Tensor((2,), T.float64)):
+        with T.Kernel(1, threads=1):
+            big = T.alloc_var(T.float64, init=1e300)
+            tenth = T.alloc_var(T.float64, init=0.1)
+            A[0] = big
+            A[1] = tenth
+
+    a = torch.zeros(2, dtype=torch.float64)
+    tilelang_core.compile(k, target="cpu")(a)
+    assert a.tolist() == [1e300, 0.1]
+    for dtype, value in ((T.float32, 1e300), (T.float16, 7e4), (T.float16, -7e4)):
+        with pytest.raises(ValueError, match=f"exceeds maximum of {dtype}"):
+            @T.prim_func
+            def bad(A: T.Tensor((1,), dtype)):
+                with T.Kernel(1, threads=1):
+                    v = T.alloc_var(dtype, init=value)
+                    A[0] = v

@@ -14,11 +14,13 @@ Example::
 
 from __future__ import annotations
 
+import math
+
 import tvm
 from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as B
 
-from ..errors import FrontendError
+from ..errors import FrontendError, FrontendValueError
 from .kernel import current_kernel
 from .pointers import storage_dtype
 
@@ -67,6 +69,17 @@ def alloc_local(shape, dtype, scope: str = "local"):
     return _alloc(shape, dtype, scope, "T.alloc_local")
 
 
+def _initial_value(value, dtype: str):
+    """``value`` as a ``dtype`` constant; a finite float the dtype cannot hold is refused (TileLang's
+    ValueError), not left to TVM's internal check."""
+    if isinstance(value, float) and math.isfinite(value) and dtype.startswith(("float", "bfloat")):
+        largest = float(tvm.tirx.max_value(dtype).value)
+        if abs(value) > largest:
+            raise FrontendValueError(f"T.alloc_var: initial value {value!r} exceeds maximum of {dtype} "
+                                     f"({largest:g}); use a wider dtype or a smaller value")
+    return tvm.tirx.const(value, dtype)
+
+
 def alloc_var(dtype, *args, init=None, scope: str = "local.var"):
     """A mutable per-thread scalar: read it as ``x``, assign with ``x = ...``.
 
@@ -92,7 +105,7 @@ def alloc_var(dtype, *args, init=None, scope: str = "local.var"):
     if init is not None:
         if isinstance(init, (bool, int, float)):  # a vector variable's lanes all start at it
             dt = tvm.DataType(str(buf.ty.dtype))
-            element = tvm.tirx.const(init, str(buf.ty.dtype).split("x")[0])
+            element = _initial_value(init, str(buf.ty.dtype).split("x")[0])
             init = element if dt.lanes == 1 else tvm.tirx.Broadcast(element, dt.lanes)
         B.buffer_store(buf, init, [0])
     # The wrapper makes ``x = T.alloc_var(...)`` bind ``x`` to the element ``buf[0]``.

@@ -16,6 +16,7 @@ from tvm.script.ir_builder import tirx as B
 from tvm.tirx import is_buffer_var
 
 from ..errors import FrontendError, LayoutError
+from ..layout.swizzle import SWIZZLE_TAGS
 from ..pass_configs import compile_flag_list
 from .kernel import current_kernel
 
@@ -190,12 +191,18 @@ def _as_ir_layout(buf, layout):
         raise FrontendError(f"T.annotate_layout: the layout of {buf.name} must be a Layout, a "
                             f"Fragment, an index function or a TVM object, got {layout!r}")
     try:
-        return tvm.tirx.IndexMap.from_func(fn, ndim=rank, index_dtype="int32")
+        index_map = tvm.tirx.IndexMap.from_func(fn, ndim=rank, index_dtype="int32")
     except FrontendError:
         raise
     except Exception as err:  # noqa: BLE001 - the user's function failed on symbolic indices
         raise FrontendError(f"T.annotate_layout: the layout of {buf.name} cannot be applied to "
                             f"symbolic indices: {err}") from None
+    kind = getattr(layout, "kind", "")
+    if str(buf.ty.storage_scope) != "global" and kind in SWIZZLE_TAGS:
+        # the kind travels with the map: a backend may put a swizzle of its own instead of a
+        # make_swizzled_layout hint, or keep a bank swizzle its instructions read as is
+        return tvm_ffi.Array([index_map, tvm.ir.StringImm(kind)])
+    return index_map
 
 
 def use_swizzle(panel_size: int = 8, order: str = "row", enable: bool = True):

@@ -171,13 +171,67 @@ def min_value(dtype):
     return tirx.min_value(canonical_dtype(dtype, "T.min_value"))
 
 
-def cast(value, dtype):
-    """``value`` converted to ``dtype`` (TileLang's argument order)."""
+#: TileLang's rounding modifiers of ``T.cast`` (PTX's names); "" is the target's default conversion
+CAST_ROUNDING_MODES = ("", "rn", "rz", "rp", "rm", "rs")
+
+
+def cast(value, dtype, round: str = "", sat: bool = True, rbits=None):  # noqa: A002 - TileLang's name
+    """``value`` converted to ``dtype`` (TileLang's argument order).
+
+    ``round``, ``sat`` and ``rbits`` are TileLang's PTX-style options, checked as TileLang checks
+    them (ValueError). Every backend here converts floats by rounding to nearest even, float8
+    saturating to its largest finite value, and floats to integers by truncation: options that ask
+    for exactly that (``round="rn"`` between floats, ``round="rz"`` to an integer, ``sat=False``
+    where nothing saturates) or that cannot change the value (a widening conversion) are accepted;
+    the others (directed rounding, stochastic ``"rs"``, which needs sm_100a, unsaturated float8) are
+    refused with the reason: TileLang's CUDA code generator leaves rz/rp/rm and unsaturated float8
+    unlowered (the default conversion runs instead), which would be a silent difference here.
+    """
+    if round not in CAST_ROUNDING_MODES:
+        raise ValueError(f"Invalid round '{round}'. Must be one of: {sorted(CAST_ROUNDING_MODES)}")
+    if not isinstance(sat, bool):
+        raise ValueError(f"Invalid sat '{sat}'. Must be a bool (True for satfinite, False for no saturation)")
+    if round == "rs" and rbits is None:
+        raise ValueError("rbits is required when round='rs' (stochastic rounding)")
+    if round != "rs" and rbits is not None:
+        raise ValueError("rbits is only valid with round='rs' (stochastic rounding)")
     dtype = canonical_dtype(dtype, "T.cast")
     if _is_number(value) or isinstance(value, bool):
+        source = "float64" if isinstance(value, float) else "int64"
+        _check_cast_options(source, dtype, round, sat)
         return tirx.const(value, dtype)
     value = _expr(value, "T.cast")
+    _check_cast_options(str(value.ty), dtype, round, sat)
     return value if str(value.ty) == dtype else tirx.Cast(dtype, value)
+
+
+def _check_cast_options(source: str, dtype: str, round: str, sat: bool) -> None:  # noqa: A002
+    """Refuse the ``T.cast`` options that would convert differently from the default (see cast)."""
+    src, dst = tvm.DataType(source), tvm.DataType(dtype)
+    src_float, dst_float = source.startswith(("float", "bfloat")), dtype.startswith(("float", "bfloat"))
+    narrow_float = dst_float and dtype.startswith(("float8", "float4", "float6"))
+    if round == "rs":
+        raise FrontendError(f"T.cast(..., {dtype!r}, round='rs'): stochastic rounding needs sm_100a's cvt.rs, "
+                            "which no TileLang-X target has (cuda sm_80..sm_90a, hip, metal, cpu); cast without "
+                            "round= (round to nearest even)")
+    if not sat and narrow_float:
+        raise FrontendError(f"T.cast(..., {dtype!r}, sat=False): conversions to {dtype} saturate to its largest "
+                            "finite value on every TileLang-X target (TileLang's CUDA code saturates too); "
+                            "drop sat=False")
+    # a widening float conversion is exact, so every rounding mode gives its value; integers to
+    # integers do not round
+    exact = source == dtype or (src_float and dst_float and dst.bits > src.bits and not narrow_float)
+    default = "rn" if dst_float else ("rz" if src_float else None)
+    if not round or exact or default is None or round == default:
+        return
+    how = "round to nearest even" if dst_float else "truncate toward zero"
+    fix = "" if dst_float else f"; round first (T.{_ROUND_FUNCS[round]}) and cast that"
+    raise FrontendError(f"T.cast({source} -> {dtype}, round={round!r}): TileLang-X's conversions to {dtype} "
+                        f"{how}, and directed rounding is not lowered (TileLang reserves it and its CUDA code "
+                        f"converts the default way){fix}")
+
+
+_ROUND_FUNCS = {"rn": "nearbyint", "rz": "trunc", "rp": "ceil", "rm": "floor"}
 
 
 def Cast(dtype, value):  # noqa: N802 - TVM's name and argument order

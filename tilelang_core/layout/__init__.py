@@ -11,6 +11,9 @@ Example::
 from .fragment import LOCAL, THREAD, Digit, Fragment
 from .layout import Layout, make_swizzled_layout, swizzle_period
 from .mma_fragments import make_gemm_fragment_8x8, make_gemm_fragment_8x8_transposed
+from .swizzle import (SwizzleMode, make_full_bank_swizzled_layout, make_half_bank_swizzled_layout,
+                      make_linear_layout, make_quarter_bank_swizzled_layout)
 
-__all__ = ["LOCAL", "THREAD", "Digit", "Fragment", "Layout", "make_gemm_fragment_8x8",
-           "make_gemm_fragment_8x8_transposed", "make_swizzled_layout", "swizzle_period"]
+__all__ = ["LOCAL", "THREAD", "Digit", "Fragment", "Layout", "SwizzleMode", "make_full_bank_swizzled_layout",
+           "make_gemm_fragment_8x8", "make_gemm_fragment_8x8_transposed", "make_half_bank_swizzled_layout",
+           "make_linear_layout", "make_quarter_bank_swizzled_layout", "make_swizzled_layout", "swizzle_period"]

@@ -18,6 +18,7 @@ from tvm import tirx
 
 from tilelang_core.layout import THREAD, Digit, Fragment, Layout, make_swizzled_layout
 from tilelang_core.layout.fitted import fragment_of_index_map
+from tilelang_core.layout.swizzle import HINT_KINDS
 from tilelang_core.transform.buffer_views import drop_view_decls
 from tilelang_core.transform.layout_inference import is_fragment
 
@@ -124,8 +125,11 @@ def annotated_layouts(body, kernel: str, kind: str):
             return tirx.SeqStmt([visit(s) for s in node.seq])
         if isinstance(node, tirx.AttrStmt):
             if node.attr_key == "tl.layout_map":
-                for buf, index_map in node.node.items():
+                for buf, value in node.node.items():
                     if not is_fragment(buf):
+                        index_map, tag = swizzle_tag(value)
+                        if tag in HINT_KINDS and str(buf.name) in found:
+                            continue  # a make_swizzled_layout request yields to a backend's layout
                         found[str(buf.name)] = _index_map_layout(buf, index_map)
                 return visit(node.body)
             return tirx.AttrStmt(node.node, node.attr_key, node.value, visit(node.body))
@@ -210,6 +214,14 @@ def vector_contiguous(layout: Layout, vec: int, analyzer) -> bool:
         return False
     return all(analyzer.can_prove(layout.offset(*idx[:-1], chunk * vec + k) == base + k)
                for k in range(1, vec))
+
+
+def swizzle_tag(value) -> tuple:
+    """(index map, kind) of a shared buffer's ``tl.layout_map`` entry: the kind of a swizzle
+    T.annotate_layout recorded (layout/swizzle.py SWIZZLE_TAGS), else None."""
+    if isinstance(value, tirx.IndexMap):
+        return value, None
+    return value[0], str(value[1].value)
 
 
 def _index_map_layout(buf, index_map) -> Layout:

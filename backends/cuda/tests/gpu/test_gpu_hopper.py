@@ -467,3 +467,22 @@ def test_mla_decode_example_matches_torch(batch, max_len, num_split, num_stages)
     mla = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mla)
     assert mla.check(batch, 128, 512, 64, max_len, num_split, device="cuda", num_stages=num_stages) < 3e-3
+
+
+@pytest.mark.parametrize("maker_name, block_K", [("make_swizzled_layout", 64), ("make_swizzled_layout", 32),
+                                                 ("make_full_bank_swizzled_layout", 128),
+                                                 ("make_half_bank_swizzled_layout", 64)])  # the last on mma.sync
+def test_swizzle_annotated_gemm_matches_torch(tmp_path, maker_name, block_K):
+    """Gemm operands annotated with TileLang's swizzles (tests/test_swizzle_hints.py: wgmma where
+    the layout is one wgmma reads or a make_swizzled_layout request, mma.sync otherwise)."""
+    import tilelang_core.layout as L
+    from test_swizzle_hints import annotated_gemm
+
+    kernel, _ = build(annotated_gemm(64, 64, 512, getattr(L, maker_name), block_K), tmp_path)
+    a = torch.randn(64, 512, device="cuda", dtype=torch.float16)
+    b = torch.randn(64, 512, device="cuda", dtype=torch.float16)
+    c = torch.full((64, 64), float("nan"), device="cuda", dtype=torch.float32)
+    kernel["main"](a, b, c)
+    torch.cuda.synchronize()
+    ref = a.double() @ b.double().T
+    assert ((c.double() - ref).norm() / ref.norm()).item() < 1e-4

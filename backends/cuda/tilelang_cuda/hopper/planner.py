@@ -14,7 +14,9 @@ from tvm import tirx
 from tilelang_core.errors import LoweringError
 from tilelang_core.ir import Gemm, TileOp, is_tile_op
 from tilelang_core.ir.atomic_calls import is_parallel_loop
+from tilelang_core.layout.swizzle import BANK_KINDS, HINT_KINDS
 from tilelang_core.simt.lowering import SHARED, scope
+from tilelang_core.simt.transform.apply_layouts import swizzle_tag
 from tilelang_core.simt.transform.block_swizzle import has_swizzle, rasterize
 from tilelang_core.simt.transform.insert_barriers import touched
 from tilelang_core.transform.thread_ranges import tile_ops_with_threads
@@ -24,7 +26,7 @@ from .gemm_batches import batch_gemms
 from .occupancy import fragment_registers
 from .warp_specialize import NotSpecialized, named_barriers, warp_specialize, with_producer_threads
 from .tile_scheduler import walks_to_while
-from .wgmma import (WARPGROUP, element_bits, explain_wgmma, shared_tile, wgmma_k,
+from .wgmma import (WARPGROUP, element_bits, explain_wgmma, shared_tile, tile_swizzle, wgmma_k,
                     wgmma_shared_layout)
 
 
@@ -73,15 +75,29 @@ def tied_gemms(body) -> dict:
 
 
 def user_annotated(body) -> set:
-    """Names of shared buffers the author laid out with T.annotate_layout."""
+    """Names of shared buffers the author laid out with T.annotate_layout, less those whose layout
+    wgmma's own may take the place of: a ``make_swizzled_layout`` (a request for some swizzle,
+    TileLang's way to ask for a bank-conflict-free tile) and a bank swizzle equal to wgmma's."""
     names = set()
 
     def on_attr(attr):
         if attr.attr_key == "tl.layout_map":
-            names.update(str(buf.name) for buf in attr.node.keys())
+            names.update(str(buf.name) for buf, value in attr.node.items()
+                         if not yields_to_wgmma(buf, swizzle_tag(value)[1]))
 
     tvm_ffi.structural_walk(body, [(tirx.AttrStmt, on_attr)])
     return names
+
+
+def yields_to_wgmma(buf, kind) -> bool:
+    """Whether the annotated layout ``kind`` of shared ``buf`` may become wgmma's layout for it:
+    a make_swizzled_layout hint, or the bank swizzle wgmma_shared_layout would pick (the same
+    offsets: tests/layout/test_bank_swizzles.py)."""
+    if kind in HINT_KINDS:
+        return True
+    if kind not in BANK_KINDS or len(buf.ty.shape) != 2:
+        return False
+    return BANK_KINDS[kind] == tile_swizzle(int(buf.ty.shape[-1]), element_bits(str(buf.ty.dtype)))
 
 
 class HopperPlanner:
