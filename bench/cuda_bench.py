@@ -1,7 +1,7 @@
 """The CUDA benchmark table of issues 4 and 5, side by side in one run (H200).
 
     python bench/cuda_bench.py                 # everything (about 3 minutes)
-    python bench/cuda_bench.py --only gemm     # gemm | sustained | fp8 | attention | attnbwd | rowwise | overhead | quant | grouped | dequant | fp8block
+    python bench/cuda_bench.py --only gemm     # gemm | sustained | fp8 | attention | attnbwd | rowwise | overhead | quant | grouped | dequant | fp8block | linattn
     python bench/cuda_bench.py --pass-config tl.disable_warp_specialized=1   # compare schedules
 
 Kernels are the ones in examples/, compiled through tilelang_core.compile with target
@@ -635,10 +635,73 @@ def attention_bwd_rows(pass_configs):
     return ["case", "rel err", "tile", "ours TFLOP/s", "SDPA flash bwd", "SDPA cuDNN bwd", "vs cuDNN"], rows
 
 
+#: (kind, batch, seq, heads, dim): TileLang's linear attention example's default shape and a long
+#: one; its retention example's default (a fixed decay per head: our gated form) and a short one.
+#: bench/linear_attention_tilelang.py times TileLang's own kernels on the same list.
+LINATTN_SHAPES = (("linear", 1, 512, 16, 128), ("linear", 8, 4096, 16, 128),
+                  ("retention", 8, 4096, 32, 128), ("retention", 1, 2048, 16, 128))
+LINATTN_TILES = ((64, 128), (128, 256), (64, 256))  # (block_V, threads)
+
+
+def _tilelang_times(kind: str) -> dict:
+    """{(kind, batch, seq, heads, dim): ms} from the file TILELANG_LINATTN names (the probe's
+    output), or {} where there is none."""
+    import os
+
+    path = os.environ.get("TILELANG_LINATTN")
+    if not path or not os.path.exists(path):
+        return {}
+    out = {}
+    for line in open(path):
+        parts = line.split()
+        if len(parts) == 7 and parts[0] == "TL" and parts[1] == kind:
+            out[(kind, *map(int, parts[2:6]))] = float(parts[6])
+    return out
+
+
+def linear_attention_rows(pass_configs):
+    """Chunked linear attention forward (examples/linear_attention/chunked_linear_attention.py),
+    fp16, chunk 64, against TileLang 0.1.15's examples on the same shapes (linear_attn_fwd: no
+    decay; retention_fwd: a fixed decay per head, here through the per-token log-decay input).
+    Floors: FLOPs over 790 TFLOP/s; q, k, v, o once over 4.3 TB/s. Errors against the token
+    recurrence in float64 on the first 256 tokens of batch 0."""
+    la = example("linear_attention/chunked_linear_attention.py")
+    rows = []
+    for kind, B, S, H, D in LINATTN_SHAPES:
+        q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=torch.float16) / D ** 0.25 for _ in range(3))
+        g = torch.zeros(B, S, H, device="cuda")
+        if kind == "retention":  # TileLang's example: log2 decay log2(1 - 2^(-5 - h)) per head
+            g += torch.log1p(-torch.exp2(-5.0 - torch.arange(H, device="cuda", dtype=torch.float32)))
+        fns, errs = {}, {}
+        for block_V, threads in LINATTN_TILES:
+            name = f"ours V{block_V} t{threads}"
+            try:
+                kernel, secs = compile_timed(la.chunked_linear_attention, B, S, H, D, D, block_V=block_V,
+                                             threads=threads, pass_configs=pass_configs)
+            except Exception as exc:  # a tile that does not fit: say so, keep the others
+                print(name, type(exc).__name__, str(exc)[:200], flush=True)
+                continue
+            o, state = kernel(q, k, v, g)
+            ref_o, _ = la.reference(q[:1, :256].cpu(), k[:1, :256].cpu(), v[:1, :256].cpu(), g[:1, :256].cpu())
+            errs[name] = ((o[:1, :256].cpu().double() - ref_o).norm() / ref_o.norm()).item()
+            fns[name] = lambda kernel=kernel: kernel(q, k, v, g)
+        ms = side_by_side(fns, per_round=5)
+        best = min(fns, key=lambda n: ms[n])
+        flops = B * H * -(-S // 64) * (2 * 64 * 64 * 2 * D + 4 * 64 * D * D)
+        nbytes = 4 * B * S * H * D * 2
+        tl_ms = _tilelang_times(kind).get((kind, B, S, H, D))
+        rows.append([f"{kind} B{B} S{S} H{H} D{D}", f"{errs[best]:.1e}", best[5:], f"{ms[best] * 1e3:.1f}",
+                     f"{tl_ms * 1e3:.1f}" if tl_ms else "-", f"{tl_ms / ms[best]:.2f}x" if tl_ms else "-",
+                     f"{flops / ms[best] / 1e9:.0f}", f"{nbytes / ms[best] / 1e6:.0f}",
+                     f"{max(flops / 790e12, nbytes / 4300e9) * 1e6:.1f}"])
+        print(" | ".join(rows[-1]), {n: round(t * 1e3, 1) for n, t in ms.items()}, flush=True)
+    return ["case", "rel err", "tile", "ours us", "TileLang us", "TileLang/ours", "TFLOP/s", "GB/s", "floor us"], rows
+
+
 SECTIONS = {"gemm": gemm_rows, "sustained": sustained_rows, "fp8": fp8_rows, "attention": attention_rows,
             "rowwise": rowwise_rows, "overhead": overhead_rows, "quant": quant_rows,
             "grouped": grouped_rows, "dequant": dequant_rows, "fp8block": fp8_block_rows,
-            "attnbwd": attention_bwd_rows}
+            "attnbwd": attention_bwd_rows, "linattn": linear_attention_rows}
 
 
 def main():

@@ -9,6 +9,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 import torch
 
 import tilelang_core as tilelang
@@ -84,6 +85,8 @@ def test_mla_decode_paged_split_kv(batch, heads, max_len, num_split, page_size, 
 
 
 SCRIPTS = [
+    ["linear_attention/chunked_linear_attention.py", "--batch", "1", "--seq-len", "70", "--heads", "2",
+     "--dim-k", "32", "--dim-v", "64", "--gated"],
     ["attention/mla_decode.py", "--batch", "2", "--heads", "16", "--max-len", "90", "--num-split", "2"],
     ["quickstart.py", "--m", "70", "--n", "40", "--k", "50"],
     ["gemm/gemm.py", "--m", "70", "--n", "40", "--k", "50", "--trans-a"],
@@ -276,3 +279,44 @@ def test_mla_decode_split_kernel_on_the_simt_interpreters(path):
         torch.from_numpy(outs[path][0]), torch.from_numpy(outs[path][1]))
     ref = mla.reference(q, q_pe, kv, k_pe, table, seqlens)
     assert ((combined.double() - ref).norm() / ref.norm()).item() < 3e-3
+
+
+@settings(max_examples=12, deadline=None)
+@given(batch=st.integers(1, 2), seq_len=st.sampled_from([1, 5, 64, 100, 192]), heads=st.integers(1, 3),
+       dim_k=st.sampled_from([32, 64]), dims_v=st.sampled_from([(32, 32), (64, 32), (128, 64)]),
+       gated=st.booleans(), chunk=st.sampled_from([32, 64]), bf16=st.booleans(), seed=st.integers(0, 100))
+def test_chunked_linear_attention_matches_the_recurrence(batch, seq_len, heads, dim_k, dims_v, gated, chunk, bf16,
+                                                         seed):
+    """Outputs and final state against the token-by-token recurrence in float64: ragged last chunks,
+    one-token sequences, one head, state slices narrower than dim_v, the decay on and off."""
+    dim_v, block_V = dims_v
+    la = load("linear_attention/chunked_linear_attention.py")
+    dtype, tol = (torch.bfloat16, 1.5e-2) if bf16 else (torch.float16, 3e-3)
+    assert la.check(batch, seq_len, heads, dim_k, dim_v, gated, dtype=dtype, seed=seed, chunk=chunk,
+                    block_V=block_V) < tol
+
+
+@pytest.mark.parametrize("path", ["cuda:sm_80", "hip:gfx942", "metal:apple7"])
+def test_chunked_linear_attention_on_the_simt_interpreters(path):
+    """The lowered thread program on each SIMT backend's interpreter against the cpu backend
+    (two V slices, a ragged last chunk, the decay on)."""
+    import numpy as np
+
+    from tilelang_core.testing.oracle import run
+
+    la = load("linear_attention/chunked_linear_attention.py")
+    batch, seq_len, heads, dim_k, dim_v = 1, 50, 2, 32, 64
+    q, k, v, g = la.make_inputs(batch, seq_len, heads, dim_k, dim_v, gated=True)
+    func = la.chunked_linear_attention.get_tir(batch, seq_len, heads, dim_k, dim_v, chunk=32, block_V=32)
+    arrays = {"Q": q.numpy(), "K": k.numpy(), "V": v.numpy(), "G": g.numpy()}
+    outs = {}
+    for where in ("cpu", path):
+        o = np.full((batch, seq_len, heads, dim_v), np.nan, np.float16)
+        state = np.full((batch, heads, dim_k, dim_v), np.nan, np.float32)
+        run(where, func, **arrays, O=o, final_state=state)
+        outs[where] = (o, state)
+    np.testing.assert_allclose(outs[path][0].astype(np.float32), outs["cpu"][0].astype(np.float32), rtol=2e-3,
+                               atol=2e-3)
+    np.testing.assert_allclose(outs[path][1], outs["cpu"][1], rtol=1e-3, atol=1e-3)
+    ref_o, ref_state = la.reference(q, k, v, g)
+    assert np.abs(outs[path][0].astype(np.float64) - ref_o.numpy()).max() < 1e-2

@@ -34,7 +34,6 @@ def lower_reduce_shared(op: Reduce, st, ctx, identity, combine):
     dst_ext = [R.as_int(r.extent) for r in op.dst.region]
     if None in src_ext or None in dst_ext:
         raise ctx.error("reduce", f"{what} of a shared tile needs constant extents")
-    keepdim = len(dst_ext) == len(src_ext)
     out_ext = [e for d, e in enumerate(src_ext) if d != op.dim]
     outputs = size(out_ext)
     acc_dt, threads, tx = dtype(op.dst), st.num_threads, st.thread_var
@@ -63,7 +62,12 @@ def lower_reduce_shared(op: Reduce, st, ctx, identity, combine):
     acc = st.alloc(f"{op.dst.source.name}_red_acc", (1,), acc_dt, "local")
 
     def dst_index_of(kept):
-        dst_index = kept[:op.dim] + [0] + kept[op.dim:] if keepdim else kept
+        # the output's extents equal the destination's but for unit dimensions (Reduce checks it:
+        # a keepdim destination, or a source with a stage slot in front, software_pipeline.py):
+        # the non-unit dimensions pair up in order, unit ones take index 0
+        full = kept[:op.dim] + [0] + kept[op.dim:]
+        varying = iter(i for d, i in enumerate(full) if d != op.dim and src_ext[d] != 1)
+        dst_index = [next(varying) if e != 1 else 0 for e in dst_ext]
         return [r.min + i for r, i in zip(op.dst.region, dst_index)]
 
     def store_result(kept, result):

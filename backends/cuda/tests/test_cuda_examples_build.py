@@ -70,6 +70,11 @@ CASES = {
         4, 128, 512, 64, 64, 64, 16, 4), {"HMMA", "LDSM"}, {"HGMMA", "UTMALDG"}),
     "mla_decode_split_2_stages": (lambda: example("attention/mla_decode.py").mla_decode_split.get_tir(
         4, 128, 512, 64, 64, 64, 16, 4, num_stages=2), None, {"HGMMA", "UTMALDG"}),
+    # chunked linear attention: four gemms per chunk, the state in registers across chunks (no TMA
+    # producer on sm_90a: the float32 decay tile is not a TMA type here)
+    "chunked_linear_attention": (lambda: example("linear_attention/chunked_linear_attention.py")
+                                 .chunked_linear_attention.get_tir(2, 1000, 4, 128, 128),
+                                 {"HMMA", "LDSM", "LDGSTS"}, {"HGMMA", "LDGSTS"}),
     # e4m3 tensor-core instructions exist from sm_89: sm_90a only
     "fp8_blockscaled_gemm": (lambda: example("fp8/blockscaled_gemm.py").blockscaled_gemm.get_tir(1000, 520, 512),
                              None, {"QGMMA", "UTMALDG"}),  # (QGMMA: wgmma on fp8)

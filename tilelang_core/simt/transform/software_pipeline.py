@@ -52,7 +52,7 @@ import tvm_ffi
 from tvm import tirx
 
 from tilelang_core.errors import LoweringError
-from tilelang_core.ir import Copy, Gemm, TileOp, is_tile_op
+from tilelang_core.ir import Copy, Cumsum, Gemm, Reduce, TileOp, is_tile_op
 from tilelang_core.ir import region as R
 from tilelang_core.transform.bindings import is_invariant, uses_any, written_buffers
 
@@ -202,6 +202,8 @@ def _pipeline(loop, stages: int, staged: dict, kernel=None, shared_limit: int | 
     producers += [substitute(stmts[i], values) for i in moved]
     written += [TileOp.from_stmt(stmts[i]).dst.source for i in moved]
     stmts = [s for i, s in enumerate(stmts) if i not in moved]
+    if mixed_staging(stmts, set(written) | set(staged)):
+        return None  # a scan between a staged and an unstaged tile: leave it synchronous
     stmts = bindings + _mark_fragment_prefetch(stmts, written)
     for buf in written:
         if buf not in staged:
@@ -406,7 +408,27 @@ def _restage_op(op: TileOp, staged: dict, slot) -> TileOp:
         value = getattr(op, name, None)
         if value is not None and R.is_region(value):
             changes[name] = _restage_region(value, staged, slot)
+    if isinstance(op, (Reduce, Cumsum)) and op.src.source in staged:
+        # the slot is a new leading dimension of both sides (mixed_staging keeps it so): the
+        # dimension reduced or scanned moves with the others
+        changes["dim"] = op.dim + 1
     return op.replace(**changes) if changes else op
+
+
+def mixed_staging(stmts, staged) -> str | None:
+    """Why the loop body cannot be staged as it is, or None: a T.cumsum between a tile that gets
+    one slot per stage (``staged``) and one that does not (a scan's two sides have the same
+    shape; a slot in front of one only would break it). A reduction pairs its sides' dimensions
+    up to unit ones (lower_reduce_shared.py), so it takes a slot on either side."""
+    for stmt in stmts:
+        if not is_tile_op(stmt):
+            continue
+        op = TileOp.from_stmt(stmt)
+        if isinstance(op, Cumsum) and (op.src.source in staged) != (op.dst.source in staged):
+            inner, outer = (op.src, op.dst) if op.src.source in staged else (op.dst, op.src)
+            return (f"{op.name} between '{inner.source.name}', filled one slot per stage, and "
+                    f"'{outer.source.name}', which is not")
+    return None
 
 
 def _restage_accesses(stmt, staged: dict, slot):

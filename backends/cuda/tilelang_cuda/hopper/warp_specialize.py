@@ -46,7 +46,7 @@ from tilelang_core.ir.substitute import substitute_nested
 from tilelang_core.simt import intrinsics as I
 from tilelang_core.simt.transform.insert_barriers import accesses, insert_barriers, touched
 from tilelang_core.simt.transform.software_pipeline import (
-    _check_no_stale_uses, _is_producer, num_stages, _restage_accesses, _restage_allocs, _restage_op,
+    _check_no_stale_uses, _is_producer, mixed_staging, num_stages, _restage_accesses, _restage_allocs, _restage_op,
     _staged_buffer, leading_bindings, shared_bytes)
 from tilelang_core.simt.transform.state import PIPELINE_REGION, if_then, seq, substitute
 from tilelang_core.transform.bindings import bound_vars, uses_any
@@ -344,6 +344,9 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     stream = isinstance(tiles, StreamKTiles)
     trip = tiles.trip if stream else n  # iterations of this tile's loop (a stream-K piece: its k-range)
 
+    mixed = mixed_staging(body_stmts, set(written))
+    if mixed:
+        raise NotSpecialized(mixed)
     staged = {buf: (_staged_buffer(buf, stages), stages) for buf in written}
     # tiles the consumers also write in place: wgmma then needs a proxy fence
     rewritten = mark_tma_tiles(written, tile_boxes, body_stmts, hopper_layouts, tma_loaded)
