@@ -463,10 +463,20 @@ def test_mla_decode_example_matches_torch(batch, max_len, num_split, num_stages)
     paged cache with shuffled pages, ragged lengths, empty splits; against torch in float64."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("gpu_mla_decode", EXAMPLES / "attention" / "mla_decode.py")
-    mla = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mla)
+    mla = example("attention/mla_decode.py")
     assert mla.check(batch, 128, 512, 64, max_len, num_split, device="cuda", num_stages=num_stages) < 3e-3
+
+
+@pytest.mark.parametrize("batch, seq_len, heads, dim, gated, tiles", [
+    (2, 300, 3, 128, True, {}),                                   # ragged last chunk, 2 V slices
+    (1, 257, 2, 128, False, dict(block_V=128, threads=256)),      # one V slice, two warpgroups
+    (1, 64, 1, 64, True, dict(num_stages=1)),                     # one chunk, no pipeline
+])
+def test_chunked_linear_attention_matches_the_recurrence(batch, seq_len, heads, dim, gated, tiles):
+    """examples/linear_attention on the H200 (wgmma, cp.async stages, the staged decay scan)
+    against the token recurrence in float64."""
+    la = example("linear_attention/chunked_linear_attention.py")
+    assert la.check(batch, seq_len, heads, dim, dim, gated, device="cuda", **tiles) < 3e-3
 
 
 @pytest.mark.parametrize("maker_name, block_K", [("make_swizzled_layout", 64), ("make_swizzled_layout", 32),
