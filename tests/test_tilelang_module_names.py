@@ -72,6 +72,19 @@ def test_dtypes_internals_and_short_names():
     assert T.bfloat16.bits == 16
 
 
+def test_torch_storage_of_sub_byte_dtypes():
+    """4-bit floats are torch's packed pairs where torch has them; other sub-byte types are bytes
+    (TileLang's resolve_torch_storage_dtype)."""
+    from tilelang_core.language.dtypes import resolve_torch_storage_dtype
+
+    packed = hasattr(torch, "float4_e2m1fn_x2")
+    assert resolve_torch_storage_dtype(T.float16) == T.float16
+    assert resolve_torch_storage_dtype("int4") == T.int8
+    assert resolve_torch_storage_dtype(T.float4_e2m1fn) == (T.float4_e2m1fnx2 if packed else T.int8)
+    if packed:
+        assert T.float4_e2m1fn.as_torch() is T.float4_e2m1fnx2.as_torch() is torch.float4_e2m1fn_x2
+
+
 def test_fp8_type_follows_the_platform():
     from tilelang_core.language.fp8 import determine_fp8_type, determine_torch_fp8_type
 

@@ -78,3 +78,56 @@ def test_bad_panel_width_is_refused():
         def bad(A: T.Tensor((8,), "int32")):
             with T.Kernel(1, threads=1) as (block_id,):
                 T.PersistentTileScheduler(4, 2, num_workers=1, swizzle_size=0)
+
+
+# ---- T.Persistent: the walk as a for loop -----------------------------------------------------
+def persistent_loop(dims, workers, group):
+    if len(dims) == 2:
+        @T.prim_func
+        def walk2(Out: T.Tensor(tuple(dims), "int32")):
+            with T.Kernel(workers, threads=32) as worker:
+                for bx, by in T.Persistent(list(dims), workers, worker, group):
+                    Out[bx, by] = Out[bx, by] + worker * 1000 + 1  # +1: a tile visited twice shows
+        return walk2
+
+    @T.prim_func
+    def walk3(Out: T.Tensor(tuple(dims), "int32")):
+        with T.Kernel(workers, threads=32) as worker:
+            for a, b, c in T.Persistent(list(dims), workers, worker, group):
+                Out[a, b, c] = Out[a, b, c] + worker * 1000 + 1
+    return walk3
+
+
+def persistent_expected(dims, workers, group):
+    """Tiles in TileLang's order, enumerated: panels of `group` last-dimension tiles, within a
+    panel the other dimensions row-major, the panel's columns fastest."""
+    group = max(1, min(group, dims[-1]))
+    order = []
+    for base in range(0, dims[-1], group):
+        for lead in np.ndindex(*dims[:-1]):
+            for col in range(base, base + group):  # a column past the edge still takes a number
+                order.append((*lead, col))
+    out = np.zeros(dims, np.int32)
+    for linear, tile in enumerate(order):
+        if tile[-1] < dims[-1]:
+            out[tile] += (linear % workers) * 1000 + 1
+    return out
+
+
+@pytest.mark.parametrize("path", PATHS)
+@settings(max_examples=5, deadline=None)
+@given(dims=st.sampled_from([(1, 1), (3, 5), (4, 8), (7, 3), (2, 3, 4)]), workers=st.integers(1, 6),
+       group=st.sampled_from([1, 2, 3, 8]))
+def test_persistent_loop_visits_every_tile_once_in_tilelangs_order(path, dims, workers, group):
+    out = np.zeros(dims, np.int32)
+    run(path, persistent_loop(dims, workers, group), Out=out)
+    np.testing.assert_array_equal(out, persistent_expected(dims, workers, group))
+
+
+def test_persistent_loop_binds_as_many_names_as_dimensions():
+    with pytest.raises(FrontendError, match="2-D domain but 1 names"):
+        @T.prim_func
+        def bad(Out: T.Tensor((4, 4), "int32")):
+            with T.Kernel(2, threads=32) as worker:
+                for t in T.Persistent([4, 4], 2, worker):
+                    Out[t, 0] = 1

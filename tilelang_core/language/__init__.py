@@ -50,7 +50,7 @@ from .macro import macro
 from .pointers import make_tensor, match_buffer, ptr
 from .random import rng_init, rng_rand, rng_rand_float
 from .reducers import alloc_reducer, finalize_reducer, reducer_init, reducer_update
-from .tile_schedule import PersistentTileScheduler
+from .tile_schedule import Persistent, PersistentTileScheduler
 from .loops import Parallel, Pipelined, Unroll, grid, serial, thread_binding, unroll, vectorized
 from .tensor import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor, TensorType,
                      dynamic, symbolic)

@@ -44,13 +44,36 @@ class DType(tvm.DataType):
         return f"T.{str(self)}"
 
     def as_torch(self):
-        """The torch dtype of the same name: ``T.float16.as_torch() is torch.float16``."""
+        """The torch dtype of the same name: ``T.float16.as_torch() is torch.float16``; the
+        4-bit floats (``float4_e2m1fn`` and its pairs) are torch's packed ``float4_e2m1fn_x2``."""
         import torch
 
-        found = getattr(torch, str(self), None)
+        name = _TORCH_PACKED.get(str(self), str(self))
+        found = getattr(torch, name, None)
         if not isinstance(found, torch.dtype):
-            raise FrontendError(f"T.{self} has no torch dtype")
+            raise FrontendError(f"T.{self} has no torch dtype" + (
+                f" in torch {torch.__version__} (it has no {name})" if name != str(self) else ""))
         return found
+
+
+#: dtypes torch holds as packed pairs, by the torch dtype's name
+_TORCH_PACKED = {"float4_e2m1fn": "float4_e2m1fn_x2", "float4_e2m1fnx2": "float4_e2m1fn_x2"}
+
+
+def resolve_torch_storage_dtype(dtype) -> DType:
+    """The dtype a torch tensor of ``dtype`` elements is stored as (TileLang's helper): ``dtype``
+    itself where torch has it; float4_e2m1fn as its packed pairs (float4_e2m1fnx2) where torch has
+    ``float4_e2m1fn_x2``, else int8 bytes; the other sub-byte types as int8 bytes."""
+    import torch
+
+    dtype = DType(canonical_dtype(dtype, "resolve_torch_storage_dtype"))
+    if str(dtype) in _TORCH_PACKED:
+        return DType("float4_e2m1fnx2") if hasattr(torch, "float4_e2m1fn_x2") else DType("int8")
+    if dtype.bits < 8:  # (torch names int1..int7, but holds no tensors of them)
+        return DType("int8")
+    if isinstance(getattr(torch, str(dtype), None), torch.dtype):
+        return dtype
+    raise FrontendError(f"resolve_torch_storage_dtype: torch has no storage for {dtype}")
 
 
 def _pack(dtype: DType, values) -> tvm.ir.Expr:

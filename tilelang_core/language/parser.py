@@ -384,6 +384,9 @@ def visit_for(self: Parser, node: doc.For) -> None:
                 self.eval_assign(target=node.target, source=value.expr, bind_value=_bind_assign)
                 self.visit_body(node.body)
             return
+        if _is_persistent(value):
+            _visit_persistent(self, node, value)
+            return
         if isinstance(value, LoopNest):
             frames = value.frames()
         elif isinstance(value, B.frame.ForFrame):
@@ -405,6 +408,29 @@ def visit_for(self: Parser, node: doc.For) -> None:
             else loop_vars
         self.eval_assign(target=node.target, source=source, bind_value=tirx_parser.bind_for_value)
         self.visit_body(node.body)
+
+
+def _is_persistent(value) -> bool:
+    from .tile_schedule import Persistent
+
+    return isinstance(value, Persistent)
+
+
+def _visit_persistent(self: Parser, node: doc.For, walk) -> None:
+    """``for bx, by in T.Persistent(...)``: a serial loop over the waves; in each, the names are
+    bound to the wave's tile and the body runs where that tile is in the domain
+    (tile_schedule.Persistent)."""
+    target_count = len(node.target.elts) if isinstance(node.target, doc.Tuple) else 1
+    if target_count != len(walk.domain):
+        self.report_error(node.target, f"T.Persistent walks a {len(walk.domain)}-D domain but {target_count} "
+                                       "names are bound")
+    with self.var_table.with_frame(), B.serial(0, walk.waves) as wave:
+        IRBuilder.name("w", wave)
+        coords, inside = walk.at(wave)
+        with B.If(inside), B.Then():
+            source = coords if isinstance(node.target, doc.Tuple) else coords[0]
+            self.eval_assign(target=node.target, source=source, bind_value=_bind_assign)
+            self.visit_body(node.body)
 
 
 def _is_thread_binding_call(it) -> bool:

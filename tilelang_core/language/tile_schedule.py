@@ -136,3 +136,49 @@ class PersistentTileScheduler:
 
 
 __all__ = ["PersistentTileScheduler"]
+
+
+class Persistent:
+    """TileLang's ``T.Persistent(domain, wave_size, index, group_size=8)``: a persistent worker's
+    walk over a grid of tiles as a ``for`` loop, ``for bx, by in T.Persistent([m, n], workers,
+    worker):``.
+
+    Wave ``w`` gives the worker the linear tile ``t = w * wave_size + index``. Tiles are numbered
+    with the last dimension in panels of ``group_size`` (clamped to 1..its extent): ``t`` decodes
+    mixed-radix as (panel, d0, ..., d_{n-2}, offset in the panel), fastest last, and the last
+    coordinate is ``panel * group_size + offset``; so consecutive tiles sweep ``group_size`` columns
+    of one row, then the next row, then the next panel. A tile past the last panel's edge (the
+    panel padded up to ``group_size``) runs no body, and neither do the waves past the end. The
+    loop is ``ceildiv(panels * d0 * ... * group_size, wave_size)`` waves long; the body sees the
+    coordinates as names (parser.visit_for)."""
+
+    def __init__(self, domain, wave_size, index, group_size=8):
+        current_kernel("T.Persistent")
+        if not isinstance(domain, (list, tuple)) or not domain:
+            raise FrontendError(f"T.Persistent takes a non-empty list of extents, got {domain!r}")
+        self.domain = list(domain)
+        self.wave_size, self.index = wave_size, index
+        last = self.domain[-1]
+        if group_size is None:
+            group_size = 8
+        self.group = max_(1, min_(group_size, last))
+        # (panels, d0, ..., d_{n-2}, group): the radices of a linear tile, slowest first
+        self.radices = [ceildiv(last, self.group), *self.domain[:-1], self.group]
+        padded = 1
+        for r in self.radices:
+            padded = padded * r
+        self.padded = padded
+        self.waves = ceildiv(padded, wave_size)
+
+    def at(self, wave) -> tuple[list, object]:
+        """(the coordinates of ``wave``'s tile, the condition that it is a tile of the domain)."""
+        tile = wave * self.wave_size + self.index
+        digits, rest = [], tile
+        for radix in reversed(self.radices[1:]):
+            digits.append(rest % radix)
+            rest = rest // radix
+        digits.append(rest)
+        digits.reverse()  # (panel, d0, ..., d_{n-2}, offset)
+        last = digits[0] * self.group + digits[-1]
+        coords = [*digits[1:-1], last]
+        return coords, tirx.all(tile < self.padded, last < self.domain[-1])
