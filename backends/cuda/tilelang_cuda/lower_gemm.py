@@ -37,6 +37,7 @@ from tilelang_core.ir import Gemm, TileOp
 from tilelang_core.simt import intrinsics as I
 from tilelang_core.simt.lower_gemm_fma import check_gemm_operands, gemm_shape, lower_gemm_fma
 from tilelang_core.simt.lowering import FRAGMENT, SHARED, dtype, region_index, scope, state_of
+from tilelang_core.simt.transform.apply_layouts import vector_contiguous
 from tilelang_core.simt.transform.state import (FRAGMENT_COMPUTE, FRAGMENT_LOAD, FRAGMENT_PREFETCH,
                                                 FRAGMENT_STEPS, loop, seq)
 
@@ -73,33 +74,11 @@ def lower_gemm(call, ctx):
     return lower_gemm_mma(op, instr, st)
 
 
-def rows_contiguous(layout, per_row: int) -> bool:
-    """Whether ``layout`` (a shared tile's, rows x cols) keeps every aligned run of ``per_row``
-    elements of a row contiguous and aligned in memory: what ldmatrix reads as one 16-byte row.
-    The default swizzles do; a T.annotate_layout may not (a transposed tile), and ldmatrix would
-    then read other elements: a silent wrong answer, so such operands take element loads."""
-    rows, cols = (int(s) for s in layout.shape[-2:])
-    if cols % per_row:
-        return False
-    analyzer = tvm.sym.Analyzer()
-
-    def at(r, c):
-        off = layout.offset(r, c)
-        return off if isinstance(off, int) else int(analyzer.simplify(off))
-
-    for r in range(rows):
-        for c0 in range(0, cols, per_row):
-            base = at(r, c0)
-            if base % per_row or any(at(r, c0 + k) != base + k for k in range(1, per_row)):
-                return False
-    return True
-
-
 def _ldmatrix_layout_ok(region, st, per_row: int) -> bool:
-    """The operand's shared layout suits ldmatrix (``rows_contiguous``); fragments and the default
-    swizzles always do."""
+    """The operand's shared layout keeps each 16-byte row ldmatrix reads whole
+    (``vector_contiguous``); fragments and the default swizzles always do."""
     layout = st.annotated.get(str(region.source.name)) if scope(region) in SHARED else None
-    return layout is None or (len(layout.shape) == 2 and rows_contiguous(layout, per_row))
+    return layout is None or (len(layout.shape) == 2 and vector_contiguous(layout, per_row, st.analyzer))
 
 
 def lower_gemm_mma(op: Gemm, instr: MmaInstruction, st):

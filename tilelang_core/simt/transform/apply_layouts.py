@@ -12,6 +12,8 @@ operands): one ``shared.dyn`` byte array, buffers whose lifetimes do not overlap
 
 from __future__ import annotations
 
+import itertools
+
 import tvm
 import tvm_ffi
 from tvm import tirx
@@ -173,8 +175,6 @@ def settle_view_annotations(views: dict, annotated: dict, kernel: str) -> None:
     """A T.annotate_layout on a view of shared memory (TileLang's ``A_i8 = T.view(A_stage, ...,
     T.int8)`` laid out ``[s, i, j]``): a view's layout follows its tile's, so a row-major one makes
     the tile row-major; any other is refused (the tile's layout is what to annotate)."""
-    import itertools
-
     for view, source in views.items():
         name = str(view.name)
         if name not in annotated or str(source.ty.storage_scope) not in SHARED:
@@ -198,10 +198,18 @@ def settle_view_annotations(views: dict, annotated: dict, kernel: str) -> None:
 
 def vector_contiguous(layout: Layout, vec: int, analyzer) -> bool:
     """Do ``vec`` consecutive elements of a row (starting at a multiple of ``vec``) land on
-    ``vec`` consecutive, ``vec``-aligned offsets? True by construction for our swizzles (they
-    permute whole 16-byte chunks); proved symbolically for annotated layouts, else assumed not."""
+    ``vec`` consecutive, ``vec``-aligned offsets? What a vector access or ldmatrix's 16-byte row
+    needs; a layout that breaks it (a transposed tile) must be accessed element by element, or the
+    wide access reads other elements. True by construction for our swizzles (they permute whole
+    16-byte chunks); for annotated layouts proved symbolically, else checked element by element."""
     if layout.kind != "annotated":
         return True
+    if layout.shape[-1] % vec:
+        return False
+    return _proved_contiguous(layout, vec, analyzer) or _enumerated_contiguous(layout, vec)
+
+
+def _proved_contiguous(layout: Layout, vec: int, analyzer) -> bool:
     import tvm
 
     idx = [tirx.Var(f"i{d}", "int32") for d in range(len(layout.shape))]
@@ -214,6 +222,25 @@ def vector_contiguous(layout: Layout, vec: int, analyzer) -> bool:
         return False
     return all(analyzer.can_prove(layout.offset(*idx[:-1], chunk * vec + k) == base + k)
                for k in range(1, vec))
+
+
+def _enumerated_contiguous(layout: Layout, vec: int) -> bool:
+    """vector_contiguous on every run of the tile, by value (a layout the analyzer cannot see
+    through: an XOR it does not simplify)."""
+    import tvm
+
+    analyzer = tvm.sym.Analyzer()
+
+    def at(*index):
+        off = layout.offset(*index)
+        return off if isinstance(off, int) else int(analyzer.simplify(off))
+
+    for lead in itertools.product(*(range(e) for e in layout.shape[:-1])):
+        for c0 in range(0, layout.shape[-1], vec):
+            base = at(*lead, c0)
+            if base % vec or any(at(*lead, c0 + k) != base + k for k in range(1, vec)):
+                return False
+    return True
 
 
 def swizzle_tag(value) -> tuple:
