@@ -40,33 +40,46 @@ def _uses(expr, var) -> bool:
     return bool(found)
 
 
+def var_plus_offset(nest, indices, analyzer) -> tuple[tuple, tuple] | None:
+    """(per index: the nest loop dimension it uses, the offset added to that loop variable), when
+    every index is one loop variable of ``nest`` plus an offset the nest does not change and every
+    loop variable is used exactly once; None for any other form (``i * 2``, ``i + j``, a loop
+    variable left out). The form both windows (here) and shifted reads (simt shifted_reads.py)
+    start from."""
+    dims, offsets = [], []
+    for index in indices:
+        used = [k for k, v in enumerate(nest.loop_vars) if _uses(index, v)]
+        if len(used) != 1:
+            return None
+        offset = analyzer.simplify(index - nest.loop_vars[used[0]])
+        if any(_uses(offset, v) for v in nest.loop_vars):
+            return None  # not var + offset (var * 2, var // 2, ...)
+        dims.append(used[0])
+        offsets.append(offset)
+    if sorted(dims) != list(range(len(nest.loop_vars))):
+        return None
+    return tuple(dims), tuple(offsets)
+
+
 def window_access(nest, indices, shape) -> WindowAccess | None:
     """The access as loop variable + offset per dimension, at least one offset nonzero, every loop
     variable of the nest used exactly once, each nonzero offset a multiple of its loop extent
     inside a dimension of ``shape`` that extent tiles; None for any other form (``acc[i + s * 32, j]``
     over the whole of ``acc``'s rows is a shift, not a window)."""
     analyzer = tvm.sym.Analyzer()
-    dims, offsets = [], []
-    for size, index in zip(shape, indices):
-        used = [k for k, v in enumerate(nest.loop_vars) if _uses(index, v)]
-        if len(used) != 1:
-            return None
-        var = nest.loop_vars[used[0]]
-        offset = analyzer.simplify(index - var)
-        if any(_uses(offset, v) for v in nest.loop_vars):
-            return None  # not var + offset (var * 2, var // 2, ...)
-        extent = int(nest.extents[used[0]])
+    found = var_plus_offset(nest, indices, analyzer)
+    if found is None:
+        return None
+    dims, offsets = found
+    for size, k, offset in zip(shape, dims, offsets):
+        extent = int(nest.extents[k])
         zero = isinstance(offset, tirx.IntImm) and offset.value == 0
         if not zero and (size % extent or size == extent
                          or not analyzer.can_prove(tirx.floormod(offset, extent) == 0)):
             return None
-        dims.append(used[0])
-        offsets.append(offset)
-    if sorted(dims) != list(range(len(nest.loop_vars))):
-        return None
     if all(isinstance(o, tirx.IntImm) and o.value == 0 for o in offsets):
         return None  # a plain access: not a window
-    return WindowAccess(tuple(dims), tuple(offsets))
+    return WindowAccess(dims, offsets)
 
 
 def window_layout(layout: Fragment, access: WindowAccess, extents) -> Fragment | None:

@@ -35,9 +35,10 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tilelang_core.transform.fragment_windows import var_plus_offset
 from tilelang_core.transform.structural import stmt_children
 
-from .state import KernelState, if_then, substitute, uses_var
+from .state import KernelState, if_then, substitute
 
 
 @dataclass(frozen=True)
@@ -50,19 +51,12 @@ class ShiftedRead:
 
 
 def _shift(nest, indices, shape, analyzer):
-    dims, offsets = [], []
-    for size, index in zip(shape, indices):
-        used = [k for k, v in enumerate(nest.loop_vars) if uses_var(index, v)]
-        if len(used) != 1 or int(nest.extents[used[0]]) != int(size):
-            return None
-        offset = analyzer.simplify(index - nest.loop_vars[used[0]])
-        if any(uses_var(offset, v) for v in nest.loop_vars):
-            return None
-        dims.append(used[0])
-        offsets.append(offset)
-    if sorted(dims) != list(range(len(nest.loop_vars))):
+    """(dims, offsets) of a read whose every index is a loop variable over the fragment's whole
+    extent plus an offset (fragment_windows.var_plus_offset), else None."""
+    found = var_plus_offset(nest, indices, analyzer)
+    if found is None or any(int(nest.extents[k]) != int(size) for k, size in zip(found[0], shape)):
         return None
-    return tuple(dims), tuple(offsets)
+    return found
 
 
 def _enclosing_loops(body, loop) -> list:
