@@ -161,8 +161,10 @@ class _JITBase:
         """The source of the kernel these arguments compile to (TileLang's
         ``JITImpl.get_kernel_source``): ``self.compile(*args, **kwargs).get_kernel_source()``, for
         this function's target (``target="auto"``: the one a call would use now). Eager functions
-        take tensors or, as in ``compile``, sizes: ``f.get_kernel_source(M=128, N=128, K=64)``."""
-        return self.compile(*args, **kwargs).get_kernel_source()
+        take tensors or, as in ``compile``, sizes: ``f.get_kernel_source(M=128, N=128, K=64)``.
+        ``kernel_only=True``: the device code alone (JITKernel.get_kernel_source)."""
+        kernel_only = kwargs.pop("kernel_only", False)
+        return self.compile(*args, **kwargs).get_kernel_source(kernel_only=kernel_only)
 
 
 class LazyJIT(_JITBase):

@@ -111,9 +111,19 @@ class JITKernel:
         except LaunchError as err:  # the user's call is where it went wrong, not our checks
             raise err.with_traceback(None) from err.__cause__
 
-    def get_kernel_source(self) -> str:
-        """The source handed to the toolchain (CUDA C++, MSL, LLVM IR, ...)."""
-        return self.asm.get("source", "")
+    def get_kernel_source(self, kernel_only: bool = False) -> str:
+        """The source handed to the toolchain (CUDA C++, MSL, LLVM IR, ...). ``kernel_only``
+        (TileLang's flag): the device code alone, without the host wrapper the SIMT backends'
+        source ends with. (TileLang's default is the device code; here the whole text, which the
+        device code begins: a search for device code finds it either way.)"""
+        source = self.asm.get("source", "")
+        if kernel_only:
+            from ..simt.c_source import HOST_MARKER
+
+            at = source.find(HOST_MARKER)
+            if at > 0:
+                source = source[:at]
+        return source
 
     def get_profiler(self, tensor_supply_type=None, dynamic_shapes=None):
         """A ``Profiler`` for this kernel: ``do_bench``, ``assert_allclose``, ``run_once``.

@@ -151,6 +151,11 @@ def test_jit_compiles_and_loads_through_the_backend(tmp_path, monkeypatch):
     kernel = tl.compile(kernels.make_gemm(256, 256, 64), target=target, _backend=CudaBackend(target))
     assert "tl_mma_m16n8k16" in kernel.asm["source"]
     assert "tl_ldmatrix_x4" in kernel.asm["lowered"]
+    # TileLang's kernel_only: the device code, without the tvm-ffi host wrapper after it
+    device = kernel.get_kernel_source(kernel_only=True)
+    assert kernel.get_kernel_source() == kernel.asm["source"] and kernel.asm["source"].startswith(device)
+    assert "__global__" in device and "tl_mma_m16n8k16" in device
+    assert "#include <tvm/ffi/c_api.h>" not in device and "TVM_FFI_SAFE_CALL" not in device
 
 
 def test_wrapper_tests_alignment_so_the_launcher_does_not(tmp_path, monkeypatch):
