@@ -556,7 +556,24 @@ def _store_subscript(self: Parser, target: doc.Subscript, value) -> None:
     if len(indices) != len(buffer.ty.shape):
         self.report_error(target, f"buffer {buffer.name} has {len(buffer.ty.shape)} dimensions "
                                   f"but {len(indices)} indices are given")
+    if isinstance(value, tvm.ir.TensorRegion):
+        value = _vector_of_region(self, target, value)
     B.buffer_store(buffer, value, indices)
+
+
+def _vector_of_region(self: Parser, node, region):
+    """A slice read as a value (``b = A[0, 0:4]; A[0, 4:8] = b``): TileLang's vector load, a
+    slice along the last dimension only (one index per other dimension), its extent the lanes."""
+    extents = [r.extent for r in region.region]
+    lanes = extents[-1]
+    if any(not _is_one(e) for e in extents[:-1]) or not isinstance(lanes, tvm.tirx.IntImm):
+        shown = ", ".join(f"{r.min}:{r.min + r.extent}" for r in region.region)
+        self.report_error(node, f"the region {region.source.name}[{shown}] is not a vector value (only a "
+                                "constant slice of the last dimension is one); copy tiles with T.copy(src, dst)")
+    indices = [r.min for r in region.region[:-1]]
+    last = region.region[-1].min
+    return tvm.tirx.BufferLoad(region.source, indices + [tvm.tirx.Ramp(last, 1, int(lanes))]) \
+        if int(lanes) > 1 else tvm.tirx.BufferLoad(region.source, indices + [last])
 
 
 def _existing_value(self: Parser, target: doc.expr):
