@@ -562,8 +562,8 @@ def _store_subscript(self: Parser, target: doc.Subscript, value) -> None:
 
 
 def _vector_of_region(self: Parser, node, region):
-    """A slice read as a value (``b = A[0, 0:4]; A[0, 4:8] = b``): TileLang's vector load, a
-    slice along the last dimension only (one index per other dimension), its extent the lanes."""
+    """A slice read as a value (``A[0, 4:8] = A[0, 0:4]``): TileLang's vector load, a slice along
+    the last dimension only (one index per other dimension), its extent the lanes."""
     extents = [r.extent for r in region.region]
     lanes = extents[-1]
     if any(not _is_one(e) for e in extents[:-1]) or not isinstance(lanes, tvm.tirx.IntImm):
@@ -585,6 +585,13 @@ def _existing_value(self: Parser, target: doc.expr):
 @dispatch.register(token=TOKEN, type_name="Assign")
 def visit_assign(self: Parser, node: doc.Assign) -> None:
     rhs = self.eval_expr(node.value)
+    if isinstance(rhs, tvm.ir.TensorRegion) and not isinstance(node.value, doc.Subscript) \
+            and any(isinstance(t, doc.Subscript) for t in node.targets):
+        # a name bound to a slice is the region (read where it is used, as T.copy takes it); as a
+        # value TileLang reads it where it is bound: stored through the name, the two can differ
+        self.report_error(node.value, "this names a region of a buffer, which is read where it is used "
+                                      "(TileLang reads a slice bound to a name where it is bound); store "
+                                      "the slice itself (A[0, 4:8] = A[0, 0:4]) or T.copy it")
     if len(node.targets) != 1:
         # ``a = b = expr``, ``A[i] = B[i] = expr``: the value is computed once and assigned to
         # each target from left to right, as in Python (a value that reads memory is bound
