@@ -1,4 +1,6 @@
-"""``T.PersistentTileScheduler``: TileLang's persistent, grid-strided walk over a 2-D grid of tiles.
+"""``T.PersistentTileScheduler`` and ``T.Persistent``: TileLang's persistent, grid-strided walks over
+a grid of tiles (the scheduler as an object with state, ``T.Persistent`` as a ``for`` loop: its
+class docstring).
 
 A persistent kernel launches one worker per SM (or any ``num_workers``) and walks the
 ``num_m_tiles x num_n_tiles`` tiles itself: worker ``w`` takes the linear tiles ``w, w + workers,
@@ -135,9 +137,6 @@ class PersistentTileScheduler:
         return self.linear_idx < self._total_tiles
 
 
-__all__ = ["PersistentTileScheduler"]
-
-
 class Persistent:
     """TileLang's ``T.Persistent(domain, wave_size, index, group_size=8)``: a persistent worker's
     walk over a grid of tiles as a ``for`` loop, ``for bx, by in T.Persistent([m, n], workers,
@@ -182,3 +181,6 @@ class Persistent:
         last = digits[0] * self.group + digits[-1]
         coords = [*digits[1:-1], last]
         return coords, tirx.all(tile < self.padded, last < self.domain[-1])
+
+
+__all__ = ["Persistent", "PersistentTileScheduler"]

@@ -409,8 +409,9 @@ def _restage_op(op: TileOp, staged: dict, slot) -> TileOp:
         if value is not None and R.is_region(value):
             changes[name] = _restage_region(value, staged, slot)
     if isinstance(op, (Reduce, Cumsum)) and op.src.source in staged:
-        # the slot is a new leading dimension of both sides (mixed_staging keeps it so): the
-        # dimension reduced or scanned moves with the others
+        # the slot is a new leading dimension of the source: the dimension reduced or scanned
+        # moves with the others (a scan's destination is staged too: mixed_staging; a
+        # reduction's pairs its dimensions with the source's up to unit ones)
         changes["dim"] = op.dim + 1
     return op.replace(**changes) if changes else op
 
