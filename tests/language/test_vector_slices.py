@@ -76,3 +76,4 @@ def test_a_name_bound_to_a_slice_is_still_a_region_for_tile_ops():
     b = np.zeros((8, 32), np.float32)
     run("cpu", rows, A=a, B=b)
     np.testing.assert_array_equal(b[5], a[3])
+

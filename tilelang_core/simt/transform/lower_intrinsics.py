@@ -150,9 +150,10 @@ def _check_vector_alignment(body, st: KernelState) -> None:
             if nbytes > st.dialect.vector_bytes:
                 where = source_location(stmt)
                 raise LoweringError(
-                    f"kernel '{st.kernel}': a {nbytes}-byte vector access of {buffer.name} (T.ldg256/T.stg256) is "
-                    f"wider than the {st.dialect.kind} backend's vectors ({st.dialect.vector_bytes} bytes); use "
-                    f"two T.ldg128/T.stg128" + (f"\n  --> {where}" if where else ""))
+                    f"kernel '{st.kernel}': a {nbytes}-byte vector access of {buffer.name} (T.ldg256/T.stg256, or "
+                    f"a slice stored as one vector) is wider than the {st.dialect.kind} backend's vectors "
+                    f"({st.dialect.vector_bytes} bytes); use two T.ldg128/T.stg128, or slices of "
+                    f"{st.dialect.vector_bytes} bytes" + (f"\n  --> {where}" if where else ""))
             terms = [I.flat_offset(buffer, first)]
             if str(buffer.ty.storage_scope).startswith("shared"):
                 terms += [ramp.base, buffer.ty.shape[-1]]
@@ -161,7 +162,8 @@ def _check_vector_alignment(body, st: KernelState) -> None:
                 raise LoweringError(
                     f"kernel '{st.kernel}': the {nbytes}-byte vector access of "
                     f"{buffer.name}[{', '.join(map(str, first))}] "
-                    f"(T.ldg/T.stg/T.lds/T.sts) cannot be proved aligned: its element offset must be a multiple "
+                    f"(T.ldg/T.stg/T.lds/T.sts, or a slice stored as one vector) cannot be proved aligned: its "
+                    f"element offset must be a multiple "
                     f"of {lanes}, or the GPU faults; align the index (e.g. i * {lanes}) or load element by element"
                     + (f"\n  --> {where}" if where else ""))
 
