@@ -48,6 +48,7 @@ from ..ir.atomic_calls import AtomicCall
 from ..ir.ops import LOAD_ORDERS, MEMORY_ORDERS, STORE_ORDERS, check_memory_order
 from .emit import emit, is_element, region_from_start
 from .kernel import current_kernel
+from .vector_access import slice_lanes
 
 
 # -- the read-modify-writes -----------------------------------------------------------------------
@@ -213,8 +214,7 @@ def _vector_start(x, lanes: int, what: str, role: str):
             raise FrontendError(hint)
         return x.source, indices
     if R.is_region(x):
-        extents = [R.as_int(e) for e in R.extents_of(x)]
-        if not extents or extents[-1] != lanes or any(e != 1 for e in extents[:-1]):
+        if slice_lanes(x) != lanes:
             raise FrontendError(f"{what}: the {role} slice {R.fmt_region(x)} must cover exactly "
                                 f"{lanes} consecutive elements of the last dimension")
         return x.source, list(R.mins_of(x))

@@ -564,16 +564,14 @@ def _store_subscript(self: Parser, target: doc.Subscript, value) -> None:
 def _vector_of_region(self: Parser, node, region):
     """A slice read as a value (``A[0, 4:8] = A[0, 0:4]``): TileLang's vector load, a slice along
     the last dimension only (one index per other dimension), its extent the lanes."""
-    extents = [r.extent for r in region.region]
-    lanes = extents[-1]
-    if any(not _is_one(e) for e in extents[:-1]) or not isinstance(lanes, tvm.tirx.IntImm):
+    from .vector_access import slice_lanes, vector_indices
+
+    lanes = slice_lanes(region)
+    if lanes is None:
         shown = ", ".join(f"{r.min}:{r.min + r.extent}" for r in region.region)
         self.report_error(node, f"the region {region.source.name}[{shown}] is not a vector value (only a "
                                 "constant slice of the last dimension is one); copy tiles with T.copy(src, dst)")
-    indices = [r.min for r in region.region[:-1]]
-    last = region.region[-1].min
-    return tvm.tirx.BufferLoad(region.source, indices + [tvm.tirx.Ramp(last, 1, int(lanes))]) \
-        if int(lanes) > 1 else tvm.tirx.BufferLoad(region.source, indices + [last])
+    return tvm.tirx.BufferLoad(region.source, vector_indices([r.min for r in region.region], lanes))
 
 
 def _existing_value(self: Parser, target: doc.expr):

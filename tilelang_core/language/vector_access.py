@@ -39,6 +39,25 @@ def _where(buffer, indices) -> str:
     return f"{buffer.name}[{', '.join(str(i) for i in indices)}]"
 
 
+def slice_lanes(region) -> int | None:
+    """How many elements ``region`` holds as one vector: a slice of the last dimension (every other
+    extent 1), its extent a constant; None for any other region."""
+    extents = [r.extent for r in region.region]
+    size = 1
+    for e in extents:
+        size = size * e
+    size = tvm.sym.Analyzer().simplify(size)
+    if any(not (isinstance(e, tirx.IntImm) and e.value == 1) for e in extents[:-1]) or \
+            not isinstance(size, tirx.IntImm):
+        return None
+    return int(size)
+
+
+def vector_indices(indices: list, lanes: int) -> list:
+    """``indices`` of a vector access's first element, the last one widened to ``lanes``."""
+    return indices[:-1] + [tirx.Ramp(indices[-1], 1, lanes)] if lanes > 1 else list(indices)
+
+
 def _access(target, nbytes: int, name: str, scopes, memory: str):
     """(buffer, indices with a Ramp on the last dimension, lanes, element dtype)."""
     if isinstance(target, tvm.ir.TensorRegion):
@@ -62,19 +81,12 @@ def _access(target, nbytes: int, name: str, scopes, memory: str):
         raise FrontendError(f"T.{name} moves {nbytes} bytes, which is not a whole number of {dtype} elements")
     lanes = nbytes * 8 // bits
     if extents is not None:
-        size = 1
-        for e in extents:
-            size = size * e
-        size = tvm.sym.Analyzer().simplify(size)
-        if any(not (isinstance(e, tirx.IntImm) and e.value == 1) for e in extents[:-1]) or \
-                not isinstance(size, tirx.IntImm) or int(size) != lanes:
+        if slice_lanes(target) != lanes:
             raise FrontendError(f"T.{name} moves {nbytes} bytes ({lanes} x {dtype}), but the slice of "
                                 f"'{buffer.name}' is {extents}: give one element or a slice of {lanes} "
                                 f"along the last dimension")
     _check_aligned(buffer, indices, lanes, nbytes, name, shared=scope in _SHARED)
-    if lanes > 1:
-        indices = indices[:-1] + [tirx.Ramp(indices[-1], 1, lanes)]
-    return buffer, indices, lanes, dtype
+    return buffer, vector_indices(indices, lanes), lanes, dtype
 
 
 def _check_aligned(buffer, indices, lanes: int, nbytes: int, name: str, shared: bool) -> None:
