@@ -152,18 +152,27 @@ def make_swizzled_layout(rows, cols: int | None = None, dtype_bits: int | None =
     return Layout((rows, cols), fn, f"swizzle{period}x16B")
 
 
-def _swizzled_like(buffer) -> Layout:
-    """``make_swizzled_layout`` for a buffer of any rank: leading dimensions stack rows."""
+def tile_of(buffer, what: str, takes: str = "a buffer") -> tuple[tuple[int, ...], int]:
+    """(shape, element bits) of the buffer a layout maker (``what``) is given; LayoutError for
+    anything else (``takes``: what it accepts) or a symbolic shape."""
     shape = getattr(getattr(buffer, "ty", None), "shape", None)
-    if shape is None or not len(shape):
-        raise LayoutError(f"make_swizzled_layout takes a buffer or (rows, cols, dtype_bits), got {buffer!r}")
+    if shape is None:
+        raise LayoutError(f"{what} takes {takes}, got {buffer!r}")
     try:
         dims = tuple(int(d) for d in shape)
     except (TypeError, ValueError):
-        raise LayoutError(f"make_swizzled_layout: {buffer.name} has a symbolic shape {list(shape)}") from None
+        raise LayoutError(f"{what}: {buffer.name} has a symbolic shape {list(shape)}") from None
     import tvm
 
-    bits = tvm.DataType(str(buffer.ty.dtype)).bits
+    return dims, tvm.DataType(str(buffer.ty.dtype)).bits
+
+
+def _swizzled_like(buffer) -> Layout:
+    """``make_swizzled_layout`` for a buffer of any rank: leading dimensions stack rows."""
+    takes = "a buffer or (rows, cols, dtype_bits)"
+    dims, bits = tile_of(buffer, "make_swizzled_layout", takes)
+    if not dims:
+        raise LayoutError(f"make_swizzled_layout takes {takes}, got {buffer!r}")
     if len(dims) == 1:
         return Layout.row_major(dims)
     rows = math.prod(dims[:-1])

@@ -21,7 +21,7 @@ from __future__ import annotations
 import enum
 
 from ..errors import LayoutError
-from .layout import Layout, _xor
+from .layout import Layout, _xor, tile_of
 
 #: make_swizzled_layout's kinds: any swizzle the backend prefers may replace them
 HINT_KINDS = frozenset(f"swizzle{period}x16B" for period in (2, 4, 8))
@@ -85,21 +85,6 @@ class SwizzleMode(enum.Enum):
         raise LayoutError(f"{layout!r} is not one of the bank swizzles or a linear layout")
 
 
-def _shape_and_bits(buffer, what: str) -> tuple[tuple[int, ...], int]:
-    import tvm
-
-    shape = getattr(getattr(buffer, "ty", None), "shape", None)
-    if shape is None:
-        shape = getattr(getattr(buffer, "buffer", None), "shape", None)  # a BufferLoad / region
-    if shape is None:
-        raise LayoutError(f"{what} takes a buffer, got {buffer!r}")
-    try:
-        dims = tuple(int(d) for d in shape)
-    except (TypeError, ValueError):
-        raise LayoutError(f"{what}: {buffer.name} has a symbolic shape {list(shape)}") from None
-    return dims, tvm.DataType(str(buffer.ty.dtype)).bits
-
-
 def _stacked(dims: tuple[int, ...], tile: Layout, kind: str, align: int) -> Layout:
     """``tile`` over the last two dims, whole tiles stacked along the leading ones."""
     if len(dims) == 2:
@@ -119,7 +104,7 @@ def bank_swizzled_layout(buffer, width: int) -> Layout:
     """The ``width``-byte bank swizzle of ``buffer`` (module docstring)."""
     what = {128: "make_full_bank_swizzled_layout", 64: "make_half_bank_swizzled_layout",
             32: "make_quarter_bank_swizzled_layout"}[width]
-    dims, bits = _shape_and_bits(buffer, what)
+    dims, bits = tile_of(buffer, what)
     if len(dims) < 2:
         raise LayoutError(f"{what}: {buffer.name} has rank {len(dims)}; a swizzle lays out rows, rank 2 or more")
     rows, cols = dims[-2:]
@@ -159,7 +144,7 @@ def make_quarter_bank_swizzled_layout(buffer) -> Layout:
 
 def make_linear_layout(buffer) -> Layout:
     """Row-major over every dimension of ``buffer`` (TileLang's name)."""
-    dims, _ = _shape_and_bits(buffer, "make_linear_layout")
+    dims, _ = tile_of(buffer, "make_linear_layout")
     layout = Layout.row_major(dims)
     return Layout(layout.shape, layout.fn, "linear")
 

@@ -210,8 +210,6 @@ def vector_contiguous(layout: Layout, vec: int, analyzer) -> bool:
 
 
 def _proved_contiguous(layout: Layout, vec: int, analyzer) -> bool:
-    import tvm
-
     idx = [tirx.Var(f"i{d}", "int32") for d in range(len(layout.shape))]
     for v, extent in zip(idx, layout.shape[:-1]):
         analyzer.bind(v, tvm.ir.Range.from_min_extent(0, extent))
@@ -227,8 +225,6 @@ def _proved_contiguous(layout: Layout, vec: int, analyzer) -> bool:
 def _enumerated_contiguous(layout: Layout, vec: int) -> bool:
     """vector_contiguous on every run of the tile, by value (a layout the analyzer cannot see
     through: an XOR it does not simplify)."""
-    import tvm
-
     analyzer = tvm.sym.Analyzer()
 
     def at(*index):
