@@ -14,8 +14,9 @@ The mbarrier helpers (T.alloc_barrier) are modelled in interpreter_mbarrier.py, 
 index, ``T.ldg128``'s ``uint32x4``) is an array with the vector lanes on a leading axis,
 ``(lanes, threads)``; ``T.reinterpret`` reads the bytes as the device holds them.
 
-Lockstep execution makes barriers no-ops, so it cannot find missing barriers or pipeline races;
-the vendor's race checkers on the GPU do that. Async copies land when issued, unless
+Lockstep execution makes barriers no-ops, so a missing one would not change the numbers here;
+instead each shared access is checked against the other warps' since the last barrier
+(interpreter_races.py: a race raises; ``check_races=False`` turns it off). Async copies land when issued, unless
 ``cp_async_lands_at_wait=True``: then each ``tl_cp_async_N`` reads its source when issued but
 writes shared memory only at the ``tl_cp_async_wait<K>`` that covers its group (the latest the
 contract allows), so a pipeline that reads a stage before waiting for it computes wrong numbers.
@@ -42,6 +43,7 @@ from tvm import tirx
 
 from ..ir.import_source import refuse_imported_sources
 from ..ir.numpy_ops import BINARY_UFUNCS
+from .interpreter_races import BARRIER_HELPERS, SharedRaces
 
 NP_DTYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64,
              "bfloat16": np.float32, "int8": np.int8, "uint8": np.uint8, "int16": np.int16,
@@ -63,8 +65,11 @@ class Storage:
     """A buffer's memory: shared/global are one array; local has one row per lane."""
 
     def __init__(self, array: np.ndarray, per_lane: bool, shape=None, dtype: str = "",
-                 bf16_bits: bool = False, vector_lanes: int = 1, strides=None):
+                 bf16_bits: bool = False, vector_lanes: int = 1, strides=None, tracker=None, name: str = ""):
         self.array = array
+        self.tracker = tracker  # shared memory: the interpreter's race check (interpreter_races.py)
+        self.race_record = None  # (the tracker's bookkeeping of the allocation, cached)
+        self.name = name
         self.per_lane = per_lane
         self.shape = shape  # logical N-D shape (global buffers), for flattening indices
         # a T.StridedTensor's element strides: indices address the flat array through them (the
@@ -106,6 +111,8 @@ class Storage:
         return flat
 
     def read(self, flat, mask):
+        if self.tracker is not None:
+            self.tracker.read(self, flat, mask)
         out = np.zeros(flat.shape, dtype=self.array.dtype)
         safe = np.where(mask, flat, 0)
         if self.per_lane:
@@ -117,6 +124,8 @@ class Storage:
         return np.where(mask, out, np.zeros((), dtype=out.dtype))
 
     def write(self, flat, value, mask):
+        if self.tracker is not None:
+            self.tracker.write(self, flat, mask)
         lanes = np.nonzero(mask)[0]
         value = np.broadcast_to(np.asarray(value), flat.shape)
         if self.bf16_bits:
@@ -148,9 +157,12 @@ NOT_HANDLED = object()
 
 
 class Interpreter:
-    def __init__(self, func: tirx.PrimFunc, args: dict, *, cp_async_lands_at_wait: bool = False):
+    def __init__(self, func: tirx.PrimFunc, args: dict, *, cp_async_lands_at_wait: bool = False,
+                 check_races: bool = True):
         refuse_imported_sources(func, "the SIMT interpreter")  # (it cannot run their device code)
         self.func = func
+        warp_size = func.attrs.get("tl.warp_size") if func.attrs is not None else None
+        self.races = SharedRaces(int(warp_size) if warp_size is not None else 32) if check_races else None
         self.args = args
         self.defer_async = cp_async_lands_at_wait
         self.open_group: list = []  # deferred writes of async copies since the last commit
@@ -192,6 +204,8 @@ class Interpreter:
             for (v, _), i in zip(blocks, index):
                 self.env[v] = np.int64(i)
             self.local_allocs = {}
+            if self.races is not None:
+                self.races.new_block()
             self.stmt(body, np.ones(self.lanes, dtype=bool))
 
     def _scalar(self, expr):
@@ -232,10 +246,14 @@ class Interpreter:
             if s.else_case is not None:
                 self.stmt(s.else_case, mask & ~cond)
         elif kind == "BufferStore":
+            if self.races is not None:
+                self.races.where = s
             st = self.storage[s.buffer]
             flat = st.vector_elements(st.flat([self.expr(i) for i in s.indices], self.lanes))
             st.write(flat, self.expr(s.value), mask)
         elif kind == "Evaluate":
+            if self.races is not None:
+                self.races.where = s
             self.call(s.value, mask)
         elif kind == "AttrStmt":
             self.stmt(s.body, mask)
@@ -270,9 +288,10 @@ class Interpreter:
         base = self.storage[source]
         dtype = str(decl.buffer.ty.dtype)
         shape = [int(s) for s in decl.buffer.ty.shape]
+        tracked = {"tracker": base.tracker, "name": str(decl.buffer.name)}
         if dtype == "bfloat16" and base.array.dtype == np.uint8:  # the shared pool's
             self.storage[decl.buffer] = Storage(base.array.reshape(-1).view(np.uint16), False, shape,
-                                                dtype, bf16_bits=True)
+                                                dtype, bf16_bits=True, **tracked)
             return
         if "bfloat16" in (dtype, str(source.ty.dtype)) and dtype != str(source.ty.dtype):
             raise NotImplementedError("interpreter: a view changing bfloat16 to another dtype "
@@ -280,7 +299,7 @@ class Interpreter:
         array = base.array.reshape(-1)
         if array.dtype != NP_DTYPES[dtype]:
             array = array.view(NP_DTYPES[dtype])
-        self.storage[decl.buffer] = Storage(array, False, shape, dtype)
+        self.storage[decl.buffer] = Storage(array, False, shape, dtype, **tracked)
 
     def _alloc(self, buffer):
         scope = str(buffer.ty.storage_scope)
@@ -301,7 +320,9 @@ class Interpreter:
             # write shows up), -1 in the integer ones
             fill = np.nan if np.issubdtype(dt, np.floating) else (255 if dt == np.uint8 and "shared" in scope else 0)
             array = np.full(size, fill, dtype=dt)
-            self.storage[buffer] = Storage(array, False, [size], str(buffer.ty.dtype))
+            shared = "shared" in scope
+            self.storage[buffer] = Storage(array, False, [size], str(buffer.ty.dtype),
+                                           tracker=self.races if shared else None, name=str(buffer.name))
 
     # -- expressions ----------------------------------------------------------------------------
     def expr(self, e):
@@ -362,6 +383,8 @@ class Interpreter:
     def call(self, e, mask):
         op = str(e.op.name)
         if op == "tirx.tvm_storage_sync":
+            if self.races is not None:
+                self.races.barrier()
             return None
         if op == "tirx.address_of":
             return self.pointer(e)
@@ -384,6 +407,8 @@ class Interpreter:
             raise NotImplementedError(f"interpreter: call {op}")
         name = str(e.args[0].value)
         args = e.args[1:]
+        if self.races is not None and name in BARRIER_HELPERS:
+            self.races.barrier()
         m = re.match(r"tl_(copy|cp_async|store)_(\d+)$", name)
         if m:
             return self._copy(self.pointer(args[0]), self.pointer(args[1]), int(m.group(2)),

@@ -17,6 +17,7 @@ import tvm_ffi
 from tvm import tirx
 
 from lowered import lower
+from tilelang_core.simt.interpreter_races import SharedMemoryRace
 from tilelang_cuda.interpreter import run_kernel
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -166,7 +167,11 @@ def test_a_missing_wait_for_v_is_caught():
 
 def assert_only_the_wait_catches(func, broken, S, D):
     """``func`` is right either way; ``broken`` (a copy moved out of the group its first reader's
-    wait covers) is right when async copies land at once and wrong when they land at their wait."""
+    wait covers) is right when async copies land at once and wrong when they land at their wait,
+    where the race check also names it: the copy lands over bytes other warps have read."""
     for fn, lands_at_wait, ok in ((func, True, True), (broken, False, True), (broken, True, False)):
-        out, ref = run_fa(fn, S, D, False, cp_async_lands_at_wait=lands_at_wait)
+        out, ref = run_fa(fn, S, D, False, cp_async_lands_at_wait=lands_at_wait, check_races=False)
         assert (np.isfinite(out).all() and rel_err(out, ref) < 2e-3) == ok
+    run_fa(func, S, D, False, cp_async_lands_at_wait=True)
+    with pytest.raises(SharedMemoryRace, match="async-copy wait or a barrier is missing"):
+        run_fa(broken, S, D, False, cp_async_lands_at_wait=True)

@@ -238,9 +238,11 @@ def _pipeline(loop, stages: int, staged: dict, kernel=None, shared_limit: int | 
                 s = _restage_accesses(s, staged, slot)
             out.append(substitute(s, {k: start + iteration}))
         # Consumers may also write shared memory themselves (a synchronous copy of V in attention):
-        # barriers among them, starting clean after the iteration's top barrier. Staged buffers
-        # are excluded: the producers write another slot than the consumers read.
-        return insert_barriers_in_seq(out, ignore=set(staged_new()), kernel=kernel)
+        # barriers among them, starting clean after the iteration's top barrier. A staged buffer
+        # only the producers write is exempt (they fill another slot than the consumers read); one
+        # a consumer writes too (T.cumsum of the loaded tile in place) is ordered like any other.
+        consumer_writes = set().union(*(accesses(s)[1] for s in out))
+        return insert_barriers_in_seq(out, ignore=set(staged_new()) - consumer_writes, kernel=kernel)
 
     commit = I.call("tl_cp_async_commit")
     p = tirx.Var("p", "int32")
