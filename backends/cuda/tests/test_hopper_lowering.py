@@ -773,3 +773,36 @@ def test_a_trip_count_read_from_memory_keeps_one_cta_per_tile():
     notes = [line for line in source.splitlines() if line.startswith("//   ")]
     assert any("TMA producer warpgroup" in n for n in notes) and not any("persistent" in n for n in notes)
     assert "tl_num_sms" not in kernel
+
+
+def mla_split(num_stages):
+    mla = example_module("attention/mla_decode.py")
+    return mla.mla_decode_split.get_tir(4, 128, 512, 64, 64, 64, 16, 4, num_stages=num_stages)
+
+
+def test_mla_decode_in_one_ring_slot_awaits_each_batch():
+    """MLA's KV tile feeds both gemms (scores and P V). The overlap issues P V of iteration j-1
+    after the scores of j, so it holds j-1's slot while waiting for j's tile: in one slot the
+    producer can never load it (the H200 hung). One slot awaits each batch; two keep the overlap."""
+    one, _ = cuda_source(mla_split(1))
+    assert "consumers: each wgmma batch awaited right after it is issued (one ring slot, and the last gemm " \
+           "reads a tile the first one reads too)" in one[:one.find("#ifdef")]
+    two, _ = cuda_source(mla_split(2))
+    assert "overlaps the last gemm of j-1" in two[:two.find("#ifdef")]
+
+
+def test_a_schedule_that_would_hang_is_played_out_and_dropped(monkeypatch):
+    """The consumers' schedule is played against the producer's loads for short loops before any
+    code is built (consumer_schedule.ring_deadlock): an overlap that cannot make progress is
+    dropped, with the reason in the schedule comment, even where plan_overlap let it through."""
+    from tilelang_cuda.hopper import consumer_schedule, warp_specialize
+
+    def as_if_two_slots(body, is_wgmma, stages):
+        return consumer_schedule.plan_overlap(body, is_wgmma, max(stages, 2))
+
+    monkeypatch.setattr(warp_specialize, "plan_overlap", as_if_two_slots)
+    one, _ = cuda_source(mla_split(1))
+    assert ("the overlap would hang: a loop of 2 iterations in 1 ring slots: the consumers wait for tile group 0 "
+            "of iteration 1") in one[:one.find("#ifdef")]
+    two, _ = cuda_source(mla_split(2))  # the overlap it played out in two slots stays
+    assert "overlaps the last gemm of j-1" in two[:two.find("#ifdef")]

@@ -45,6 +45,7 @@ from tvm import tirx
 
 from tilelang_core.ir import Gemm, TileOp, is_tile_op
 from tilelang_core.simt.transform.insert_barriers import conflict, touched
+from tilelang_core.simt.transform.shared_races import is_shared
 from tilelang_core.transform.bindings import uses_any
 
 PROLOGUE, STEADY, EPILOGUE, PLAIN, LAST = "prologue", "steady", "epilogue", "plain", "last"
@@ -113,6 +114,14 @@ def plan_overlap(body: list, is_wgmma, stages: int = 2) -> tuple[tuple[int, tupl
         if isinstance(body[i], tirx.Bind) or uses_any(body[i], in_place):
             continue
         deferred.append(i)
+    if stages < 2:
+        # D(j-1) runs after G1(j) is issued, so a tile both read there and acquired by pre(j) or
+        # G1(j) (MLA: KV feeds both gemms) needs its slot of j-1 and of j at once: with one slot
+        # the consumers would wait for a load the producer cannot start before they release it
+        early = set().union(*(access[i][0] for i in range(g1 + 1)))
+        late = set().union(*(access[i][0] for i in deferred))
+        if any(is_shared(b) for b in early & late):
+            return None, "one ring slot, and the last gemm reads a tile the first one reads too"
     return (g1, tuple(sorted(deferred))), ""
 
 
@@ -214,4 +223,50 @@ def schedule(body: list, groups: list[list], kind: str, overlap=None) -> list[Ev
     return events
 
 
-__all__ = ["EPILOGUE", "LAST", "PLAIN", "PROLOGUE", "STEADY", "Event", "plan_overlap", "schedule", "tile_groups"]
+def iteration_kinds(plan, trip: int) -> list[tuple[int, str]]:
+    """(iteration, kind) of each consumer iteration warp_specialize.consumer_iterations runs for a
+    loop of ``trip`` iterations under ``plan`` (plain, the chain, or the overlap)."""
+    if plan is None:
+        return [(i, PLAIN) for i in range(trip)]
+    if not plan[1]:  # the chain: iterations 0 and trip-1 peeled
+        if trip <= 1:
+            return [(0, PLAIN)] * trip
+        return [(0, PROLOGUE)] + [(i, STEADY) for i in range(1, trip - 1)] + [(trip - 1, LAST)]
+    if trip == 0:
+        return []
+    return [(0, PROLOGUE)] + [(i, STEADY) for i in range(1, trip)] + [(trip, EPILOGUE)]
+
+
+def ring_deadlock(body: list, groups: list[list], plan, stages: int, trips=None) -> str | None:
+    """Where the consumers' schedule and the producer's loads would wait for each other forever,
+    or None. The producer loads iteration k's groups in order, each into slot k % stages once the
+    consumers released iteration k - stages of that group; the consumers acquire and release as
+    ``schedule`` plans. Played out for short loops (every kind of iteration and every slot reuse
+    occurs within ``stages + 3`` iterations), a plan that needs a slot it holds itself shows."""
+    for trip in trips or range(1, stages + 4):
+        consumer = [(e.kind, e.group, it - e.lag) for it, kind in iteration_kinds(plan, trip)
+                    for e in schedule(body, groups, kind, plan) if e.kind in ("acquire", "release")]
+        producer = [(k, g) for k in range(trip) for g in range(len(groups))]
+        loaded, released = [0] * len(groups), [0] * len(groups)
+        p = c = 0
+        while p < len(producer) or c < len(consumer):
+            moved = False
+            while p < len(producer) and released[producer[p][1]] >= producer[p][0] - stages + 1:
+                loaded[producer[p][1]] += 1
+                p, moved = p + 1, True
+            while c < len(consumer):
+                kind, g, it = consumer[c]
+                if kind == "acquire" and loaded[g] <= it:
+                    break
+                if kind == "release":
+                    released[g] += 1
+                c, moved = c + 1, True
+            if not moved:
+                return (f"a loop of {trip} iterations in {stages} ring slots: the consumers wait for tile group "
+                        f"{consumer[c][1]} of iteration {consumer[c][2]}, which the producer can only load once "
+                        f"they release the slot")
+    return None
+
+
+__all__ = ["EPILOGUE", "LAST", "PLAIN", "PROLOGUE", "STEADY", "Event", "iteration_kinds", "plan_overlap",
+           "ring_deadlock", "schedule", "tile_groups"]

@@ -41,6 +41,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tilelang_core.errors import LoweringError
 from tilelang_core.ir import Gemm, TileOp, is_tile_op
 from tilelang_core.ir.substitute import substitute_nested
 from tilelang_core.simt import intrinsics as I
@@ -52,7 +53,8 @@ from tilelang_core.simt.transform.state import PIPELINE_REGION, if_then, seq, su
 from tilelang_core.transform.bindings import bound_vars, uses_any
 
 from .cluster import cluster_pair, cluster_rank
-from .consumer_schedule import EPILOGUE, LAST, PLAIN, PROLOGUE, STEADY, plan_overlap, schedule, tile_groups
+from .consumer_schedule import (EPILOGUE, LAST, PLAIN, PROLOGUE, STEADY, plan_overlap, ring_deadlock, schedule,
+                                tile_groups)
 from .occupancy import register_split, two_blocks_per_sm
 from .persistent import persistent_tiles
 from .stream_k import StreamKTiles, stream_k_declined, with_stream_k
@@ -425,6 +427,11 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     tx = st.thread_var
     plan, why = plan_overlap(body_stmts, is_wgmma or (lambda op: False), stages) if overlap else \
         (None, "tl.disable_wgmma_overlap")
+    if plan is not None and (hang := ring_deadlock(body_stmts, groups, plan, stages)):
+        plan, why = None, f"the overlap would hang: {hang}"  # plan_overlap should have said so
+    if hang := ring_deadlock(body_stmts, groups, None, stages):
+        raise LoweringError(f"the warp-specialized pipeline of this T.Pipelined loop would hang ({hang}); "
+                            "please report it, and compile with tl.disable_warp_specialized meanwhile")
     # ping-pong turns only on top of the overlap (alone they serialize issue and wait: slower)
     pingpong = pingpong and plan is not None and wants_pingpong(body_stmts, consumers)
     if notes is not None and plan is not None and not plan[1]:
