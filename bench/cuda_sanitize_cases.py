@@ -129,6 +129,19 @@ def main():
     check_attention(causal_dynamic, (1, 300, 48, 128), "causal flash attention 1x48x300x128 (dynamic tiles)",
                     failures, causal=True, name="main")
 
+    # issue 26's kernels: attention backward (dQ by atomics, causal and not) and MLA decode over a
+    # paged cache (ragged sequence lengths, split KV plus the combine kernel); each example's own
+    # check against torch float64
+    bwd = example("attention/flash_attention_bwd.py")
+    for causal in (False, True):
+        error = bwd.check(1, 2, 200, 64, is_causal=causal, device="cuda")
+        if not error < 1e-2:
+            failures.append(f"flash attention backward 1x2x200x64 causal={causal} (error {error:.2e})")
+    mla = example("attention/mla_decode.py")
+    error = mla.check(2, 64, 512, 64, 300, 2, device="cuda")
+    if not error < 3e-3:
+        failures.append(f"MLA decode 2x64 heads, 512+64, 300 keys, 2 splits (error {error:.2e})")
+
     torch.cuda.synchronize()
     print("FAILED: " + ", ".join(failures) if failures else "all results correct")
     sys.exit(1 if failures else 0)

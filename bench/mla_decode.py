@@ -45,8 +45,10 @@ def main():
         inputs = mla.make_inputs(batch, h, d, pe, seqlen, 64, device="cuda")
         inputs[-1].fill_(seqlen)  # every sequence full length: the bandwidth number means the cache
         out = mla.mla_decode(*inputs, num_split=split, num_stages=2)
-        ref = mla.reference(*inputs)
-        err = ((out.cpu().double() - ref).norm() / ref.norm()).item()
+        # the float64 reference of the first two sequences (all of them take minutes on the CPU)
+        q, q_pe, kv, k_pe, table, lens = inputs
+        ref = mla.reference(q[:2], q_pe[:2], kv, k_pe, table[:2], lens[:2])
+        err = ((out[:2].cpu().double() - ref).norm() / ref.norm()).item()
         ms = median_ms(lambda: mla.mla_decode(*inputs, num_split=split, num_stages=2))
         nbytes = batch * seqlen * (d + pe) * 2 + batch * h * (2 * d + pe) * 2
         flops = 2 * batch * h * seqlen * (2 * d + pe)
