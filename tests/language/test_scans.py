@@ -60,3 +60,27 @@ def test_generated_scans_match_numpy(path, M, N, kind, scope, dim, reverse, in_p
     a = np.random.default_rng(M * 17 + N).standard_normal((M, N)).astype(np.float32)
     out = run(path, scan_kernel(M, N, kind, scope, dim, reverse, in_place, threads), A=a, B=np.zeros_like(a))
     np.testing.assert_allclose(out["B"], expected(a, kind, dim, reverse), rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=20, deadline=None)
+@given(path=st.sampled_from(SIMT_AND_CPU), M=st.integers(1, 5), N=st.sampled_from([64, 96, 100, 257]),
+       kind=st.sampled_from(["sum", "max"]), scope=st.sampled_from(["shared", "fragment"]),
+       reverse=st.booleans(), in_place=st.booleans(), threads=st.sampled_from([64, 128, 256]),
+       seed=st.integers(0, 99))
+def test_long_lines_scanned_by_warps_match_numpy(path, M, N, kind, scope, reverse, in_place, threads, seed):
+    """Few long lines (a chunk's decay values): a warp per line, each lane a run of the line, the
+    lanes' totals by shuffles (simt/lower_cumsum.py). Ragged runs, -inf among the values."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((M, N)).astype(np.float32)
+    a[rng.random((M, N)) < 0.05] = -np.inf if kind == "max" else 0.0
+    out = run(path, scan_kernel(M, N, kind, scope, 1, reverse, in_place, threads), A=a, B=np.zeros_like(a))
+    np.testing.assert_allclose(out["B"], expected(a, kind, 1, reverse), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("M, N, threads, warps", [(1, 64, 128, True), (4, 257, 128, True), (64, 16, 128, False),
+                                                  (1, 32, 128, False)])
+def test_warp_scans_only_where_they_take_fewer_steps(M, N, threads, warps):
+    from tilelang_core.testing.oracle import lower
+
+    script = lower("cuda:sm_80", scan_kernel(M, N, "sum", "shared", 1, False, True, threads)).script()
+    assert ("tl_shfl_sync" in script) == warps

@@ -1,8 +1,14 @@
 """T.cumsum / T.cummax: inclusive scans along ``dim`` of a tile.
 
-One thread scans one line (all other indices fixed), lines dealt round-robin over the block; the
-running value is kept in a register, so ``src`` and ``dst`` may be the same buffer. A fragment
-side goes through a shared workspace (staging.py), as TileLang stages fragment scans.
+Many short lines: one thread scans one line (all other indices fixed), lines dealt round-robin
+over the block, the running value in a register. Few long lines (a chunk's 64 decay values in
+linear attention: one thread walking them was ~1.4 us of every chunk): a warp scans one line,
+each lane a contiguous run of ``ceil(length / warp)`` elements in a register, then the lanes'
+totals by a Hillis-Steele scan over shuffles (``tl_shfl_sync``, log2(warp) steps), and each lane
+combines its run with the lanes' before it. ``_use_warps`` picks by the dependent steps each
+takes. Every element is read before any lane writes it back, by the lane that owns it, so
+``src`` and ``dst`` may be the same buffer either way. A fragment side goes through a shared
+workspace (staging.py), as TileLang stages fragment scans.
 """
 
 from __future__ import annotations
@@ -46,6 +52,9 @@ def lower_cumsum(call, ctx):
     threads = st.num_threads
     acc_dtype = dtype(dst)
     acc = st.alloc(f"{dst.source.name}_scan", (1,), acc_dtype, "local")
+    if _use_warps(lines, length, threads, st.dialect.warp_size):
+        stmts.append(_warp_scans(op, st, read, write, extents, acc))
+        return seq(stmts + _back(to_fragment, src, dst, out_ws if to_fragment else None, st, what))
 
     def index_of(line, step):
         full = unflatten(line, [extents[d] for d in others])
@@ -71,8 +80,98 @@ def lower_cumsum(call, ctx):
         return if_then(line < lines, scan) if lines % threads else scan
 
     stmts.append(loop("line", (lines + threads - 1) // threads, body, tirx.ForKind.SERIAL))
-    if to_fragment:
-        stmts.append(shared_to_fragment(out_ws, dst, st, what))
+    return seq(stmts + _back(to_fragment, src, dst, out_ws if to_fragment else None, st, what))
+
+
+def _back(to_fragment, src, dst, out_ws, st, what) -> list:
+    out = [shared_to_fragment(out_ws, dst, st, what)] if to_fragment else []
     if to_fragment or scope(src) == FRAGMENT:
-        stmts.append(I.syncthreads())  # the workspaces may be reused by the next op
-    return seq(stmts)
+        out.append(I.syncthreads())  # the workspaces may be reused by the next op
+    return out
+
+
+def _use_warps(lines: int, length: int, threads: int, warp: int) -> bool:
+    """A warp per line when that takes fewer dependent steps than a thread per line (a run of
+    ``ceil(length / warp)`` twice, and the shuffle scan's ~3 steps per level)."""
+    if threads % warp or length < 2 * warp:
+        return False
+    per_thread = -(-lines // threads) * length
+    per_warp = -(-lines // (threads // warp)) * (2 * -(-length // warp) + 3 * (warp.bit_length() - 1))
+    return per_warp < per_thread
+
+
+def _warp_scans(op, st, read, write, extents, acc):
+    """Lines dealt round-robin over the warps; within one, each lane scans its run of the line in
+    place, the lanes' totals are scanned by shuffles, and each lane folds the lanes' before it
+    into its run (module docstring)."""
+    warp = st.dialect.warp_size
+    warps = st.num_threads // warp
+    length = extents[op.dim]
+    run = -(-length // warp)
+    others = [d for d in range(len(extents)) if d != op.dim]
+    lines = size([extents[d] for d in others])
+    acc_dtype = dtype(op.dst)
+    lane = tirx.floormod(st.thread_var, warp)
+    total = st.alloc(f"{op.dst.source.name}_scan_lanes", (1,), acc_dtype, "local")
+    full = tirx.const((1 << warp) - 1, "uint64")
+    is_max = op.kind == "max"
+    combine = (lambda a, b: tirx.Max(a, b)) if is_max else (lambda a, b: a + b)  # noqa: E731
+
+    def index_of(line, position):
+        full_index = unflatten(line, [extents[d] for d in others])
+        full_index.insert(op.dim, (length - 1 - position) if op.reverse else position)
+        return full_index
+
+    def one_line(line):
+        def own(k, body):  # element k of this lane's run, where the line has one
+            position = lane * run + k
+            return if_then(position < length, body(index_of(line, position))) if length % warp \
+                else body(index_of(line, position))
+
+        def scan_step(k):
+            def body(index):
+                value = cast(read(index), acc_dtype)
+                running = tirx.BufferLoad(acc, [0])
+                new = value if isinstance(k, tirx.IntImm) and int(k.value) == 0 else \
+                    tirx.if_then_else(k == 0, value, combine(running, value))
+                return seq([tirx.BufferStore(acc, new, [0]), write(index, tirx.BufferLoad(acc, [0]))])
+            return own(k, body)
+
+        def shuffle_level(level):  # every lane shuffles (acc is free now), the upper ones combine
+            distance = 1 << level
+            running = tirx.BufferLoad(total, [0])
+            return seq([
+                tirx.BufferStore(acc, I.call("tl_shfl_sync", full, running, tirx.Max(lane - distance, 0),
+                                             dtype=acc_dtype), [0]),
+                tirx.BufferStore(total, tirx.if_then_else(lane >= distance,
+                                                          combine(running, tirx.BufferLoad(acc, [0])), running), [0])])
+
+        def fold_step(k):
+            def body(index):  # the lanes before this one, combined with this lane's prefix
+                return write(index, combine(tirx.BufferLoad(acc, [0]), _read_back(write, index, acc_dtype)))
+            return own(k, body)
+
+        # a lane with no element of the line still takes part in the shuffles, with the identity
+        identity = tirx.min_value(acc_dtype) if is_max else tirx.const(0, acc_dtype)
+        prefix = I.call("tl_shfl_sync", full, tirx.BufferLoad(total, [0]), tirx.Max(lane - 1, 0), dtype=acc_dtype)
+        return seq([
+            tirx.BufferStore(acc, identity, [0]),
+            loop("k", run, scan_step, tirx.ForKind.SERIAL),
+            tirx.BufferStore(total, tirx.BufferLoad(acc, [0]), [0]),
+            *[shuffle_level(level) for level in range(warp.bit_length() - 1)],
+            # the lanes before this one: the inclusive total of the lane before (none for lane 0)
+            tirx.BufferStore(acc, prefix, [0]),
+            if_then(lane > 0, loop("k", run, fold_step, tirx.ForKind.SERIAL)),
+        ])
+
+    def body(it):
+        line = it * warps + tirx.floordiv(st.thread_var, warp)
+        return if_then(line < lines, one_line(line)) if lines % warps else one_line(line)
+
+    return loop("line", -(-lines // warps), body, tirx.ForKind.SERIAL)
+
+
+def _read_back(write, index, dtype):
+    """What ``write`` stored at ``index`` (the lane's own element, written in the first pass)."""
+    store = write(index, tirx.const(0, dtype))
+    return tirx.BufferLoad(store.buffer, list(store.indices))

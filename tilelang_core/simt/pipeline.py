@@ -47,7 +47,7 @@ from .transform import (KernelState, apply_layouts, block_swizzle, insert_barrie
                         thread_binding)
 from .transform.grid_sync import check_grid_syncs
 from .transform.apply_layouts import annotated_fragments, annotated_layouts, settle_view_annotations
-from .transform.lower_intrinsics import check_intrinsics, lower_intrinsics
+from .transform.lower_intrinsics import WARP_SIZE_ATTR, check_intrinsics, lower_intrinsics
 from .transform.mbarriers import barrier_buffers, lower_barrier_inits
 from .transform.named_barriers import GroupBarriers
 from .transform.vectorized_loops import has_vectorized_loops, plan_vectorized_loops
@@ -163,6 +163,8 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
     func = run_pass(f"{kind}.ApplyLayouts", _on_body(apply_layouts), func, st, st.annotated)
     if intrinsics:
         func = run_pass(f"{kind}.LowerIntrinsics", lower_intrinsics, func, st)
+    # the warps the helpers assume (shuffles of the scans and reductions too): the interpreter's
+    func = func.with_attr(WARP_SIZE_ATTR, tirx.const(st.dialect.warp_size, "int32"))
     func = run_pass(f"{kind}.PrefetchFragments", _on_body(prefetch_fragments), func)
     if finalize is not None:
         func = run_pass(f"{kind}.Finalize", _on_body(finalize), func, st)

@@ -25,7 +25,7 @@ a backend's prelude is the vendor instruction: ``tl_ballot_sync``, ``tl_shfl_syn
 than 32 lanes (it cannot name lanes 32..63), ``T.match_*_sync`` there (its uint32 result cannot
 either), a shuffle ``width`` above the warp size, ``T.warp_reduce_*`` in a block that is not whole
 warps, ``T.shuffle_elect`` groups that are not whole warps. The lowered kernel records its warp
-size as the attribute ``tl.warp_size`` (the interpreter's warps).
+size as the attribute ``tl.warp_size`` (the interpreter's warps; simt/pipeline.py sets it on every kernel).
 """
 
 from __future__ import annotations
@@ -183,8 +183,6 @@ def lower_intrinsics(func: tirx.PrimFunc, st: KernelState) -> tirx.PrimFunc:
     body = _unvectorize_helper_loops(body)
     if lowering.rng_generator is not None:
         body = declare_rng_state(body, lowering.rng_generator)
-    if lowering.collective:
-        func = func.with_attr(WARP_SIZE_ATTR, tirx.const(st.dialect.warp_size, "int32"))
     return func.with_body(body)
 
 
@@ -215,7 +213,6 @@ class _Lowering:
         self.st = st
         self.ws = st.dialect.warp_size
         self.lane = tirx.floormod(st.thread_var, self.ws)
-        self.collective = False
         self.call = None  # the call being lowered, for messages
         self.refusal = None
         self.rng_generator = None  # the cuRAND state type the kernel's draws use
@@ -245,7 +242,6 @@ class _Lowering:
             return call
         self.call = call
         name, args, dtype = intrinsic.name, list(call.args), str(call.ty)
-        self.collective |= intrinsic.collective
         if name in ("get_lane_idx", "get_warp_idx", "get_warp_idx_sync", "get_warp_group_idx"):
             ws = args[1] if not _is_const(args[1], -1) else tirx.const(self.ws, "int32")
             wpg = args[2] if len(args) > 2 and not _is_const(args[2], -1) else tirx.const(I.WARPS_PER_GROUP, "int32")
