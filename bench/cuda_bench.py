@@ -640,7 +640,7 @@ def attention_bwd_rows(pass_configs):
 #: bench/linear_attention_tilelang.py times TileLang's own kernels on the same list.
 LINATTN_SHAPES = (("linear", 1, 512, 16, 128), ("linear", 8, 4096, 16, 128),
                   ("retention", 8, 4096, 32, 128), ("retention", 1, 2048, 16, 128))
-LINATTN_TILES = ((64, 128), (128, 128), (128, 256), (64, 256))  # (block_V, threads)
+LINATTN_TILES = ((32, 128), (64, 128), (128, 128), (128, 256), (64, 256))  # (block_V, threads)
 
 
 def _tilelang_times(kind: str) -> dict:
