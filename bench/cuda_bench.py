@@ -640,7 +640,10 @@ def attention_bwd_rows(pass_configs):
 #: bench/linear_attention_tilelang.py times TileLang's own kernels on the same list.
 LINATTN_SHAPES = (("linear", 1, 512, 16, 128), ("linear", 8, 4096, 16, 128),
                   ("retention", 8, 4096, 32, 128), ("retention", 1, 2048, 16, 128))
-LINATTN_TILES = ((32, 128), (64, 128), (128, 128), (128, 256), (64, 256))  # (block_V, threads)
+#: (block_V, threads, block_K): block_K None = dim_k whole; else split, partial outputs added into a
+#: float32 O zeroed in the timed call (as TileLang's example is timed)
+LINATTN_TILES = ((64, 128, None), (128, 128, None), (128, 256, None), (64, 256, None), (64, 128, 64),
+                 (64, 256, 64), (128, 256, 64))
 
 
 def _tilelang_times(kind: str) -> dict:
@@ -674,17 +677,31 @@ def linear_attention_rows(pass_configs):
             g += torch.log1p(-torch.exp2(-5.0 - torch.arange(H, device="cuda", dtype=torch.float32)))
         ref_o, _ = la.reference(q[:1, :256].cpu(), k[:1, :256].cpu(), v[:1, :256].cpu(), g[:1, :256].cpu())
         fns, errs = {}, {}
-        for block_V, threads in LINATTN_TILES:
-            name = f"ours V{block_V} t{threads}"
+        for block_V, threads, block_K in LINATTN_TILES:
+            name = f"ours V{block_V} t{threads}" + (f" K{block_K}" if block_K else "")
             try:
-                kernel, secs = compile_timed(la.chunked_linear_attention, B, S, H, D, D, block_V=block_V,
-                                             threads=threads, pass_configs=pass_configs)
+                if block_K:
+                    kernel, secs = compile_timed(la.chunked_linear_attention_split_k, B, S, H, D, D,
+                                                 block_V=block_V, block_K=block_K, threads=threads,
+                                                 pass_configs=pass_configs)
+                else:
+                    kernel, secs = compile_timed(la.chunked_linear_attention, B, S, H, D, D, block_V=block_V,
+                                                 threads=threads, pass_configs=pass_configs)
             except Exception as exc:  # a tile that does not fit: say so, keep the others
                 print(name, type(exc).__name__, str(exc)[:200], flush=True)
                 continue
-            o, _ = kernel(q, k, v, g)
+            if block_K:
+                o = torch.zeros(B, S, H, D, device="cuda")
+
+                def run(kernel=kernel, o=o):
+                    o.zero_()  # the blocks add their partial outputs into O
+                    kernel(q, k, v, g, o)
+                run()
+            else:
+                o, _ = kernel(q, k, v, g)
+                run = lambda kernel=kernel: kernel(q, k, v, g)  # noqa: E731
             errs[name] = ((o[:1, :256].cpu().double() - ref_o).norm() / ref_o.norm()).item()
-            fns[name] = lambda kernel=kernel: kernel(q, k, v, g)
+            fns[name] = run
         ms = side_by_side(fns, per_round=5)
         best = min(fns, key=lambda n: ms[n])
         flops = B * H * -(-S // 64) * (2 * 64 * 64 * 2 * D + 4 * 64 * D * D)

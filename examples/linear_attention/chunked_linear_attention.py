@@ -15,8 +15,12 @@ sequence in chunks of ``chunk`` tokens, the state held in registers: with ``G`` 
 
 so every step is a gemm on tensor cores. A block owns one ``block_V``-wide slice of ``v``, ``o`` and
 the state for one (batch, head): the slices are independent, so no block ever adds into another's
-output (TileLang's example splits ``dk`` instead and adds partial outputs atomically). Any sequence
-length works (a ragged last chunk reads zeros past the end); the final state is returned in fp32.
+output. Where batch x heads is small that leaves most SMs idle, and each block walks its chunks in
+sequence: ``block_K`` below ``dk`` (``chunked_linear_attention_split_k``) splits ``dk`` as well, as
+TileLang's example does: every term above is linear in the ``dk`` slices of q and k (the state's
+rows are the slices), so each block adds its slice's share of ``o`` atomically into a float32 ``o``
+the caller zeroes. Any sequence length works (a ragged last chunk reads zeros past the end); the
+final state is returned in fp32.
 
     python examples/linear_attention/chunked_linear_attention.py [--batch 2 --seq-len 200 --heads 3 --dim-k 64 --dim-v 64 --gated]
 """
@@ -28,42 +32,45 @@ import tilelang_core.language as T
 from tilelang_core.testing.examples import example_main
 
 
-@tilelang.jit(out_idx=[-2, -1])
-def chunked_linear_attention(batch, seq_len, heads, dim_k, dim_v, scale=None, chunk=64, block_V=64,
-                             num_stages=2, threads=128, dtype="float16"):
+def _kernel(batch, seq_len, heads, dim_k, dim_v, scale, chunk, block_V, block_K, num_stages, threads, dtype):
+    """The kernel over a grid of (V slice, K slice, batch x head); with one K slice it stores O in
+    ``dtype``, with several each block adds its partial output into a float32 O (module docstring)."""
     assert dim_v % block_V == 0, f"dim_v ({dim_v}) must be a multiple of block_V ({block_V})"
+    assert dim_k % block_K == 0, f"dim_k ({dim_k}) must be a multiple of block_K ({block_K})"
     scale = dim_k ** -0.5 if scale is None else scale
     accum = "float32"
     num_chunks = T.ceildiv(seq_len, chunk)
+    split = block_K < dim_k
+    out_dtype = accum if split else dtype
 
     @T.prim_func
     def main(Q: T.Tensor((batch, seq_len, heads, dim_k), dtype), K: T.Tensor((batch, seq_len, heads, dim_k), dtype),
              V: T.Tensor((batch, seq_len, heads, dim_v), dtype), G: T.Tensor((batch, seq_len, heads), accum),
-             O: T.Tensor((batch, seq_len, heads, dim_v), dtype),
+             O: T.Tensor((batch, seq_len, heads, dim_v), out_dtype),
              final_state: T.Tensor((batch, heads, dim_k, dim_v), accum)):
-        with T.Kernel(dim_v // block_V, batch * heads, threads=threads) as (bv, bh):
+        with T.Kernel(dim_v // block_V, dim_k // block_K, batch * heads, threads=threads) as (bv, bk, bh):
             b = bh // heads
             h = bh % heads
-            q_s = T.alloc_shared((chunk, dim_k), dtype)
-            k_s = T.alloc_shared((chunk, dim_k), dtype)
-            qg_s = T.alloc_shared((chunk, dim_k), dtype)  # q * scale * exp(G[r])
-            kg_s = T.alloc_shared((chunk, dim_k), dtype)  # k * exp(G[-1] - G[c])
+            q_s = T.alloc_shared((chunk, block_K), dtype)
+            k_s = T.alloc_shared((chunk, block_K), dtype)
+            qg_s = T.alloc_shared((chunk, block_K), dtype)  # q * scale * exp(G[r])
+            kg_s = T.alloc_shared((chunk, block_K), dtype)  # k * exp(G[-1] - G[c])
             v_s = T.alloc_shared((chunk, block_V), dtype)
             p_s = T.alloc_shared((chunk, chunk), dtype)
-            state_s = T.alloc_shared((dim_k, block_V), dtype)
+            state_s = T.alloc_shared((block_K, block_V), dtype)
             g_s = T.alloc_shared((chunk,), accum)
             scores = T.alloc_fragment((chunk, chunk), accum)
             out = T.alloc_fragment((chunk, block_V), accum)
-            state = T.alloc_fragment((dim_k, block_V), accum)
+            state = T.alloc_fragment((block_K, block_V), accum)
 
             T.clear(state)
             for n in T.Pipelined(num_chunks, num_stages=num_stages):
-                T.copy(Q[b, n * chunk:(n + 1) * chunk, h, :], q_s)
-                T.copy(K[b, n * chunk:(n + 1) * chunk, h, :], k_s)
+                T.copy(Q[b, n * chunk:(n + 1) * chunk, h, bk * block_K:(bk + 1) * block_K], q_s)
+                T.copy(K[b, n * chunk:(n + 1) * chunk, h, bk * block_K:(bk + 1) * block_K], k_s)
                 T.copy(V[b, n * chunk:(n + 1) * chunk, h, bv * block_V:(bv + 1) * block_V], v_s)
                 T.copy(G[b, n * chunk:(n + 1) * chunk, h], g_s)  # zeros past the end: no decay there
                 T.cumsum(g_s, dim=0)
-                for r, c in T.Parallel(chunk, dim_k):
+                for r, c in T.Parallel(chunk, block_K):
                     qg_s[r, c] = q_s[r, c] * T.exp(g_s[r]) * scale
                     kg_s[r, c] = k_s[r, c] * T.exp(g_s[chunk - 1] - g_s[r])
                 T.gemm(q_s, k_s, scores, transpose_B=True, clear_accum=True)
@@ -72,24 +79,47 @@ def chunked_linear_attention(batch, seq_len, heads, dim_k, dim_v, scale=None, ch
                 T.copy(state, state_s)  # the state before this chunk, as a gemm operand
                 T.gemm(p_s, v_s, out, clear_accum=True)
                 T.gemm(qg_s, state_s, out)
-                for i, j in T.Parallel(dim_k, block_V):
+                for i, j in T.Parallel(block_K, block_V):
                     state[i, j] = state[i, j] * T.exp(g_s[chunk - 1])
                 T.gemm(kg_s, v_s, state, transpose_A=True)
-                T.copy(out, O[b, n * chunk:(n + 1) * chunk, h, bv * block_V:(bv + 1) * block_V])
-            T.copy(state, final_state[b, h, :, bv * block_V:(bv + 1) * block_V])
+                if split:  # this K slice's share of the chunk's output
+                    T.atomic_add(O[b, n * chunk:(n + 1) * chunk, h, bv * block_V:(bv + 1) * block_V], out)
+                else:
+                    T.copy(out, O[b, n * chunk:(n + 1) * chunk, h, bv * block_V:(bv + 1) * block_V])
+            T.copy(state, final_state[b, h, bk * block_K:(bk + 1) * block_K, bv * block_V:(bv + 1) * block_V])
 
     return main
 
 
-def linear_attention(q, k, v, g=None, **tiles):
+@tilelang.jit(out_idx=[-2, -1])
+def chunked_linear_attention(batch, seq_len, heads, dim_k, dim_v, scale=None, chunk=64, block_V=64,
+                             num_stages=2, threads=128, dtype="float16"):
+    """O in ``dtype`` and the final state, one block per (V slice, batch x head)."""
+    return _kernel(batch, seq_len, heads, dim_k, dim_v, scale, chunk, block_V, dim_k, num_stages, threads, dtype)
+
+
+@tilelang.jit(out_idx=[-1])
+def chunked_linear_attention_split_k(batch, seq_len, heads, dim_k, dim_v, scale=None, chunk=64, block_V=64,
+                                     block_K=64, num_stages=2, threads=128, dtype="float16"):
+    """dim_k split in ``block_K`` slices as well (more blocks where batch x heads is small): each adds
+    its partial output into O, float32, which the caller zeroes; returns the final state."""
+    return _kernel(batch, seq_len, heads, dim_k, dim_v, scale, chunk, block_V, block_K, num_stages, threads, dtype)
+
+
+def linear_attention(q, k, v, g=None, block_K=None, **tiles):
     """(o, final state) for q, k: (batch, seq, heads, dim_k), v: (batch, seq, heads, dim_v), g: the
-    log decay (batch, seq, heads) in float32, or None for none."""
+    log decay (batch, seq, heads) in float32, or None for none. ``block_K`` below dim_k splits dim_k
+    too (o is then float32, the blocks' partial outputs added into it)."""
     batch, seq_len, heads, dim_k = q.shape
     if g is None:
         g = torch.zeros(batch, seq_len, heads, dtype=torch.float32, device=q.device)
-    kernel = chunked_linear_attention(batch, seq_len, heads, dim_k, v.shape[-1],
-                                      dtype=str(q.dtype).split(".")[-1], **tiles)
-    return kernel(q, k, v, g)
+    dtype = str(q.dtype).split(".")[-1]
+    if block_K is None or block_K == dim_k:
+        return chunked_linear_attention(batch, seq_len, heads, dim_k, v.shape[-1], dtype=dtype, **tiles)(q, k, v, g)
+    o = torch.zeros(*v.shape, dtype=torch.float32, device=q.device)
+    kernel = chunked_linear_attention_split_k(batch, seq_len, heads, dim_k, v.shape[-1], block_K=block_K,
+                                              dtype=dtype, **tiles)
+    return o, kernel(q, k, v, g, o)
 
 
 def reference(q, k, v, g, scale=None):

@@ -284,16 +284,18 @@ def test_mla_decode_split_kernel_on_the_simt_interpreters(path):
 @settings(max_examples=12, deadline=None)
 @given(batch=st.integers(1, 2), seq_len=st.sampled_from([1, 5, 64, 100, 192]), heads=st.integers(1, 3),
        dim_k=st.sampled_from([32, 64]), dims_v=st.sampled_from([(32, 32), (64, 32), (128, 64)]),
-       gated=st.booleans(), chunk=st.sampled_from([32, 64]), bf16=st.booleans(), seed=st.integers(0, 100))
+       gated=st.booleans(), chunk=st.sampled_from([32, 64]), bf16=st.booleans(), split_k=st.booleans(),
+       seed=st.integers(0, 100))
 def test_chunked_linear_attention_matches_the_recurrence(batch, seq_len, heads, dim_k, dims_v, gated, chunk, bf16,
-                                                         seed):
+                                                         split_k, seed):
     """Outputs and final state against the token-by-token recurrence in float64: ragged last chunks,
-    one-token sequences, one head, state slices narrower than dim_v, the decay on and off."""
+    one-token sequences, one head, state slices narrower than dim_v, the decay on and off, dim_k
+    split in two (partial outputs added atomically) or not."""
     dim_v, block_V = dims_v
     la = load("linear_attention/chunked_linear_attention.py")
     dtype, tol = (torch.bfloat16, 1.5e-2) if bf16 else (torch.float16, 3e-3)
     assert la.check(batch, seq_len, heads, dim_k, dim_v, gated, dtype=dtype, seed=seed, chunk=chunk,
-                    block_V=block_V) < tol
+                    block_V=block_V, block_K=dim_k // 2 if split_k else None) < tol
 
 
 @pytest.mark.parametrize("path", ["cuda:sm_80", "hip:gfx942", "metal:apple7"])
@@ -320,3 +322,24 @@ def test_chunked_linear_attention_on_the_simt_interpreters(path):
     np.testing.assert_allclose(outs[path][1], outs["cpu"][1], rtol=1e-3, atol=1e-3)
     ref_o, ref_state = la.reference(q, k, v, g)
     assert np.abs(outs[path][0].astype(np.float64) - ref_o.numpy()).max() < 1e-2
+
+
+@pytest.mark.parametrize("path", ["cuda:sm_80", "hip:gfx942", "metal:apple7"])
+def test_split_k_linear_attention_on_the_simt_interpreters(path):
+    """dim_k in two slices, each block adding its share of O atomically: each SIMT interpreter
+    against the recurrence (a ragged last chunk, two V slices, the decay on)."""
+    import numpy as np
+
+    from tilelang_core.testing.oracle import run
+
+    la = load("linear_attention/chunked_linear_attention.py")
+    batch, seq_len, heads, dim_k, dim_v = 1, 50, 2, 64, 64
+    q, k, v, g = la.make_inputs(batch, seq_len, heads, dim_k, dim_v, gated=True)
+    func = la.chunked_linear_attention_split_k.get_tir(batch, seq_len, heads, dim_k, dim_v, chunk=32, block_V=32,
+                                                       block_K=32)
+    o = np.zeros((batch, seq_len, heads, dim_v), np.float32)
+    state = np.full((batch, heads, dim_k, dim_v), np.nan, np.float32)
+    run(path, func, Q=q.numpy(), K=k.numpy(), V=v.numpy(), G=g.numpy(), O=o, final_state=state)
+    ref_o, ref_state = la.reference(q, k, v, g)
+    assert np.abs(o - ref_o.numpy()).max() < 1e-2
+    assert np.abs(state - ref_state.numpy()).max() < 1e-2

@@ -78,6 +78,23 @@ def called_style_factory(n):
     return main
 
 
+def factory_calling_a_helper(n):
+    return called_style_factory(n)
+
+
+def eager_launching(A, n: int = 4):
+    A: T.Tensor[(n,), "float64"]  # noqa: F842 - never executed by the tests
+    with T.Kernel(1):
+        pass
+
+
+def test_a_factory_returning_a_helpers_prim_func_is_lazy():
+    """TileLang calls such a function and finds a PrimFunc: lazy, out_idx and all."""
+    assert detect_mode(factory_calling_a_helper) == "lazy"
+    assert detect_mode(eager_launching) == "eager"
+    assert isinstance(jit(factory_calling_a_helper), LazyJIT)
+
+
 def test_detect_mode_reads_source_without_running_it():
     assert detect_mode(scale_factory) == "lazy"
     assert detect_mode(called_style_factory) == "lazy"

@@ -25,7 +25,10 @@ shapes/dtypes and the compile-time arguments, compiles once, launches and return
 
 How the style is chosen (``mode="auto"``), without running user code: the function's source is
 parsed and it is LAZY when its body defines a nested function decorated with ``...prim_func``
-(``@T.prim_func``, ``@prim_func``, ``@T.prim_func(...)``), else EAGER. Without source (a lambda
+(``@T.prim_func``, ``@prim_func``, ``@T.prim_func(...)``), EAGER when it launches a kernel itself
+(``T.Kernel``), makes outputs (``T.empty``) or declares tensors (``A: T.Tensor[...]``), and LAZY
+otherwise (a factory returning what a helper built: TileLang calls the function and finds a
+PrimFunc). Without source (a lambda
 built at run time, a REPL without history) it is LAZY, since eager specialization reads the source
 anyway. A lazy function that returns something other than a PrimFunc raises a ConfigError that
 points to ``mode="eager"``; pass ``mode="lazy"``/``"eager"`` to skip detection.
@@ -89,7 +92,22 @@ def detect_mode(fn: Callable) -> str:
             name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
             if name == "prim_func":
                 return "lazy"
-    return "eager"
+    # an eager kernel launches (``with T.Kernel(...)``), makes its outputs (``T.empty``) or declares
+    # tensors (``A: T.Tensor[...]``); a function doing none of these is a factory returning a
+    # PrimFunc some helper built (TileLang calls it and finds a PrimFunc: lazy)
+    annotations = [a.annotation for a in top.args.args + top.args.kwonlyargs if a.annotation is not None]
+    for node in ast.walk(top):
+        if isinstance(node, ast.Call) and _name_of(node.func) in ("Kernel", "empty"):
+            return "eager"
+        if isinstance(node, ast.AnnAssign):
+            annotations.append(node.annotation)
+    if any(_name_of(n) in ("Tensor", "Buffer", "StridedTensor") for a in annotations for n in ast.walk(a)):
+        return "eager"
+    return "lazy"
+
+
+def _name_of(node) -> str:
+    return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
 
 
 def _freeze(value):

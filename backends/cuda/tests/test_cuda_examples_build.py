@@ -75,6 +75,10 @@ CASES = {
     "chunked_linear_attention": (lambda: example("linear_attention/chunked_linear_attention.py")
                                  .chunked_linear_attention.get_tir(2, 1000, 4, 128, 128),
                                  {"HMMA", "LDSM", "LDGSTS"}, {"HGMMA", "LDGSTS"}),
+    # dim_k split as well: each block adds its share of O (float32) with vector reductions
+    "chunked_linear_attention_split_k": (lambda: example("linear_attention/chunked_linear_attention.py")
+                                         .chunked_linear_attention_split_k.get_tir(2, 1000, 4, 128, 128),
+                                         {"HMMA", "LDSM", "LDGSTS", "RED"}, {"HGMMA", "LDGSTS", "RED"}),
     # e4m3 tensor-core instructions exist from sm_89: sm_90a only
     "fp8_blockscaled_gemm": (lambda: example("fp8/blockscaled_gemm.py").blockscaled_gemm.get_tir(1000, 520, 512),
                              None, {"QGMMA", "UTMALDG"}),  # (QGMMA: wgmma on fp8)

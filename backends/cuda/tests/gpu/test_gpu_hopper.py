@@ -471,6 +471,7 @@ def test_mla_decode_example_matches_torch(batch, max_len, num_split, num_stages)
     (2, 300, 3, 128, True, {}),                                   # ragged last chunk, 2 V slices
     (1, 257, 2, 128, False, dict(block_V=128, threads=256)),      # one V slice, two warpgroups
     (1, 64, 1, 64, True, dict(num_stages=1)),                     # one chunk, no pipeline
+    (2, 300, 3, 128, True, dict(block_K=64)),                     # dim_k split: partial outputs added
 ])
 def test_chunked_linear_attention_matches_the_recurrence(batch, seq_len, heads, dim, gated, tiles):
     """examples/linear_attention on the H200 (wgmma, cp.async stages, the staged decay scan)
