@@ -102,9 +102,14 @@ class CudaInterpreter(Interpreter):
             raise RuntimeError(f"{name} transposes 16-bit elements, not {smem.storage.elem_bytes}-byte ones")
         for lanes in self.whole_warps(mask, WARP, "ldmatrix"):
             for q in range(count):
-                rows = [smem.storage.read(smem.index[lanes[q * 8 + r]] + np.arange(4 * per),
-                                          np.ones(4 * per, dtype=bool)) for r in range(8)]
-                mat = np.stack(rows)  # 8 rows x 16 bytes
+                # lane q * 8 + r gives row r's address: one read of the 8 rows, by those lanes
+                # (the race check sees which warp reads what)
+                providers = lanes[q * 8:q * 8 + 8]
+                flat = np.zeros((4 * per, self.lanes), dtype=np.int64)
+                flat[:, providers] = smem.index[providers][None, :] + np.arange(4 * per)[:, None]
+                readers = np.zeros(self.lanes, dtype=bool)
+                readers[providers] = True
+                mat = smem.storage.read(flat, readers)[:, providers].T  # 8 rows x 16 bytes
                 for t in range(32):
                     if trans:
                         part = [mat[2 * (t % 4), t // 4], mat[2 * (t % 4) + 1, t // 4]]
