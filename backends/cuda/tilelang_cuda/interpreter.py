@@ -86,9 +86,10 @@ class CudaInterpreter(Interpreter):
         if name == "tl_red_add_v4":  # vector_atomics.py: 4 float additions per lane, lane by lane
             dst, src = self.pointer(args[0]), self.pointer(args[1])
             view = dst.storage.array.reshape(-1)
+            # every lane's 4 sources in one read (a shared source: the race check sees its lanes)
+            values = src.storage.read(src.index[None, :] + np.arange(4)[:, None], mask)
             for lane in np.nonzero(mask)[0]:
-                values = src.storage.read(src.index[lane] + np.arange(4), np.ones(4, dtype=bool))
-                view[dst.index[lane] + np.arange(4)] += values.astype(view.dtype)
+                view[dst.index[lane] + np.arange(4)] += values[:, lane].astype(view.dtype)
             return None
         return NOT_HANDLED
 
