@@ -88,9 +88,7 @@ def detect_mode(fn: Callable) -> str:
         if node is top or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         for deco in node.decorator_list:
-            target = deco.func if isinstance(deco, ast.Call) else deco
-            name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
-            if name == "prim_func":
+            if _name_of(deco.func if isinstance(deco, ast.Call) else deco) == "prim_func":
                 return "lazy"
     # an eager kernel launches (``with T.Kernel(...)``), makes its outputs (``T.empty``) or declares
     # tensors (``A: T.Tensor[...]``); a function doing none of these is a factory returning a

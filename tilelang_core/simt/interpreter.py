@@ -162,7 +162,8 @@ class Interpreter:
         refuse_imported_sources(func, "the SIMT interpreter")  # (it cannot run their device code)
         self.func = func
         warp_size = func.attrs.get("tl.warp_size") if func.attrs is not None else None
-        self.races = SharedRaces(int(warp_size) if warp_size is not None else 32) if check_races else None
+        self.warp_size = int(warp_size) if warp_size is not None else 32  # (simt/pipeline.py records it)
+        self.races = SharedRaces(self.warp_size) if check_races else None
         self.args = args
         self.defer_async = cp_async_lands_at_wait
         self.open_group: list = []  # deferred writes of async copies since the last commit

@@ -58,7 +58,7 @@ class SharedRaces:
         while isinstance(root.base, np.ndarray):
             root = root.base
         offset = storage.array.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-        key = id(root)
+        key = id(root)  # (the record holds ``root``: the id is not reused while it is kept)
         if key not in self.records:
             n = root.nbytes
             self.records[key] = {"root": root, "w": np.full(n, _NONE, np.int32), "we": np.full(n, -1, np.int64),

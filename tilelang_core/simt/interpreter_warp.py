@@ -20,18 +20,12 @@ from .interpreter import NOT_HANDLED
 _REDUCE = {"sum": np.add, "max": np.fmax, "min": np.fmin, "bitand": np.bitwise_and, "bitor": np.bitwise_or}
 
 
-def _warp_size(interp) -> int:
-    attrs = interp.func.attrs
-    value = attrs.get("tl.warp_size") if attrs is not None else None
-    return int(value) if value is not None else 32
-
-
 def _per_lane(interp, expr):
     return np.broadcast_to(np.asarray(interp.expr(expr)), (interp.lanes,))
 
 
 def _warps(interp):
-    ws = _warp_size(interp)
+    ws = interp.warp_size
     for start in range(0, interp.lanes, ws):
         yield start, np.arange(start, min(start + ws, interp.lanes))
 
@@ -40,7 +34,7 @@ def _mask_lanes(interp, name, lanes_arg, active, start, lanes):
     """The lanes of one warp its (uniform) lane mask names; every one must be executing."""
     masks = {int(m) for m in np.asarray(lanes_arg)[lanes][active[lanes]]}
     if len(masks) > 1:
-        raise RuntimeError(f"{name}: the lanes of warp {start // _warp_size(interp)} pass different lane masks "
+        raise RuntimeError(f"{name}: the lanes of warp {start // interp.warp_size} pass different lane masks "
                            f"({', '.join(hex(m) for m in sorted(masks))})")
     mask = masks.pop()
     named = np.array([(mask >> int(lane - start)) & 1 for lane in lanes], dtype=bool)
@@ -100,7 +94,7 @@ def warp_helper(interp, name: str, args, mask):
             named = _mask_lanes(interp, name, lanes_arg, active, start, lanes)
             for lane in lanes[active[lanes] & named]:
                 source = start + int(src[lane])
-                if not (start <= source < start + _warp_size(interp)) or source >= interp.lanes or not active[source]:
+                if not (start <= source < start + interp.warp_size) or source >= interp.lanes or not active[source]:
                     raise RuntimeError(f"tl_shfl_sync: lane {lane} reads lane {source - start} of its warp, which "
                                        f"does not execute the shuffle (undefined on the GPU)")
                 out[lane] = value[source]
@@ -108,7 +102,7 @@ def warp_helper(interp, name: str, args, mask):
     if name.startswith("tl_warp_reduce_"):
         op = _REDUCE[name[len("tl_warp_reduce_"):]]
         value = _per_lane(interp, args[0]).copy()
-        ws = _warp_size(interp)
+        ws = interp.warp_size
         for start, lanes in _warps(interp):
             if not active[lanes].any():
                 continue

@@ -42,30 +42,28 @@ def lower_cumsum(call, ctx):
     to_fragment = scope(dst) == FRAGMENT
     if to_fragment:
         out_ws = st.alloc(f"{dst.source.name}_scan_out", (size(extents),), dtype(dst), "shared.dyn")
-        write = lambda index, v: tirx.BufferStore(out_ws, v, [flat(index, extents)])  # noqa: E731
+        place = lambda index: (out_ws, [flat(index, extents)])  # noqa: E731
     else:
-        write = lambda index, v: tirx.BufferStore(  # noqa: E731
-            dst.source, v, [r.min + i for r, i in zip(dst.region, index)])
-    length = extents[op.dim]
-    others = [d for d in range(len(extents)) if d != op.dim]
-    lines = size([extents[d] for d in others])
+        place = lambda index: (dst.source, [r.min + i for r, i in zip(dst.region, index)])  # noqa: E731
+
+    def write(index, value):
+        buffer, indices = place(index)
+        return tirx.BufferStore(buffer, value, indices)
+
+    written = lambda index: tirx.BufferLoad(*place(index))  # noqa: E731
+    length, lines = extents[op.dim], size([e for d, e in enumerate(extents) if d != op.dim])
     threads = st.num_threads
     acc_dtype = dtype(dst)
     acc = st.alloc(f"{dst.source.name}_scan", (1,), acc_dtype, "local")
     if _use_warps(lines, length, threads, st.dialect.warp_size):
-        stmts.append(_warp_scans(op, st, read, write, extents, acc))
+        stmts.append(_warp_scans(op, st, read, write, written, extents, acc))
         return seq(stmts + _back(to_fragment, src, dst, out_ws if to_fragment else None, st, what))
-
-    def index_of(line, step):
-        full = unflatten(line, [extents[d] for d in others])
-        full.insert(op.dim, (length - 1 - step) if op.reverse else step)
-        return full
 
     def body(it):
         line = it * threads + st.thread_var
 
         def step(s):
-            tile = index_of(line, s)
+            tile = _line_index(op, extents, line, s)
             value = cast(read(tile), acc_dtype)
             running = tirx.BufferLoad(acc, [0])
             if op.kind == "max":
@@ -100,16 +98,21 @@ def _use_warps(lines: int, length: int, threads: int, warp: int) -> bool:
     return per_warp < per_thread
 
 
-def _warp_scans(op, st, read, write, extents, acc):
+def _line_index(op, extents, line, position):
+    """The tile index of element ``position`` (in scan order) of line ``line``."""
+    index = unflatten(line, [e for d, e in enumerate(extents) if d != op.dim])
+    index.insert(op.dim, (extents[op.dim] - 1 - position) if op.reverse else position)
+    return index
+
+
+def _warp_scans(op, st, read, write, written, extents, acc):
     """Lines dealt round-robin over the warps; within one, each lane scans its run of the line in
     place, the lanes' totals are scanned by shuffles, and each lane folds the lanes' before it
-    into its run (module docstring)."""
+    into its run (module docstring). ``written(index)``: what ``write`` stored there."""
     warp = st.dialect.warp_size
     warps = st.num_threads // warp
-    length = extents[op.dim]
+    length, lines = extents[op.dim], size([e for d, e in enumerate(extents) if d != op.dim])
     run = -(-length // warp)
-    others = [d for d in range(len(extents)) if d != op.dim]
-    lines = size([extents[d] for d in others])
     acc_dtype = dtype(op.dst)
     lane = tirx.floormod(st.thread_var, warp)
     total = st.alloc(f"{op.dst.source.name}_scan_lanes", (1,), acc_dtype, "local")
@@ -117,16 +120,11 @@ def _warp_scans(op, st, read, write, extents, acc):
     is_max = op.kind == "max"
     combine = (lambda a, b: tirx.Max(a, b)) if is_max else (lambda a, b: a + b)  # noqa: E731
 
-    def index_of(line, position):
-        full_index = unflatten(line, [extents[d] for d in others])
-        full_index.insert(op.dim, (length - 1 - position) if op.reverse else position)
-        return full_index
-
     def one_line(line):
         def own(k, body):  # element k of this lane's run, where the line has one
             position = lane * run + k
-            return if_then(position < length, body(index_of(line, position))) if length % warp \
-                else body(index_of(line, position))
+            at = _line_index(op, extents, line, position)
+            return if_then(position < length, body(at)) if length % warp else body(at)
 
         def scan_step(k):
             def body(index):
@@ -148,7 +146,7 @@ def _warp_scans(op, st, read, write, extents, acc):
 
         def fold_step(k):
             def body(index):  # the lanes before this one, combined with this lane's prefix
-                return write(index, combine(tirx.BufferLoad(acc, [0]), _read_back(write, index, acc_dtype)))
+                return write(index, combine(tirx.BufferLoad(acc, [0]), written(index)))
             return own(k, body)
 
         # a lane with no element of the line still takes part in the shuffles, with the identity
@@ -170,8 +168,3 @@ def _warp_scans(op, st, read, write, extents, acc):
 
     return loop("line", -(-lines // warps), body, tirx.ForKind.SERIAL)
 
-
-def _read_back(write, index, dtype):
-    """What ``write`` stored at ``index`` (the lane's own element, written in the first pass)."""
-    store = write(index, tirx.const(0, dtype))
-    return tirx.BufferLoad(store.buffer, list(store.indices))
