@@ -334,14 +334,14 @@ def test_macros_return_values_and_write_variables(path):
     np.testing.assert_allclose(b, [a[1] + 1, 3, 10, a[2] * 4], rtol=1e-6)
 
 
-def test_a_macro_returns_only_at_its_end():
+def test_a_macro_returns_early_only_at_compile_time_branches():
     @T.macro
     def early(x):
         if x > 0:
             return x
         return -x
 
-    with pytest.raises(TileLangError, match="returns only from its last statement"):
+    with pytest.raises(TileLangError, match="returns early only under conditions known"):
         @T.prim_func
         def kernel(A: T.Tensor((4,), "float32")):
             with T.Kernel(1, threads=1):

@@ -34,7 +34,7 @@ from .annotations import (Fragment, annotate_compile_flags, annotate_layout, ann
 from .async_copy import access_ptr, ptx_commit_group, ptx_cp_async, ptx_wait_group
 from .intrinsics import (Broadcast, Ramp, Serial, Shuffle, address_of, assume, atan, attr, bitwise_and,
                        bitwise_not, bitwise_or, bitwise_xor, call_extern, call_intrin, clz, comm_reducer,
-                       cosh, device_assert, disable_warp_group_reg_alloc, evaluate, extract_lane, fmod, func_attr, handle, isfinite, let, likely, log1p, nearbyint, popcount,
+                       copysign, cosh, device_assert, disable_warp_group_reg_alloc, evaluate, extract_lane, fmod, func_attr, handle, hypot, ldexp, nextafter, isfinite, let, likely, log1p, nearbyint, popcount,
                        reinterpret, shift_left, shift_right, sinh, sync_threads, tan, tvm_thread_allreduce)
 from .dtypes import DType, canonical_dtype
 from .eager import EagerProgram, Specialization, const, empty, looks_eager
@@ -46,7 +46,9 @@ from .function import prim_func
 from .kernel import (Kernel, get_block_binding, get_block_bindings, get_thread_binding, import_source,
                      get_thread_bindings)
 from .launch_dependency import pdl_sync, pdl_trigger, sync_grid
-from .macro import macro
+from .macro import Ref, macro
+from .thread_return import thread_return
+from .packed_math import abs2, add2, fma2, max2, min2, mul2, sub2
 from .pointers import make_tensor, match_buffer, ptr
 from .random import rng_init, rng_rand, rng_rand_float
 from .reducers import alloc_reducer, finalize_reducer, reducer_init, reducer_update

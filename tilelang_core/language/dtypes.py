@@ -24,8 +24,9 @@ class DType(tvm.DataType):
     __slots__ = ()
 
     def __new__(cls, content):
-        # TileLang's C-style names are the canonical dtype: T.dtype("uint") == T.uint32
-        text = str(content)
+        # TileLang's C-style names are the canonical dtype: T.dtype("uint") == T.uint32; a torch
+        # or numpy dtype is its name (T.dtype(x.dtype), as TileKernels writes)
+        text = content if isinstance(content, str) else canonical_dtype(content, "T.dtype")
         return super().__new__(cls, _ALIASES.get(text, text))
 
     def __call__(self, value=None, *more, name: str = ""):
@@ -42,6 +43,11 @@ class DType(tvm.DataType):
 
     def __repr__(self) -> str:
         return f"T.{str(self)}"
+
+    @property
+    def bytes(self) -> int:
+        """Bytes of one element (TileLang's ``dtype.bytes``: ``T.float16.bytes == 2``)."""
+        return self.itemsize
 
     def as_torch(self):
         """The torch dtype of the same name: ``T.float16.as_torch() is torch.float16``; the

@@ -52,6 +52,10 @@ bitwise_and = _binary("bitwise_and", tirx.bitwise_and)
 bitwise_or = _binary("bitwise_or", tirx.bitwise_or)
 bitwise_xor = _binary("bitwise_xor", tirx.bitwise_xor)
 fmod = _binary("fmod", tirx.fmod)
+copysign = _binary("copysign", tirx.copysign)
+nextafter = _binary("nextafter", tirx.nextafter)
+hypot = _binary("hypot", tirx.hypot)
+ldexp = _binary("ldexp", tirx.ldexp)
 
 
 def bitwise_not(x):
@@ -224,12 +228,15 @@ def Serial(start, stop=None, step=None, annotations=None):  # noqa: N802 - TileL
 comm_reducer = B.comm_reducer
 
 
-def device_assert(condition, message: str = ""):
+def device_assert(condition, message: str = "", *, msg: str | None = None, no_stack_info: bool = False):
     """TileLang's ``T.device_assert(cond, "msg")``: a check that runs in the kernel. Where the
     condition is false the kernel stops: CUDA prints the message and traps, HIP traps (the launch
     fails, and the device context with it, as a CUDA ``assert`` does), on cpu the call
     fails with a LaunchError carrying the message; Metal refuses the kernel (it has no trap). A
-    condition known when the kernel is compiled is checked then."""
+    condition known when the kernel is compiled is checked then. ``msg=`` is TileLang's keyword
+    for the message; ``no_stack_info`` changes nothing here."""
+    if msg is not None:
+        message = msg
     if not isinstance(message, str):
         raise FrontendError(f"T.device_assert's message must be a string, got {message!r}")
     if isinstance(condition, (bool, int)) or isinstance(condition, tirx.IntImm):
@@ -271,5 +278,5 @@ handle = B.handle
 __all__ = ["Broadcast", "Ramp", "Serial", "Shuffle", "address_of", "assume", "atan", "attr", "bitwise_and",
            "device_assert", "disable_warp_group_reg_alloc", "extract_lane",
            "bitwise_not", "bitwise_or", "bitwise_xor", "call_extern", "call_intrin", "clz", "comm_reducer",
-           "cosh", "evaluate", "fmod", "handle", "isfinite", "likely", "log1p", "nearbyint", "popcount",
+           "copysign", "cosh", "evaluate", "fmod", "hypot", "ldexp", "nextafter", "handle", "isfinite", "likely", "log1p", "nearbyint", "popcount",
            "reinterpret", "shift_left", "shift_right", "sinh", "sync_threads", "tan", "tvm_thread_allreduce"]

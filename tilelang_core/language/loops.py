@@ -45,15 +45,32 @@ def _int_list(value, what: str) -> list[int] | None:
 _PARALLEL_HINTS = {"parallel_async_without_async_commit_wait"}
 
 
+def _check_loop_layout(layout, extents) -> None:
+    """TileLang's ``T.Parallel(..., loop_layout=T.Fragment(...))`` names the thread that runs each
+    iteration. The iterations are independent, so which thread runs one does not change what the
+    loop computes: here it is a hint, and layout inference places the loop (the fragments the
+    body touches fix its threads). It must still describe this loop."""
+    shape = getattr(layout, "shape", None)
+    if shape is None:
+        raise FrontendError(f"T.Parallel loop_layout must be a T.Fragment, got {layout!r}")
+    dims = [int(e) if isinstance(e, int) else int(getattr(e, "value", -1)) for e in extents]
+    if len(shape) != len(dims) or any(d >= 0 and int(s) != d for s, d in zip(shape, dims)):
+        raise FrontendError(f"T.Parallel loop_layout is laid out over shape {tuple(int(s) for s in shape)}, "
+                            f"but the loop's extents are {tuple(extents)}")
+
+
 class Parallel(LoopNest):
-    """Iterate the element space ``extents`` in parallel: ``for i, j in T.Parallel(M, N)``."""
+    """Iterate the element space ``extents`` in parallel: ``for i, j in T.Parallel(M, N)``.
+
+    ``loop_layout`` (a T.Fragment over the extents) is accepted as a hint; see
+    :func:`_check_loop_layout`."""
 
     def __init__(self, *extents, coalesced_width: int | None = None, loop_layout=None, prefer_async=None,
                  annotations: dict | None = None):
         if not extents:
             raise FrontendError("T.Parallel needs at least one extent")
         if loop_layout is not None:
-            raise FrontendError("T.Parallel(loop_layout=...) is not supported: layout inference places the loop")
+            _check_loop_layout(loop_layout, extents)
         # prefer_async (TileLang's request to issue the loop's global -> shared stores as cp.async)
         # is a hint: the stores complete as written, which every wait the author wrote allows
         # (language/async_copy.py)

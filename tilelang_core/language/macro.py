@@ -11,6 +11,16 @@ Example::
     rescale(acc_o, scores_scale)
 
 Hygienic by default (names resolve where the macro is defined), as in TileLang.
+
+Arguments follow TileLang's rules: a value that reads memory (``acc[i]``) is read once, at the
+call; a parameter annotated ``T.Ref`` (or TileLang's older ``T.Var``) is a reference instead: given
+a buffer element or a ``T.alloc_var``, assignments to the parameter store into it::
+
+    @T.macro
+    def clamp_to(x: T.Ref, hi):
+        x = T.min(x, hi)            # stores into the caller's element
+
+    clamp_to(acc[i], 1.0)           # acc[i] is clamped in place
 """
 
 from __future__ import annotations
@@ -19,12 +29,31 @@ import functools
 import inspect
 from collections.abc import Callable
 
+import tvm
 from tvm.script.parser._core import scan_macro
 from tvm.script.parser.core import utils as parser_utils
 from tvm.tirx.script.parser.entry import TIRMacro
 
+from tvm.script.ir_builder import IRBuilder
+from tvm.script.ir_builder import tirx as B
+
 from ..errors import FrontendError
-from .parser import current_parser, macro_return
+from ..transform.bindings import is_pure
+from .parser import MacroReturned, current_parser, macro_refs, macro_return
+
+
+class Ref:
+    """TileLang's macro parameter annotation for a by-reference argument (``x: T.Ref``)."""
+
+
+def _is_reference(annotation) -> bool:
+    if isinstance(annotation, str):  # under ``from __future__ import annotations``
+        return annotation.split(".")[-1] in ("Ref", "Var")
+    return annotation is Ref or annotation is tvm.tirx.Var
+
+
+def _is_element_read(value) -> bool:
+    return isinstance(value, tvm.ir.TensorLoad)
 
 
 class KernelMacro(TIRMacro):
@@ -33,13 +62,41 @@ class KernelMacro(TIRMacro):
     A ``return value`` as the last statement of the body makes ``value`` the call's value
     (TileLang's macros return expressions, variables, Python values)."""
 
+    def __call__(self, *args, **kwargs):
+        binding = inspect.signature(self.func).bind(*args, **kwargs)
+        binding.apply_defaults()
+        params = inspect.signature(self.func).parameters
+        refs = {}
+        for name, value in binding.arguments.items():
+            if _is_reference(params[name].annotation):
+                binding.arguments[name] = refs[name] = self._reference(name, value)
+            elif isinstance(value, tvm.ir.Expr) and tvm.ir.is_prim_expr(value) and not is_pure(value):
+                binding.arguments[name] = B.Bind(value)  # read once, at the call
+        self._refs = refs
+        return super().__call__(*binding.args, **binding.kwargs)
+
+    def _reference(self, name, value):
+        if isinstance(value, B.scalar_wrapper) or _is_element_read(value) or tvm.tirx.is_buffer_var(value):
+            if _is_element_read(value):
+                # the element is fixed at the call: its indices are read once, as TileLang does
+                indices = [i if is_pure(i) else B.Bind(i) for i in value.indices]
+                value = tvm.tirx.BufferLoad(value.source, indices)
+            return value
+        raise FrontendError(f"T.macro '{self.func.__name__}': parameter '{name}' is a T.Ref, so its "
+                            f"argument must be a buffer element (acc[i]) or a T.alloc_var, got {value!r}")
+
     def parse_macro(self, parser):
         body = self.get_macro_def().body
         returns = []
-        token = macro_return.set((body[-1] if body else None, returns))
+        depth = len(IRBuilder.current().frames)
+        token = macro_return.set((body[-1] if body else None, returns, depth))
+        refs_token = macro_refs.set(getattr(self, "_refs", {}))
         try:
             super().parse_macro(parser)
+        except MacroReturned:
+            pass  # returned under an `if` on a Python value: the value is in `returns`
         finally:
+            macro_refs.reset(refs_token)
             macro_return.reset(token)
         return returns[0] if returns else None
 

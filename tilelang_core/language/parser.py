@@ -44,7 +44,7 @@ from ..transform.packed_subbyte import pack_subbyte_params
 from .assumes import collect_host_assumes
 from .negative_indices import legalize_negative_indices
 from ..transform.safe_values import lower_safe_value_copies
-from . import bounds_check, global_layouts, reducers, shape_vars, stepped_loops, vector_loops
+from . import bounds_check, global_layouts, reducers, shape_vars, stepped_loops, thread_return, vector_loops
 from . import tvm_compat  # noqa: F401  (TileLang's names for renamed TVM classes, e.g. tirx.PrimExpr)
 from .kernel import reset_kernel_stack, with_imported_sources
 
@@ -106,6 +106,12 @@ current_parser: contextvars.ContextVar[Any] = contextvars.ContextVar("tl_current
 
 # The macro being expanded (macro.py): (its last statement, the list its return value goes to).
 macro_return: contextvars.ContextVar[Any] = contextvars.ContextVar("tl_macro_return", default=None)
+
+
+class MacroReturned(BaseException):  # (BaseException: TVMScript reports every Exception as an error)
+    """A macro's ``return`` taken before its last statement, under compile-time branches only."""
+# the T.Ref parameters of the macro being expanded: name -> the element it refers to
+macro_refs: contextvars.ContextVar[dict] = contextvars.ContextVar("tl_macro_refs", default={})
 
 # The eager program being specialized, if any (see eager.py); read by T.const / T.empty.
 current_eager: contextvars.ContextVar[Any] = contextvars.ContextVar("tl_current_eager",
@@ -262,6 +268,7 @@ def parse_kernel(func: Callable, extra_vars: dict[str, Any] | None = None,
                 result = legalize_negative_indices(result)
                 result = bounds_check.check_on_chip_bounds(result, refuse, _warner(source, func.__name__))
                 result = element_copies_as_stores(result)
+                result = thread_return.guard_after_thread_return(result)
                 result = lower_safe_value_copies(result, refuse)
                 result = flat_fragment_views(result)
         except FrontendError as err:
@@ -629,9 +636,24 @@ def _read(value):
     return B.Bind(value) if isinstance(value, tvm.ir.TensorLoad) else value
 
 
+def _referenced_element(self: Parser, lhs):
+    """The buffer element a T.Ref macro parameter named by ``lhs`` stands for, else None."""
+    if not isinstance(lhs, doc.Name):
+        return None
+    ref = macro_refs.get().get(lhs.id)
+    current = _existing_value(self, lhs)
+    if ref is None or not isinstance(current, tvm.ir.TensorLoad) or not current.same_as(ref):
+        return None  # not a reference, or the name was bound again in the macro
+    return ref
+
+
 def _assign_one(self: Parser, lhs, rhs) -> None:
     if isinstance(lhs, doc.Subscript):
         _store_subscript(self, lhs, rhs)
+        return
+    ref = _referenced_element(self, lhs)
+    if ref is not None and (isinstance(rhs, (int, float, bool)) or tvm.ir.is_prim_expr(rhs)):
+        B.buffer_store(ref.source, rhs, list(ref.indices))
         return
     if isinstance(lhs, doc.Name):
         buf = _scalar_buffer_of(_existing_value(self, lhs))
@@ -651,6 +673,10 @@ def visit_aug_assign(self: Parser, node: doc.AugAssign) -> None:
     rhs = self.eval_expr(binop)
     if isinstance(lhs, doc.Subscript):
         _store_subscript(self, lhs, rhs)
+        return
+    ref = _referenced_element(self, lhs)
+    if ref is not None:
+        B.buffer_store(ref.source, rhs, list(ref.indices))
         return
     if isinstance(lhs, doc.Name):
         buf = _scalar_buffer_of(_existing_value(self, lhs))
@@ -681,11 +707,16 @@ def visit_ann_assign(self: Parser, node: doc.AnnAssign) -> None:
 def visit_return(self: Parser, node: doc.Return) -> None:
     in_macro = macro_return.get()
     if in_macro is not None:
-        last, returns = in_macro
-        if last is None or (node.lineno, node.col_offset) != (last.lineno, last.col_offset):
-            self.report_error(node, "a T.macro returns only from its last statement (kernel code has no "
-                                    "early return); compute the value into a name and return it at the end")
+        last, returns, depth = in_macro
+        is_last = last is not None and (node.lineno, node.col_offset) == (last.lineno, last.col_offset)
+        if not is_last and len(IRBuilder.current().frames) != depth:
+            # inside a loop or a branch taken at run time: the rest of the macro would still run
+            self.report_error(node, "a T.macro returns early only under conditions known when the kernel "
+                                    "is compiled (kernel code has no early return); compute the value into "
+                                    "a name and return it at the end")
         returns.append(self.eval_expr(node.value) if node.value is not None else None)
+        if not is_last:
+            raise MacroReturned()  # (a branch on a Python value: the rest of the body is not parsed)
         return
     eager = current_eager.get()
     if eager is not None:

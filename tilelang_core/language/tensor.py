@@ -112,21 +112,30 @@ StridedTensor = _StridedTensorConstructor()
 Buffer = Tensor  # TileLang accepts T.Buffer for parameters too
 
 
-def SharedBuffer(shape, dtype="float32") -> TensorType:
-    """Annotation of a ``T.macro`` parameter that receives a shared-memory buffer (TileLang's
-    ``T.SharedBuffer``). Macro parameters take whatever buffer the call passes; the annotation
-    documents the intent."""
-    return TensorType(shape, dtype, scope="shared.dyn")
+class _ScopedBufferAnnotation:
+    """Annotation of a ``T.macro`` parameter that receives an on-chip buffer (TileLang's
+    ``T.SharedBuffer``, ``T.FragmentBuffer``, ``T.LocalBuffer``), written ``T.LocalBuffer((8,),
+    T.float32)`` or ``T.LocalBuffer[(8,), T.float32]``. Macro parameters take whatever buffer the
+    call passes; the annotation documents the intent."""
+
+    def __init__(self, name: str, scope: str):
+        self._name, self._scope = name, scope
+
+    def __call__(self, shape, dtype="float32") -> TensorType:
+        return TensorType(shape, dtype, scope=self._scope)
+
+    def __getitem__(self, key) -> TensorType:
+        if not isinstance(key, tuple) or len(key) != 2:
+            raise FrontendError(f"write T.{self._name}[shape, dtype], e.g. T.{self._name}[(8,), T.float32]")
+        return self(*key)
+
+    def __repr__(self) -> str:
+        return f"T.{self._name}"
 
 
-def FragmentBuffer(shape, dtype="float32") -> TensorType:
-    """Annotation of a ``T.macro`` parameter that receives a fragment (``T.alloc_fragment``)."""
-    return TensorType(shape, dtype, scope="local.fragment")
-
-
-def LocalBuffer(shape, dtype="float32") -> TensorType:
-    """Annotation of a ``T.macro`` parameter that receives a ``T.alloc_local`` buffer."""
-    return TensorType(shape, dtype, scope="local")
+SharedBuffer = _ScopedBufferAnnotation("SharedBuffer", "shared.dyn")
+FragmentBuffer = _ScopedBufferAnnotation("FragmentBuffer", "local.fragment")
+LocalBuffer = _ScopedBufferAnnotation("LocalBuffer", "local")
 
 
 # While an eager program is specialized, its header runs more than once (to type the tensors,
