@@ -61,3 +61,32 @@ def test_else_branch_is_checked_under_the_negated_condition():
                     A[0] = 1.0
                 else:
                     s[tx + 1] = 1.0
+
+
+def previous_element(guard):
+    """B[k] counts loc[k - 1] == loc[k] behind ``guard`` (DeepSeek's top-k writes `k != 0 and
+    top[k - 1] == idx`), plus a T.if_then_else read of loc[k - 1]."""
+    @T.prim_func
+    def main(A: T.Tensor((6,), T.int32), B: T.Tensor((6,), T.int32)):
+        with T.Kernel(1, threads=1):
+            loc = T.alloc_local((6,), T.int32)
+            for k in T.unroll(6):
+                loc[k] = A[k]
+            for k in T.unroll(6):
+                if guard(k) and loc[k - 1] == loc[k]:
+                    B[k] = 1
+                B[k] = B[k] + T.if_then_else(k > 0, loc[k - 1], 100)
+
+    return main
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_short_circuit_guard_bounds_the_read_behind_it(path):
+    a = np.array([1, 1, 2, 3, 3, 3], np.int32)
+    out = run(path, previous_element(lambda k: k != 0), A=a, B=np.zeros(6, np.int32))["B"]
+    np.testing.assert_array_equal(out, [100, 2, 1, 2, 4, 4])
+
+
+def test_a_short_circuit_guard_that_does_not_bound_the_read_is_refused():
+    with pytest.raises(FrontendError, match=r"reaches -1 where the enclosing conditions hold"):
+        previous_element(lambda k: k >= 0)

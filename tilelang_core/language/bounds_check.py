@@ -84,8 +84,24 @@ def check_on_chip_bounds(func, error, warn=None):
                             "out-of-bounds access: size it to the loop, or bound the index")
 
     def exprs(e):
+        # the right side of `and` / `or` and the branches of T.if_then_else read only where the
+        # condition lets them (``k != 0 and top[k - 1] == x``): checked under that condition
+        guarded = _guarded_operands(e)
+        inside = set()
+        for cond, operand in guarded:
+            tvm_ffi.structural_walk(operand, [(tvm.ir.Expr, lambda n: inside.add(n.__chandle__()))])
+        for cond, operand in guarded:
+            if operand.__chandle__() in inside and any(
+                    operand.__chandle__() != o.__chandle__() and _contains(o, operand) for _, o in guarded):
+                continue  # nested in another guarded operand: checked with both conditions there
+            conditions.append(cond)
+            with analyzer.constraint_scope(cond):
+                exprs(operand)
+            conditions.pop()
+
         def on_load(load):
-            check(load.source, list(load.indices), "a read of")
+            if load.__chandle__() not in inside:
+                check(load.source, list(load.indices), "a read of")
             return load
 
         tvm_ffi.structural_map(e, [(tvm.ir.TensorLoad, on_load)])
@@ -150,6 +166,36 @@ def check_on_chip_bounds(func, error, warn=None):
                                             scope="local.fragment")
     body = tvm_ffi.structural_map(func.body, [(tirx.Var, lambda v: replaced.get(v.__chandle__(), v))])
     return func.with_body(body)
+
+
+def _negated(cond):
+    return tirx.Not(cond) if str(cond.ty) == "bool" else cond == tirx.const(0, str(cond.ty))
+
+
+def _guarded_operands(e) -> list:
+    """(condition, operand) for every operand of ``e`` evaluated only under a condition."""
+    found = []
+    ite = tvm.ir.Op.get("prim.if_then_else")
+
+    def on_and(n):
+        found.append((n.a, n.b))
+
+    def on_or(n):
+        found.append((_negated(n.a), n.b))
+
+    def on_call(n):
+        if n.op.same_as(ite):
+            found.append((n.args[0], n.args[1]))
+            found.append((_negated(n.args[0]), n.args[2]))
+
+    tvm_ffi.structural_walk(e, [(tirx.And, on_and), (tirx.Or, on_or), (tirx.Call, on_call)])
+    return found
+
+
+def _contains(outer, inner) -> bool:
+    hit = []
+    tvm_ffi.structural_walk(outer, [(tvm.ir.Expr, lambda n: hit.append(1) if n.same_as(inner) else None)])
+    return bool(hit)
 
 
 #: at most this many points of the loop ranges are tried by _witness

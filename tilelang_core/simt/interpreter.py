@@ -404,6 +404,9 @@ class Interpreter:
         if op in _MATH:
             value = np.asarray(self.expr(e.args[0]))
             return _MATH[op](value.astype(np.float64)).astype(NP_DTYPES.get(str(e.ty), value.dtype))
+        if op in _MATH2:
+            a, b = (np.asarray(self.expr(x)) for x in e.args)
+            return _MATH2[op](a.astype(np.float64), b).astype(NP_DTYPES.get(str(e.ty), a.dtype))
         if op != "tirx.call_extern":
             raise NotImplementedError(f"interpreter: call {op}")
         name = str(e.args[0].value)
@@ -517,8 +520,17 @@ _MATH = {
     "tirx.sigmoid": lambda x: 1 / (1 + np.exp(-x)), "tirx.floor": np.floor, "tirx.ceil": np.ceil,
     "tirx.isnan": np.isnan, "tirx.isinf": np.isinf, "tirx.isfinite": np.isfinite,
 }
+#: two-argument math, computed in float64 from the first argument (the second as it comes: ldexp's
+#: exponent is an integer)
+_MATH2 = {
+    "tirx.copysign": lambda a, b: np.copysign(a, b.astype(np.float64)),
+    "tirx.hypot": lambda a, b: np.hypot(a, b.astype(np.float64)),
+    "tirx.nextafter": lambda a, b: np.nextafter(a.astype(b.dtype), b).astype(np.float64),
+    "tirx.ldexp": lambda a, b: np.ldexp(a, b.astype(np.int64)),
+}
 # TVM names some of them prim.* where a backend's legalization rebuilt the call
 _MATH.update({"prim." + name.split(".", 1)[1]: fn for name, fn in list(_MATH.items())})
+_MATH2.update({"prim." + name.split(".", 1)[1]: fn for name, fn in list(_MATH2.items())})
 
 
 #: tl_atomic_<kind>: the new value from the old one and the operand (numpy scalars)

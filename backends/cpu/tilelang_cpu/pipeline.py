@@ -55,6 +55,7 @@ from .options import CpuOptions
 from .runtime import load_module
 from .transform import blocks_to_loops, exact_fp8_casts, guard_parallel_globals, legalize_for_cpu, threads_to_loops
 from .transform.bf16_binds import bf16_binds_to_registers
+from .transform.subbyte_scalars import refuse_subbyte_float_scalars
 from .transform.lower_atomic_calls import lower_atomic_calls
 from .transform.lower_intrinsics import lower_intrinsics
 
@@ -102,6 +103,7 @@ def lower_func(func: tirx.PrimFunc, options: CpuOptions) -> tirx.PrimFunc:
     func = run_pass("cpu.ExactFp8Casts", exact_fp8_casts, func)
     func = run_pass("cpu.LegalizeForCpu", legalize_for_cpu, func, vectorize=options.vectorize)
     func = run_pass("cpu.Bf16BindsToRegisters", bf16_binds_to_registers, func)
+    func = run_pass("cpu.RefuseSubbyteFloatScalars", refuse_subbyte_float_scalars, func)
     return run_pass("cpu.VerifyNoTileOps", verify_no_tile_ops, func, CpuBackend.kind)
 
 

@@ -22,11 +22,30 @@ def load_module(path: str | Path, *, kernel: str | None = None):
     who = f"kernel '{kernel}'" if kernel else "kernel"
     if not path.is_file():
         raise LaunchError(f"cannot load {who}: artifact {path} does not exist; recompile it")
+    _check_symbols(path, who)
     try:
         return tvm.runtime.load_module(str(path))
     except Exception as exc:
         raise CompileError(f"cannot load {who} from {path}: the artifact is unusable on this machine "
                            f"(built for another CPU or platform?)", log=str(exc)) from exc
+
+
+def _check_symbols(path: Path, who: str) -> None:
+    """Resolve every symbol of the library now. TVM loads it lazily: a function no library on this
+    machine defines (``T.call_extern("__float2half_rz", ...)``, a CUDA function) would end the
+    process with "symbol lookup error" at its first call, mid-kernel."""
+    import ctypes
+    import re
+
+    try:
+        ctypes.CDLL(str(path), mode=os.RTLD_NOW | os.RTLD_LOCAL)
+    except OSError as exc:
+        missing = re.search(r"undefined symbol: (\S+)", str(exc))
+        if missing is None:
+            return  # not a symbol problem: TVM's loader reports it below
+        raise CompileError(f"{who} calls {missing[1]}, which no library on this machine defines: the cpu "
+                           f"backend links C functions only (a T.call_extern of a CUDA device function "
+                           f"runs on CUDA targets)", log=str(exc)) from None
 
 
 def _size_thread_pool() -> None:
