@@ -11,6 +11,8 @@ Every stage's text lands in ``kernel.asm[stage]`` and, with ``TILELANG_DUMP_IR=d
 
 from __future__ import annotations
 
+import dataclasses
+
 import functools
 import hashlib
 import tempfile
@@ -25,6 +27,7 @@ from ..errors import CompileError, ConfigError, ConfigValueError, NoDeviceError,
 from ..runtime import entry_function
 from .cache import DiskCache, make_key
 from .params import read_assumes, read_params
+from .unused_params import drop_unused_tensor_params
 
 if TYPE_CHECKING:  # pragma: no cover
     from .kernel import JITKernel
@@ -124,6 +127,9 @@ def compile(func, out_idx: Sequence[int] | int | None = None, target: Any = "aut
     key = make_key(parts)
     params = read_params(func, out_idx, name)
     assumes = read_assumes(func)  # checked at each call; the backends never see them
+    func, unused = drop_unused_tensor_params(func, frozenset(p.index for p in params if p.is_output),
+                                             {n for a in assumes for n in a.vars})
+    params = tuple(dataclasses.replace(p, unused=True) if p.index in unused else p for p in params)
     if func.attrs is not None and "tl.host_assumes" in func.attrs:
         func = func.without_attr("tl.host_assumes")
     device_type = getattr(backend, "device_type", None)

@@ -7,6 +7,8 @@ call. See ``launcher.py`` for the fast path and ``args.py`` for the checks and m
 
 from __future__ import annotations
 
+import dataclasses
+
 import shutil
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -93,8 +95,25 @@ class JITKernel:
             self._binder, self._launch = None, self._refuse_launch
             return
         self._cannot_run = None
-        self._binder = ArgBinder(name, self.params, function, device_type, assumes)
+        # parameters left out of the compiled function (never touched) take no argument there
+        used = [dataclasses.replace(p, index=i) for i, p in enumerate(p for p in self.params if not p.unused)]
+        self._binder = ArgBinder(name, used, function, device_type, assumes)
         self._launch = make_launcher(self._binder, device_type, entry_checks, entry_aligns)
+        if len(used) != len(self.params):
+            self._launch = self._without_unused(self._launch)
+
+    def _without_unused(self, launch):
+        inputs = [p for p in self.params if not p.is_output]
+        keep = [i for i, p in enumerate(inputs) if not p.unused]
+
+        def launch_used(args):
+            if len(args) != len(inputs):
+                names = ", ".join(p.name + (" (unused: None allowed)" if p.unused else "") for p in inputs)
+                raise LaunchError(f"kernel '{self.name}' takes {len(inputs)} arguments ({names}), "
+                                  f"got {len(args)}")
+            return launch(tuple(args[i] for i in keep))
+
+        return launch_used
 
     def _refuse_launch(self, args):
         cls = type(self._cannot_run)

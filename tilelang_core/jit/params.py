@@ -57,6 +57,9 @@ class KernelParam:
     #: dimension halved; transform/packed_subbyte.py): the call may pass uint8, int8 or
     #: float4_e2m1fn_x2 bytes; an output is returned as float4_e2m1fn_x2 where torch has it
     packed: str | None = field(default=None, repr=False, compare=False)
+    #: never touched by the kernel and left out of the compiled function (jit/unused_params.py):
+    #: the call may pass None or any tensor for it
+    unused: bool = field(default=False, repr=False, compare=False)
 
     @property
     def is_tensor(self) -> bool:
