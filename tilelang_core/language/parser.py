@@ -492,9 +492,10 @@ def _bind_assign(self: Parser, node: doc.expr, var_name: str, value: Any) -> Any
         value = value.expr
     if isinstance(value, (bool, int, float, str)) or value is None:
         return value
-    if isinstance(value, tvm.tirx.FloatImm) and tvm.DataType(str(value.ty)).bits < 8:
-        # a 4/6-bit float constant (T.max_value(T.float4_e2m1fn)) stays a constant: no target holds
-        # a scalar of that type (TVM's LLVM codegen crashed on one), and its uses cast it anyway
+    if isinstance(value, tvm.tirx.FloatImm) and tvm.DataType(str(value.ty)).bits <= 8:
+        # an 8/6/4-bit float constant (T.max_value(T.float8_e4m3fn)) stays a constant: a scalar
+        # variable of that type is emulated or missing on some targets (TVM's LLVM codegen crashed
+        # on a float4 one, rejected the emulated float8 one), and its uses cast it anyway
         return value
     if isinstance(value, Expr) and tvm.ir.is_prim_expr(value) \
             and not isinstance(value, tvm.ir.TensorLoad) \
