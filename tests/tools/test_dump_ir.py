@@ -20,7 +20,7 @@ def test_dump_ir_writes_stages_every_pass_and_timing(tmp_path, monkeypatch):
     ours = [n for n in names if n.startswith("cpu.")]
     assert ours == ["cpu.ThreadsToLoops", "cpu.LowerAtomicCalls", "cpu.LowerTileOps", "cpu.BlocksToLoops",
                     "cpu.GuardParallelGlobals", "cpu.ExactFp8Casts", "cpu.LegalizeForCpu",
-                    "cpu.Bf16BindsToRegisters", "cpu.VerifyNoTileOps"]
+                    "cpu.Bf16BindsToRegisters", "cpu.RefuseSubbyteFloatScalars", "cpu.VerifyNoTileOps"]
     assert "tirx.MakePackedAPI" in names
     lowered_tiles = (folder / "passes" / passes[names.index("cpu.LowerTileOps")]).read_text()
     assert "tl.tile" not in lowered_tiles and "for" in lowered_tiles

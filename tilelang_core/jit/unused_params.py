@@ -11,18 +11,21 @@ sizes is needed elsewhere and no other parameter gives that size.
 
 from __future__ import annotations
 
-import tvm
-import tvm_ffi
-from tvm import tirx
+# tvm loads with the first kernel, not with `import tilelang_core` (jit/compiler imports this)
 
 
 def _vars_in(node) -> set:
+    import tvm_ffi
+    from tvm import tirx
+
     found = {node.__chandle__()} if isinstance(node, tirx.Var) else set()
     tvm_ffi.structural_walk(node, [(tirx.Var, lambda v: found.add(v.__chandle__()))])
     return found
 
 
 def _size_vars(buffer) -> set:
+    import tvm
+
     found = set()
     for e in list(buffer.shape) + list(buffer.strides) + [getattr(buffer, "elem_offset", None)]:
         if isinstance(e, tvm.ir.Expr):
@@ -32,6 +35,8 @@ def _size_vars(buffer) -> set:
 
 def drop_unused_tensor_params(func, outputs: frozenset, assumed_names: set) -> tuple:
     """(``func`` without its untouched input tensors, the indices of those left out)."""
+    from tvm import tirx
+
     params = list(func.params)
     used = _vars_in(func.body)
     candidates = []
@@ -66,6 +71,10 @@ def drop_unused_tensor_params(func, outputs: frozenset, assumed_names: set) -> t
 
 
 def _named_vars(buffer) -> list:
+    import tvm
+    import tvm_ffi
+    from tvm import tirx
+
     found = []
     for e in list(buffer.shape) + list(buffer.strides):
         if isinstance(e, tirx.Var):

@@ -93,6 +93,8 @@ class Profiler:
         shapes = self._shape_values(ins)
         args = [make_tensor(p, TensorSupplyType.Zero, self.device, shapes) if p.is_output else next(it)
                 for p in self.kernel.params]
+        # a parameter the kernel never touches is not an argument of the compiled function
+        args = [a for a, p in zip(args, self.kernel.params) if not p.unused]
         function = self.kernel.function
         return lambda: function(*args)
 
