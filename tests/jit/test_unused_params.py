@@ -63,3 +63,9 @@ def test_a_size_only_the_untouched_tensor_gives_keeps_it():
     assert not any(p.unused for p in kernel.params)
     with pytest.raises(LaunchError, match="parameter 'S'"):
         kernel(a, None)
+
+
+def test_the_profiler_calls_the_compiled_function_without_it():
+    kernel = maybe_scaled(False)
+    call = kernel.get_profiler()._raw_call([torch.arange(4, dtype=torch.float32), torch.zeros(4, 8)])
+    call()  # the compiled function takes A and B only (it raised "Expected 2 arguments")
