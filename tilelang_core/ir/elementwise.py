@@ -14,10 +14,11 @@ def cast_to(value, dtype: str):
     return value if str(value.ty) == dtype else tirx.Cast(dtype, value)
 
 
-def elementwise(src, dst, make):
+def elementwise(src, dst, make, loop=None):
     """``make(src element, dst indices)`` for every element of two regions of one shape, in a
-    T.Parallel nest over their non-unit extents (no loop when every extent is 1); None when an
-    extent is known only at run time."""
+    T.Parallel nest over their non-unit extents (no loop when every extent is 1), or in the loops
+    ``loop(var, extent, body)`` builds; None when an extent is known only at run time."""
+    loop = loop or parallel_loop
     extents = [R.as_int(e) for e in R.squeeze(R.extents_of(dst))]
     if any(e is None for e in extents):
         return None
@@ -29,7 +30,7 @@ def elementwise(src, dst, make):
 
     body = make(tirx.BufferLoad(src.source, index(src)), index(dst))
     for v, e in reversed(list(zip(loop_vars, extents))):
-        body = parallel_loop(v, e, body)
+        body = loop(v, e, body)
     return body
 
 
@@ -39,4 +40,9 @@ def parallel_loop(var, extent: int, body):
                     None, {"tl.parallel": tirx.const(1, "int32")})
 
 
-__all__ = ["cast_to", "elementwise", "parallel_loop"]
+def serial_loop(var, extent: int, body):
+    """``for var in T.serial(extent): body`` (every thread runs all of it)."""
+    return tirx.For(var, tirx.const(0, "int32"), tirx.const(extent, "int32"), tirx.ForKind.SERIAL, body)
+
+
+__all__ = ["cast_to", "elementwise", "parallel_loop", "serial_loop"]

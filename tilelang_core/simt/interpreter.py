@@ -542,7 +542,10 @@ _ATOMIC_COMBINE = {
 
 def np_dtype(dtype: str):
     """The numpy type holding elements of a TVM dtype (vector dtypes: of one lane)."""
-    return NP_DTYPES[dtype.split("x")[0]]
+    found = NP_DTYPES.get(dtype.split("x")[0])
+    if found is None:  # (float8 values the lowering left as such: the interpreter has no type)
+        raise NotImplementedError(f"interpreter: no numpy type for {dtype} values")
+    return found
 
 
 def _device_bits(values: np.ndarray, dtype: str) -> np.ndarray:

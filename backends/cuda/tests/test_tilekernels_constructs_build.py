@@ -1,5 +1,6 @@
 """The constructs DeepSeek's TileKernels use that TileLang-X added (T.thread_return, T.Ref macro
-parameters, packed bfloat16x2 math, T.copysign, T.Parallel loop_layout) compile with nvcc for sm_80
+parameters, packed bfloat16x2 math, T.copysign, T.Parallel loop_layout, per-thread T.alloc_local
+copies) compile with nvcc for sm_80
 and sm_90a, and the thread_return kernel runs right on the SIMT interpreter at the sm_90a
 lowering (the reference paths test the rest)."""
 
@@ -14,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "language
 from test_language_fidelity_build import compiles, needs_nvcc  # noqa: E402
 from test_macro_references import kernel as reference_kernel  # noqa: E402
 from test_parallel_loop_layout import transposed_copy  # noqa: E402
+from test_per_thread_buffers import row_kernel  # noqa: E402
 from test_thread_return import expected, guarded  # noqa: E402
 from lowered import lower  # noqa: E402
 import tilelang_core.language as T  # noqa: E402
@@ -38,7 +40,8 @@ def bf16_absmax(n=64):
 
 
 KERNELS = {"thread_return": lambda: guarded(13), "references": reference_kernel,
-           "bf16_absmax": bf16_absmax, "loop_layout": transposed_copy}
+           "bf16_absmax": bf16_absmax, "loop_layout": transposed_copy,
+           "per_thread_rows": lambda: row_kernel(128, 8, 1000)}
 
 
 @needs_nvcc
