@@ -67,3 +67,20 @@ def test_a_parallel_nest_that_also_stores_to_shared_is_still_dealt_over_the_thre
 
     x = np.random.default_rng(1).standard_normal(64).astype(np.float32)
     np.testing.assert_array_equal(run(path, main, X=x, O=np.zeros(64, np.float32))["O"], 2 * x)
+
+
+@pytest.mark.parametrize("path", ["cpu", "cuda:sm_80"])
+def test_a_per_thread_nest_with_math_calls_runs_whole_in_every_thread(path):
+    @T.prim_func
+    def main(X: T.Tensor((8, 4), T.float32), O: T.Tensor((8, 4), T.float32)):
+        with T.Kernel(1, threads=8):
+            t = T.get_thread_binding()
+            r = T.alloc_local((4,), T.float32)
+            for j in T.Parallel(4):
+                r[j] = T.exp(X[t, j]) + T.max(X[t, j], 0.0)
+            for j in T.serial(4):
+                O[t, j] = r[j]
+
+    x = np.random.default_rng(2).standard_normal((8, 4)).astype(np.float32)
+    out = run(path, main, X=x, O=np.zeros((8, 4), np.float32))["O"]
+    np.testing.assert_allclose(out, np.exp(x.astype(np.float64)) + np.maximum(x, 0), rtol=1e-5)

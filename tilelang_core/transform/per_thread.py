@@ -64,7 +64,8 @@ def local_copies_as_loops(func: tirx.PrimFunc, error) -> tirx.PrimFunc:
 
 def per_thread_parallel_loops(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """``func`` with every outermost T.Parallel nest that stores only into per-thread buffers and
-    touches no fragment (and holds no tile op or other call that may write memory) made serial."""
+    touches no fragment (and holds no tile op, atomic or address taken, which may write elsewhere)
+    made serial. Other calls (math, warp shuffles) are per-thread values like any expression."""
     from ..ir.atomic_calls import is_parallel_loop
 
     serialize = set()
@@ -81,8 +82,9 @@ def per_thread_parallel_loops(func: tirx.PrimFunc) -> tirx.PrimFunc:
                 found["ok"] = False
 
         def call(node):
-            if not str(node.op.name).startswith(("tirx.", "prim.")) or str(node.op.name) in _WRITING_CALLS:
-                found["ok"] = False  # (an atomic, an address taken: it may write outside)
+            name = str(getattr(node.op, "name", ""))
+            if name in _WRITING_CALLS or "atomic" in name or "access_ptr" in name:
+                found["ok"] = False  # (an atomic, an address taken: it may write elsewhere)
 
         def tile(node):
             found["ok"] = False
