@@ -12,7 +12,6 @@ Every stage's text lands in ``kernel.asm[stage]`` and, with ``TILELANG_DUMP_IR=d
 from __future__ import annotations
 
 import dataclasses
-
 import functools
 import hashlib
 import tempfile

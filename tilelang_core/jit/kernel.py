@@ -8,7 +8,6 @@ call. See ``launcher.py`` for the fast path and ``args.py`` for the checks and m
 from __future__ import annotations
 
 import dataclasses
-
 import shutil
 from pathlib import Path
 from typing import Any, Mapping, Sequence

@@ -14,22 +14,28 @@ from __future__ import annotations
 # tvm loads with the first kernel, not with `import tilelang_core` (jit/compiler imports this)
 
 
-def _vars_in(node) -> set:
+def _vars_in(node) -> dict:
+    """handle -> name of every variable in ``node`` (itself included)."""
     import tvm_ffi
     from tvm import tirx
 
-    found = {node.__chandle__()} if isinstance(node, tirx.Var) else set()
-    tvm_ffi.structural_walk(node, [(tirx.Var, lambda v: found.add(v.__chandle__()))])
+    found = {}
+
+    def note(v):
+        found[v.__chandle__()] = str(v.name)
+
+    tvm_ffi.structural_walk(node, [(tirx.Var, note)])
     return found
 
 
-def _size_vars(buffer) -> set:
+def _size_vars(buffer) -> dict:
+    """handle -> name of the variables in ``buffer``'s shape, strides and offset."""
     import tvm
 
-    found = set()
+    found = {}
     for e in list(buffer.shape) + list(buffer.strides) + [getattr(buffer, "elem_offset", None)]:
         if isinstance(e, tvm.ir.Expr):
-            found |= _vars_in(e)
+            found.update(_vars_in(e))
     return found
 
 
@@ -56,32 +62,17 @@ def drop_unused_tensor_params(func, outputs: frozenset, assumed_names: set) -> t
         others = set()
         for j, var in enumerate(params):
             if j != index and j not in dropped and tirx.is_buffer_var(var):
-                others |= _size_vars(var)
+                others |= set(_size_vars(var))
             elif j != index and not tirx.is_buffer_var(var):
                 others.add(var.__chandle__())
-        needed = sizes & used
-        names = {str(getattr(v, "name", "")) for v in _named_vars(buffer)}
-        if needed - others or names & assumed_names:
+        needed = set(sizes) & set(used)
+        if needed - others or set(sizes.values()) & assumed_names:
             continue  # a size only this parameter gives is read by the kernel or a T.assume
         dropped.append(index)
     if not dropped:
         return func, ()
     kept = [p for i, p in enumerate(params) if i not in dropped]
     return tirx.PrimFunc(kept, func.body, func.ret_type, func.attrs), tuple(dropped)
-
-
-def _named_vars(buffer) -> list:
-    import tvm
-    import tvm_ffi
-    from tvm import tirx
-
-    found = []
-    for e in list(buffer.shape) + list(buffer.strides):
-        if isinstance(e, tirx.Var):
-            found.append(e)
-        elif isinstance(e, tvm.ir.Expr):
-            tvm_ffi.structural_walk(e, [(tirx.Var, found.append)])
-    return found
 
 
 __all__ = ["drop_unused_tensor_params"]

@@ -87,13 +87,17 @@ def check_on_chip_bounds(func, error, warn=None):
         # the right side of `and` / `or` and the branches of T.if_then_else read only where the
         # condition lets them (``k != 0 and top[k - 1] == x``): checked under that condition
         guarded = _guarded_operands(e)
-        inside = set()
+        inside, nested = set(), set()  # every node of a guarded operand; those below its root
+        for _, operand in guarded:
+            def note(n, root=operand.__chandle__()):
+                inside.add(n.__chandle__())
+                if n.__chandle__() != root:
+                    nested.add(n.__chandle__())
+
+            tvm_ffi.structural_walk(operand, [(tvm.ir.Expr, note)])
         for cond, operand in guarded:
-            tvm_ffi.structural_walk(operand, [(tvm.ir.Expr, lambda n: inside.add(n.__chandle__()))])
-        for cond, operand in guarded:
-            if operand.__chandle__() in inside and any(
-                    operand.__chandle__() != o.__chandle__() and _contains(o, operand) for _, o in guarded):
-                continue  # nested in another guarded operand: checked with both conditions there
+            if operand.__chandle__() in nested:
+                continue  # inside another guarded operand: checked with both conditions there
             conditions.append(cond)
             with analyzer.constraint_scope(cond):
                 exprs(operand)
@@ -190,12 +194,6 @@ def _guarded_operands(e) -> list:
 
     tvm_ffi.structural_walk(e, [(tirx.And, on_and), (tirx.Or, on_or), (tirx.Call, on_call)])
     return found
-
-
-def _contains(outer, inner) -> bool:
-    hit = []
-    tvm_ffi.structural_walk(outer, [(tvm.ir.Expr, lambda n: hit.append(1) if n.same_as(inner) else None)])
-    return bool(hit)
 
 
 #: at most this many points of the loop ranges are tried by _witness

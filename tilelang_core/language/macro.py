@@ -30,12 +30,11 @@ import inspect
 from collections.abc import Callable
 
 import tvm
+from tvm.script.ir_builder import IRBuilder
+from tvm.script.ir_builder import tirx as B
 from tvm.script.parser._core import scan_macro
 from tvm.script.parser.core import utils as parser_utils
 from tvm.tirx.script.parser.entry import TIRMacro
-
-from tvm.script.ir_builder import IRBuilder
-from tvm.script.ir_builder import tirx as B
 
 from ..errors import FrontendError
 from ..transform.bindings import is_pure
@@ -63,17 +62,20 @@ class KernelMacro(TIRMacro):
     (TileLang's macros return expressions, variables, Python values)."""
 
     def __call__(self, *args, **kwargs):
-        binding = inspect.signature(self.func).bind(*args, **kwargs)
+        signature = inspect.signature(self.func)
+        binding = signature.bind(*args, **kwargs)
         binding.apply_defaults()
-        params = inspect.signature(self.func).parameters
         refs = {}
         for name, value in binding.arguments.items():
-            if _is_reference(params[name].annotation):
+            if _is_reference(signature.parameters[name].annotation):
                 binding.arguments[name] = refs[name] = self._reference(name, value)
             elif isinstance(value, tvm.ir.Expr) and tvm.ir.is_prim_expr(value) and not is_pure(value):
                 binding.arguments[name] = B.Bind(value)  # read once, at the call
-        self._refs = refs
-        return super().__call__(*binding.args, **binding.kwargs)
+        token = macro_refs.set(refs)
+        try:
+            return super().__call__(*binding.args, **binding.kwargs)
+        finally:
+            macro_refs.reset(token)
 
     def _reference(self, name, value):
         if isinstance(value, B.scalar_wrapper) or _is_element_read(value) or tvm.tirx.is_buffer_var(value):
@@ -90,13 +92,11 @@ class KernelMacro(TIRMacro):
         returns = []
         depth = len(IRBuilder.current().frames)
         token = macro_return.set((body[-1] if body else None, returns, depth))
-        refs_token = macro_refs.set(getattr(self, "_refs", {}))
         try:
             super().parse_macro(parser)
         except MacroReturned:
             pass  # returned under an `if` on a Python value: the value is in `returns`
         finally:
-            macro_refs.reset(refs_token)
             macro_return.reset(token)
         return returns[0] if returns else None
 

@@ -105,12 +105,15 @@ class LaunchBinding:
 current_parser: contextvars.ContextVar[Any] = contextvars.ContextVar("tl_current_parser",
                                                                     default=None)
 
-# The macro being expanded (macro.py): (its last statement, the list its return value goes to).
+# The macro being expanded (macro.py): (its last statement, the list its return value goes to, the
+# builder's frame depth at its start).
 macro_return: contextvars.ContextVar[Any] = contextvars.ContextVar("tl_macro_return", default=None)
 
 
 class MacroReturned(BaseException):  # (BaseException: TVMScript reports every Exception as an error)
     """A macro's ``return`` taken before its last statement, under compile-time branches only."""
+
+
 # the T.Ref parameters of the macro being expanded: name -> the element it refers to
 macro_refs: contextvars.ContextVar[dict] = contextvars.ContextVar("tl_macro_refs", default={})
 

@@ -72,12 +72,14 @@ def guard_after_thread_return(func: tirx.PrimFunc) -> tirx.PrimFunc:
     def may_return(stmt) -> bool:
         return _contains(stmt, sets_flag)
 
+    def clear():
+        return tirx.BufferLoad(flag, [0]) == tirx.IntImm("int32", 0)
+
     def guarded(stmts: list):
         """``stmts`` run only by threads that have not returned; allocations hoisted out."""
         hoisted = [s for s in stmts if isinstance(s, tirx.AllocBuffer)]
         rest = [s for s in stmts if not isinstance(s, tirx.AllocBuffer)]
-        clear = tirx.BufferLoad(flag, [0]) == tirx.IntImm("int32", 0)
-        return hoisted + ([tirx.IfThenElse(clear, _seq(rest), None)] if rest else [])
+        return hoisted + ([tirx.IfThenElse(clear(), _seq(rest), None)] if rest else [])
 
     def on_evaluate(stmt):
         return tirx.BufferStore(flag, tirx.IntImm("int32", 1), [0]) if _is_return(stmt) else stmt
@@ -102,8 +104,7 @@ def guard_after_thread_return(func: tirx.PrimFunc) -> tirx.PrimFunc:
     def on_while(loop):
         if not may_return(loop.body):
             return loop
-        clear = tirx.BufferLoad(flag, [0]) == tirx.IntImm("int32", 0)
-        return tirx.While(tirx.And(clear, loop.condition), loop.body)
+        return tirx.While(tirx.And(clear(), loop.condition), loop.body)
 
     body = tvm_ffi.structural_map(func.body, [(tirx.Evaluate, on_evaluate), (tirx.SeqStmt, on_seq),
                                               (tirx.For, on_for), (tirx.While, on_while)])

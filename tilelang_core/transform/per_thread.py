@@ -67,6 +67,7 @@ def per_thread_parallel_loops(func: tirx.PrimFunc) -> tirx.PrimFunc:
     touches no fragment (and holds no tile op, atomic or address taken, which may write elsewhere)
     made serial. Other calls (math, warp shuffles) are per-thread values like any expression."""
     from ..ir.atomic_calls import is_parallel_loop
+    from .structural import stmt_children
 
     serialize = set()
 
@@ -94,7 +95,7 @@ def per_thread_parallel_loops(func: tirx.PrimFunc) -> tirx.PrimFunc:
         return found["ok"]
 
     def visit(node, inside_parallel: bool):
-        for child in _children(node):
+        for child in stmt_children(node):
             if isinstance(child, tirx.For) and is_parallel_loop(child) and not inside_parallel:
                 if qualifies(child):
                     # by loop variable: the loops are rebuilt as their bodies change
@@ -121,12 +122,6 @@ def per_thread_parallel_loops(func: tirx.PrimFunc) -> tirx.PrimFunc:
 
 #: calls that write memory through an address
 _WRITING_CALLS = {"tirx.address_of", "tirx.tvm_access_ptr", "tirx.call_extern", "tirx.call_pure_extern"}
-
-
-def _children(node) -> list:
-    from .structural import stmt_children
-
-    return stmt_children(node)
 
 
 __all__ = ["PER_THREAD_SCOPES", "local_copies_as_loops", "per_thread_parallel_loops"]
