@@ -28,6 +28,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 from tilelang_suite import PLUGIN, rewrite_imports  # noqa: E402
 
 
+def _own_root(tree: Path) -> list[str]:
+    """pytest options that make ``tree`` its root and config: placed inside this repository (as
+    .device/tk is), pytest would otherwise take the repository's pyproject.toml and conftest.py,
+    and load TileKernels' ``tests`` package beside ours (its benchmark plugin then registered
+    twice: "conflicting option string"), and give test ids relative to the repository."""
+    return ["--rootdir", str(tree.resolve()), "-c", str(tree.resolve() / "pyproject.toml")]
+
+
 def export(git_dir: Path, out: Path, per_function: int) -> None:
     if out.exists():
         shutil.rmtree(out)
@@ -44,7 +52,8 @@ def export(git_dir: Path, out: Path, per_function: int) -> None:
             path.write_text(new)
     # collected in the rewritten tree: TileLang need not be installed here (the ids are the same)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(out / "ours"), os.environ.get("PYTHONPATH", "")]))
-    ids = subprocess.run([sys.executable, "-m", "pytest", "-q", "--co", "-p", "no:cacheprovider", "tests"],
+    ids = subprocess.run([sys.executable, "-m", "pytest", "-q", "--co", *_own_root(out / "ours"), "-p",
+                          "no:cacheprovider", "tests"],
                          cwd=out / "ours", capture_output=True, text=True, env=env).stdout.splitlines()
     pick = pick_tests(ids, per_function)
     (out / "pick.txt").write_text("\n".join(pick) + "\n")
@@ -66,11 +75,13 @@ def pick_tests(ids: list[str], per_function: int) -> list[str]:
 
 
 def run(folder: Path, impl: str, workers: int, timeout: int, junit: Path | None) -> int:
+    folder = folder.resolve()  # (PYTHONPATH entries must not depend on the cwd given to pytest)
     tree = folder / ("ours" if impl == "ours" else "orig")
     tests = (folder / "pick.txt").read_text().split()
     env = dict(os.environ, TLSUITE_TIMEOUT=str(timeout), TLSUITE_IMPL=impl)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree / ".tlsuite"), str(tree), env.get("PYTHONPATH")) if p)
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "tlsuite_plugin", "-p", "no:cacheprovider", *tests]
+    cmd = [sys.executable, "-m", "pytest", "-q", *_own_root(tree), "-p", "tlsuite_plugin", "-p", "no:cacheprovider",
+           *tests]
     if workers > 1:
         cmd[4:4] = ["-n", str(workers)]
     if junit is not None:

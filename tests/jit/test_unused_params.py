@@ -65,6 +65,32 @@ def test_a_size_only_the_untouched_tensor_gives_keeps_it():
         kernel(a, None)
 
 
+def test_an_assumed_size_another_tensor_gives_does_not_keep_it():
+    """TileKernels' per-channel cast: ``T.assume(n % 4 == 0)`` names a size the output gives too,
+    so the untouched ``pos`` (same size) may still be None; a size only it gives stays needed."""
+    n = T.dynamic("n")
+
+    def build(assumed):
+        @T.prim_func
+        def main(A: T.Tensor((n,), T.float32), Pos: T.Tensor((assumed,), T.int32)):
+            with T.Kernel(1, threads=1):
+                T.assume(assumed % 4 == 0)
+                for i in T.serial(n):
+                    A[i] = A[i] + 1.0
+
+        return tl.compile(main, target="cpu")
+
+    kernel = build(n)
+    a = np.zeros(8, np.float32)
+    kernel(a, None)
+    np.testing.assert_array_equal(a, np.ones(8, np.float32))
+    assert [p.name for p in kernel.params if p.unused] == ["Pos"]
+    kept = build(T.dynamic("m"))
+    assert not any(p.unused for p in kept.params)
+    with pytest.raises(LaunchError, match="parameter 'Pos'"):
+        kept(a, None)
+
+
 def test_the_profiler_calls_the_compiled_function_without_it():
     kernel = maybe_scaled(False)
     call = kernel.get_profiler()._raw_call([torch.arange(4, dtype=torch.float32), torch.zeros(4, 8)])

@@ -1,6 +1,6 @@
 """TileLang's hand-written async loads (its minference example): ``T.Parallel(...,
 prefer_async=True, annotations={"parallel_async_without_async_commit_wait": True})`` stores, then
-``T.ptx_commit_group()`` and later ``T.ptx_wait_group(n)`` (language/async_copy.py). The stores
+``T.ptx_commit_group()`` and later ``T.ptx_wait_group(n)`` (language/async_groups.py). The stores
 complete as written, the waits wait for the thread's async copies (none here): the numbers are
 the loop's on every reference path. Unknown annotations, a layout for the loop and waits inside
 T.Pipelined (whose groups the software pipeline counts) are refused."""
@@ -171,3 +171,45 @@ def test_cp_async_barrier_noinc_is_the_producers_arrival():
     y = np.full_like(x, np.nan)
     run("cuda:sm_80", main, X=x, Y=y)
     np.testing.assert_array_equal(y, x)
+
+
+def async_copy_rows(N=70, D=24, tile=16):
+    """O = 2 * X, a tile of rows at a time through shared memory filled by ``T.async_copy`` (the
+    last tile ragged: its rows past N are the copy's out-of-bounds zeros, never stored)."""
+    @T.prim_func
+    def main(X: T.Tensor((N, D), "float32"), O: T.Tensor((N, D), "float32")):
+        with T.Kernel(T.ceildiv(N, tile), threads=64) as bx:
+            X_s = T.alloc_shared((tile, D), "float32")
+            T.async_copy(X[bx * tile:(bx + 1) * tile, 0:D], X_s)
+            T.ptx_commit_group()
+            T.ptx_wait_group(0)
+            for i, j in T.Parallel(tile, D):
+                if bx * tile + i < N:
+                    O[bx * tile + i, j] = X_s[i, j] * 2.0
+
+    return main
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_async_copy_lands_before_the_wait(path):
+    x = np.random.default_rng(5).standard_normal((70, 24)).astype(np.float32)
+    o = np.full_like(x, np.nan)
+    run(path, async_copy_rows(), X=x, O=o)
+    np.testing.assert_array_equal(o, 2 * x)
+
+
+def test_async_copy_goes_through_cp_async_on_cuda():
+    assert "tl_cp_async" in lower("cuda:sm_80", async_copy_rows()).script()
+
+
+@pytest.mark.parametrize("pair", ["shared->shared", "global->global", "shared->global"])
+def test_async_copy_other_than_global_to_shared_is_refused(pair):
+    src, dst = pair.split("->")
+    with pytest.raises(FrontendError, match="T.async_copy only supports global->shared/shared.dyn copies"):
+        @T.prim_func
+        def main(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
+            with T.Kernel(1, threads=32):
+                S0 = T.alloc_shared((16,), "float32")
+                S1 = T.alloc_shared((16,), "float32")
+                ops = {"shared": (S0, S1), "global": (A, B)}
+                T.async_copy(ops[src][0], ops[dst][1])

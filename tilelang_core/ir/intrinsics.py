@@ -93,7 +93,7 @@ _ALL = [
     _define("mbarrier_init", "block", spelling="alloc_barrier"),
     # a register reallocation hint for the warpgroup (setmaxnreg): (count int32, 1 = raise, 0 = lower)
     _define("set_max_nreg", "thread"),
-    # TileLang's own async-copy groups (language/async_copy.py): close this thread's group of async
+    # TileLang's own async-copy groups (language/async_groups.py): close this thread's group of async
     # copies; wait until at most (n int32) of its groups are in flight
     _define("cp_async_commit", "thread", spelling="ptx_commit_group"),
     _define("cp_async_wait", "thread", spelling="ptx_wait_group"),

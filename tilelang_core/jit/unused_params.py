@@ -65,8 +65,8 @@ def drop_unused_tensor_params(func, outputs: frozenset, assumed_names: set) -> t
                 others |= set(_size_vars(var))
             elif j != index and not tirx.is_buffer_var(var):
                 others.add(var.__chandle__())
-        needed = set(sizes) & set(used)
-        if needed - others or set(sizes.values()) & assumed_names:
+        needed = {h for h, name in sizes.items() if h in used or name in assumed_names}
+        if needed - others:
             continue  # a size only this parameter gives is read by the kernel or a T.assume
         dropped.append(index)
     if not dropped:

@@ -31,7 +31,7 @@ from .barriers import (WarpSpecialize, alloc_barrier, annotate_consumer_reg_allo
                        set_max_nreg, tma_copy, tma_store_arrive, tma_store_wait, ws)
 from .annotations import (Fragment, annotate_compile_flags, annotate_layout, annotate_min_blocks_per_sm, annotate_pass_configs,
                           annotate_safe_value, use_swizzle)
-from .async_copy import access_ptr, ptx_commit_group, ptx_cp_async, ptx_wait_group
+from .async_groups import access_ptr, ptx_commit_group, ptx_cp_async, ptx_wait_group
 from .intrinsics import (Broadcast, Ramp, Serial, Shuffle, address_of, assume, atan, attr, bitwise_and,
                        bitwise_not, bitwise_or, bitwise_xor, call_extern, call_intrin, clz, comm_reducer,
                        copysign, cosh, device_assert, disable_warp_group_reg_alloc, evaluate, extract_lane, fmod, func_attr, handle, hypot, ldexp, nextafter, isfinite, let, likely, log1p, nearbyint, popcount,
@@ -53,10 +53,10 @@ from .pointers import make_tensor, match_buffer, ptr
 from .random import rng_init, rng_rand, rng_rand_float
 from .reducers import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .tile_schedule import Persistent, PersistentTileScheduler
-from .loops import Parallel, Pipelined, Unroll, grid, serial, thread_binding, unroll, vectorized
+from .loops import Parallel, Pipelined, Unroll, grid, parallel, serial, thread_binding, unroll, vectorized
 from .tensor import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor, TensorType,
                      dynamic, symbolic)
-from .tile_ops import (atomic_add, atomic_addx2, atomic_addx4, atomic_max, atomic_min, clear, copy, cummax, cumsum, fill, gemm,
+from .tile_ops import (atomic_add, atomic_addx2, atomic_addx4, atomic_max, atomic_min, async_copy, clear, copy, cummax, cumsum, fill, gemm,
                        reduce, reduce_absmax, reduce_abssum, reduce_bitand, reduce_bitor, reduce_bitxor, reduce_max,
                        reduce_min, reduce_sum, transpose, wait_wgmma, wgmma_gemm)
 from .atomics import atomic_and, atomic_load, atomic_or, atomic_store, atomic_xor

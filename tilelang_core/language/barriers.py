@@ -132,7 +132,7 @@ mbarrier_arrive_expect_tx = _no_expect_tx("mbarrier_arrive_expect_tx")
 def cp_async_barrier_noinc(barrier):
     """TileLang's ``cp.async.mbarrier.arrive.noinc``: this thread arrives on ``barrier`` once its
     copies so far have landed. Its ``T.ptx_cp_async`` copies complete as issued here
-    (language/async_copy.py), so this is the arrival itself, after them."""
+    (language/async_groups.py), so this is the arrival itself, after them."""
     mbarrier_arrive(barrier)
 
 

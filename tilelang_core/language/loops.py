@@ -73,7 +73,7 @@ class Parallel(LoopNest):
             _check_loop_layout(loop_layout, extents)
         # prefer_async (TileLang's request to issue the loop's global -> shared stores as cp.async)
         # is a hint: the stores complete as written, which every wait the author wrote allows
-        # (language/async_copy.py)
+        # (language/async_groups.py)
         for key in annotations or {}:
             if key not in _PARALLEL_HINTS:
                 raise FrontendError(f"T.Parallel annotation {key!r} is not supported (known: "
@@ -88,6 +88,18 @@ class Parallel(LoopNest):
 
     def frames(self):
         return [B.parallel(0, e, annotations=dict(self.annotations)) for e in self.extents]
+
+
+def parallel(start, stop=None, annotations=None):
+    """TileLang's lower-case ``T.parallel(n)``: a ``parallel`` loop, which TileLang's tile-op
+    lowering treats as ``T.Parallel(n)`` (its T.Parallel builds exactly such loops). Ranges that
+    do not start at 0 are refused: T.Parallel iterates from 0."""
+    if stop is not None:
+        if getattr(start, "value", start) != 0:
+            raise FrontendError(f"T.parallel({start}, {stop}): a parallel loop here starts at 0; write "
+                                f"T.Parallel({stop} - {start}) and add {start} to the index")
+        start = stop
+    return Parallel(start, annotations=annotations)
 
 
 def Pipelined(start, stop=None, num_stages: int = 0, order=None, stage=None, sync=None,

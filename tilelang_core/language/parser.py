@@ -41,6 +41,7 @@ from ..transform.bindings import is_pure
 from ..transform.flat_fragment_views import flat_fragment_views
 from ..transform.element_copies import element_copies_as_stores
 from ..transform.per_thread import local_copies_as_loops, per_thread_parallel_loops
+from ..transform.safe_global_access import guard_global_accesses
 from ..transform.packed_subbyte import pack_subbyte_params
 from .assumes import collect_host_assumes
 from .negative_indices import legalize_negative_indices
@@ -268,12 +269,13 @@ def parse_kernel(func: Callable, extra_vars: dict[str, Any] | None = None,
                 result = shape_vars.solve_shape_vars(result)
                 result = global_layouts.apply_global_layouts(result, refuse)
                 result = vector_loops.serialize_unsafe_vectorized(result)
-                result = collect_host_assumes(result)
                 result = legalize_negative_indices(result)
                 result = bounds_check.check_on_chip_bounds(result, refuse, _warner(source, func.__name__))
                 result = element_copies_as_stores(result)
                 result = local_copies_as_loops(result, refuse)
                 result = per_thread_parallel_loops(result)
+                result = guard_global_accesses(result)  # reads the T.assume facts still in the body
+                result = collect_host_assumes(result)
                 result = thread_return.guard_after_thread_return(result)
                 result = lower_safe_value_copies(result, refuse)
                 result = flat_fragment_views(result)

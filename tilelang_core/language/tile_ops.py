@@ -68,6 +68,27 @@ def copy(src, dst, coalesced_width: int | None = None, disable_tma: bool = False
     emit(Copy(src_r, dst_r, options))
 
 
+def async_copy(src, dst, coalesced_width: int | None = None, annotations: dict | None = None,
+               loop_layout=None):
+    """TileLang's ``T.async_copy(src, dst)``: a global -> shared copy issued as cp.async, which the
+    author waits for (``T.ptx_wait_group`` / a barrier); no wait is inserted.
+
+    TileLang-X performs it as ``T.copy`` does: the data has landed before the next statement,
+    which every wait the author writes allows (language/async_groups.py says the same of
+    ``T.ptx_cp_async``). Only global -> shared copies are accepted, as in TileLang.
+    """
+    src_r, dst_r = pair_regions(src, dst, "T.async_copy source", "T.async_copy destination")
+    src_scope, dst_scope = R.scope_of(src_r), R.scope_of(dst_r)
+    if src_scope != "global" or dst_scope not in ("shared", "shared.dyn"):
+        raise FrontendError(f"T.async_copy only supports global->shared/shared.dyn copies (cp.async); "
+                            f"got {R.name_of(src_r)} ({src_scope}) -> {R.name_of(dst_r)} ({dst_scope}): "
+                            f"use T.copy")
+    del loop_layout  # a thread-mapping hint for TileLang's SIMT copy loop; changes no value
+    hints = dict(annotations or {})
+    hints.setdefault("prefer_instruction", "cp_async")
+    copy(src_r, dst_r, coalesced_width=coalesced_width, annotations=hints)
+
+
 def fill(buffer, value):
     """Set every element of ``buffer`` (or of a region of it) to ``value``; a ``T.alloc_var``
     variable is assigned ``value``."""

@@ -191,3 +191,29 @@ def test_thread_dependent_bind_keeps_the_value_it_had_when_bound():
     a, b = rand((32,), torch.float32, 6), torch.zeros(32)
     compile_cpu(snapshot)(a, b)
     assert_close(b, 2 * a.double() + 100)
+
+
+def test_values_bound_in_a_thread_range_branch_stay_in_scope_for_its_statements():
+    """A branch on a range of threads holding a tile op is spread over its statements, each under
+    the condition (ThreadsToLoops.distribute). Registers declared in it (an alloc_var, a value bound
+    from the thread's data) must scope over all of them: TileKernels' per-channel cast stopped in
+    TVM's LLVM codegen with "cannot find variable" when each declaration got a branch of its own."""
+    @T.prim_func
+    def ranged(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32"), C: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            tx = T.get_thread_binding()
+            s = T.alloc_shared((64,), "float32")
+            if tx < 64:
+                t = T.alloc_var("float32")
+                t = A[tx] * 2.0
+                v = t + 1.0
+                T.copy(A, s)
+                w = v * 3.0
+                C[tx] = w + s[63 - tx]
+            T.copy(s, B)
+
+    a, b, c = rand((64,), torch.float32, 3), torch.zeros(64), torch.zeros(64)
+    compile_cpu(ranged)(a, b, c)
+    a64 = a.double()
+    assert_close(b, a64)
+    assert_close(c, (a64 * 2 + 1) * 3 + a64.flip(0))

@@ -293,17 +293,19 @@ class _Threads:
         return tirx.SeqStmt([then_case, else_case])
 
     def _spread(self, stmt, cond, runs: bool, uniform_cond, branch, size):
-        if not is_block_wide(stmt):
-            return tirx.IfThenElse(cond, stmt, None)
-        if isinstance(stmt, tirx.SeqStmt):
-            return tirx.SeqStmt([self._spread(s, cond, runs, uniform_cond, branch, size) for s in stmt.seq])
         if isinstance(stmt, tirx.Bind) and uses_vars(stmt.value, self.keys) and not is_pure(stmt.value):
             # it would run for every thread: a read past the range's data
             raise self.error(f"in the value of '{stmt.var}', which reads memory in a branch on the "
                              f"thread index that also holds tile ops; read it in a branch of its own",
                              branch)
         if isinstance(stmt, (tirx.Bind, tirx.AllocBuffer, tirx.DeclBuffer)):
+            # declarations scope over the rest of their sequence: under a condition of their own
+            # they would end there, before the statements (now each under the condition) using them
             return stmt
+        if not is_block_wide(stmt):
+            return tirx.IfThenElse(cond, stmt, None)
+        if isinstance(stmt, tirx.SeqStmt):
+            return tirx.SeqStmt([self._spread(s, cond, runs, uniform_cond, branch, size) for s in stmt.seq])
         if isinstance(stmt, tirx.For) and not is_parallel_loop(stmt):
             return tirx.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind,
                             self._spread(stmt.body, cond, runs, uniform_cond, branch, size),

@@ -1,0 +1,137 @@
+"""TileLang's safe memory access for the global loads and stores a kernel writes itself, outside
+tile ops and T.Parallel (transform/safe_global_access.py): past a tensor's edge a read gives 0 (or
+its T.annotate_safe_value) and a write is skipped. DeepSeek's TileKernels walk 128-column tiles
+over 576 columns this way, per thread, with vectorized loops; before the guard the last tile
+wrote into the next row (GPU) or past the heap block (cpu: "corrupted double-linked list")."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tilelang_core.language as T
+from tilelang_core.testing.oracle import PATHS, lower, run
+
+
+def scaled_tiles(rows, cols, tile_k=16, vec=4, threads=32, safe=None):
+    """O[r, c] = 2 * X[r, c + 1] (0 past X's edge, or ``safe``) per thread, a tile of ``tile_k``
+    columns per block along y, ``vec`` columns per thread: the last tile overhangs when ``tile_k``
+    does not divide ``cols``, and column ``c + 1`` overhangs in every row."""
+    per_row = tile_k // vec
+
+    @T.prim_func
+    def main(X: T.Tensor((rows, cols), "float32"), O: T.Tensor((rows, cols), "float32")):
+        with T.Kernel(T.ceildiv(rows * per_row, threads), T.ceildiv(cols, tile_k), threads=threads) as (bx, by):
+            if safe is not None:
+                T.annotate_safe_value({X: safe})
+            tid = T.get_thread_binding()
+            flat = bx * threads + tid
+            r = flat // per_row
+            c0 = by * tile_k + flat % per_row * vec   # bound in the body, used by both loops
+            buf = T.alloc_local((vec,), "float32")
+            if r < rows:
+                for j in T.vectorized(vec):
+                    buf[j] = X[r, c0 + j + 1]
+                for j in T.serial(vec):
+                    O[r, c0 + j] = buf[j] * 2.0
+
+    return main
+
+
+def reference(x, safe=0.0):
+    shifted = np.full_like(x, safe, dtype=np.float64)
+    shifted[:, :-1] = x[:, 1:]
+    return 2 * shifted
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("rows,cols", [(5, 36), (1, 7), (3, 1)])
+def test_the_last_tile_overhangs_without_writing_past_the_tensor(path, rows, cols):
+    x = np.random.default_rng(rows * 100 + cols).standard_normal((rows, cols)).astype(np.float32)
+    o = np.full_like(x, np.nan)
+    run(path, scaled_tiles(rows, cols), X=x, O=o)
+    np.testing.assert_allclose(o, reference(x), rtol=1e-6)
+
+
+@pytest.mark.parametrize("path", ["cpu", "cuda:sm_80"])
+def test_a_read_past_the_edge_gives_the_safe_value(path):
+    x = np.random.default_rng(1).standard_normal((4, 20)).astype(np.float32)
+    o = np.full_like(x, np.nan)
+    run(path, scaled_tiles(4, 20, safe=-3.0), X=x, O=o)
+    np.testing.assert_allclose(o, reference(x, safe=-3.0), rtol=1e-6)
+
+
+@settings(max_examples=6, deadline=None)
+@given(rows=st.integers(1, 9), cols=st.integers(1, 40), vec=st.sampled_from([1, 2, 4]))
+def test_generated_ragged_shapes_on_the_cpu_oracle(rows, cols, vec):
+    x = np.random.default_rng(rows * 64 + cols).standard_normal((rows, cols)).astype(np.float32)
+    o = np.full_like(x, np.nan)
+    run("cpu", scaled_tiles(rows, cols, tile_k=4 * vec, vec=vec), X=x, O=o)
+    np.testing.assert_allclose(o, reference(x), rtol=1e-6)
+
+
+def _guards(path, func) -> int:
+    return lower(path, func).script().count("if ")
+
+
+def test_an_assumed_fact_or_a_condition_keeps_the_guard_out():
+    n = T.dynamic("n")
+
+    def build(assume: bool, check: bool):
+        @T.prim_func
+        def main(A: T.Tensor((n,), "float32"), lo: T.int32, hi: T.int32):
+            with T.Kernel(1, threads=1):
+                for i in T.serial(hi - lo):
+                    if assume:
+                        T.assume(lo + i >= 0 and lo + i < n)
+                    if check:
+                        if lo + i >= 0 and lo + i < n:
+                            A[lo + i] = 1.0
+                    else:
+                        A[lo + i] = 1.0
+
+        return main
+
+    guarded = _guards("cuda:sm_80", build(False, False))
+    assert guarded == 1
+    assert _guards("cuda:sm_80", build(True, False)) == 0
+    assert _guards("cuda:sm_80", build(False, True)) == 1  # the author's own if, no second one
+
+
+def test_a_symbolic_index_below_zero_is_skipped():
+    """``lo + i`` runs from -2: the author's guard checks only the upper edge, the pass adds the
+    lower one (TileLang's rule), so indices -2 and -1 are neither read nor written."""
+    x = np.arange(10, dtype=np.float32)
+
+    @T.prim_func
+    def main(X: T.Tensor((10,), "float32"), O: T.Tensor((10,), "float32"), lo: T.int32):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(12):
+                if lo + i < 10:
+                    O[lo + i] = X[lo + i] + 1.0
+
+    for path in ("cpu", "cuda:sm_80"):
+        o = np.zeros_like(x)
+        run(path, main, X=x, O=o, lo=-2)
+        np.testing.assert_array_equal(o, x + 1)
+
+
+@pytest.mark.parametrize("path", ["cpu", "cuda:sm_80", "metal:apple7"])
+def test_a_scatter_through_indices_read_from_memory_skips_the_ones_outside(path):
+    """``O[idx[t]] = X[t]`` with indices -1 and past the end among them (a MoE routing table's
+    padding): those rows are skipped, the others land."""
+    @T.prim_func
+    def main(X: T.Tensor((8,), "float32"), Idx: T.Tensor((8,), "int32"), O: T.Tensor((6,), "float32")):
+        with T.Kernel(1, threads=8):
+            t = T.get_thread_binding()
+            O[Idx[t]] = X[t] + 0.5
+
+    x = np.arange(8, dtype=np.float32)
+    idx = np.array([5, -1, 0, 9, 2, 6, 1, 3], np.int32)
+    o = np.full(6, -7.0, np.float32)
+    run(path, main, X=x, Idx=idx, O=o)
+    expected = np.full(6, -7.0)
+    for t, i in enumerate(idx):
+        if 0 <= i < 6:
+            expected[i] = t + 0.5
+    np.testing.assert_array_equal(o, expected)

@@ -1,0 +1,189 @@
+"""Global accesses a kernel writes itself, outside tile ops and ``T.Parallel``, past a tensor's
+edge: the read gives 0 (or the tensor's ``T.annotate_safe_value``) and the write is skipped.
+
+That is TileLang's rule for every global access (its LegalizeSafeMemoryAccess pass, read, not
+copied): an index the analyzer cannot prove inside ``0 <= index < extent`` gets that condition.
+Tile ops and ``T.Parallel`` loops already follow it in each backend's lowering (simt
+LowerParallel, the cpu backend's GuardParallelGlobals); this pass gives it to the rest, the
+per-thread code. DeepSeek's TileKernels rely on it: its per-channel cast walks 128-column tiles
+over a hidden size of 576 with ``for j in T.vectorized(4): out[r, k_offset + j] = ...``, and the
+last tile's columns past 576 must not be written (here they were: another row's data on the GPU,
+heap corruption on the cpu backend).
+
+The analyzer knows what TileLang's does at each access: the ranges of the launch indices and of
+the enclosing loops, the enclosing ``if`` conditions, the values bound with ``x = expr`` (pure
+ones) and the enclosing ``T.assume`` facts, which is how an author says a guard is not needed
+(``T.assume(base + i < N)``). Reads under a pointer (``T.address_of``, ``T.access_ptr``, an atomic's
+target, ``T.ptx_cp_async``) are left to the op that takes the pointer.
+
+Runs at parse time (language/parser.py), so every backend compiles the guarded kernel.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from ..ir.atomic_calls import is_parallel_loop
+from ..language.assumes import ASSUME
+from ..lowering import in_bounds
+from .bindings import is_pure
+from .safe_values import SAFE_VALUE, padding_for
+
+#: calls whose operands are addresses, not values: their loads are not reads here
+_POINTER_CALLS = ("tirx.address_of", "tirx.tvm_access_ptr", "tl.atomic_rmw", "tl.atomic_load")
+
+
+def _is_global(buffer) -> bool:
+    return str(buffer.ty.storage_scope) in ("global", "")
+
+
+def _call_name(call) -> str:
+    op = call.op
+    return str(op.name) if isinstance(op, tvm.ir.Op) else ""
+
+
+def _pointer_loads(node) -> set[int]:
+    """Handles of the loads that sit under a pointer-taking call in ``node``."""
+    found: set[int] = set()
+
+    def on_call(call):
+        name = _call_name(call)
+        if name in _POINTER_CALLS or "cp_async" in name or "access_ptr" in name:
+            tvm_ffi.structural_walk(call, [(tvm.ir.TensorLoad, lambda ld: found.add(ld.__chandle__()))])
+
+    tvm_ffi.structural_walk(node, [(tvm.ir.Call, on_call)])
+    return found
+
+
+def _lanes(expr) -> int:
+    return int(getattr(getattr(expr.ty, "dtype", None), "lanes", 1) or 1)
+
+
+def _scalar_indices(indices):
+    """``indices`` as scalar expressions that bound every lane: a vector index (``A[i:i + 4]``, a
+    Ramp) by its first and last lane (linear, so every lane lies between), a Broadcast by its
+    value; None for any other vector index (left unguarded, as before this pass)."""
+    lows, highs = [], []
+    for index in indices:
+        if _lanes(index) == 1:
+            lows.append(index)
+            highs.append(index)
+        elif isinstance(index, tirx.Ramp):
+            last = index.base + index.stride * (_lanes(index) - 1)
+            lows.append(tirx.Min(index.base, last))
+            highs.append(tirx.Max(index.base, last))
+        elif isinstance(index, tirx.Broadcast):
+            lows.append(index.value)
+            highs.append(index.value)
+        else:
+            return None
+    return lows, highs
+
+
+def _bounds(analyzer, indices, shape):
+    """The in-bounds condition of an access (every lane of a vector one); None when proven or
+    when a vector index has no scalar bounds."""
+    scalar = _scalar_indices(indices)
+    if scalar is None:
+        return None
+    lows, highs = scalar
+    if lows is highs or all(lo.same_as(hi) for lo, hi in zip(lows, highs)):
+        return in_bounds(analyzer, lows, shape)
+    terms = [c for c in (in_bounds(analyzer, lows, shape), in_bounds(analyzer, highs, shape)) if c is not None]
+    return None if not terms else terms[0] if len(terms) == 1 else tirx.And(terms[0], terms[1])
+
+
+def _padding(load, safe_values):
+    pad = padding_for(load, safe_values)
+    lanes = _lanes(load)
+    if lanes > 1 and _lanes(pad) == 1:
+        element = str(load.ty).rsplit("x", 1)[0]
+        pad = tirx.Broadcast(pad if str(pad.ty) == element else tirx.Cast(element, pad), lanes)
+    return pad
+
+
+def guard_global_accesses(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """``func`` with TileLang's safe memory access on the global loads and stores of its
+    per-thread code (module doc)."""
+    analyzer = tvm.sym.Analyzer()
+    safe_values: list = []
+    tvm_ffi.structural_walk(func.body, [(tirx.AttrStmt, lambda a: safe_values.extend(a.node.items())
+                                         if a.attr_key == SAFE_VALUE else None)])
+    added = [0]
+
+    def guard_loads(expr):
+        if expr is None:
+            return None
+        skip = _pointer_loads(expr)
+
+        def on_load(load):
+            if not _is_global(load.source) or load.__chandle__() in skip:
+                return load
+            cond = _bounds(analyzer, list(load.indices), load.source.ty.shape)
+            if cond is None:
+                return load
+            added[0] += 1
+            return tirx.if_then_else(cond, load, _padding(load, safe_values))
+
+        return tvm_ffi.structural_map(expr, [(tvm.ir.TensorLoad, on_load)])
+
+    def bind_range(var, lo, extent):
+        with contextlib.suppress(Exception):  # a range the analyzer cannot take stays unknown
+            analyzer.bind(var, tvm.ir.Range.from_min_extent(lo, extent))
+
+    def visit(node):
+        if isinstance(node, tirx.SeqStmt):
+            return tirx.SeqStmt([visit(s) for s in node.seq])
+        if isinstance(node, tirx.For):
+            if is_parallel_loop(node):
+                return node  # guarded where T.Parallel is lowered
+            lo, extent = guard_loads(node.min), guard_loads(node.extent)
+            bind_range(node.loop_var, lo, extent)
+            return tirx.For(node.loop_var, lo, extent, node.kind, visit(node.body), node.thread_binding,
+                            node.annotations, node.step)
+        if isinstance(node, tirx.IfThenElse):
+            then_case, else_case = node.then_case, node.else_case
+            with analyzer.constraint_scope(node.condition):
+                then_case = visit(then_case)
+            if else_case is not None:
+                with analyzer.constraint_scope(tirx.Not(node.condition)):
+                    else_case = visit(else_case)
+            return tirx.IfThenElse(guard_loads(node.condition), then_case, else_case, node.span)
+        if isinstance(node, tirx.AttrStmt):
+            if node.attr_key == "thread_extent" and isinstance(node.node, tirx.IterVar):
+                bind_range(node.node.var, 0, node.value)
+            if node.attr_key == ASSUME:  # the author's fact holds for what follows
+                with analyzer.constraint_scope(node.value):
+                    return tirx.AttrStmt(node.node, node.attr_key, node.value, visit(node.body))
+            return tirx.AttrStmt(node.node, node.attr_key, node.value, visit(node.body))
+        if isinstance(node, tirx.While):
+            return tirx.While(guard_loads(node.condition), visit(node.body), node.span)
+        if isinstance(node, tirx.Bind):
+            value = guard_loads(node.value)
+            if isinstance(node.value.ty, tvm.ir.PrimType) and is_pure(node.value):
+                with contextlib.suppress(Exception):  # a value the analyzer cannot take stays unknown
+                    analyzer.bind(node.var, node.value)
+            return node if value.same_as(node.value) else tirx.Bind(node.var, value, node.span)
+        if isinstance(node, tirx.BufferStore):
+            indices = [guard_loads(i) for i in node.indices]  # (A[idx[i]]: idx read safely first)
+            cond = _bounds(analyzer, indices, node.buffer.ty.shape) if _is_global(node.buffer) else None
+            # the value is read only where the store happens: `A[i] += 1` needs one guard
+            with analyzer.constraint_scope(cond) if cond is not None else contextlib.nullcontext():
+                store = tirx.BufferStore(node.buffer, guard_loads(node.value), indices)
+            if cond is None:
+                return store
+            added[0] += 1
+            return tirx.IfThenElse(cond, store, None)
+        if isinstance(node, tirx.Evaluate):
+            return tirx.Evaluate(guard_loads(node.value))
+        return node  # tile ops (guarded by their lowering), allocations, ...
+
+    body = visit(func.body)
+    return func.with_body(body) if added[0] else func
+
+
+__all__ = ["guard_global_accesses"]
