@@ -135,3 +135,19 @@ def test_a_scatter_through_indices_read_from_memory_skips_the_ones_outside(path)
         if 0 <= i < 6:
             expected[i] = t + 0.5
     np.testing.assert_array_equal(o, expected)
+
+
+@pytest.mark.parametrize("path", ["cpu", "cuda:sm_80"])
+def test_an_atomic_target_is_left_to_the_atomic_and_its_value_is_guarded(path):
+    """``T.atomic_add(S[0], X[t])`` with 8 threads over a 5-element X: the value's reads past the
+    end give 0 (the target element is the atomic's own business)."""
+    @T.prim_func
+    def main(X: T.Tensor((5,), "float32"), S: T.Tensor((1,), "float32"), n: T.int32):
+        with T.Kernel(1, threads=8):
+            t = T.get_thread_binding()
+            T.atomic_add(S[0], X[t + n])
+
+    x = np.arange(1, 6, dtype=np.float32)
+    s = np.zeros(1, np.float32)
+    run(path, main, X=x, S=s, n=1)
+    assert s[0] == x[1:].sum()

@@ -35,6 +35,7 @@ from __future__ import annotations
 import sys
 
 import tvm
+import tvm_ffi
 from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as B
@@ -112,7 +113,7 @@ def _atomic(kind: str, dst, value, memory_order, return_prev: bool):
         emit(Atomic(dst_r, R.to_region(value, f"{what} source"), kind=kind, memory_order=order))
         return None
     if is_element(dst):  # TileLang's thread-level atomic
-        emit(Atomic(R.to_region(_unwrap(dst), f"{what} destination"), value, kind=kind,
+        emit(Atomic(R.to_region(_unwrap(dst), f"{what} destination"), _read_first(value), kind=kind,
                     memory_order=order, per_thread=True))
         return None
     dst_r = R.to_region(dst, f"{what} destination")
@@ -251,8 +252,19 @@ def atomic_store(dst, src, memory_order: str = "seq_cst"):
     if _is_tile(value):
         raise FrontendError(f"T.atomic_store stores one scalar value, not the tile {value}")
     element = _element(dst, "T.atomic_store")
-    emit(Atomic(R.to_region(element, "T.atomic_store destination"), value, kind="store",
+    emit(Atomic(R.to_region(element, "T.atomic_store destination"), _read_first(value), kind="store",
                 memory_order=order, per_thread=True))
+
+
+def _read_first(value):
+    """A thread-level atomic's value that reads global memory, bound before the atomic (which reads
+    it first anyway): the bound read gets TileLang's safe memory access like any other
+    (transform/safe_global_access.py), which does not look into tile-op operands."""
+    reads = []
+    if isinstance(value, tvm.ir.Expr) and tvm.ir.is_prim_expr(value):
+        tvm_ffi.structural_walk(value, [(tvm.ir.TensorLoad, lambda ld: reads.append(
+            str(ld.source.ty.storage_scope) in ("global", "")))])
+    return B.Bind(value) if any(reads) else value
 
 
 def _element(x, what: str):

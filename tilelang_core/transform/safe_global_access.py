@@ -34,7 +34,9 @@ from .bindings import is_pure
 from .safe_values import SAFE_VALUE, padding_for
 
 #: calls whose operands are addresses, not values: their loads are not reads here
-_POINTER_CALLS = ("tirx.address_of", "tirx.tvm_access_ptr", "tl.atomic_rmw", "tl.atomic_load")
+_POINTER_CALLS = ("tirx.address_of", "tirx.tvm_access_ptr")
+#: atomics: the first operand is the target element (its op guards it); the value is a read
+_ATOMIC_CALLS = ("tl.atomic_rmw", "tl.atomic_load")
 
 
 def _is_global(buffer) -> bool:
@@ -50,10 +52,15 @@ def _pointer_loads(node) -> set[int]:
     """Handles of the loads that sit under a pointer-taking call in ``node``."""
     found: set[int] = set()
 
+    def note(node):
+        tvm_ffi.structural_walk(node, [(tvm.ir.TensorLoad, lambda ld: found.add(ld.__chandle__()))])
+
     def on_call(call):
         name = _call_name(call)
         if name in _POINTER_CALLS or "cp_async" in name or "access_ptr" in name:
-            tvm_ffi.structural_walk(call, [(tvm.ir.TensorLoad, lambda ld: found.add(ld.__chandle__()))])
+            note(call)
+        elif name in _ATOMIC_CALLS and len(call.args):
+            note(call.args[0])
 
     tvm_ffi.structural_walk(node, [(tvm.ir.Call, on_call)])
     return found
