@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tvm.script import tirx as TS
 
 import tilelang_core.language as T
 from tilelang_core.testing.oracle import PATHS, lower, run
@@ -151,3 +152,43 @@ def test_an_atomic_target_is_left_to_the_atomic_and_its_value_is_guarded(path):
     s = np.zeros(1, np.float32)
     run(path, main, X=x, S=s, n=1)
     assert s[0] == x[1:].sum()
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_vector_slice_past_the_edge_is_skipped_whole(path):
+    """``O[c:c + 4] = X[c:c + 4]`` per thread over 10 elements: the third vector (8..11) reaches
+    past the end, and a vector access is guarded by all its lanes (TileLang's rule), so it is
+    neither read nor written; the first two land."""
+    @T.prim_func
+    def main(X: T.Tensor((10,), "float32"), O: T.Tensor((10,), "float32")):
+        with T.Kernel(1, threads=4):
+            t = T.get_thread_binding()
+            if t < 3:
+                O[t * 4:t * 4 + 4] = X[t * 4:t * 4 + 4]
+
+    x = np.arange(1, 11, dtype=np.float32)
+    o = np.full(10, -1.0, np.float32)
+    run(path, main, X=x, O=o)
+    expected = np.full(10, -1.0)
+    expected[:8] = x[:8]
+    np.testing.assert_array_equal(o, expected)
+
+
+def test_tilelangs_pass_names_apply_the_same_rules_to_a_module():
+    """``tl.transform.LegalizeSafeMemoryAccess()`` and ``LegalizeNegativeIndex()`` (TileLang's pass
+    names; the parser already runs both on every kernel) work on an IRModule of a TVMScript
+    function that did not come through the parser."""
+    import tvm
+
+    import tilelang_core as tl
+
+    @TS.prim_func
+    def main(A: TS.Buffer((16,), "float32"), B: TS.Buffer((16,), "float32"), n: TS.int32):
+        for i in range(n):
+            B[i] = A[-1] + A[i + 1]
+
+    mod = tl.transform.LegalizeNegativeIndex()(tvm.IRModule({"main": main}))
+    mod = tl.transform.LegalizeSafeMemoryAccess()(mod)
+    text = mod["main"].script()
+    assert "A[15]" in text and "A[-1]" not in text
+    assert "i < 16" in text and "i + 1 < 16" in text  # the store and the read past the end

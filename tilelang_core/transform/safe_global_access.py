@@ -98,7 +98,7 @@ def _bounds(analyzer, indices, shape):
     if scalar is None:
         return None
     lows, highs = scalar
-    if lows is highs or all(lo.same_as(hi) for lo, hi in zip(lows, highs)):
+    if all(lo.same_as(hi) for lo, hi in zip(lows, highs)):  # scalar indices only
         return in_bounds(analyzer, lows, shape)
     terms = [c for c in (in_bounds(analyzer, lows, shape), in_bounds(analyzer, highs, shape)) if c is not None]
     return None if not terms else terms[0] if len(terms) == 1 else tirx.And(terms[0], terms[1])
@@ -108,7 +108,7 @@ def _padding(load, safe_values):
     pad = padding_for(load, safe_values)
     lanes = _lanes(load)
     if lanes > 1 and _lanes(pad) == 1:
-        element = str(load.ty).rsplit("x", 1)[0]
+        element = str(load.ty.dtype.with_lanes(1))
         pad = tirx.Broadcast(pad if str(pad.ty) == element else tirx.Cast(element, pad), lanes)
     return pad
 
@@ -193,4 +193,14 @@ def guard_global_accesses(func: tirx.PrimFunc) -> tirx.PrimFunc:
     return func.with_body(body) if added[0] else func
 
 
-__all__ = ["guard_global_accesses"]
+def LegalizeSafeMemoryAccess():  # noqa: N802  (a pass factory, named like TileLang's)
+    """Pass form of :func:`guard_global_accesses` (the parser runs it on every kernel already)."""
+
+    @tirx.transform.prim_func_pass(opt_level=0, name="tl.LegalizeSafeMemoryAccess")
+    def _pass(func, _mod, _ctx):
+        return guard_global_accesses(func)
+
+    return _pass
+
+
+__all__ = ["LegalizeSafeMemoryAccess", "guard_global_accesses"]
