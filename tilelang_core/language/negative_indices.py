@@ -70,14 +70,4 @@ def legalize_negative_indices(func: tirx.PrimFunc) -> tirx.PrimFunc:
     return func if body.same_as(func.body) else func.with_body(body)
 
 
-def LegalizeNegativeIndex():  # noqa: N802  (a pass factory, named like TileLang's)
-    """Pass form of :func:`legalize_negative_indices` (the parser runs it on every kernel already)."""
-
-    @tirx.transform.prim_func_pass(opt_level=0, name="tl.LegalizeNegativeIndex")
-    def _pass(func, _mod, _ctx):
-        return legalize_negative_indices(func)
-
-    return _pass
-
-
-__all__ = ["LegalizeNegativeIndex", "legalize_negative_indices"]
+__all__ = ["legalize_negative_indices"]

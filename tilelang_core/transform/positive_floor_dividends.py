@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from tvm import tirx
 
+from .func_pass import func_pass
 from .structural import structural_map
 
 
@@ -91,12 +92,7 @@ def positive_floor_dividends(func: tirx.PrimFunc) -> tirx.PrimFunc:
 
 def PositiveFloorDividends():  # noqa: N802  (a pass factory, named like TVM's)
     """Pass form of :func:`positive_floor_dividends`."""
-
-    @tirx.transform.prim_func_pass(opt_level=0, name="tl.PositiveFloorDividends")
-    def _pass(func, _mod, _ctx):
-        return positive_floor_dividends(func)
-
-    return _pass
+    return func_pass(positive_floor_dividends, "tl.PositiveFloorDividends")
 
 
 __all__ = ["PositiveFloorDividends", "positive_floor_dividends"]

@@ -31,6 +31,7 @@ from ..ir.atomic_calls import is_parallel_loop
 from ..language.assumes import ASSUME
 from ..lowering import in_bounds
 from .bindings import is_pure
+from .func_pass import func_pass
 from .safe_values import SAFE_VALUE, padding_for
 
 #: calls whose operands are addresses, not values: their loads are not reads here
@@ -195,12 +196,7 @@ def guard_global_accesses(func: tirx.PrimFunc) -> tirx.PrimFunc:
 
 def LegalizeSafeMemoryAccess():  # noqa: N802  (a pass factory, named like TileLang's)
     """Pass form of :func:`guard_global_accesses` (the parser runs it on every kernel already)."""
-
-    @tirx.transform.prim_func_pass(opt_level=0, name="tl.LegalizeSafeMemoryAccess")
-    def _pass(func, _mod, _ctx):
-        return guard_global_accesses(func)
-
-    return _pass
+    return func_pass(guard_global_accesses, "tl.LegalizeSafeMemoryAccess")
 
 
 __all__ = ["LegalizeSafeMemoryAccess", "guard_global_accesses"]
