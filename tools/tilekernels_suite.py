@@ -82,7 +82,11 @@ def run(folder: Path, impl: str, workers: int, timeout: int, junit: Path | None)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree / ".tlsuite"), str(tree), env.get("PYTHONPATH")) if p)
     cmd = [sys.executable, "-m", "pytest", "-q", *_own_root(tree), "-p", "tlsuite_plugin", "-p", "no:cacheprovider",
            *tests]
-    if workers > 1:
+    if workers > 1 and env.get("TLSUITE_FAKE_CUDA") == "1":
+        # TileKernels' session plugins call torch.cuda in each xdist worker before the fake-CUDA
+        # mode (entered per test) is on: the workers die. Triage runs serially.
+        print("fake-CUDA mode: running the tests in one process (-n ignored)", file=sys.stderr)
+    elif workers > 1:
         cmd[4:4] = ["-n", str(workers)]
     if junit is not None:
         cmd.append(f"--junitxml={junit}")
