@@ -114,18 +114,23 @@ def _padding(load, safe_values):
     return pad
 
 
-def guard_global_accesses(func: tirx.PrimFunc) -> tirx.PrimFunc:
+def guard_global_accesses(func: tirx.PrimFunc, parallel_only: bool = False,
+                          safe_values: list | None = None) -> tirx.PrimFunc:
     """``func`` with TileLang's safe memory access on the global loads and stores of its
-    per-thread code (module doc)."""
+    per-thread code (module doc), or, with ``parallel_only``, on those inside ``T.Parallel`` loops
+    only (the cpu backend's GuardParallelGlobals, after its own lowering). ``safe_values``:
+    [(buffer, value)] when the ``tl.safe_value`` attributes were already taken from the body."""
     analyzer = tvm.sym.Analyzer()
-    safe_values: list = []
-    tvm_ffi.structural_walk(func.body, [(tirx.AttrStmt, lambda a: safe_values.extend(a.node.items())
-                                         if a.attr_key == SAFE_VALUE else None)])
+    if safe_values is None:
+        safe_values = []
+        tvm_ffi.structural_walk(func.body, [(tirx.AttrStmt, lambda a: safe_values.extend(a.node.items())
+                                             if a.attr_key == SAFE_VALUE else None)])
     added = [0]
+    active = [not parallel_only]  # guarding here: outside T.Parallel, or inside it with parallel_only
 
     def guard_loads(expr):
-        if expr is None:
-            return None
+        if expr is None or not active[0]:
+            return expr
         skip = _pointer_loads(expr)
 
         def on_load(load):
@@ -147,11 +152,15 @@ def guard_global_accesses(func: tirx.PrimFunc) -> tirx.PrimFunc:
         if isinstance(node, tirx.SeqStmt):
             return tirx.SeqStmt([visit(s) for s in node.seq])
         if isinstance(node, tirx.For):
-            if is_parallel_loop(node):
+            if is_parallel_loop(node) and not parallel_only:
                 return node  # guarded where T.Parallel is lowered
             lo, extent = guard_loads(node.min), guard_loads(node.extent)
             bind_range(node.loop_var, lo, extent)
-            return tirx.For(node.loop_var, lo, extent, node.kind, visit(node.body), node.thread_binding,
+            outer = active[0]
+            active[0] = outer or is_parallel_loop(node)
+            body = visit(node.body)
+            active[0] = outer
+            return tirx.For(node.loop_var, lo, extent, node.kind, body, node.thread_binding,
                             node.annotations, node.step)
         if isinstance(node, tirx.IfThenElse):
             then_case, else_case = node.then_case, node.else_case
@@ -178,7 +187,7 @@ def guard_global_accesses(func: tirx.PrimFunc) -> tirx.PrimFunc:
             return node if value.same_as(node.value) else tirx.Bind(node.var, value, node.span)
         if isinstance(node, tirx.BufferStore):
             indices = [guard_loads(i) for i in node.indices]  # (A[idx[i]]: idx read safely first)
-            cond = _bounds(analyzer, indices, node.buffer.ty.shape) if _is_global(node.buffer) else None
+            cond = _bounds(analyzer, indices, node.buffer.ty.shape) if _is_global(node.buffer) and active[0] else None
             # the value is read only where the store happens: `A[i] += 1` needs one guard
             with analyzer.constraint_scope(cond) if cond is not None else contextlib.nullcontext():
                 store = tirx.BufferStore(node.buffer, guard_loads(node.value), indices)
