@@ -14,10 +14,11 @@ import tilelang_core.language as T
 from tilelang_core.testing.oracle import PATHS, lower, run
 
 
-def scaled_tiles(rows, cols, tile_k=16, vec=4, threads=32, safe=None):
+def scaled_tiles(rows, cols, tile_k=16, vec=4, threads=32, safe=None, store=T.serial):
     """O[r, c] = 2 * X[r, c + 1] (0 past X's edge, or ``safe``) per thread, a tile of ``tile_k``
     columns per block along y, ``vec`` columns per thread: the last tile overhangs when ``tile_k``
-    does not divide ``cols``, and column ``c + 1`` overhangs in every row."""
+    does not divide ``cols``, and column ``c + 1`` overhangs in every row. ``store``: the loop
+    kind of the writes (the reads are always ``T.vectorized``)."""
     per_row = tile_k // vec
 
     @T.prim_func
@@ -33,7 +34,7 @@ def scaled_tiles(rows, cols, tile_k=16, vec=4, threads=32, safe=None):
             if r < rows:
                 for j in T.vectorized(vec):
                     buf[j] = X[r, c0 + j + 1]
-                for j in T.serial(vec):
+                for j in store(vec):
                     O[r, c0 + j] = buf[j] * 2.0
 
     return main
@@ -62,13 +63,71 @@ def test_a_read_past_the_edge_gives_the_safe_value(path):
     np.testing.assert_allclose(o, reference(x, safe=-3.0), rtol=1e-6)
 
 
-@settings(max_examples=6, deadline=None)
-@given(rows=st.integers(1, 9), cols=st.integers(1, 40), vec=st.sampled_from([1, 2, 4]))
-def test_generated_ragged_shapes_on_the_cpu_oracle(rows, cols, vec):
+@settings(max_examples=8, deadline=None)
+@given(rows=st.integers(1, 9), cols=st.integers(1, 40), vec=st.sampled_from([1, 2, 4]),
+       store=st.sampled_from([T.serial, T.vectorized]))
+def test_generated_ragged_shapes_on_the_cpu_oracle(rows, cols, vec, store):
     x = np.random.default_rng(rows * 64 + cols).standard_normal((rows, cols)).astype(np.float32)
     o = np.full_like(x, np.nan)
-    run("cpu", scaled_tiles(rows, cols, tile_k=4 * vec, vec=vec), X=x, O=o)
+    run("cpu", scaled_tiles(rows, cols, tile_k=4 * vec, vec=vec, store=store), X=x, O=o)
     np.testing.assert_allclose(o, reference(x), rtol=1e-6)
+
+
+def _vector_loops(func) -> list[str]:
+    """The first line of the body of each ``T.vectorized`` loop in ``func``'s script."""
+    lines = func.script().splitlines()
+    return [lines[i + 1].strip() for i, line in enumerate(lines) if "T.vectorized" in line]
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("cols", [36, 35, 3])
+def test_guards_of_a_vectorized_loop_move_out_of_it(path, cols):
+    """A guard inside a ``T.vectorized`` loop makes the loop scalar; the guards are tested once,
+    on the first and the last lane, ahead of a vector version of the loop, and the guarded loop
+    runs where they fail (the last tile of a row, including lanes past the edge: ``cols`` 35)."""
+    func = scaled_tiles(4, cols, store=T.vectorized)
+    bodies = _vector_loops(func)
+    assert len(bodies) == 4  # reads and writes, each as vectors and as the guarded fallback
+    assert sum(b.startswith("if ") or "T.if_then_else" in b for b in bodies) == 2
+    x = np.random.default_rng(cols).standard_normal((4, cols)).astype(np.float32)
+    o = np.full_like(x, np.nan)
+    run(path, func, X=x, O=o)
+    np.testing.assert_allclose(o, reference(x), rtol=1e-6)
+
+
+def test_the_lifted_loop_compiles_to_vector_accesses_for_cuda():
+    import tilelang_core as tl
+
+    source = tl.compile(scaled_tiles(64, 576, tile_k=128, store=T.vectorized),
+                        target="cuda:sm_90a").get_kernel_source()
+    assert "*(float4*)(O_ptr" in source  # (the reads, one column off, are not 16-byte aligned)
+
+
+@pytest.mark.parametrize("path", ["cpu", "cuda:sm_80"])
+def test_guards_that_cannot_move_stay_in_the_loop(path):
+    """An index read from memory inside the loop (a gather) or one not affine in the lane cannot
+    be tested ahead of the loop: those accesses keep their own guards, and the answer is right."""
+    @T.prim_func
+    def main(X: T.Tensor((10,), "float32"), Idx: T.Tensor((8,), "int32"), O: T.Tensor((2, 9), "float32")):
+        with T.Kernel(1, threads=2):
+            t = T.get_thread_binding()
+            for j in T.vectorized(4):
+                O[0, t * 4 + j] = X[Idx[t * 4 + j]]
+            for j in T.vectorized(4):
+                O[1, (t * 4 + j) * (t * 4 + j) // 5] = X[t * 4 + j + 3]
+
+    bodies = _vector_loops(main)
+    assert len(bodies) == 2 and all(b.startswith("if ") or "T.if_then_else" in b for b in bodies)
+    x = np.arange(1, 11, dtype=np.float32)
+    idx = np.array([3, -1, 9, 12, 0, 10, 5, 2], np.int32)
+    o = np.full((2, 9), -1.0, np.float32)
+    run(path, main, X=x, Idx=idx, O=o)
+    expected = np.full((2, 9), -1.0)
+    for k in range(8):
+        expected[0, k] = x[idx[k]] if 0 <= idx[k] < 10 else 0.0
+        if k * k // 5 < 9:
+            expected[1, k * k // 5] = x[k + 3] if k + 3 < 10 else 0.0
+    np.testing.assert_array_equal(o, expected)
 
 
 def _guards(path, func) -> int:

@@ -16,6 +16,11 @@ ones) and the enclosing ``T.assume`` facts, which is how an author says a guard 
 (``T.assume(base + i < N)``). Reads under a pointer (``T.address_of``, ``T.access_ptr``, an atomic's
 target, ``T.ptx_cp_async``) are left to the op that takes the pointer.
 
+A guard inside a ``T.vectorized`` loop would make the loop scalar (TVM vectorizes no store under
+a condition), so the body's guards are lifted out of it when every one of them is affine in the
+lane: the loop runs as vectors under the guards' first-and-last-lane conditions and as the
+guarded scalar loop otherwise (``_LaneGuards``).
+
 Runs at parse time (language/parser.py), so every backend compiles the guarded kernel.
 """
 
@@ -28,6 +33,7 @@ import tvm_ffi
 from tvm import tirx
 
 from ..ir.atomic_calls import is_parallel_loop
+from ..ir.substitute import substitute, substitute_nested
 from ..language.assumes import ASSUME
 from ..lowering import in_bounds
 from .bindings import is_pure
@@ -114,6 +120,60 @@ def _padding(load, safe_values):
     return pad
 
 
+class _LaneGuards:
+    """The guards of one ``T.vectorized`` loop's body, to be tested once before the loop.
+
+    A guard is a conjunction of ``index >= 0`` and ``index < extent`` terms; when each index is
+    affine in the lane (after the pure values bound in the body are put in), a term holds for
+    every lane once it holds for the first and the last. Terms the analyzer dropped at the access
+    hold wherever the access runs, in either version of the loop. A guard that reads memory, or
+    names a variable declared in the body, cannot move out: then nothing is lifted (``ok``)."""
+
+    def __init__(self, loop, analyzer):
+        self.lane, self.last = loop.loop_var, int(loop.extent) - 1
+        self.analyzer = analyzer
+        self.values: dict[int, object] = {}  # pure values bound in the body, by variable handle
+        self.declared: set[int] = set()      # other variables declared in the body
+        self.conditions: list = []
+        self.ok = True
+
+    def lift(self, cond) -> bool:
+        """Take ``cond`` (a guard of an access in the body) out of the loop; False when it
+        cannot move (the access keeps its guard, and the loop stays scalar)."""
+        if not self.ok:
+            return False
+        cond = substitute_nested(cond, self.values)
+        names = []
+        tvm_ffi.structural_walk(cond, [(tvm.ir.Var, names.append), (tvm.ir.TensorLoad, lambda _: names.append(None))])
+        if any(v is None or v.__chandle__() in self.declared for v in names) or not self._affine(cond):
+            self.ok = False
+            return False
+        for lane in (0, self.last):
+            at = self.analyzer.simplify(substitute(cond, {self.lane: lane}))
+            if not any(tvm_ffi.structural_equal(at, c) for c in self.conditions):
+                self.conditions.append(at)
+        return True
+
+    def _affine(self, cond) -> bool:
+        if isinstance(cond, tirx.And):
+            return self._affine(cond.a) and self._affine(cond.b)
+        if not isinstance(cond, (tirx.LT, tirx.LE, tirx.GT, tirx.GE)):
+            return False
+        diff = cond.a - cond.b
+        at0, at1 = (substitute(diff, {self.lane: lane}) for lane in (0, 1))
+        return self.analyzer.can_prove(diff - at0 - self.lane * (at1 - at0) == 0)
+
+    def condition(self):
+        cond = self.conditions[0]
+        for c in self.conditions[1:]:
+            cond = tirx.And(cond, c)
+        return cond
+
+
+def _liftable(loop) -> bool:
+    return loop.kind == tirx.ForKind.VECTORIZED and isinstance(loop.extent, tirx.IntImm)
+
+
 def guard_global_accesses(func: tirx.PrimFunc, parallel_only: bool = False,
                           safe_values: list | None = None) -> tirx.PrimFunc:
     """``func`` with TileLang's safe memory access on the global loads and stores of its
@@ -126,6 +186,8 @@ def guard_global_accesses(func: tirx.PrimFunc, parallel_only: bool = False,
         tvm_ffi.structural_walk(func.body, [(tirx.AttrStmt, lambda a: safe_values.extend(a.node.items())
                                              if a.attr_key == SAFE_VALUE else None)])
     added = [0]
+    lanes = [None]  # the T.vectorized loop whose guards are being lifted out of it
+    guarded = [None]  # the T.vectorized loop being guarded in place (its guards did not lift)
     active = [not parallel_only]  # guarding here: outside T.Parallel, or inside it with parallel_only
 
     def guard_loads(expr):
@@ -137,7 +199,7 @@ def guard_global_accesses(func: tirx.PrimFunc, parallel_only: bool = False,
             if not _is_global(load.source) or load.__chandle__() in skip:
                 return load
             cond = _bounds(analyzer, list(load.indices), load.source.ty.shape)
-            if cond is None:
+            if cond is None or lanes[0] is not None and lanes[0].lift(cond):
                 return load
             added[0] += 1
             return tirx.if_then_else(cond, load, _padding(load, safe_values))
@@ -154,6 +216,10 @@ def guard_global_accesses(func: tirx.PrimFunc, parallel_only: bool = False,
         if isinstance(node, tirx.For):
             if is_parallel_loop(node) and not parallel_only:
                 return node  # guarded where T.Parallel is lowered
+            if lanes[0] is None and active[0] and _liftable(node) and not node.same_as(guarded[0]):
+                return visit_vectorized(node)
+            if lanes[0] is not None and not node.loop_var.same_as(lanes[0].lane):  # a loop in its body
+                lanes[0].declared.add(node.loop_var.__chandle__())
             lo, extent = guard_loads(node.min), guard_loads(node.extent)
             bind_range(node.loop_var, lo, extent)
             outer = active[0]
@@ -181,23 +247,45 @@ def guard_global_accesses(func: tirx.PrimFunc, parallel_only: bool = False,
             return tirx.While(guard_loads(node.condition), visit(node.body), node.span)
         if isinstance(node, tirx.Bind):
             value = guard_loads(node.value)
-            if isinstance(node.value.ty, tvm.ir.PrimType) and is_pure(node.value):
+            pure = isinstance(node.value.ty, tvm.ir.PrimType) and is_pure(node.value)
+            if pure:
                 with contextlib.suppress(Exception):  # a value the analyzer cannot take stays unknown
                     analyzer.bind(node.var, node.value)
+            if lanes[0] is not None:
+                if pure:
+                    lanes[0].values[node.var.__chandle__()] = node.value
+                else:
+                    lanes[0].declared.add(node.var.__chandle__())
             return node if value.same_as(node.value) else tirx.Bind(node.var, value, node.span)
         if isinstance(node, tirx.BufferStore):
             indices = [guard_loads(i) for i in node.indices]  # (A[idx[i]]: idx read safely first)
             cond = _bounds(analyzer, indices, node.buffer.ty.shape) if _is_global(node.buffer) and active[0] else None
+            lifted = cond is not None and lanes[0] is not None and lanes[0].lift(cond)
             # the value is read only where the store happens: `A[i] += 1` needs one guard
             with analyzer.constraint_scope(cond) if cond is not None else contextlib.nullcontext():
                 store = tirx.BufferStore(node.buffer, guard_loads(node.value), indices)
-            if cond is None:
+            if cond is None or lifted:
                 return store
             added[0] += 1
             return tirx.IfThenElse(cond, store, None)
         if isinstance(node, tirx.Evaluate):
             return tirx.Evaluate(guard_loads(node.value))
         return node  # tile ops (guarded by their lowering), allocations, ...
+
+    def visit_vectorized(loop):
+        """``loop`` as vectors under its body's lifted guards, else as the guarded (scalar) loop."""
+        lifted = lanes[0] = _LaneGuards(loop, analyzer)
+        fast = visit(loop)
+        lanes[0] = None
+        if lifted.ok and not lifted.conditions:
+            return fast
+        guarded[0] = loop
+        slow = visit(loop)
+        guarded[0] = None
+        if not lifted.ok:
+            return slow
+        added[0] += 1
+        return tirx.IfThenElse(analyzer.simplify(lifted.condition()), fast, slow)
 
     body = visit(func.body)
     return func.with_body(body) if added[0] else func
