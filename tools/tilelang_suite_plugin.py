@@ -2,17 +2,57 @@
 
 - A per-test time limit (TLSUITE_TIMEOUT seconds, SIGALRM): a test past it fails with a
   ``SuiteTimeout`` instead of stalling the directory.
+- A watchdog for what SIGALRM cannot stop (a kernel that never finishes keeps the process in a
+  CUDA call): past the limit and a grace period the test is logged as hung and its process exits;
+  pytest-xdist reports the test as crashed and starts a new worker, so the other tests still run.
+- TLSUITE_LOG=path: one JSON line per finished test (id, outcome, seconds, the first error lines),
+  appended as each ends, so a run stopped from outside still tells what ran and how.
 - TLSUITE_FAKE_CUDA=1 (triage without a GPU only): tensors asked for on ``cuda`` are made on the
   CPU, and the few ``torch.cuda`` calls the examples make answer as a Hopper device would.
 """
 
+import json
 import os
 import signal
+import sys
+import threading
 import time
 
 import pytest
 
 TIMEOUT = int(os.environ.get("TLSUITE_TIMEOUT", "300"))
+# seconds past TIMEOUT before a test that SIGALRM could not stop counts as hung
+HANG_GRACE = int(os.environ.get("TLSUITE_HANG_GRACE", "20"))
+LOG = os.environ.get("TLSUITE_LOG")
+
+
+def _log(record: dict) -> None:
+    if LOG:
+        with open(LOG, "a") as f:  # (one short line per write: concurrent appends stay whole)
+            f.write(json.dumps(record) + "\n")
+
+
+def _hung(nodeid: str) -> None:
+    print(f"tlsuite: {nodeid} still running {TIMEOUT + HANG_GRACE} s after it started; exiting",
+          file=sys.stderr, flush=True)
+    _log({"id": nodeid, "when": "call", "outcome": "hung", "seconds": TIMEOUT + HANG_GRACE, "message": ""})
+    os._exit(70)
+
+
+def _first_errors(report, lines: int = 3) -> str:
+    text = report.longreprtext or ""
+    errors = [line for line in text.splitlines() if line.startswith("E ")]
+    return "\n".join(errors[:lines] or text.splitlines()[-1:])[:600]
+
+
+def pytest_runtest_logreport(report):
+    # The controller logs (under pytest-xdist the workers' reports, and the crash report of a
+    # worker that died, all reach it); a worker logging too would write each line twice.
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        return
+    if report.when == "call" or report.outcome != "passed":
+        _log({"id": report.nodeid, "when": report.when, "outcome": report.outcome,
+              "seconds": round(report.duration, 1), "message": _first_errors(report) if report.failed else ""})
 
 
 class SuiteTimeout(Exception):
@@ -27,6 +67,9 @@ def _alarm(signum, frame):
 def pytest_runtest_call(item):
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(TIMEOUT)
+    watchdog = threading.Timer(TIMEOUT + HANG_GRACE, _hung, args=(item.nodeid,))
+    watchdog.daemon = True
+    watchdog.start()
     # Entered per test: a function mode entered at import time is gone by the time tests run.
     mode = _FAKE_CUDA_MODE() if _FAKE_CUDA_MODE is not None else None
     if mode is not None:
@@ -36,6 +79,7 @@ def pytest_runtest_call(item):
     finally:
         if mode is not None:
             mode.__exit__(None, None, None)
+        watchdog.cancel()
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
 

@@ -13,3 +13,34 @@ def test_picks_spread_over_each_function_and_skip_benchmarks():
           [f"tests/a.py::test_x_benchmark[p{i}]" for i in range(3)] + ["3 tests collected"]
     assert pick_tests(ids, 4) == ["tests/a.py::test_x[p0]", "tests/a.py::test_x[p2]", "tests/a.py::test_x[p4]",
                                   "tests/a.py::test_x[p6]", "tests/a.py::test_y"]
+
+
+def test_a_run_logs_each_test_as_it_ends_and_survives_a_hang(tmp_path):
+    """A test that SIGALRM cannot stop (a kernel that never returns; here the signal is blocked)
+    is logged as hung and its process ends; the tests before it are in the log with their errors,
+    and ``summary`` counts what never finished."""
+    from tilekernels_suite import run, summary
+
+    tree = tmp_path / "ours"
+    (tree / "tests").mkdir(parents=True)
+    (tree / "pyproject.toml").write_text("[tool.pytest.ini_options]\naddopts = '-q'\n")
+    (tree / "tests" / "test_k.py").write_text(
+        "import signal, time\n"
+        "def test_a(): pass\n"
+        "def test_b(): assert 1 + 1 == 3, 'the sum is off'\n"
+        "def test_c():\n"
+        "    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM])\n"
+        "    time.sleep(60)\n"
+        "def test_d(): pass\n")
+    (tmp_path / "pick.txt").write_text("\n".join(f"tests/test_k.py::test_{n}" for n in "abcd") + "\n")
+    log = tmp_path / "run.jsonl"
+    import os
+    os.environ["TLSUITE_HANG_GRACE"] = "1"
+    try:
+        rc = run(tmp_path, "ours", 1, 1, None, log)
+    finally:
+        del os.environ["TLSUITE_HANG_GRACE"]
+    assert rc == 70
+    text = summary(log, tmp_path / "pick.txt")
+    assert text.splitlines()[0] == "1 passed, 1 failed, 1 hung, 1 not finished"
+    assert "the sum is off" in text and "tests/test_k.py::test_c" in text
