@@ -251,3 +251,34 @@ def test_tilelangs_pass_names_apply_the_same_rules_to_a_module():
     text = mod["main"].script()
     assert "A[15]" in text and "A[-1]" not in text
     assert "i < 16" in text and "i + 1 < 16" in text  # the store and the read past the end
+
+
+@pytest.mark.parametrize("path", ["cpu", "cuda:sm_80", "hip:gfx942"])
+def test_a_vectorized_loop_writing_shared_memory_keeps_its_guards_inside(path):
+    """A vectorized loop that stages a ragged global tile in shared memory (TileKernels'
+    per-channel cast): its versions' ``if`` would depend on the thread, and a barrier between the
+    loop's iterations cannot sit under it, so its guards stay in the loop (the kernel compiled,
+    instead of "shared memory accessed inside an 'if' whose condition depends on the thread")."""
+    rows, cols = 8, 22
+
+    @T.prim_func
+    def main(X: T.Tensor((rows, cols), "float32"), O: T.Tensor((cols, rows), "float32")):
+        with T.Kernel(T.ceildiv(cols, 16), threads=32) as bx:
+            S = T.alloc_shared((rows, 16), "float32")
+            tid = T.get_thread_binding()
+            c = tid % 4 * 4
+            for i in T.serial(rows // 8):
+                r = i * 8 + tid // 4
+                for j in T.vectorized(4):
+                    S[r, c + j] = X[r, bx * 16 + c + j]
+            for k in T.serial(rows * 16 // 32):
+                e = k * 32 + tid
+                if bx * 16 + e % 16 < cols:
+                    O[bx * 16 + e % 16, e // 16] = S[e // 16, e % 16]
+
+    bodies = _vector_loops(main)
+    assert len(bodies) == 1 and "T.if_then_else" in bodies[0]
+    x = np.random.default_rng(5).standard_normal((rows, cols)).astype(np.float32)
+    o = np.full((cols, rows), np.nan, np.float32)
+    run(path, main, X=x, O=o)
+    np.testing.assert_array_equal(o, x.T)

@@ -171,7 +171,20 @@ class _LaneGuards:
 
 
 def _liftable(loop) -> bool:
-    return loop.kind == tirx.ForKind.VECTORIZED and isinstance(loop.extent, tirx.IntImm)
+    """A ``T.vectorized`` loop of a constant extent that touches no shared memory: the versions'
+    ``if`` depends on the thread, and a barrier that the loop's shared accesses may need (between
+    iterations) cannot sit under such an ``if`` (simt/transform/insert_barriers.py refuses it)."""
+    if loop.kind != tirx.ForKind.VECTORIZED or not isinstance(loop.extent, tirx.IntImm):
+        return False
+    shared = []
+
+    def note(access):
+        buffer = access.source if isinstance(access, tvm.ir.TensorLoad) else access.buffer
+        if str(buffer.ty.storage_scope).startswith("shared"):
+            shared.append(access)
+
+    tvm_ffi.structural_walk(loop.body, [(tvm.ir.TensorLoad, note), (tirx.BufferStore, note)])
+    return not shared
 
 
 def guard_global_accesses(func: tirx.PrimFunc, parallel_only: bool = False,
