@@ -242,3 +242,50 @@ def test_other_annotation_on_a_shared_view_is_refused(path):
 
     with pytest.raises(LoweringError, match="a view's layout follows its tile's; annotate 'S' instead"):
         lower(path, main)
+
+
+def register_view(n, dtype, view_dtype, vec, view_shape):
+    """TileKernels' swiglu cast in miniature: each thread fills its registers ``r`` (``n`` of
+    ``dtype``) and reads them back through ``T.view(r, view_shape, view_dtype)``, the second
+    loop vectorized."""
+    view_n = int(np.prod(view_shape))
+
+    @T.prim_func
+    def main(A: T.Tensor((32, n), dtype), B: T.Tensor((32, view_n), view_dtype)):
+        with T.Kernel(1, threads=32):
+            tid = T.get_thread_binding()
+            r = T.alloc_local((n,), dtype)
+            rv = T.view(r, view_shape, view_dtype)
+            for j in T.serial(n):
+                r[j] = A[tid, j]
+            if len(view_shape) == 1:
+                for j in T.vectorized(vec):
+                    B[tid, j] = rv[j]
+            else:
+                for j in T.vectorized(vec):
+                    B[tid, j] = rv[j // view_shape[1], j % view_shape[1]]
+
+    return main
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("dtype,view_dtype,n,view_shape", [
+    ("int32", "int8", 2, (8,)), ("float32", "int32", 4, (4,)), ("int8", "int32", 8, (2,)),
+    ("float32", "float32", 6, (2, 3))])
+def test_a_view_of_a_threads_registers_reads_their_bytes(path, dtype, view_dtype, n, view_shape):
+    """A view of ``T.alloc_local`` registers shares them (was: the view's declaration dropped, "Buffer
+    ... is used before its definition" from TVM on CUDA and the cpu backend)."""
+    rng = np.random.default_rng(n)
+    a = (rng.standard_normal((32, n)) * 1000).astype(dtype)
+    view_n = int(np.prod(view_shape))
+    out = run(path, register_view(n, dtype, view_dtype, view_n, view_shape), A=a,
+              B=np.zeros((32, view_n), view_dtype))
+    np.testing.assert_array_equal(out["B"], a.view(view_dtype).reshape(32, view_n))
+
+
+@pytest.mark.parametrize("target", ["cuda:sm_80", "cuda:sm_90a"])
+def test_a_register_view_compiles_to_a_reinterpreting_access(target):
+    import tilelang_core as tl
+
+    source = tl.compile(register_view(2, "int32", "int8", 8, (8,)), target=target).get_kernel_source()
+    assert "(signed char*)r_ptr" in source or "(int8_t*)r_ptr" in source

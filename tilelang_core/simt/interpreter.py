@@ -77,6 +77,7 @@ class Storage:
         self.strides = strides
         # bytes of one element on the device: bfloat16 is held as float32 here but is 2 bytes
         # there, which is what byte-sized copies (tl_copy_16) count in
+        self.dtype = dtype
         self.elem_bytes = _DEVICE_BYTES.get(dtype, array.itemsize)
         # the shared pool's bfloat16 view holds the device's bit patterns (uint16 over the pool's
         # bytes, so that other dtypes' views of the same bytes see them): read as float32,
@@ -279,14 +280,23 @@ class Interpreter:
         return int(values.pop())
 
     def _declare_view(self, decl):
-        """A view of a global tensor (T.reshape / T.view): the same array, reshaped, its bytes
-        reinterpreted where the dtype changes."""
+        """A view of a global tensor or of a thread's registers (T.reshape / T.view): the same
+        array, reshaped, its bytes reinterpreted where the dtype changes."""
         data = decl.data
         source = data.args[0] if isinstance(data, tirx.Call) and data.op.name == "tirx.buffer_data" else None
-        if source is None or source not in self.storage or self.storage[source].per_lane:
+        if source is None or source not in self.storage:
             raise NotImplementedError(f"interpreter: a buffer declared over {data} (only views of "
-                                      f"tensors and of the shared pool are modelled)")
+                                      f"tensors, registers and the shared pool are modelled)")
         base = self.storage[source]
+        if base.per_lane:  # registers: one row per lane, viewed along it
+            scalar, _, vector = str(decl.buffer.ty.dtype).partition("x")
+            if "bfloat16" in (scalar, base.dtype) and scalar != base.dtype:
+                raise NotImplementedError("interpreter: a view changing bfloat16 to another dtype "
+                                          "(bfloat16 is held as float32 here)")
+            array = base.array if base.array.dtype == NP_DTYPES[scalar] else base.array.view(NP_DTYPES[scalar])
+            self.storage[decl.buffer] = Storage(array, True, [int(s) for s in decl.buffer.ty.shape],
+                                                dtype=scalar, vector_lanes=int(vector or 1))
+            return
         dtype = str(decl.buffer.ty.dtype)
         shape = [int(s) for s in decl.buffer.ty.shape]
         tracked = {"tracker": base.tracker, "name": str(decl.buffer.name)}

@@ -3,8 +3,10 @@
 A view is a ``DeclBuffer`` whose data is another buffer's (``decl_buffer(..., data=S.data)``):
 the same memory seen with another shape or dtype. Passes that give on-chip buffers storage of
 their own (fragments -> registers, shared tiles -> a pool) must give a view its source's storage;
-this module finds the pairs and checks what a backend can honour. Views of global tensors need
-nothing: their data is the parameter's pointer, which every code generator handles.
+this module finds the pairs and checks what a backend can honour. Views of global tensors and of a
+thread's registers (``T.alloc_local``) need nothing: their data is the parameter's pointer or the
+register array's, which every code generator reinterprets (the cpu backend, whose registers
+become per-thread rows, gives a register view its thread's row: threads_to_loops.py).
 
 Example::
 
@@ -21,10 +23,10 @@ from tvm import tirx
 from ..errors import LoweringError
 
 _BUFFER_DATA = "tirx.buffer_data"
-_ON_CHIP = ("shared", "shared.dyn", "local.fragment", "local")
+_ON_CHIP = ("shared", "shared.dyn", "local.fragment")
 
 
-def _source(decl):
+def view_source(decl):
     """The buffer whose data ``decl`` declares a view of, or None (a pointer, a Bind)."""
     data = decl.data
     if isinstance(data, tvm.ir.Call) and isinstance(data.op, tvm.ir.Op) and data.op.name == _BUFFER_DATA:
@@ -41,7 +43,7 @@ def buffer_views(body) -> dict:
     views = {}
 
     def on_decl(decl):
-        source = _source(decl)
+        source = view_source(decl)
         if source is None:
             return
         source = views.get(source, source)

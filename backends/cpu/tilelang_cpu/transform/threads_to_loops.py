@@ -36,6 +36,7 @@ from tilelang_core.simt.transform.insert_barriers import insert_barriers
 from tilelang_core.transform.bindings import is_pure
 from tilelang_core.transform.lower_tile_ops import kernel_name
 from tilelang_core.transform.thread_ranges import is_block_wide as tile_level, range_of, selected_range
+from tilelang_core.transform.buffer_views import view_source
 from tilelang_core.transform.structural import structural_map as raising_structural_map
 
 from .emulate_warps import block_sync
@@ -196,7 +197,18 @@ class _Threads:
                                                        scope="local")
                 self.registers.append(str(buf))
 
+        view_data = {}  # view -> the data of the expanded register it views
+
+        def collect_view(decl):  # T.view / T.reshape of a register: a view of its thread's copy
+            source = view_source(decl)
+            if source is not None and _key(source) in expanded:
+                shape = [extent for _, extent in self.launches] + list(decl.buffer.ty.shape)
+                expanded[_key(decl.buffer)] = tirx.decl_buffer(shape, decl.buffer.ty.dtype,
+                                                               name=str(decl.buffer), scope="local")
+                view_data[_key(decl.buffer)] = expanded[_key(source)].data
+
         tvm_ffi.structural_walk(body, [(tirx.AllocBuffer, collect)])
+        tvm_ffi.structural_walk(body, [(tirx.DeclBuffer, collect_view)], order="pre")
         if not expanded:
             return body
         thread_index = [var for var, _ in self.launches]
@@ -215,6 +227,10 @@ class _Threads:
             new = expanded.get(_key(node.buffer))
             return node if new is None else tirx.AllocBuffer(new, node.annotations)
 
+        def decl(node):
+            new = expanded.get(_key(node.buffer))
+            return node if new is None else tirx.DeclBuffer(new, data=view_data[_key(node.buffer)])
+
         def region(node):
             if _key(node.source) in expanded:
                 raise self.error(f"through the register buffer '{node.source}' passed to a tile op",
@@ -223,7 +239,8 @@ class _Threads:
 
         # Post-order: loads inside a store's value are rewritten before the store itself.
         return raising_structural_map(body, [(tvm.ir.TensorLoad, load), (tirx.BufferStore, store),
-                                             (tirx.AllocBuffer, alloc), (tvm.ir.TensorRegion, region)])
+                                             (tirx.AllocBuffer, alloc), (tirx.DeclBuffer, decl),
+                                             (tvm.ir.TensorRegion, region)])
 
     # -- step 3: wrap runs of per-thread statements in thread loops ------------------------------
     def wrap(self, stmt):
