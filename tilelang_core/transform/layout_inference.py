@@ -42,6 +42,7 @@ from .buffer_views import buffer_views, root_of
 from .divided_indices import divided_access, divided_layout, spans
 from .fragment_windows import window_access, window_layout
 from .lower_tile_ops import kernel_name
+from .owned_accesses import anchor_from, not_owned, owned_access
 from .structural import stmt_children
 
 FRAGMENT_SCOPE = "local.fragment"
@@ -292,6 +293,16 @@ class _Solver:
                 else:
                     changed |= self.assign(buffer, layout, "a T.Parallel loop reading it at a divided index")
                 continue
+            access = owned_access(nest, indices) if buffer in self.layouts and \
+                is_owned_form(nest, indices, self.layouts[buffer]) else None
+            if access is not None:  # any other index: the element must be the runner's own
+                why = not_owned(anchor, self.layouts[buffer], nest, access)
+                if why is None:
+                    continue
+                raise LayoutError(
+                    f"kernel '{self.kernel}': fragment '{buffer.name}' is indexed with "
+                    f"{[str(i) for i in indices]} inside a T.Parallel loop, and {why}; a thread reads "
+                    f"only its own registers: copy the fragment to shared memory and index that")
             if dims is None:
                 raise LayoutError(
                     f"kernel '{self.kernel}': fragment '{buffer.name}' is indexed with "
@@ -379,7 +390,27 @@ def nest_anchor(nest: ParallelNest, layouts: dict) -> Fragment | None:
         anchor = window_layout(layout, access, nest.extents) if access is not None else None
         if anchor is not None:
             return anchor
+    for buffer, indices in nest.accesses:  # mix[i, j + 8], out[x, y * 8 + j]: TileLang's general rule
+        layout = layouts.get(buffer)
+        if layout is None or not is_owned_form(nest, indices, layout):
+            continue
+        access = owned_access(nest, indices)
+        anchor = anchor_from(layout, nest, access) if access is not None else None
+        if anchor is not None:
+            return anchor
     return None
+
+
+def is_owned_form(nest, indices, layout) -> bool:
+    """An access of a laid-out fragment that none of the closed forms takes (the loop variables
+    over the whole fragment, a window, a divided index), the loop variables over a part of it
+    (``mix[i, j]`` for the first 4 of 24 columns) included: transform/owned_accesses.py's numeric
+    rule decides it."""
+    dims = access_dims(nest, indices)
+    if dims is not None:
+        return len(set(dims)) == len(dims) == len(layout.shape) and \
+            tuple(nest.extents[d] for d in dims) != tuple(layout.shape)
+    return divided_access(nest, indices) is None and window_access(nest, indices, layout.shape) is None
 
 
 def access_layout(anchor: Fragment, dims: list[int], shape: tuple[int, ...]) -> Fragment:

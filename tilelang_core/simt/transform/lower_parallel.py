@@ -20,8 +20,9 @@ from tilelang_core.transform.bindings import bound_vars, drop_bindings, is_pure
 from tilelang_core.transform.safe_values import padding_for
 from tilelang_core.transform.divided_indices import divided_access, divided_layout
 from tilelang_core.transform.fragment_windows import window_access, window_owned
-from tilelang_core.transform.layout_inference import (access_dims, access_layout, is_fragment, nest_anchor,
-                                                     parallel_nests, same_owners)
+from tilelang_core.transform.layout_inference import (access_dims, access_layout, is_fragment, is_owned_form,
+                                                     nest_anchor, parallel_nests, same_owners)
+from tilelang_core.transform.owned_accesses import not_owned, owned_access
 
 from .. import intrinsics as I
 from .shifted_reads import emit_by_registers, shifted_read
@@ -204,6 +205,11 @@ def _check_owners(nest, st: KernelState, anchor) -> None:
                 _refuse(nest, st, buffer, f"is read at [{', '.join(map(str, indices))}], laid out as {layout}, "
                         f"which does not hold each element in the threads whose iterations read it")
             continue
+        if is_owned_form(nest, indices, layout):  # any other index, or a part (owned_accesses.py)
+            why = not_owned(anchor, layout, nest, owned_access(nest, indices))
+            if why is not None:
+                _refuse(nest, st, buffer, f"is accessed at [{', '.join(map(str, indices))}], and {why}")
+            continue
         if dims is None:  # a window (_check_fragment_indices refused every other form)
             window = window_access(nest, indices, layout.shape)
             if any(b.same_as(buffer) for b, _ in nest.stores):
@@ -309,6 +315,8 @@ def _emit(nest, st: KernelState, anchor, guard_replicas: bool):
         window = None if regular else window_access(nest, indices, layout.shape)
         if window is not None:  # this thread's element of the window the offsets select
             return st.simplify(layout.local_of(*[index[k] + o for k, o in zip(window.dims, window.offsets)]))
+        if not regular:  # any other index, checked to be this thread's (owned_accesses.py)
+            return st.simplify(layout.local_of(*indices))
         return frag_index(buffer, indices)
 
     def on_load(load):
@@ -337,7 +345,10 @@ def _emit(nest, st: KernelState, anchor, guard_replicas: bool):
     if anchor.local_size == 1:
         return substitute(body, {l_var: tirx.const(0, "int32")}), False
     vec = _printable(_register_run(anchor), body)
-    if vec > 1 and not needs_guards:
+    # (an access at any other index may give several iterations one element: they stay in order)
+    general = any(not st.layouts[b].is_whole and access_dims(nest, idx) is None
+                  and is_owned_form(nest, idx, st.layouts[b]) for b, idx in nest.accesses)
+    if vec > 1 and not needs_guards and not general:
         vectorized = _vectorized(body, l_var, anchor.local_size, vec, st)
         if vectorized is not None:
             return vectorized, True
@@ -355,7 +366,7 @@ def _check_fragment_indices(nest, st: KernelState) -> None:
     bad = [(buffer, indices) for buffer, indices in nest.accesses
            if not st.layouts[buffer].is_whole and access_dims(nest, indices) is None
            and window_access(nest, indices, st.layouts[buffer].shape) is None
-           and divided_access(nest, indices) is None]
+           and divided_access(nest, indices) is None and owned_access(nest, indices) is None]
     if bad:
         buffer, indices = bad[0]
         loop_vars = ", ".join(str(v) for v in nest.loop_vars)
