@@ -43,6 +43,7 @@ from ..transform.element_copies import element_copies_as_stores
 from ..transform.per_thread import local_copies_as_loops, per_thread_parallel_loops
 from ..transform.safe_global_access import guard_global_accesses
 from ..transform.packed_subbyte import pack_subbyte_params
+from . import mixed_compares
 from .assumes import collect_host_assumes
 from .negative_indices import legalize_negative_indices
 from ..transform.safe_values import lower_safe_value_copies
@@ -64,6 +65,8 @@ def _comprehensions_whole(visit):
 
 
 _evaluator.ExprEvaluator._visit = _comprehensions_whole(_evaluator.ExprEvaluator._visit)
+
+mixed_compares.install()
 
 # Copy TIRX's statement handlers into our dialect once; overrides follow below.
 for (_token, _type_name), _method in list(dispatch.ParseVTable.items()):
