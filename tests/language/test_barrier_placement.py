@@ -130,3 +130,94 @@ def test_a_view_declared_before_a_pipelined_loop_is_ordered_in_it(path):
         lines = lower(path, pipelined_view(4)).script().splitlines()
         store = next(i for i, line in enumerate(lines) if "T.float32(2.0)" in line)
         assert "tvm_storage_sync" in lines[store + 1]
+
+
+def staging(rows, vec, threads, shift):
+    """Each thread stages its own ``vec`` columns of ``rows`` rows in shared memory (a serial loop
+    over rows, a vectorized one over columns: TileKernels' casts), then the block reads the tile
+    transposed. ``shift``: each iteration also reads the element the next thread wrote one
+    iteration before (a real race between iterations: its barrier must stay)."""
+    cols = threads * vec
+
+    @T.prim_func
+    def main(X: T.Tensor((rows, cols), "float32"), O: T.Tensor((cols, rows), "float32")):
+        with T.Kernel(1, threads=threads):
+            S = T.alloc_shared((rows, cols), "float32")
+            tid = T.get_thread_binding()
+            c = tid * vec
+            for i in T.serial(rows):
+                for j in T.vectorized(vec):
+                    if shift and i > 0:
+                        S[i, c + j] = X[i, c + j] + S[i - 1, (c + vec + j) % cols]
+                    else:
+                        S[i, c + j] = X[i, c + j]
+            T.sync_threads()
+            for k in T.serial(rows * vec):
+                e = k * threads + tid
+                O[e % cols, e // cols] = S[e // cols, e % cols]
+
+    return main
+
+
+def _syncs(func) -> int:
+    return lower("cuda:sm_80", func).script().count("tvm_storage_sync")
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("rows,vec,threads", [(4, 4, 32), (8, 2, 64), (1, 4, 32)])
+def test_a_loop_over_one_threads_own_shared_elements_has_no_barrier_between_iterations(path, rows, vec, threads):
+    """Was: a barrier per row and per lane (the vectorized loop then ran scalar). The elements are
+    each one thread's, checked over every thread and iteration (private_shared.py)."""
+    func = staging(rows, vec, threads, shift=False)
+    assert _syncs(func) == 1  # the author's
+    x = np.random.default_rng(rows * vec).standard_normal((rows, threads * vec)).astype(np.float32)
+    out = run(path, func, X=x, O=np.zeros((threads * vec, rows), np.float32))
+    np.testing.assert_array_equal(out["O"], x.T)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_loop_reading_another_threads_element_of_the_last_iteration_keeps_its_barrier(path):
+    rows, vec, threads = 4, 2, 32
+    func = staging(rows, vec, threads, shift=True)
+    assert _syncs(func) > 1
+    cols = threads * vec
+    x = np.random.default_rng(3).standard_normal((rows, cols)).astype(np.float32)
+    expected = x.astype(np.float64).copy()
+    for i in range(1, rows):
+        expected[i] += expected[i - 1][(np.arange(cols) + vec) % cols]
+    out = run(path, func, X=x, O=np.zeros((cols, rows), np.float32))
+    np.testing.assert_allclose(out["O"], expected.T, rtol=1e-5, atol=1e-6)
+
+
+def column_prefix(rows, experts, threads):
+    """TileKernels' fused-mapping prefix: the first ``experts`` threads each sum their own column
+    of a shared table down its rows, then read its last row, inside ``if tx < experts``."""
+    @T.prim_func
+    def main(X: T.Tensor((rows, experts), "int32"), O: T.Tensor((experts,), "int32")):
+        with T.Kernel(1, threads=threads):
+            S = T.alloc_shared((rows, experts), "int32")
+            tid = T.get_thread_binding()
+            for k in T.serial(T.ceildiv(rows * experts, threads)):
+                e = k * threads + tid
+                if e < rows * experts:
+                    S[e // experts, e % experts] = X[e // experts, e % experts]
+            T.sync_threads()
+            if tid < experts:
+                for i in T.unroll(rows - 1):
+                    S[i + 1, tid] += S[i, tid]
+                O[tid] = S[rows - 1, tid]
+
+    return main
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("rows,experts,threads", [(8, 9, 256), (4, 32, 64), (2, 3, 32)])
+def test_a_branch_whose_threads_touch_only_their_own_elements_needs_no_barrier(path, rows, experts, threads):
+    """Was refused: a barrier among threads 0..8 (not whole warps) between the loop and the read
+    of the last row. Each element is one thread's own (checked over every thread, under the
+    branch's condition), so none is needed."""
+    func = column_prefix(rows, experts, threads)
+    assert _syncs(func) == 1
+    x = np.random.default_rng(rows * experts).integers(-50, 50, (rows, experts)).astype(np.int32)
+    out = run(path, func, X=x, O=np.zeros(experts, np.int32))
+    np.testing.assert_array_equal(out["O"], x.sum(axis=0))

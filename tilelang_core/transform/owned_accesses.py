@@ -54,7 +54,7 @@ def _inner_loops_and_values(nest):
     def on_for(loop):
         if loop.kind in _INNER_KINDS and isinstance(loop.min, tirx.IntImm) and loop.min.value == 0 \
                 and isinstance(loop.extent, tirx.IntImm):
-            loops.append((loop.loop_var, int(loop.extent.value)))
+            loops.append((loop.loop_var, max(int(loop.extent.value), 0)))  # (a loop that runs never: empty)
 
     def on_bind(bind):
         values[bind.var.__chandle__()] = bind.value
@@ -126,7 +126,7 @@ def anchor_from(layout, nest, access: OwnedAccess):
     if layout.is_whole:
         return None
     element, _, why = _elements(nest, access, layout.shape)
-    if why is not None:
+    if why is not None or 0 in element[0].shape:
         return None
     first = (Ellipsis,) + (0,) * len(access.inner)  # each iteration's first inner step
     threads = []

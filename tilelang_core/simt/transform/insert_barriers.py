@@ -39,9 +39,11 @@ from tilelang_core.ir import TileOp, is_tile_op
 from tilelang_core.ir import intrinsics as IR
 from tilelang_core.ir.atomic_calls import RMW_OP
 from tilelang_core.lowering import source_location
+from tilelang_core.transform.bindings import is_pure
 from tilelang_core.transform.thread_ranges import THREAD_RANGE, WS_ATTR, region_lo
 
 from .. import intrinsics as I
+from .private_shared import private_to_threads
 from .shared_races import collect, is_shared, races, varying_vars, view_roots
 from .state import PIPELINE_REGION, is_pipeline_region, region_entry
 
@@ -145,6 +147,12 @@ class _Inserter:
         self.analyzer = tvm.sym.Analyzer() if thread_vars is not None else None
         self.roots = view_roots(body) if body is not None else {}  # views -> the buffers they view
         self.branch_conds = {}  # range_barrier's barriers -> the conditions they were made for
+        # (private_shared.py's facts: the block's threads, the kernel's pure values, the loops
+        # around the statement being visited)
+        self.threads, self.values = (_threads_and_values(body) if thread_vars is not None and body is not None
+                                     else ([], {}))
+        self.enclosing: list = []
+        self.conditions: list = []
 
     def accesses(self, stmt) -> tuple[list, list, list, list]:
         """Access records (shared_races.py) of ``stmt``: (reads, writes) outside T.ws bodies, then inside."""
@@ -175,8 +183,13 @@ class _Inserter:
             if node.annotations is not None and ("tl.pipelined" in node.annotations
                                                  or "tl.parallel" in node.annotations):
                 return node
-            body = self.visit(node.body, sync)
-            if not _ends_with_barrier(body) and _loop_carried(node.body, self):
+            constant = isinstance(node.min, tirx.IntImm) and isinstance(node.extent, tirx.IntImm)
+            self.enclosing.append((node.loop_var, int(node.extent.value), int(node.min.value)) if constant else None)
+            try:
+                body = self.visit(node.body, sync)
+            finally:
+                self.enclosing.pop()
+            if not _ends_with_barrier(body) and _loop_carried(node.body, self) and not self._private(node):
                 body = _append_barrier(body, sync)
             return tirx.For(node.loop_var, node.min, node.extent, node.kind, body,
                             node.thread_binding, node.annotations)
@@ -190,9 +203,22 @@ class _Inserter:
             if self._on_thread(node.condition):
                 then_sync = self._branch_sync(node, node.condition, sync)
                 else_sync = self._branch_sync(node, tirx.Not(node.condition), sync)
-            return tirx.IfThenElse(node.condition, self.visit(node.then_case, then_sync),
-                                   self.visit(node.else_case, else_sync) if node.else_case is not None else None)
+            self.conditions.append(node.condition)
+            try:
+                then_case = self.visit(node.then_case, then_sync)
+                self.conditions[-1] = tirx.Not(node.condition)
+                else_case = self.visit(node.else_case, else_sync) if node.else_case is not None else None
+            finally:
+                self.conditions.pop()
+            return tirx.IfThenElse(node.condition, then_case, else_case)
         return node
+
+    def _private(self, *stmts) -> bool:
+        """Is every shared element ``stmts`` touch one thread's alone (private_shared.py)?"""
+        if not self.threads or any(e is None for e in self.enclosing):
+            return False
+        return private_to_threads(list(stmts), self.enclosing, self.threads, self.values, self.roots,
+                                  tuple(self.conditions))
 
     def _branch_sync(self, node, cond, sync):
         """The barrier inside a branch on ``cond`` (a condition on the thread) of code whose barrier
@@ -215,6 +241,26 @@ class _Inserter:
 
     def _on_thread(self, cond) -> bool:
         return any(v in self.thread_vars for v in _vars_in(cond))
+
+
+def _threads_and_values(body):
+    """([(thread index, extent)] of the block, {handle: value} of its pure bound values); no
+    threads where a region runs on a range of them (THREAD_RANGE: its index is offset)."""
+    threads, values, ranged = [], {}, []
+
+    def on_attr(attr):
+        if attr.attr_key == "thread_extent" and str(attr.node.thread_tag).startswith("threadIdx") \
+                and isinstance(attr.value, tirx.IntImm) and int(attr.value.value) > 1:
+            threads.append((attr.node.var, int(attr.value.value)))
+        elif attr.attr_key == THREAD_RANGE:
+            ranged.append(attr)
+
+    def on_bind(bind):
+        if is_pure(bind.value):
+            values[bind.var.__chandle__()] = bind.value
+
+    tvm_ffi.structural_walk(body, [(tirx.AttrStmt, on_attr), (tirx.Bind, on_bind)])
+    return ([] if ranged else threads), values
 
 
 def _vars_in(node) -> list:
@@ -305,17 +351,18 @@ def insert_barriers_in_seq(stmts, ignore=frozenset(), kernel=None):
 def _visit_seq(stmts, inserter, ignore=frozenset(), sync=I.syncthreads):
     out = []
     pending_r, pending_w = [], []  # block-wide code's accesses since the last barrier
+    pending = []  # ... and the statements that made them (private_shared.py's check)
     ws_pending_r, ws_pending_w = [], []  # T.ws bodies' (module docstring)
     after_tma = False  # the statement before was a T.tma_copy (module docstring)
     for s in stmts:
         if _is_barrier(s):  # the author's own (T.sync_threads, with or without an id)
-            pending_r, pending_w, ws_pending_r, ws_pending_w = [], [], [], []
+            pending_r, pending_w, ws_pending_r, ws_pending_w, pending = [], [], [], [], []
             after_tma = False
             out.append(s)
             continue
         if after_tma and not _is_tma_copy(s):
             out.append(sync())
-            pending_r, pending_w, ws_pending_r, ws_pending_w = [], [], [], []
+            pending_r, pending_w, ws_pending_r, ws_pending_w, pending = [], [], [], [], []
         after_tma = _is_tma_copy(s)
         # a pipeline region's loop starts with a wait and a barrier: only its prologue can race
         # with what came before (an async preload of Q has nothing else between it and that wait)
@@ -323,15 +370,18 @@ def _visit_seq(stmts, inserter, ignore=frozenset(), sync=I.syncthreads):
                             inserter.accesses(region_entry(s) if is_pipeline_region(s) else s))
         proof = inserter.analyzer
         if (races(r, w, pending_r + ws_pending_r, pending_w + ws_pending_w, proof)
-                or races(ws_r, ws_w, pending_r, pending_w, proof)):
+                or races(ws_r, ws_w, pending_r, pending_w, proof)) and not (
+                    not (ws_r or ws_w or ws_pending_r or ws_pending_w) and inserter._private(*pending, s)):
             out.append(sync())
-            pending_r, pending_w, ws_pending_r, ws_pending_w = [], [], [], []
+            pending_r, pending_w, ws_pending_r, ws_pending_w, pending = [], [], [], [], []
         out.append(inserter.visit(s, sync))
         if is_pipeline_region(s):
-            pending_r, pending_w = [], []  # it ends with wait_group(0) + barrier
+            pending_r, pending_w, pending = [], [], []  # it ends with wait_group(0) + barrier
         else:
             pending_r += r
             pending_w += w
+            if r or w:
+                pending.append(s)
             ws_pending_r += ws_r
             ws_pending_w += ws_w
     if after_tma:
