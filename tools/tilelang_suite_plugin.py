@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 import time
+import types
 
 import pytest
 
@@ -85,6 +86,9 @@ def pytest_runtest_call(item):
 
 
 def _install_fake_cuda():
+    # The references' torch.compile would build for the fake device (inductor asks it for its
+    # arch): they run eagerly here.
+    os.environ.setdefault("TORCHDYNAMO_DISABLE", "1")
     import torch
     from torch.overrides import TorchFunctionMode
 
@@ -122,6 +126,13 @@ def _install_fake_cuda():
     cuda.get_device_capability = lambda *a, **k: (9, 0)
     cuda.get_device_name = lambda *a, **k: "fake cuda (tilelang_suite --fake-cuda)"
     cuda.current_device = lambda: 0
+    cuda.get_rng_state = lambda *a, **k: torch.get_rng_state()  # (torch.compile saves it)
+    cuda.set_rng_state = lambda *a, **k: None
+    cuda.get_device_properties = lambda *a, **k: types.SimpleNamespace(
+        name="fake cuda", major=9, minor=0, multi_processor_count=132, total_memory=80 << 30,
+        max_threads_per_multi_processor=2048, shared_memory_per_block_optin=227 << 10,
+        shared_memory_per_multiprocessor=228 << 10, shared_memory_per_block=48 << 10, regs_per_multiprocessor=65536,
+        L2_cache_size=50 << 20, warp_size=32)
     cuda.device_count = lambda: 1
     cuda.manual_seed = lambda *a, **k: None
     cuda.manual_seed_all = lambda *a, **k: None
