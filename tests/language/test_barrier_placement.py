@@ -221,3 +221,25 @@ def test_a_branch_whose_threads_touch_only_their_own_elements_needs_no_barrier(p
     x = np.random.default_rng(rows * experts).integers(-50, 50, (rows, experts)).astype(np.int32)
     out = run(path, func, X=x, O=np.zeros(experts, np.int32))
     np.testing.assert_array_equal(out["O"], x.sum(axis=0))
+
+
+@pytest.mark.parametrize("path", ["cpu", "cuda:sm_80"])
+def test_an_integer_condition_around_shared_accesses(path):
+    """``if flag:`` on an int32 (TileKernels' unique-group-indices): its else branch has no
+    boolean negation to take (was an InternalError from TVM's Not)."""
+    @T.prim_func
+    def main(X: T.Tensor((32,), "int32"), O: T.Tensor((32,), "int32"), flag: T.int32):
+        with T.Kernel(1, threads=32):
+            S = T.alloc_shared((32,), "int32")
+            tid = T.get_thread_binding()
+            if flag:
+                S[tid] = X[tid] * 2
+            else:
+                S[tid] = X[tid]
+            T.sync_threads()
+            O[tid] = S[31 - tid]
+
+    x = np.arange(32, dtype=np.int32)
+    for flag in (0, 3):
+        out = run(path, main, X=x, O=np.zeros(32, np.int32), flag=flag)["O"]
+        np.testing.assert_array_equal(out, x[::-1] * (2 if flag else 1))

@@ -38,6 +38,7 @@ from tvm.tirx.script.parser import parser as tirx_parser
 
 from ..errors import FrontendError
 from ..transform.bindings import is_pure
+from ..transform.boolean_conditions import boolean_conditions
 from ..transform.flat_fragment_views import flat_fragment_views
 from ..transform.element_copies import element_copies_as_stores
 from ..transform.per_thread import local_copies_as_loops, per_thread_parallel_loops
@@ -268,6 +269,7 @@ def parse_kernel(func: Callable, extra_vars: dict[str, Any] | None = None,
 
                 result = with_function_attrs(with_imported_sources(result))
                 result = stepped_loops.unit_step_loops(result)
+                result = boolean_conditions(result)
                 result = pack_subbyte_params(result, refuse)
                 result = shape_vars.solve_shape_vars(result)
                 result = global_layouts.apply_global_layouts(result, refuse)

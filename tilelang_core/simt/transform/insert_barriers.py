@@ -203,10 +203,12 @@ class _Inserter:
             if self._on_thread(node.condition):
                 then_sync = self._branch_sync(node, node.condition, sync)
                 else_sync = self._branch_sync(node, tirx.Not(node.condition), sync)
-            self.conditions.append(node.condition)
+            # (private_shared.py's facts; an integer condition, `if count:`, is left out)
+            boolean = str(node.condition.ty) == "bool"
+            self.conditions.append(node.condition if boolean else tirx.const(True, "bool"))
             try:
                 then_case = self.visit(node.then_case, then_sync)
-                self.conditions[-1] = tirx.Not(node.condition)
+                self.conditions[-1] = tirx.Not(node.condition) if boolean else tirx.const(True, "bool")
                 else_case = self.visit(node.else_case, else_sync) if node.else_case is not None else None
             finally:
                 self.conditions.pop()
