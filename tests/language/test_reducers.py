@@ -195,14 +195,16 @@ def test_reducer_used_by_its_protocol(path, case):
 
 
 def test_index_that_is_not_a_loop_variable_is_refused():
+    """An expression of the loop over more than 16 reducer elements (an update per value would
+    not pay) is refused; over fewer it is taken (test_an_update_at_an_index_computed_from_the_loop)."""
     with pytest.raises(FrontendError, match="must be a loop variable"):
         @T.prim_func
-        def folded(A: T.Tensor((16, 8), "float32")):
+        def folded(A: T.Tensor((64, 8), "float32")):
             with T.Kernel(1, threads=32):
-                acc = T.alloc_reducer((8,), "float32")
-                out = T.alloc_fragment((8,), "float32")
+                acc = T.alloc_reducer((32,), "float32")
+                out = T.alloc_fragment((32,), "float32")
                 T.reducer_init(acc)
-                for i, j in T.Parallel(16, 8):
+                for i, j in T.Parallel(64, 8):
                     T.reducer_update(acc[i // 2], A[i, j])
                 T.finalize_reducer(acc, out)
 
@@ -486,3 +488,46 @@ def test_in_place_finalize_of_a_reducer_opened_with_reducer_init_is_refused():
                 for i, j in T.Parallel(8, 8):
                     T.reducer_update(acc[i], A[i, j])
                 T.finalize_reducer(acc)
+
+
+def computed_index(m, n, group, op, constant=None):
+    """TileKernels' mHC backward: ``acc[T.min(2, j // group)] += ...`` over T.Parallel(i, j), a
+    legacy reducer of 3 elements whose index is an expression of the loop (or ``constant``)."""
+    @T.prim_func
+    def main(A: T.Tensor((m, n), "float32"), O: T.Tensor((3,), "float32")):
+        with T.Kernel(1, threads=32):
+            a = T.alloc_fragment((m, n), "float32")
+            acc = T.alloc_reducer(3, "float32", op=op, replication="all")
+            T.copy(A, a)
+            T.fill(acc, 0.0 if op == "sum" else -1e30)
+            for i, j in T.Parallel(m, n):
+                if constant is None:
+                    if op == "sum":
+                        acc[T.min(2, j // group)] += a[i, j]
+                    else:
+                        acc[T.min(2, j // group)] = T.max(acc[T.min(2, j // group)], a[i, j])
+                else:
+                    acc[constant] += a[i, j]
+            T.finalize_reducer(acc)
+            T.copy(acc, O)
+
+    return main
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("m,n,group,op", [(8, 12, 4, "sum"), (4, 20, 3, "sum"), (16, 8, 2, "max"), (1, 5, 2, "sum")])
+def test_an_update_at_an_index_computed_from_the_loop(path, m, n, group, op):
+    a = np.random.default_rng(m * n + group).standard_normal((m, n)).astype(np.float32)
+    out = run(path, computed_index(m, n, group, op), A=a, O=np.zeros(3, np.float32))["O"]
+    which = np.minimum(2, np.arange(n) // group)
+    reduce = np.sum if op == "sum" else np.max
+    expected = [reduce(a[:, which == r].astype(np.float64)) if (which == r).any() else (0.0 if op == "sum" else -1e30)
+                for r in range(3)]
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_an_update_at_a_constant_index_other_than_0(path):
+    a = np.random.default_rng(1).standard_normal((4, 8)).astype(np.float32)
+    out = run(path, computed_index(4, 8, 4, "sum", constant=1), A=a, O=np.zeros(3, np.float32))["O"]
+    np.testing.assert_allclose(out, [0.0, a.astype(np.float64).sum(), 0.0], rtol=1e-5, atol=1e-5)

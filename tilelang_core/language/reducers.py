@@ -25,8 +25,11 @@ the nest directly, in any order (``acc[i]`` in ``T.Parallel(M, K)``, ``acc[j, i]
 one logical iteration (``T.Parallel(M) { T.serial(K) }``). An index may also name a serial loop
 around the nest (TileLang's "wide plan": ``for i in T.serial(4): for k in T.Parallel(K):
 T.reducer_update(acc[i], ...)``): that loop becomes a leading dimension of the site's staging
-fragment, so each of its iterations accumulates into its own row. Anything else (an
-expression) is refused with the source line.
+fragment, so each of its iterations accumulates into its own row. An index may also be a
+constant, or one expression of the nest's variables over a reducer dimension of at most 16
+elements (TileKernels' ``acc[T.min(2, j // 4)] += v``): each value it can take gets a site of
+its own, fed by the iterations whose index has that value (the others add the identity).
+Anything else is refused with the source line.
 
 A reducer allocated without ``replication=`` that no ``T.reducer_init`` / ``T.reducer_update``
 touches and that is finalized in place (``T.finalize_reducer(acc)``) is a legacy reducer, as in
@@ -215,7 +218,11 @@ class _Site:
     staging: object
     loop_vars: list
     extents: list
-    dims: list  # for each reducer dim: the nest dim its index names, or None for a constant 0
+    dims: list  # for each reducer dim: the nest dim its index names, or None for a constant
+    offsets: list = None  # for each reducer dim named by no loop: that constant (0 when None)
+
+    def at(self, k: int):
+        return 0 if self.offsets is None else self.offsets[k]
 
 
 @dataclass
@@ -336,24 +343,61 @@ def _accumulate(red, indices, value, plan, error, nest, outer):
     if any(e is None for e in extents):
         raise error(f"T.reducer_update of {red.buffer.name}: the enclosing T.Parallel loops and the serial "
                     "loops its index names need constant extents")
-    dims = []
-    for idx in indices:
+    dims, offsets, computed = [], [], None
+    for k, idx in enumerate(indices):
         pos = next((d for d, loop in enumerate(loops) if names(idx, loop)), None)
-        if pos is None and R.as_int(idx) != 0:
+        constant = R.as_int(idx)
+        if pos is None and constant is None and computed is None and _small(red.buffer.ty.shape[k]) \
+                and _of_nest(idx, nest):
+            computed = (k, idx)  # acc[T.min(2, j // 4)]: an update per value (below)
+        elif pos is None and constant is None:
             raise error(f"T.reducer_update of {red.buffer.name}: index {idx} must be a loop variable of the "
                         f"enclosing T.Parallel nest ({', '.join(str(loop.loop_var) for loop in nest)}), a "
-                        "serial loop around it counted from its start (r - start), or 0")
+                        "serial loop around it counted from its start (r - start), a constant, or one "
+                        f"expression of the nest's variables over a dimension of at most {_MAX_COMPUTED} elements")
         dims.append(pos)
+        offsets.append(constant or 0)
+    if computed is not None:
+        # TileLang's reducer takes any index: each value r the index can take gets a site of its
+        # own, which the iterations whose index is r feed (the others add the identity)
+        k, idx = computed
+        identity = _identity(red.op, str(red.buffer.ty.dtype))
+        updates = []
+        for r in range(int(red.buffer.ty.shape[k])):
+            offsets[k] = r
+            updates.append(_accumulate_at(red, dims, list(offsets), loops, loop_vars, extents, plan, error,
+                                          tirx.Select(tirx.EQ(idx, tirx.const(r, str(idx.ty))), value, identity)))
+        return _seq(updates)
+    return _accumulate_at(red, dims, offsets, loops, loop_vars, extents, plan, error, value)
+
+
+#: the largest reducer dimension an index computed from the loops may select in (an update per value)
+_MAX_COMPUTED = 16
+
+
+def _of_nest(idx, nest) -> bool:
+    """Does ``idx`` name only the T.Parallel nest's loop variables (and constants)?"""
+    names = []
+    tvm_ffi.structural_walk(idx, [(tirx.Var, names.append)])
+    return bool(names) and all(any(v.same_as(loop.loop_var) for loop in nest) for v in names)
+
+
+def _small(extent) -> bool:
+    return R.as_int(extent) is not None and R.as_int(extent) <= _MAX_COMPUTED
+
+
+def _accumulate_at(red, dims, offsets, loops, loop_vars, extents, plan, error, value):
     named = [d for d in dims if d is not None]
     if len(set(named)) != len(named):
         raise error(f"T.reducer_update of {red.buffer.name}: the index names a loop variable twice")
     site = next((s for s in plan.sites if s.reducer is red and len(s.loop_vars) == len(loop_vars)
-                 and all(a.same_as(b) for a, b in zip(s.loop_vars, loop_vars))), None)
+                 and all(a.same_as(b) for a, b in zip(s.loop_vars, loop_vars))
+                 and [s.at(k) for k in range(len(dims))] == offsets), None)
     if site is None:
         dtype = str(red.buffer.ty.dtype)
         staging = tirx.decl_buffer(extents, dtype, f"{red.buffer.name}_part{len(plan.sites)}",
                                    scope="local.fragment")
-        site = _Site(red, staging, loop_vars, extents, dims)
+        site = _Site(red, staging, loop_vars, extents, dims, offsets)
         plan.sites.append(site)
     elif site.dims != dims:
         raise error(f"T.reducer_update of {red.buffer.name}: two updates in one T.Parallel loop must "
@@ -421,12 +465,14 @@ def _reduce_site(site, plan, direct: bool):
     # with unit dims (acc[0, i]): the folds keep the nest's order, and the last step, element-wise,
     # puts each element at its reducer index
     permuted = named != sorted(named) or (bool(named) and None in site.dims)
-    direct = direct and not permuted
+    # (a site at a constant index other than 0 lands through the element-wise step: tile ops
+    # take fragments whole)
+    direct = direct and not permuted and not any(site.at(k) for k in range(len(site.dims)))
     target_ext = []
     it = iter(kept)
     for d in site.dims:
         target_ext.append(next(it) if d is not None else 1)
-    target = R.make_region(red.buffer, [0] * len(site.dims), target_ext)
+    target = R.make_region(red.buffer, [site.at(k) for k in range(len(site.dims))], target_ext)
     if not drop:  # the nest is the reducer's shape: combine element-wise
         return _elementwise_combine(site, target)
     stmts = []
@@ -461,7 +507,7 @@ def _reduce_site(site, plan, direct: bool):
         stmts.append(Copy(R.full_region(src), R.full_region(scratch)).to_stmt())
         dims = [None if d is None else sorted(named).index(d) for d in site.dims] if permuted \
             else list(range(len(target_ext)))
-        folded = _Site(red, scratch, [], folded_shape, dims)
+        folded = _Site(red, scratch, [], folded_shape, dims, site.offsets)
         stmts.append(_elementwise_combine(folded, target))
     return _seq(stmts)
 
@@ -470,7 +516,9 @@ def _elementwise_combine(site, target):
     red = site.reducer
     loop_vars = [tirx.Var(f"r{d}", "int32") for d in range(len(site.extents))]
     # reducer dim k takes the staging's dim site.dims[k] (its loop position), or 0
-    idx = [loop_vars[d] if d is not None else tirx.const(0, "int32") for d in site.dims]
+    # (plus the site's constant offset: a fold of a computed-index site lands at its value)
+    idx = [tirx.const(site.at(k), "int32") if d is None else loop_vars[d] + site.at(k) if site.at(k) else loop_vars[d]
+           for k, d in enumerate(site.dims)]
     body = tirx.BufferStore(red.buffer, _combine(red.op, tirx.BufferLoad(red.buffer, idx),
                                                  tirx.BufferLoad(site.staging, loop_vars)), idx)
     for v, e in reversed(list(zip(loop_vars, site.extents))):
