@@ -136,3 +136,31 @@ def test_an_element_of_another_thread_is_refused(path):
 
     with pytest.raises(LayoutError, match=r"'mix'.*is held by thread"):
         run(path, main, M=np.zeros((4, 32), np.float32), O=np.zeros((4, 31), np.float32))
+
+
+def window_store(rows, a, threads=64):
+    """``mix[i, j + a] = 2 * mix[i, j]``: a store through a window of a row-per-thread fragment
+    (TileKernels' mHC backward writes its gradient's column ranges so; was refused)."""
+    cols = 3 * a
+
+    @T.prim_func
+    def main(M: T.Tensor((rows, cols), "float32"), O: T.Tensor((rows, cols), "float32")):
+        with T.Kernel(1, threads=threads):
+            mix = T.alloc_fragment((rows, cols), "float32")
+            T.annotate_layout({mix: T.Fragment((rows, cols), lambda i, j: (i % 32, i // 32 * cols + j))})
+            T.copy(M, mix)
+            for i, j in T.Parallel(rows, a):
+                mix[i, j + a] = mix[i, j] * 2.0
+            T.copy(mix, O)
+
+    return main
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("rows,a", [(32, 4), (64, 2)])
+def test_a_store_through_a_window_of_the_threads_own_row(path, rows, a):
+    m = np.random.default_rng(rows + a).standard_normal((rows, 3 * a)).astype(np.float32)
+    out = run(path, window_store(rows, a), M=m, O=np.zeros_like(m))["O"]
+    expected = m.copy()
+    expected[:, a:2 * a] = 2 * m[:, :a]
+    np.testing.assert_array_equal(out, expected)
