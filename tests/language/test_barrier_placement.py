@@ -243,3 +243,44 @@ def test_an_integer_condition_around_shared_accesses(path):
     for flag in (0, 3):
         out = run(path, main, X=x, O=np.zeros(32, np.int32), flag=flag)["O"]
         np.testing.assert_array_equal(out, x[::-1] * (2 if flag else 1))
+
+
+def lane_strided(private: bool):  # (private=True: each thread's own elements; see the refusal test)
+    """``for i in T.serial(lane, n, 4)``: a trip count that differs between threads (TileKernels'
+    fused mapping walks its slice so). Reading a neighbour's element written in the previous
+    iteration needs a barrier inside the loop, which the threads that left it would never reach."""
+    @T.prim_func
+    def main(X: T.Tensor((64,), "int32"), O: T.Tensor((64,), "int32"), n: T.int32):
+        with T.Kernel(1, threads=4):
+            S = T.alloc_shared((64,), "int32")
+            tid = T.get_thread_binding()
+            T.clear(S)
+            T.sync_threads()
+            for i in T.serial(tid, n, 4):
+                if private:
+                    S[i] = X[i] + (S[i - 4] if i >= 4 else 0)
+                else:
+                    S[i] = X[i] + (S[i - 1] if i >= 1 else 0)
+            T.sync_threads()
+            for k in T.serial(16):
+                O[k * 4 + tid] = S[k * 4 + tid]
+
+    return main
+
+
+def test_a_barrier_needed_in_a_loop_with_a_per_thread_trip_count_is_refused():
+    """Was: a block barrier at the end of the loop body, which hangs once one thread is done."""
+    with pytest.raises(LoweringError, match="trip count depends on the thread"):
+        lower("cuda:sm_80", lane_strided(private=False))
+
+
+@pytest.mark.parametrize("path", ["cuda:sm_80", "hip:gfx942", "metal:apple7"])
+def test_tilelangs_disable_thread_storage_sync_leaves_the_ordering_to_the_kernel(path):
+    """``pass_configs={tl.disable_thread_storage_sync: True}`` (TileLang's key; TileKernels' fused
+    mapping sets it): no barrier is added, the kernel's own T.sync_threads stay, and the loop the
+    compiler would otherwise refuse (a per-thread trip count) compiles. (The interpreters run no
+    loop whose bound differs across threads, so this checks the placement only.)"""
+    func = lower(path, lane_strided(private=True), disable_thread_storage_sync=True)
+    assert func.script().count("tvm_storage_sync") == 2  # the kernel's own two
+    with pytest.raises(LoweringError, match="trip count depends on the thread"):
+        lower(path, lane_strided(private=True))  # (not provably private: its extent is n's)

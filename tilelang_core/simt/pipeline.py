@@ -149,9 +149,10 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
         func = run_pass(f"{kind}.SplitMaskedFills", _on_body(split_masked_fills), func)
     func = run_pass(f"{kind}.SoftwarePipeline", _on_body(software_pipeline), func,
                     use_async=dialect.async_copy, shared_limit=shared_limit, async_preload=async_preload)
-    barriers = GroupBarriers(func.body, st)
-    func = run_pass(f"{kind}.InsertBarriers", _on_body(insert_barriers), func,
-                    group_barrier=barriers.for_region, range_barrier=barriers.for_branch)
+    if not getattr(options, "disable_thread_storage_sync", False):  # (TileLang's key: the author orders them)
+        barriers = GroupBarriers(func.body, st)
+        func = run_pass(f"{kind}.InsertBarriers", _on_body(insert_barriers), func,
+                        group_barrier=barriers.for_region, range_barrier=barriers.for_branch)
     func = run_pass(f"{kind}.ParallelTileOps", _on_body(parallel_tile_ops), func, st)
     # lower_tile_ops binds the loop ranges and bound values into st.analyzer (via ctx) first
     ctx = SimtLoweringContext(backend_kind=kind, kernel=name, analyzer=st.analyzer,

@@ -39,6 +39,8 @@ class CudaOptions(BackendOptions):
         cores (operands rounded to 10 mantissa bits, fp32 accumulate; the default, as in
         TileLang, which has no such switch). For results that must match an fp32 reference.
     disable_tma_lower: on sm_90a, load T.Pipelined tiles with cp.async instead of TMA.
+    disable_thread_storage_sync: insert no barriers between shared-memory accesses (TileLang's
+        key): the kernel's own T.sync_threads / T.sync_warp order them, as in TileLang.
     disable_warp_specialized: on sm_90a, no producer warpgroup (implies no TMA pipeline).
     disable_pingpong: on sm_90a, the two consumer warpgroups of an overlapped attention loop
         issue their gemms without taking turns at the tensor cores (hopper/pingpong.py).
@@ -147,6 +149,7 @@ class CudaOptions(BackendOptions):
     disable_tf32: bool = False
     disable_tma_lower: bool = False
     disable_warp_specialized: bool = False
+    disable_thread_storage_sync: bool = False
     disable_pingpong: bool = False
     enable_persistent: bool = False
     enable_stream_k: bool = False

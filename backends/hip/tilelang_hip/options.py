@@ -19,6 +19,8 @@ class HipOptions(BackendOptions):
         wave tile that is a multiple of 16) or "32x32x8" (wave tiles multiple of 32). RDNA3
         always uses WMMA 16x16x16.
     fast_math: -ffast-math for the device compile.
+    disable_thread_storage_sync: insert no barriers between shared-memory accesses (TileLang's
+        key): the kernel's own T.sync_threads / T.sync_warp order them, as in TileLang.
     opt_level: clang -O level for device code (0..3).
     disable_pipelining: T.Pipelined loops with one LDS buffer (two barriers per iteration)
         instead of one LDS stage per num_stages (for debugging).
@@ -36,6 +38,7 @@ class HipOptions(BackendOptions):
     fast_math: bool = False
     opt_level: int = 3
     disable_pipelining: bool = False
+    disable_thread_storage_sync: bool = False
     extra_clang_flags: tuple = ()
 
     def __post_init__(self):

@@ -183,6 +183,10 @@ class _Inserter:
             if node.annotations is not None and ("tl.pipelined" in node.annotations
                                                  or "tl.parallel" in node.annotations):
                 return node
+            if self._on_thread(node.min) or self._on_thread(node.extent):
+                # a trip count that differs between threads (`for i in T.serial(start + lane, n, 32)`):
+                # a barrier inside would wait for threads that already left the loop
+                sync = _divergent_loop(node)
             constant = isinstance(node.min, tirx.IntImm) and isinstance(node.extent, tirx.IntImm)
             self.enclosing.append((node.loop_var, int(node.extent.value), int(node.min.value)) if constant else None)
             try:
@@ -283,6 +287,20 @@ def _divergent(branch):
             "never reach it. Move the accesses that need ordering out of the branch, or make the condition "
             "select one range of threads ('if tx < n:'), whose threads get a barrier of their own"
             + (f"\n  --> {where}" if where else ""))
+
+    return sync
+
+
+def _divergent_loop(loop):
+    def sync():
+        where = source_location(loop)
+        raise LoweringError(
+            f"shared memory accessed in a loop whose trip count depends on the thread ('for "
+            f"{loop.loop_var} in ...' from {loop.min}, {loop.extent} iterations) needs a barrier "
+            "inside it (one thread writes what another reads), but the threads that leave the loop "
+            "early would never reach it (the kernel would hang). Give every thread the same trip "
+            "count and guard the body with 'if', or order the accesses yourself (T.sync_warp / "
+            "T.sync_threads where every thread reaches them)" + (f"\n  --> {where}" if where else ""))
 
     return sync
 
