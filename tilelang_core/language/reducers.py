@@ -219,10 +219,7 @@ class _Site:
     loop_vars: list
     extents: list
     dims: list  # for each reducer dim: the nest dim its index names, or None for a constant
-    offsets: list = None  # for each reducer dim named by no loop: that constant (0 when None)
-
-    def at(self, k: int):
-        return 0 if self.offsets is None else self.offsets[k]
+    offsets: list  # for each reducer dim: the constant its index adds (0 where a loop names it)
 
 
 @dataclass
@@ -392,7 +389,7 @@ def _accumulate_at(red, dims, offsets, loops, loop_vars, extents, plan, error, v
         raise error(f"T.reducer_update of {red.buffer.name}: the index names a loop variable twice")
     site = next((s for s in plan.sites if s.reducer is red and len(s.loop_vars) == len(loop_vars)
                  and all(a.same_as(b) for a, b in zip(s.loop_vars, loop_vars))
-                 and [s.at(k) for k in range(len(dims))] == offsets), None)
+                 and s.offsets == offsets), None)
     if site is None:
         dtype = str(red.buffer.ty.dtype)
         staging = tirx.decl_buffer(extents, dtype, f"{red.buffer.name}_part{len(plan.sites)}",
@@ -467,12 +464,12 @@ def _reduce_site(site, plan, direct: bool):
     permuted = named != sorted(named) or (bool(named) and None in site.dims)
     # (a site at a constant index other than 0 lands through the element-wise step: tile ops
     # take fragments whole)
-    direct = direct and not permuted and not any(site.at(k) for k in range(len(site.dims)))
+    direct = direct and not permuted and not any(site.offsets)
     target_ext = []
     it = iter(kept)
     for d in site.dims:
         target_ext.append(next(it) if d is not None else 1)
-    target = R.make_region(red.buffer, [site.at(k) for k in range(len(site.dims))], target_ext)
+    target = R.make_region(red.buffer, list(site.offsets), target_ext)
     if not drop:  # the nest is the reducer's shape: combine element-wise
         return _elementwise_combine(site, target)
     stmts = []
@@ -515,10 +512,14 @@ def _reduce_site(site, plan, direct: bool):
 def _elementwise_combine(site, target):
     red = site.reducer
     loop_vars = [tirx.Var(f"r{d}", "int32") for d in range(len(site.extents))]
-    # reducer dim k takes the staging's dim site.dims[k] (its loop position), or 0
-    # (plus the site's constant offset: a fold of a computed-index site lands at its value)
-    idx = [tirx.const(site.at(k), "int32") if d is None else loop_vars[d] + site.at(k) if site.at(k) else loop_vars[d]
-           for k, d in enumerate(site.dims)]
+    # reducer dim k takes the staging's dim site.dims[k] (its loop position), plus the site's
+    # constant for it (a fold of a computed-index site lands at its value)
+    idx = []
+    for d, offset in zip(site.dims, site.offsets):
+        if d is None:
+            idx.append(tirx.const(offset, "int32"))
+        else:
+            idx.append(loop_vars[d] + offset if offset else loop_vars[d])
     body = tirx.BufferStore(red.buffer, _combine(red.op, tirx.BufferLoad(red.buffer, idx),
                                                  tirx.BufferLoad(site.staging, loop_vars)), idx)
     for v, e in reversed(list(zip(loop_vars, site.extents))):

@@ -164,10 +164,7 @@ class _LaneGuards:
         return self.analyzer.can_prove(diff - at0 - self.lane * (at1 - at0) == 0)
 
     def condition(self):
-        cond = self.conditions[0]
-        for c in self.conditions[1:]:
-            cond = tirx.And(cond, c)
-        return cond
+        return tirx.all(*self.conditions)
 
 
 def _liftable(loop) -> bool:

@@ -389,9 +389,10 @@ def _visit_seq(stmts, inserter, ignore=frozenset(), sync=I.syncthreads):
         r, w, ws_r, ws_w = (_unignored(x, ignore) for x in
                             inserter.accesses(region_entry(s) if is_pipeline_region(s) else s))
         proof = inserter.analyzer
-        if (races(r, w, pending_r + ws_pending_r, pending_w + ws_pending_w, proof)
-                or races(ws_r, ws_w, pending_r, pending_w, proof)) and not (
-                    not (ws_r or ws_w or ws_pending_r or ws_pending_w) and inserter._private(*pending, s)):
+        racing = (races(r, w, pending_r + ws_pending_r, pending_w + ws_pending_w, proof)
+                  or races(ws_r, ws_w, pending_r, pending_w, proof))
+        # (no T.ws body involved and every element one thread's: no race after all)
+        if racing and (ws_r or ws_w or ws_pending_r or ws_pending_w or not inserter._private(*pending, s)):
             out.append(sync())
             pending_r, pending_w, ws_pending_r, ws_pending_w, pending = [], [], [], [], []
         out.append(inserter.visit(s, sync))

@@ -61,21 +61,18 @@ def _accesses(body):
     return None if other else found
 
 
-def _count_loops(body) -> int:
-    count = [0]
-    tvm_ffi.structural_walk(body, [(tirx.For, lambda _: count.__setitem__(0, count[0] + 1))])
-    return count[0]
-
-
-def _inner_loops(body) -> list:
+def _inner_loops(body) -> list | None:
+    """[(var, extent, min)] of the loops in ``body``; None when one's range is known only at run
+    time (its iterations are not enumerated here)."""
     loops = []
 
     def on_for(loop):
-        if isinstance(loop.min, tirx.IntImm) and isinstance(loop.extent, tirx.IntImm):
-            loops.append((loop.loop_var, max(int(loop.extent.value), 0), int(loop.min.value)))  # (none: empty)
+        constant = isinstance(loop.min, tirx.IntImm) and isinstance(loop.extent, tirx.IntImm)
+        # (an extent below 1: the loop runs never, an empty axis)
+        loops.append((loop.loop_var, max(int(loop.extent.value), 0), int(loop.min.value)) if constant else None)
 
     tvm_ffi.structural_walk(body, [(tirx.For, on_for)])
-    return loops
+    return None if None in loops else loops
 
 
 def private_to_threads(stmts: list, enclosing: list, threads: list, values: dict, views: dict,
@@ -93,8 +90,8 @@ def private_to_threads(stmts: list, enclosing: list, threads: list, values: dict
     if accesses is None or any(b in views or any(v.same_as(b) for v in views.values()) for b, _ in accesses):
         return False  # (a view's elements are another shape's: not compared here)
     loops = _inner_loops(body)
-    if len(loops) != _count_loops(body):
-        return False  # a loop of a run-time extent: its iterations are not enumerated here
+    if loops is None:
+        return False
     threads = [(v, n, 0) for v, n in threads]
     axes = threads + list(enclosing) + loops
     extents = [max(n, 0) for _, n, _ in axes]
