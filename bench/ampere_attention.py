@@ -26,8 +26,9 @@ CASES = ((8, 16, 4096, 128, False), (8, 16, 4096, 128, True), (8, 16, 8192, 64, 
 EVERY_MASK = {"tl.disable_conditional_mask": True}
 #: with LONGEST the causal row blocks are launched longest first (the kit's longest_first)
 LONGEST = {"tl.enable_longest_first": True}
-#: with PRECISE_DIV the epilogue's acc_o / logsum are IEEE divisions (transform/fast_divide.py)
-PRECISE_DIV = {"tl.precise_div": True}
+#: with FAST_DIV the epilogue's acc_o / logsum are div.full.f32 (transform/fast_divide.py; IEEE
+#: division is the default since s49, as in TileLang)
+FAST_DIV = {"tl.fast_div": True}
 #: with PER_THREAD_O each thread stores its own O elements (by default O goes through Q's shared
 #: tile for 16-byte row stores: transform/stage_epilogue.py)
 PER_THREAD_O = {"tl.disable_staged_epilogue": True}
@@ -46,7 +47,7 @@ PER_THREAD_O_PTXAS_O1 = {**PER_THREAD_O, **PTXAS_O1}
 AB = [(128, 64, 2, 128, extra) for extra in ({}, SYNC_Q, PER_THREAD_O, SYNC_Q_PER_THREAD_O, PTXAS_O1,
                                              PER_THREAD_O_PTXAS_O1)]
 #: each variant's label in the table; the causal-only ones change nothing without a causal mask
-LABELS = ((EVERY_MASK, " every mask"), (LONGEST, " longest first"), (PRECISE_DIV, " IEEE division"),
+LABELS = ((EVERY_MASK, " every mask"), (LONGEST, " longest first"), (FAST_DIV, " div.full"),
           (PER_THREAD_O, " per-thread O"), (STAGED_O, " staged O"), (SYNC_Q, " synchronous Q"),
           (SYNC_Q_PER_THREAD_O, " synchronous Q, per-thread O"), (PTXAS_O1, " ptxas -O1"),
           (PER_THREAD_O_PTXAS_O1, " per-thread O, ptxas -O1"))
@@ -54,7 +55,7 @@ CAUSAL_ONLY = (EVERY_MASK, LONGEST, STAGED_O)
 #: s10 also measured, all slower than 128x64/2/128 and dropped here (bench/NOTES.md): 128x64 with
 #: 3 stages, 128x32 with 2 and 3 stages, 128x64 on 8 warps, 64x64, 64x128
 CONFIGS = {128: [(128, 128, 2, 256, {}), (128, 64, 2, 128, {}), (128, 64, 2, 128, SYNC_Q),
-                 (128, 64, 2, 128, EVERY_MASK), (128, 64, 2, 128, LONGEST), (128, 64, 2, 128, PRECISE_DIV),
+                 (128, 64, 2, 128, EVERY_MASK), (128, 64, 2, 128, LONGEST), (128, 64, 2, 128, FAST_DIV),
                  (128, 64, 2, 128, PER_THREAD_O), (128, 64, 2, 128, STAGED_O)],
            64: [(128, 128, 2, 256, {}), (128, 64, 2, 128, {}), (128, 128, 2, 128, {})]}
 

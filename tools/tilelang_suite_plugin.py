@@ -9,6 +9,10 @@
   appended as each ends, so a run stopped from outside still tells what ran and how.
 - TLSUITE_FAKE_CUDA=1 (triage without a GPU only): tensors asked for on ``cuda`` are made on the
   CPU, and the few ``torch.cuda`` calls the examples make answer as a Hopper device would.
+- TLSUITE_ALSO_COMPILE=<target> (with TILELANG_TARGET=cpu): every kernel the tests compile is
+  compiled for that target too (``cuda:sm_90a``), and its error fails the test. The tests run on
+  the cpu backend, so kernels after the first one in a test are reached, which a cuda target on
+  CPU tensors stops at the first launch.
 """
 
 import json
@@ -142,8 +146,28 @@ def _install_fake_cuda():
     return CpuForCuda
 
 
+def _install_also_compile(target: str):
+    from tilelang_core.jit import compiler, decorator
+
+    plain = compiler.compile
+
+    def compile_twice(func, *args, **kwargs):
+        kernel = plain(func, *args, **kwargs)
+        if len(args) > 1:  # compile(func, out_idx, target, ...)
+            args = (args[0], target) + args[2:]
+        else:
+            kwargs["target"] = target
+        kwargs.pop("_backend", None)
+        plain(func, *args, **kwargs)
+        return kernel
+
+    compiler.compile = decorator._compile = compile_twice
+
+
 _FAKE_CUDA_MODE = None
 
 
 if os.environ.get("TLSUITE_FAKE_CUDA") == "1":
     _FAKE_CUDA_MODE = _install_fake_cuda()
+if os.environ.get("TLSUITE_ALSO_COMPILE"):
+    _install_also_compile(os.environ["TLSUITE_ALSO_COMPILE"])

@@ -405,33 +405,6 @@ def test_tile_rewritten_by_consumers_keeps_the_proxy_fence():
     assert "tl_fence_proxy_async" in kernel and "tl_named_barrier_sync(1, 256)" in kernel
 
 
-def test_exp2_is_one_instruction_unless_precise_exp2():
-    """T.exp2 on float32 -> tl_exp2 (ex2.approx.ftz); tl.precise_exp2 keeps CUDA's exp2f."""
-    source, kernel = cuda_source(kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256))
-    assert "tl_exp2(" in kernel and "exp2f(" not in kernel
-    assert "ex2.approx.ftz.f32" in source
-    precise, kernel = cuda_source(kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256), precise_exp2=True)
-    assert "tl_exp2(" not in precise and "exp2f(" in kernel
-    plain, _ = cuda_source(kernels.make_gemm(256, 256, 256, **HOPPER_TILES))
-    assert "tl_exp2" not in plain  # the helper only where it is called
-
-
-def test_float32_division_is_div_full_unless_precise_div():
-    """float32 / in a kernel -> tl_div (div.full.f32): attention's epilogue divides by the row sum
-    without an FCHK and slow-path branch per element; tl.precise_div keeps IEEE division, and so
-    do kernels on the dynamic tile scheduler (measured slower with it; transform/fast_divide.py)."""
-    source, kernel = cuda_source(kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256))
-    assert "tl_div(" in kernel and "div.full.f32" in source and " / logsum" not in kernel
-    host = source[source.find("#include <tvm/ffi/c_api.h>"):]
-    assert "tl_div(" not in host
-    precise, kernel = cuda_source(kernels.make_flash_attention(2, 4, 1000, 128, 128, 128, 256), precise_div=True)
-    assert "tl_div(" not in precise and "div.full.f32" not in precise
-    causal = _flash_example().get_tir(2, 3, 1000, 128, True, block_M=128, block_N=128, threads=256)
-    _, dynamic = cuda_source(causal)
-    assert "tl_claim_tile(" in dynamic and "tl_div(" not in dynamic
-    assert "tl_div(" in cuda_source(causal, disable_persistent=True)[1]
-
-
 def _flash_example():
     import importlib.util
     from pathlib import Path

@@ -25,11 +25,13 @@ class CudaOptions(BackendOptions):
         found (toolkit lib64, or `pip install nvidia-cuda-nvrtc`), falling back to nvcc if NVRTC is
         missing or fails, and taking nvcc over an NVRTC release whose code is slower than nvcc's
         (12.x and 13.0: nvrtc.AS_FAST_AS_NVCC); "nvrtc" or "nvcc" force one.
-    fast_math: --use_fast_math (approximate exp/div/sqrt).
+    fast_math: --use_fast_math (approximate exp/div/sqrt); TileLang's ``tl.enable_fast_math``.
     precise_exp2: T.exp2 on float32 as CUDA's exp2f (subnormal results kept) instead of one
         ex2.approx.ftz instruction (transform/fast_exp2.py).
-    precise_div: float32 ``/`` in kernels as IEEE division instead of div.full.f32 (2 ulp, one
-        reciprocal per divisor; transform/fast_divide.py).
+    fast_div: float32 ``/`` in kernels as div.full.f32 (2 ulp, one reciprocal per divisor;
+        transform/fast_divide.py) instead of the IEEE-rounded division, which is the default as in
+        TileLang: kernels such as DeepSeek's TileKernels compare their quotients bit for bit with
+        torch's. Attention on the H200 gains up to 3.5% with it (bench/NOTES.md, s8).
     opt_level: ptxas/nvcc -O level for device code (0..3).
     lineinfo: -lineinfo, for profilers and compute-sanitizer source lines.
     ptxas_verbose: keep ptxas' register/spill report in the build log (``kernel.asm["ptxas"]``).
@@ -127,20 +129,23 @@ class CudaOptions(BackendOptions):
         CudaOptions.from_pass_configs({"tl.fast_math": True, "host_build": "nvcc"})
     """
 
-    ALIASES: ClassVar[Mapping[str, str]] = {"device_compile_flags": "extra_nvcc_flags"}
+    ALIASES: ClassVar[Mapping[str, str]] = {"device_compile_flags": "extra_nvcc_flags",
+                                            "enable_fast_math": "fast_math"}
     RETIRED: ClassVar[Mapping[str, str]] = {
         "enable_tma_store": "TMA-store epilogues are the default; tl.disable_tma_store turns them off",
         "enable_conditional_mask": "the conditional mask fill is the default; tl.disable_conditional_mask "
                                    "turns it off",
         "enable_two_blocks_per_sm": "two blocks per SM are the default where they fit; "
                                     "tl.disable_two_blocks_per_sm turns them off",
+        "precise_div": "IEEE float32 division is the default (as in TileLang); tl.fast_div opts into "
+                       "div.full.f32",
     }
 
     host_build: str = "split"
     device_compiler: str = "auto"
     fast_math: bool = False
     precise_exp2: bool = False
-    precise_div: bool = False
+    fast_div: bool = False
     opt_level: int = 3
     lineinfo: bool = False
     ptxas_verbose: bool = False

@@ -193,7 +193,7 @@ class CudaBackend(Backend):
         start = time.perf_counter()
         options = options or CudaOptions()
         mod = mod if options.precise_exp2 else fast_exp2(mod)
-        mod = mod if options.precise_div else fast_divide(mod)
+        mod = fast_divide(mod) if options.fast_div else mod
         lib = codegen.build_tvm_module(mod, self.arch)
         source = schedule_comment(mod) + with_kernel_attributes(with_on_demand_helpers(
             codegen.insert_imported_sources(codegen.export_source(lib, tensor_alignments(mod)),

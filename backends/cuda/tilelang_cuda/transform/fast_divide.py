@@ -1,4 +1,10 @@
-"""FastDivide: float32 ``a / b`` in device code becomes ``div.full.f32`` (the ``tl_div`` helper).
+"""FastDivide: float32 ``a / b`` in device code becomes ``div.full.f32`` (the ``tl_div`` helper),
+with ``tl.fast_div`` only.
+
+The default is CUDA's IEEE-rounded division, as in TileLang: kernels written for it (DeepSeek's
+TileKernels normalize weights and compute FP8 scale factors with ``/``) are tested bit for bit
+against torch, and 2 ulp fail them (found on the H100, stop 49). This pass is the opt-in for
+kernels that can take the error:
 
 CUDA's ``/`` on float32 is the IEEE-rounded division: a reciprocal, three refining FFMAs, an
 FCHK range test and a branch around a slow-path call, per division. FlashAttention's epilogue
@@ -7,7 +13,7 @@ divides each of a thread's 64 accumulators by its row's sum: on the H200's mma.s
 ``div.full.f32`` has a maximum error of 2 ulp over the full range (Triton's default for float32
 ``/``); with one divisor for many dividends ptxas computes its reciprocal once, leaving one FMUL
 per element. Divisions by a constant stay as written (nvcc folds the exact ones to a multiply).
-``tl.precise_div`` keeps IEEE division. Applied at codegen inside the kernels' thread-bound
+Applied at codegen inside the kernels' thread-bound
 regions only (host code keeps ``/``), so the lowered IR and the interpreter that checks it keep
 ``/``.
 
