@@ -1,8 +1,9 @@
 """Fragments that every thread holds whole: indexed other than by T.Parallel's loop variables
-(``a[c, o]`` with ``c`` a serial loop, as in DeepSeek's mHC; ``lse[k, i]`` with ``k`` a pipeline's,
-as in TileLang's MHA inference; ``f[i + 1]``) or read in plain code (``if block_mask[k]:``, as in
-the block-sparse and SeerAttention examples). TileLang's layout inference keeps those in every
-thread's registers; so does ours. Generated cases on cpu and every SIMT interpreter vs float64."""
+(``a[c, o]`` with ``c`` a serial loop inside the nest, as in DeepSeek's mHC; ``f[i + 1]``) or read
+in plain code (``if block_mask[k]:``, as in the block-sparse and SeerAttention examples).
+TileLang's layout inference keeps those in every thread's registers; so does ours. (A fragment
+indexed by a serial loop *around* the nest, ``lse[k, i]``, is held by column instead:
+test_serial_indexed_fragments.py.) Generated cases on cpu and every SIMT interpreter vs float64."""
 
 import numpy as np
 import pytest
@@ -48,7 +49,9 @@ def mix(hc, hb, threads):
     return main
 
 
-def log_sum_exp(ns, bm, threads):
+def log_sum_exp(ns, bm, threads, whole=False):
+    """Y = log2(sum_k exp2(L[k, :])); ``whole``: ``lse`` is also read in plain code, so every thread
+    holds it whole (without that, each thread holds its columns: transform/serial_indexed.py)."""
     @T.prim_func
     def main(L: T.Tensor((ns, bm), "float32"), Y: T.Tensor((bm,), "float32")):
         with T.Kernel(1, threads=threads):
@@ -64,6 +67,9 @@ def log_sum_exp(ns, bm, threads):
             for i in T.Parallel(bm):
                 s[i] = T.log2(s[i]) + mx[i]
             T.copy(s, Y)
+            if whole:
+                if lse[0, 0] > 3e38:  # never: L is finite
+                    Y[0] = 0.0
 
     return main
 
@@ -109,11 +115,12 @@ def test_fragment_indexed_by_a_serial_loop(path, hc, hb, threads, seed):
 
 @pytest.mark.parametrize("path", PATHS)
 @settings(max_examples=2, deadline=None)
-@given(ns=st.integers(1, 4), bm=st.sampled_from([16, 32]), threads=THREADS, seed=st.integers(0, 999))
-def test_reduction_of_a_fragment_held_whole(path, ns, bm, threads, seed):
+@given(ns=st.integers(1, 4), bm=st.sampled_from([16, 32]), threads=THREADS, seed=st.integers(0, 999),
+       whole=st.booleans())
+def test_reduction_of_a_fragment_held_whole(path, ns, bm, threads, seed, whole):
     rng = np.random.default_rng(seed)
     lse = (rng.standard_normal((ns, bm)) * 4).astype(np.float32)
-    out = run(path, log_sum_exp(ns, bm, threads), L=lse, Y=np.full(bm, np.nan, np.float32))
+    out = run(path, log_sum_exp(ns, bm, threads, whole), L=lse, Y=np.full(bm, np.nan, np.float32))
     ref = np.log2(np.exp2(lse.astype(np.float64)).sum(0))
     np.testing.assert_allclose(out["Y"], ref, rtol=1e-5, atol=1e-5)
 
@@ -159,6 +166,6 @@ def test_loops_over_fragments_held_whole_vectorize_in_printable_widths():
 
     from tilelang_core.testing.oracle import lower
 
-    text = lower("cuda:sm_80", log_sum_exp(4, 128, 128)).script()
+    text = lower("cuda:sm_80", log_sum_exp(4, 128, 128, whole=True)).script()
     widths = [int(w) for w in re.findall(r"T\.vectorized\((\d+)\)", text)]
     assert widths and max(widths) * 4 <= 16, widths

@@ -43,6 +43,7 @@ from .divided_indices import divided_access, divided_layout, spans
 from .fragment_windows import window_access, window_layout
 from .lower_tile_ops import kernel_name
 from .owned_accesses import anchor_from, not_owned, owned_access
+from .serial_indexed import loop_shape, serial_indexed, with_serial_dims
 from .structural import stmt_children
 
 FRAGMENT_SCOPE = "local.fragment"
@@ -87,24 +88,30 @@ class ParallelNest:
     #: an extent is known only at run time (``T.Parallel(valid_len)``): allowed over shared and
     #: global memory only; its elements are dealt over the threads round-robin
     symbolic: bool = False
+    #: the serial loops around the nest with a constant start and extent, outermost first: an
+    #: index may name them (``db[k, j]`` in ``for k: T.Parallel(j)``: serial_indexed.py)
+    outer: list = field(default_factory=list)
 
 
 def parallel_nests(stmt) -> list[ParallelNest]:
     """Outermost nests of ``tl.parallel`` loops in program order."""
     nests: list[ParallelNest] = []
 
-    def visit(node):
+    def visit(node, outer):
         if is_parallel_loop(node):
-            nests.append(_collect_nest(node))
+            nests.append(_collect_nest(node, outer))
             return
+        if isinstance(node, tirx.For) and node.thread_binding is None and R.as_int(node.min) is not None \
+                and R.as_int(node.extent) is not None:
+            outer = outer + [node]
         for child in stmt_children(node):
-            visit(child)
+            visit(child, outer)
 
-    visit(stmt)
+    visit(stmt, [])
     return nests
 
 
-def _collect_nest(loop) -> ParallelNest:
+def _collect_nest(loop, outer=()) -> ParallelNest:
     loop_vars, extents, body, symbolic = [], [], loop, []
     while isinstance(body, tirx.For) and is_parallel_loop(body):
         extent = R.as_int(body.extent)
@@ -130,7 +137,7 @@ def _collect_nest(loop) -> ParallelNest:
                           f"{symbolic[0].extent} and touches fragment '{accesses[0][0].name}'; a fragment "
                           f"is laid out over a loop of constant extents. Loop over the tile's full size "
                           f"and mask with `if`, or keep this loop on shared/global memory")
-    return ParallelNest(loop, loop_vars, extents, accesses, stores, symbolic=bool(symbolic))
+    return ParallelNest(loop, loop_vars, extents, accesses, stores, symbolic=bool(symbolic), outer=list(outer))
 
 
 def _buf(node):
@@ -246,6 +253,8 @@ class _Solver:
                 divided = divided_access(nest, indices) if dims is None else None
                 if divided is not None and spans(nest, divided, buffer_shape(buffer)):
                     continue  # B[i, j // 2]: laid out through the index (_propagate_nest)
+                if dims is None and serial_indexed(nest, indices, buffer_shape(buffer)) is not None:
+                    continue  # db[k, j] with k a serial loop around the nest (serial_indexed.py)
                 if dims is None:
                     irregular.setdefault(buffer, "indexed with other than T.Parallel's loop variables")
                 elif tuple(nest.extents[d] for d in dims) != buffer_shape(buffer):
@@ -279,6 +288,12 @@ class _Solver:
             if buffer in self.layouts and self.layouts[buffer].is_whole:
                 continue  # every element is local: any index will do
             dims = access_dims(nest, indices)
+            serial = serial_indexed(nest, indices, buffer_shape(buffer)) if dims is None else None
+            if serial is not None and buffer not in self.layouts:  # db[k, j]: column j in j's thread
+                part = access_layout(anchor, [d for d in serial if d is not None], loop_shape(serial, buffer_shape(buffer)))
+                changed |= self.assign(buffer, with_serial_dims(part, serial, buffer_shape(buffer)),
+                                       "a T.Parallel loop over it, inside serial loops indexing its other dims")
+                continue
             if dims is None and buffer in self.layouts and \
                     window_access(nest, indices, self.layouts[buffer].shape) is not None:
                 continue  # read through a window; LowerParallel checks that each thread holds it
@@ -347,7 +362,10 @@ class _Solver:
         if not candidates:
             return False
         buffer = max(candidates, key=lambda b: _prod(buffer_shape(b)))  # max keeps the first of ties
-        shape = buffer_shape(buffer)
+        # dims a serial loop around a nest indexes stay in registers (serial_indexed.py)
+        serial = next((found for n in nests for b, indices in n.accesses if b.same_as(buffer)
+                       for found in [serial_indexed(n, indices, buffer_shape(b))] if found is not None), None)
+        shape = buffer_shape(buffer) if serial is None else loop_shape(serial, buffer_shape(buffer))
         widest = max(1, self.vector_bytes * 8 // dtype_bits(buffer))
         options = []
         vector = widest
@@ -359,6 +377,8 @@ class _Solver:
         # runs of an 8x300 fp32 tile leave 75 runs that 128 threads cannot share (gcd 1), so 8
         # threads would hold 300 values each; single elements give 32 threads 75 each.
         layout = min(options, key=lambda f: f.local_size)  # min keeps the first (widest) of ties
+        if serial is not None:
+            layout = with_serial_dims(layout, serial, buffer_shape(buffer))
         return self.assign(buffer, layout, "the default spread over threads")
 
 

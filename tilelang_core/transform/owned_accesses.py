@@ -37,16 +37,25 @@ _INNER_KINDS = (tirx.ForKind.SERIAL, tirx.ForKind.UNROLLED, tirx.ForKind.VECTORI
 @dataclass
 class OwnedAccess:
     """A fragment access as expressions of the nest's loop variables and the constant-extent
-    serial loops of its body (``inner``: (variable, extent))."""
+    serial loops around it and in its body (``inner``: (variable, extent))."""
 
     indices: list
     inner: list
 
 
 def _inner_loops_and_values(nest):
-    """The serial loops of the nest's body that start at 0 and have a constant extent, and the pure
-    values bound in it (by variable handle)."""
+    """The serial loops around the nest and in its body that start at 0 and have a constant extent
+    (an index may name either: ``db[k, j]`` with ``k`` a loop around ``T.Parallel(j)``), and the pure
+    values bound in the body (by variable handle)."""
     loops, values = [], {}
+    for loop in getattr(nest, "outer", ()):
+        start = int(loop.min.value)
+        if start == 0:
+            loops.append((loop.loop_var, max(int(loop.extent.value), 0)))
+        else:  # counted from 0 here: the variable is the count plus the start
+            count = tirx.Var(f"{loop.loop_var.name}_count", loop.loop_var.ty)
+            loops.append((count, max(int(loop.extent.value), 0)))
+            values[loop.loop_var.__chandle__()] = count + loop.min
     body = nest.loop
     for _ in nest.extents:
         body = body.body
@@ -95,7 +104,9 @@ def _elements(nest, access: OwnedAccess, shape):
         return None, None, f"its indices cannot be evaluated ({err})"
     for d, (index, size) in enumerate(zip(element, shape)):
         if index.size and (index.min() < 0 or index.max() >= size):
-            return None, None, f"index {d} runs over {int(index.min())}..{int(index.max())}, outside 0..{size - 1}"
+            return None, None, (f"index {d} runs over {int(index.min())}..{int(index.max())}, outside 0..{size - 1} "
+                                f"(a read at a shifted index is taken when the iterations that read provably stay "
+                                f"inside: guard it, e.g. `if i < n - k:`)")
     return element, grids[:len(nest.extents)], None
 
 
