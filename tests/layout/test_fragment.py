@@ -132,6 +132,23 @@ def test_canonical_merges_digits_that_continue_each_other():
     assert split.canonical() == Fragment.spread((8,), 8).canonical()
 
 
+def test_canonical_merges_replicas_that_continue_each_other():
+    """A row statistic reduced from a tile and one broadcast from it hold their copies in the same
+    threads, numbered differently (TileKernels' swiglu cast: "two different layouts" before);
+    copies in other threads still differ."""
+    row = (Digit(2, LOCAL, 1), Digit(2, THREAD, 128))
+    one = Fragment((4,), (row,), (Digit(128, THREAD, 1),))
+    two = Fragment((4,), (row,), (Digit(16, THREAD, 1), Digit(8, THREAD, 16)))
+    swapped = Fragment((4,), (row,), (Digit(8, THREAD, 16), Digit(16, THREAD, 1)))
+    assert one.canonical() == two.canonical() == swapped.canonical()
+    for t in range(256):
+        assert (one.replica_of(t) == 0) == (two.replica_of(t) == 0)
+    inner = (Digit(2, LOCAL, 1), Digit(2, THREAD, 1))
+    other = Fragment((4,), (inner,), (Digit(128, THREAD, 2),))
+    assert Fragment((4,), (inner,), (Digit(16, THREAD, 2), Digit(8, THREAD, 32))).canonical() == other.canonical()
+    assert other.canonical() != one.canonical()
+
+
 def test_gemm_fragment_8x8_places_pairs_of_a_row_in_one_lane():
     from tilelang_core.layout import make_gemm_fragment_8x8, make_gemm_fragment_8x8_transposed
 

@@ -269,8 +269,16 @@ class Fragment:
                     x = Digit(hi.extent * x.extent, x.space, x.stride)
                 merged.append(x)
             dims.append(tuple(merged) or (Digit(1, LOCAL, 0),))
-        # which copy is which does not change where the copies are: replicate digits by stride
-        replicate = tuple(sorted((x for x in self.replicate if x.extent > 1), key=lambda x: -x.stride))
+        # which copy is which does not change where the copies are: replicate digits by stride,
+        # merged where one continues another (16t@1 x 8t@16 holds the copies 128t@1 does: a
+        # reduction's replicas and a broadcast's, TileKernels' swiglu cast)
+        replicate: list[Digit] = []
+        for x in sorted((x for x in self.replicate if x.extent > 1), key=lambda x: x.stride):
+            if replicate and replicate[-1].stride * replicate[-1].extent == x.stride:
+                low = replicate.pop()
+                x = Digit(low.extent * x.extent, THREAD, low.stride)
+            replicate.append(x)
+        replicate = tuple(reversed(replicate))
         return Fragment(self.shape, tuple(dims), replicate, name=self.name)
 
     # -- constructors -----------------------------------------------------------------------------
