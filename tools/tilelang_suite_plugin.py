@@ -161,7 +161,10 @@ def _install_also_compile(target: str):
         plain(func, *args, **kwargs)
         return kernel
 
-    compiler.compile = decorator._compile = compile_twice
+    import tilelang_core
+    import tilelang_core.jit
+
+    compiler.compile = decorator._compile = tilelang_core.compile = tilelang_core.jit.compile = compile_twice
 
 
 _FAKE_CUDA_MODE = None

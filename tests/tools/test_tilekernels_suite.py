@@ -44,3 +44,36 @@ def test_a_run_logs_each_test_as_it_ends_and_survives_a_hang(tmp_path):
     text = summary(log, tmp_path / "pick.txt")
     assert text.splitlines()[0] == "1 passed, 1 failed, 1 hung, 1 not finished"
     assert "the sum is off" in text and "tests/test_k.py::test_c" in text
+
+
+def test_also_compile_builds_every_kernel_for_a_second_target(tmp_path):
+    """TLSUITE_ALSO_COMPILE: a test that compiles a kernel on cpu also compiles it for the named
+    target, whose error fails the test (an arch the cuda backend does not know, here)."""
+    import os
+    import subprocess
+
+    (tmp_path / "test_k.py").write_text(
+        "import tilelang_core as tl\n"
+        "import tilelang_core.language as T\n"
+        "@tl.jit(out_idx=[-1], target='cpu')\n"
+        "def add(n):\n"
+        "    @T.prim_func\n"
+        "    def main(A: T.Tensor((n,), 'float32'), B: T.Tensor((n,), 'float32')):\n"
+        "        with T.Kernel(1, threads=32):\n"
+        "            for i in T.Parallel(n):\n"
+        "                B[i] = A[i] + 1.0\n"
+        "    return main\n"
+        "def test_add():\n"
+        "    import torch\n"
+        "    assert float(add(8)(torch.zeros(8))[0]) == 1.0\n")
+    tools = Path(__file__).resolve().parents[2] / "tools"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tools), os.environ.get("PYTHONPATH", "")]),
+               TILELANG_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("TLSUITE_ALSO_COMPILE", None)
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "tilelang_suite_plugin", "-p", "no:cacheprovider",
+           str(tmp_path / "test_k.py")]
+    plain = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    env["TLSUITE_ALSO_COMPILE"] = "cuda:sm_1"
+    twice = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert twice.returncode == 1 and "sm_1" in twice.stdout, twice.stdout + twice.stderr
