@@ -253,7 +253,8 @@ class _Solver:
                 divided = divided_access(nest, indices) if dims is None else None
                 if divided is not None and spans(nest, divided, buffer_shape(buffer)):
                     continue  # B[i, j // 2]: laid out through the index (_propagate_nest)
-                if dims is None and serial_indexed(nest, indices, buffer_shape(buffer)) is not None:
+                if dims is None and serial_indexed(nest, indices, buffer_shape(buffer),
+                                                   _stored(nest, buffer)) is not None:
                     continue  # db[k, j] with k a serial loop around the nest (serial_indexed.py)
                 if dims is None:
                     irregular.setdefault(buffer, "indexed with other than T.Parallel's loop variables")
@@ -288,7 +289,8 @@ class _Solver:
             if buffer in self.layouts and self.layouts[buffer].is_whole:
                 continue  # every element is local: any index will do
             dims = access_dims(nest, indices)
-            serial = serial_indexed(nest, indices, buffer_shape(buffer)) if dims is None else None
+            serial = serial_indexed(nest, indices, buffer_shape(buffer), _stored(nest, buffer)) \
+                if dims is None else None
             if serial is not None and buffer not in self.layouts:  # db[k, j]: column j in j's thread
                 part = access_layout(anchor, [d for d in serial if d is not None], loop_shape(serial, buffer_shape(buffer)))
                 changed |= self.assign(buffer, with_serial_dims(part, serial, buffer_shape(buffer)),
@@ -364,7 +366,8 @@ class _Solver:
         buffer = max(candidates, key=lambda b: _prod(buffer_shape(b)))  # max keeps the first of ties
         # dims a serial loop around a nest indexes stay in registers (serial_indexed.py)
         serial = next((found for n in nests for b, indices in n.accesses if b.same_as(buffer)
-                       for found in [serial_indexed(n, indices, buffer_shape(b))] if found is not None), None)
+                       for found in [serial_indexed(n, indices, buffer_shape(b), _stored(n, b))]
+                       if found is not None), None)
         shape = buffer_shape(buffer) if serial is None else loop_shape(serial, buffer_shape(buffer))
         widest = max(1, self.vector_bytes * 8 // dtype_bits(buffer))
         options = []
@@ -454,6 +457,10 @@ def same_owners(a: Fragment, b: Fragment) -> bool:
     ca, cb = a.canonical(), b.canonical()
     return ca.shape == cb.shape and ca.digits == cb.digits and \
         sorted(ca.replicate, key=lambda x: x.stride) == sorted(cb.replicate, key=lambda x: x.stride)
+
+
+def _stored(nest: ParallelNest, buffer) -> bool:
+    return any(b.same_as(buffer) for b, _ in nest.stores)
 
 
 def _scalar_fragment_accesses(body) -> list:

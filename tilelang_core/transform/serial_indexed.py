@@ -9,7 +9,9 @@ backward pass)::
 
 ``db[k, j]`` names the nest's variable ``j`` in one dimension and, in the other, only serial loops
 around the nest (or constants): the thread that runs iteration ``j`` holds the whole column
-``db[:, j]``, the serial dimension in its registers, so every ``k`` finds its element there. Such
+``db[:, j]``, the serial dimension in its registers, so every ``k`` finds its element there. A
+read may also name serial loops of the body and skip loop variables (``res[c, j]`` summed over
+``c`` in a loop over ``o, j``: the threads running column ``j`` hold it, for every ``o``). Such
 an access is "serial-indexed": layout inference gives an unlaid fragment the loop's layout over
 its loop dimensions and registers over the others (:func:`with_serial_dims`), a fragment with a
 layout already may anchor the loop, and LowerParallel checks ownership numerically over the outer
@@ -33,12 +35,14 @@ from tvm import tirx
 from ..layout import LOCAL, Digit, Fragment
 
 
-def serial_indexed(nest, indices, shape) -> list | None:
+def serial_indexed(nest, indices, shape, stored: bool = True) -> list | None:
     """For each buffer dimension, the nest's loop dimension its index is (a bare loop variable),
-    or None for an index of the serial loops around the nest and constants only; None when the
-    access has any other form, when it names no serial dimension, or when its loop variables are
-    not each of the nest's once, over the buffer's extents."""
-    outer = {loop.loop_var.__chandle__() for loop in nest.outer}
+    or None for an index of serial loops (around the nest, or in its body) and constants only;
+    None when the access has any other form, names no serial dimension, or its loop variables
+    are not distinct, over the buffer's extents. A ``stored`` access must name every loop
+    variable (an iteration per element); a read may skip some (``res[c, j]`` in a loop over
+    ``o, j``: the threads running any ``o`` of column ``j`` hold it)."""
+    serial = {loop.loop_var.__chandle__() for loop in nest.outer} | _body_loops(nest)
     dims = []
     for index in indices:
         hit = [k for k, v in enumerate(nest.loop_vars) if index.same_as(v)]
@@ -47,15 +51,32 @@ def serial_indexed(nest, indices, shape) -> list | None:
             continue
         names = []
         tvm_ffi.structural_walk(index, [(tirx.Var, names.append)])
-        if any(v.__chandle__() not in outer for v in names):
+        if any(v.__chandle__() not in serial for v in names):
             return None
         dims.append(None)
     loop_dims = [d for d in dims if d is not None]
-    if None not in dims or sorted(loop_dims) != list(range(len(nest.extents))):
+    if None not in dims or not loop_dims or len(set(loop_dims)) != len(loop_dims):
+        return None
+    if stored and sorted(loop_dims) != list(range(len(nest.extents))):
         return None
     if any(nest.extents[d] != shape[p] for p, d in enumerate(dims) if d is not None):
         return None
     return dims
+
+
+def _body_loops(nest) -> set:
+    """Handles of the variables of the serial loops in the nest's body with constant bounds."""
+    body = nest.loop
+    for _ in nest.extents:
+        body = body.body
+    found = set()
+
+    def on_for(loop):
+        if isinstance(loop.min, tirx.IntImm) and isinstance(loop.extent, tirx.IntImm):
+            found.add(loop.loop_var.__chandle__())
+
+    tvm_ffi.structural_walk(body, [(tirx.For, on_for)])
+    return found
 
 
 def loop_shape(dims, shape) -> tuple[int, ...]:
