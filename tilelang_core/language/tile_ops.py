@@ -34,13 +34,17 @@ _PREFERRED = ("tma", "cp_async", "sync")
 
 def copy(src, dst, coalesced_width: int | None = None, disable_tma: bool = False,
          eviction_policy: str | None = None, prefer_instruction: str | None = None,
-         annotations: dict | None = None):
+         annotations: dict | None = None, loop_layout=None):
     """Copy ``src`` to ``dst`` (global/shared/fragment in any pair), converting dtypes.
 
     Either side may be a start element ``A[i, j]``: its extent is the other side's shape.
     ``prefer_instruction`` ("tma", "cp_async", "sync") and ``annotations`` (a dict that may also
     carry the keyword options, taking precedence, as in TileLang) are hints: the copy completes
     before the next statement whichever instruction the backend picks; "sync" keeps TMA off.
+    ``loop_layout`` (a ``T.Fragment`` over the copied tile, its dimensions of size 1 dropped)
+    names the thread that copies each element of a global/shared copy, as TileLang's does: a
+    kernel with ``tl.disable_thread_storage_sync`` reads what a thread copied itself without a
+    barrier. Copies with a fragment side follow the fragment's layout.
     """
     src_r, dst_r = pair_regions(src, dst, "T.copy source", "T.copy destination")
     if not isinstance(annotations, (dict, type(None))):
@@ -65,7 +69,25 @@ def copy(src, dst, coalesced_width: int | None = None, disable_tma: bool = False
         options["disable_tma"] = True
     for key, value in hints.items():  # other annotations travel with the op (its config)
         options[str(key)] = value if isinstance(value, (bool, int, float, str)) else str(value)
-    emit(Copy(src_r, dst_r, options))
+    op = Copy(src_r, dst_r, options)
+    if loop_layout is not None:
+        op.options["loop_layout"] = _loop_layout_option(loop_layout, op)
+    emit(op)
+
+
+def _loop_layout_option(layout, op: Copy) -> str:
+    """A copy's ``loop_layout`` as it travels in the op's config (Fragment.describe()), checked
+    against the tile it lays out."""
+    from ..layout import Fragment
+
+    if not isinstance(layout, Fragment):
+        raise FrontendError(f"T.copy loop_layout must be a T.Fragment, got {layout!r}")
+    extents = [R.as_int(e) for e in R.squeeze(R.extents_of(op.src))]
+    if None in extents or list(layout.shape) != extents:
+        raise FrontendError(f"T.copy loop_layout is laid out over shape {list(layout.shape)}, but the copy "
+                            f"{R.fmt_region(op.src)} -> {R.fmt_region(op.dst)} has extents "
+                            f"{R.fmt_extents(R.squeeze(R.extents_of(op.src)))} (dimensions of size 1 dropped)")
+    return layout.describe()
 
 
 def async_copy(src, dst, coalesced_width: int | None = None, annotations: dict | None = None,
@@ -75,7 +97,9 @@ def async_copy(src, dst, coalesced_width: int | None = None, annotations: dict |
 
     TileLang-X performs it as ``T.copy`` does: the data has landed before the next statement,
     which every wait the author writes allows (language/async_groups.py says the same of
-    ``T.ptx_cp_async``). Only global -> shared copies are accepted, as in TileLang.
+    ``T.ptx_cp_async``). Only global -> shared copies are accepted, as in TileLang. ``loop_layout``
+    names the thread that copies each element (see ``T.copy``): a thread's wait covers only its own
+    copies, so kernels that wait without a barrier read only what the layout gave them.
     """
     src_r, dst_r = pair_regions(src, dst, "T.async_copy source", "T.async_copy destination")
     src_scope, dst_scope = R.scope_of(src_r), R.scope_of(dst_r)
@@ -83,10 +107,9 @@ def async_copy(src, dst, coalesced_width: int | None = None, annotations: dict |
         raise FrontendError(f"T.async_copy only supports global->shared/shared.dyn copies (cp.async); "
                             f"got {R.name_of(src_r)} ({src_scope}) -> {R.name_of(dst_r)} ({dst_scope}): "
                             f"use T.copy")
-    del loop_layout  # a thread-mapping hint for TileLang's SIMT copy loop; changes no value
     hints = dict(annotations or {})
     hints.setdefault("prefer_instruction", "cp_async")
-    copy(src_r, dst_r, coalesced_width=coalesced_width, annotations=hints)
+    copy(src_r, dst_r, coalesced_width=coalesced_width, annotations=hints, loop_layout=loop_layout)
 
 
 def fill(buffer, value):

@@ -339,6 +339,30 @@ class Fragment:
             parts.append("rep:" + "x".join(f"{x.extent}t@{x.stride}" for x in self.replicate))
         return " ".join(parts)
 
+    @staticmethod
+    def from_description(text: str, name: str = "") -> Fragment:
+        """The Fragment that ``describe()`` wrote as ``text`` (a layout carried in a tile op's
+        config, where only plain values travel).
+
+        >>> f = Fragment.spread((4, 8), num_threads=8, vector=2)
+        >>> Fragment.from_description(f.describe()) == f
+        True
+        """
+        def digit(word: str) -> Digit:
+            extent, _, stride = word.partition("@")
+            return Digit(int(extent[:-1]), THREAD if extent.endswith("t") else LOCAL, int(stride))
+
+        dims, replicate = [], ()
+        for part in text.split():
+            label, _, body = part.partition(":")
+            digits = tuple(digit(w) for w in body.split("x"))
+            if label == "rep":
+                replicate = digits
+            else:
+                dims.append(digits)
+        shape = tuple(math.prod(x.extent for x in ds) for ds in dims)
+        return Fragment(shape, tuple(dims), replicate, name=name)
+
     def __repr__(self) -> str:
         label = f"{self.name} " if self.name else ""
         return (f"Fragment({label}shape={list(self.shape)}, threads={self.num_threads}, "

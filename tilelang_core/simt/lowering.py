@@ -103,6 +103,10 @@ def lower_copy(call, ctx):
     st = state_of(ctx)
     if scope(op.src) == FRAGMENT or scope(op.dst) == FRAGMENT:
         return copy_fragment(op, st)
+    if "loop_layout" in op.options:
+        from tilelang_core.layout import Fragment
+
+        return copy_by_loop_layout(op, st, Fragment.from_description(str(op.options["loop_layout"])))
     vector = copy_vector_width(op, st)
     if vector > 1:
         return copy_vectorized(op, st, vector, bool(op.options.get("tl_async", False)))
@@ -400,34 +404,34 @@ def copy_vectorized(op: Copy, st: KernelState, vec: int, use_async: bool):
     extents, per_row, total = grid
     threads = st.num_threads
     iters = (total + threads - 1) // threads
+
+    def body(it):
+        flat = st.simplify(it * threads + st.thread_var)
+        tile_index = _unflatten(st, flat, extents[:-1], per_row, vec)
+        return _vector_copy(op, st, vec, use_async, tile_index, None if total % threads == 0 else flat < total)
+
+    return loop("v", iters, body, tirx.ForKind.UNROLLED)
+
+
+def _vector_copy(op: Copy, st: KernelState, vec: int, use_async: bool, tile_index: list, guard):
+    """One ``vec``-element access of a global<->shared copy at ``tile_index``, run where ``guard``
+    (None: always) holds."""
     width = vec * elem_bytes(op.src)
     to_shared = scope(op.dst) in SHARED
     if to_shared:
         helper = f"tl_cp_async_{width}" if use_async else f"tl_copy_{width}"
     else:
         helper = f"tl_store_{width}"
-
-    def body(it):
-        flat = st.simplify(it * threads + st.thread_var)
-        tile_index = _unflatten(st, flat, extents[:-1], per_row, vec)
-        src_index = region_index(op.src, tile_index)
-        dst_index = region_index(op.dst, tile_index)
-        pred = in_bounds(st, op.src, src_index) if to_shared else in_bounds(st, op.dst, dst_index)
-        guard = None if total % threads == 0 else flat < total
-        if guard is not None:
-            pred = guard if pred is None else tirx.And(guard, pred)
-        if to_shared:
-            # zero-fill out-of-bounds reads: the call itself takes the predicate
-            call = I.call(helper, tirx.address_of(load(op.dst, dst_index)),
-                          tirx.address_of(load(op.src, src_index)),
-                          pred if pred is not None else tirx.const(True, "bool"))
-            # a thread past the tile must not even zero-fill (its destination is outside the tile)
-            return if_then(guard, call) if guard is not None else call
-        return I.call(helper, tirx.address_of(load(op.dst, dst_index)),
-                      tirx.address_of(load(op.src, src_index)),
-                      pred if pred is not None else tirx.const(True, "bool"))
-
-    return loop("v", iters, body, tirx.ForKind.UNROLLED)
+    src_index = region_index(op.src, tile_index)
+    dst_index = region_index(op.dst, tile_index)
+    pred = in_bounds(st, op.src, src_index) if to_shared else in_bounds(st, op.dst, dst_index)
+    if guard is not None:
+        pred = guard if pred is None else tirx.And(guard, pred)
+    call = I.call(helper, tirx.address_of(load(op.dst, dst_index)), tirx.address_of(load(op.src, src_index)),
+                  pred if pred is not None else tirx.const(True, "bool"))
+    # to shared, the call zero-fills out-of-bounds reads (it takes the predicate), but a thread
+    # past the tile must not even zero-fill (its destination is outside the tile)
+    return if_then(guard, call) if to_shared and guard is not None else call
 
 
 def _region_inside(st: KernelState, region) -> bool:
@@ -451,18 +455,65 @@ def copy_elementwise(op: Copy, st: KernelState):
     """Any other copy: one element per thread per step, predicated on the destination. A source
     element past its tensor's end reads 0 (TileLang's rule, as the vectorized copies zero-fill):
     skipping it left a padded destination uninitialized."""
-    extents = tile_extents(op.src)
+    return spread_over_threads(st, tile_extents(op.src), lambda index: _copy_element(op, st, index),
+                               unroll_max=64)
 
-    def element(index):
-        src_index = region_index(op.src, index)
-        dst_index = region_index(op.dst, index)
-        value = cast(load(op.src, src_index), dtype(op.dst))
-        inside = in_bounds(st, op.src, src_index)
-        if inside is not None:
-            value = tirx.if_then_else(inside, value, tirx.const(0, dtype(op.dst)))
-        return tirx.BufferStore(op.dst.source, value, dst_index), [in_bounds(st, op.dst, dst_index)]
 
-    return spread_over_threads(st, extents, element, unroll_max=64)
+def _copy_element(op: Copy, st: KernelState, index: list):
+    """(the store of tile element ``index``, its conditions) for spread_over_threads."""
+    src_index = region_index(op.src, index)
+    dst_index = region_index(op.dst, index)
+    value = cast(load(op.src, src_index), dtype(op.dst))
+    inside = in_bounds(st, op.src, src_index)
+    if inside is not None:
+        value = tirx.if_then_else(inside, value, tirx.const(0, dtype(op.dst)))
+    return tirx.BufferStore(op.dst.source, value, dst_index), [in_bounds(st, op.dst, dst_index)]
+
+
+def copy_by_loop_layout(op: Copy, st: KernelState, layout):
+    """A global/shared copy with a ``loop_layout`` (a Fragment over the tile): each thread copies
+    the elements the layout gives it, in vectors where its registers run along contiguous rows.
+    The author chose the threads so that each reads back what it copied itself (TileKernels'
+    engram gate backward waits for its copies per thread and has no barrier): dealing the
+    elements round-robin instead raced on the H100."""
+    if layout.num_threads > st.num_threads:
+        raise LoweringError(f"kernel '{st.kernel}': the loop_layout of copy {R.fmt_region(op.src)} -> "
+                            f"{R.fmt_region(op.dst)} spreads it over {layout.num_threads} threads, but the "
+                            f"block has {st.num_threads}: lay it out over at most {st.num_threads}")
+    thread = st.thread_var
+    # threads past the layout copy nothing, replicas copy once (replica 0)
+    conds = [thread < layout.num_threads] if layout.num_threads < st.num_threads else []
+    if layout.replicas > 1:
+        conds.append(layout.replica_of(thread) == 0)
+    vec = _loop_layout_vector_width(op, st, layout)
+
+    def body(it):
+        index = [st.simplify(x) for x in layout.index_of(thread, it * vec)]
+        if vec > 1:
+            stmt, extra = _vector_copy(op, st, vec, bool(op.options.get("tl_async", False)), index, None), []
+        else:
+            stmt, extra = _copy_element(op, st, index)
+        guard = [c for c in conds + extra if c is not None]
+        for c in guard:
+            stmt = if_then(c, stmt)
+        return stmt
+
+    steps = layout.local_size // vec
+    return loop("l", steps, body, tirx.ForKind.UNROLLED if steps <= 64 else tirx.ForKind.SERIAL)
+
+
+def _loop_layout_vector_width(op: Copy, st: KernelState, layout) -> int:
+    """Elements per access of a copy by loop layout: the run of consecutive registers along the
+    tile's last axis (its least significant local digit), where copy_vector_width allows it."""
+    from tilelang_core.layout import LOCAL
+
+    digits = [d for d in layout.digits[-1] if d.extent > 1]
+    if not digits or digits[-1].space != LOCAL or digits[-1].stride != 1:
+        return 1
+    vec = copy_vector_width(op, st)
+    while vec > 1 and digits[-1].extent % vec:
+        vec //= 2
+    return vec
 
 
 def spread_over_threads(st: KernelState, extents, element, unroll_max: int = 0):
