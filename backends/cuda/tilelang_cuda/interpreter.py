@@ -1,6 +1,6 @@
 """The SIMT interpreter (tilelang_core.simt.interpreter) with the cuda backend's own helpers:
-``tl_ldmatrix_*``, the ``tl_mma_*`` instructions and ``tl_round_tf32``, implemented from their PTX
-definitions. The fragment tables below are written from the PTX ISA ("Matrix Fragments for
+``tl_ldmatrix_*`` and the ``tl_mma_*`` instructions (.tf32 operands truncated), implemented from
+their PTX definitions. The fragment tables below are written from the PTX ISA ("Matrix Fragments for
 mma.m16n8k16 / m16n8k8 / m16n8k32") on purpose apart from layouts.py, so that CI checks the
 lowering's lane arithmetic against a second reading of the ISA. CI runs lowered cuda kernels with
 it against torch without a GPU.
@@ -56,15 +56,6 @@ def tf32_truncate(x):
     return bits.view(np.float32)
 
 
-def round_tf32(x):
-    """cvt.rna.tf32.f32: to nearest with ties away from zero, on the magnitude (sign apart);
-    infinities and NaNs pass."""
-    x = np.asarray(x, np.float32)
-    bits = x.view(np.uint32)
-    rounded = ((bits.astype(np.uint64) + 0x1000) & 0xFFFFE000).astype(np.uint32)
-    return np.where(np.isfinite(x), rounded, bits).view(np.float32)
-
-
 #: helper -> (M, K, A table, B table, operand transform, accumulate in, result type); N = 8
 _MMA = {
     "tl_mma_m16n8k16_f16_f32": (16, 16, _a_m16n8k16, _b_m16n8k16, None, np.float64, np.float32),
@@ -81,8 +72,6 @@ class CudaInterpreter(Interpreter):
             return self._ldmatrix(name, self.pointer(args[0]), self.pointer(args[1]), mask)
         if name in _MMA:
             return self._mma(name, self.pointer(args[0]), self.pointer(args[1]), self.pointer(args[2]), mask)
-        if name == "tl_round_tf32":
-            return round_tf32(self.expr(args[0]))
         if name == "tl_red_add_v4":  # vector_atomics.py: 4 float additions per lane, lane by lane
             dst, src = self.pointer(args[0]), self.pointer(args[1])
             view = dst.storage.array.reshape(-1)
@@ -152,4 +141,4 @@ def run_kernel(func: tirx.PrimFunc, args: dict, **modes) -> None:
     CudaInterpreter(func, args, **modes).run()
 
 
-__all__ = ["CudaInterpreter", "round_tf32", "run_kernel", "tf32_truncate"]
+__all__ = ["CudaInterpreter", "run_kernel", "tf32_truncate"]

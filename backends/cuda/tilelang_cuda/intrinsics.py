@@ -282,12 +282,6 @@ ON_DEMAND_HELPERS = {
     # no .satfinite: the int32 sums wrap, like the FMA path's int32 arithmetic
     "tl_mma_m16n8k32_s8_s32": _mma_helper("tl_mma_m16n8k32_s8_s32", "m16n8k32.row.col.s32.s8.s8.s32", "int", "r"),
     "tl_mma_m16n8k32_u8_s32": _mma_helper("tl_mma_m16n8k32_u8_s32", "m16n8k32.row.col.s32.u8.u8.s32", "int", "r"),
-    # round to nearest, ties away from zero, to 10 mantissa bits (the low 13 bits become zero)
-    "tl_round_tf32": "__device__ __forceinline__ float tl_round_tf32(float x) {\n"
-                     "  unsigned r;\n"
-                     "  asm(\"cvt.rna.tf32.f32 %0, %1;\\n\" : \"=r\"(r) : \"f\"(x));\n"
-                     "  return __uint_as_float(r);\n"
-                     "}\n",
     # true at run time, unknown to nvcc and ptxas: a branch on it is a basic block they keep
     # (hopper/warp_specialize.py, tl.enable_overlap_block)
     "tl_opaque_true": "__device__ __forceinline__ bool tl_opaque_true() { return blockDim.x != 0u; }\n",

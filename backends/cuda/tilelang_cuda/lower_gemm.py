@@ -22,9 +22,12 @@ float32 -> tf32 matches TileLang: its CUDA gemm template dispatches float operan
 ``SM80_16x8x8_F32TF32TF32F32_TN`` (src/tl_templates/cuda/gemm_mma.h in tile-ai/tilelang:
 ``TL_DISPATCH_MMA(float, float, float, SM80_16x8x8_F32TF32TF32F32_TN)``, and GemmTensorOp maps
 ``float`` to ``tfloat32_t``); its issues #859 and #2038 report float32 T.gemm running on tf32
-with no switch for exact fp32. We round the operands with cvt.rna.tf32.f32 after loading them
-(TileLang dropped its rounding in PR #573, so there the tensor cores truncate, which its issue
-#493 reported as lost precision; rounding halves the worst operand error), and ``disable_tf32``
+with no switch for exact fp32. The operands go to the instruction as stored, which ignores their
+low 13 mantissa bits (truncation), as in TileLang (it dropped its rounding in PR #573). Kernels
+count on it: TileKernels rounds its tf32 operands itself, adding half a tf32 ulp to the bits
+(mhc ``round_to_tf32``), so that the truncation completes a round to nearest; rounding again here
+(cvt.rna, as this backend once did) moved half the operands one ulp up, and the mhc pre-norm
+fn_grad missed torch's tf32 reference on 3% of its elements on the H100. ``disable_tf32``
 (``tl.disable_tf32``) gives exact fp32 FMAs.
 """
 
@@ -110,10 +113,7 @@ def lower_gemm_mma(op: Gemm, instr: MmaInstruction, st):
     # A from a fragment already sits in mma A-operand order (pipeline.operand_layout,
     # layouts.mma_a_operand_layout): the A tile (mi, kk) is the a_size registers from
     # (mi * k_steps + kk) * a_size (for fp16 the two 16x8 accumulator tiles (mi, 2kk), (mi, 2kk+1)).
-    # tf32 operands are rounded first, into registers of their own: the kernel's fragment keeps
-    # its fp32 values.
-    frag_regs = st.local_buffer(op.A.source) if a_in_registers else None
-    a_regs = frag_regs if a_in_registers and not instr.round_tf32 else \
+    a_regs = st.local_buffer(op.A.source) if a_in_registers else \
         st.alloc("A_frag", (copies * mi_count * a_size,), in_dtype, "local")
     b_regs = st.alloc("B_frag", (copies * ni_count * b_size,), in_dtype, "local")
     c_regs = st.local_buffer(op.C.source)
@@ -176,34 +176,18 @@ def lower_gemm_mma(op: Gemm, instr: MmaInstruction, st):
             "tl_ldmatrix_x2" + b_trans, I.address_of(b_regs, at(base, ni * b_size)),
             b_address(kk, wn * wn_size + ni * MMA_N, False)), tirx.ForKind.UNROLLED)
 
-    def round_tf32(regs, base, count):
-        # mma.sync .tf32 ignores the low 13 mantissa bits (truncation); round to nearest instead
-        return loop("e", count, lambda e: tirx.BufferStore(
-            regs, I.call("tl_round_tf32", tirx.BufferLoad(regs, [at(base, e)]), dtype="float32"), [at(base, e)]),
-            tirx.ForKind.UNROLLED)
-
     def a_base(kk):  # kk is a Python int where copies > 1 (the steps are unrolled here)
         return kk * mi_count * a_size if copies > 1 else 0
 
     def b_base(kk):
         return kk * ni_count * b_size if copies > 1 else 0
 
-    def copy_a(kk):  # the fragment's tiles (mi, kk) into a_regs, to be rounded there
-        return loop("e", mi_count * a_size, lambda e: tirx.BufferStore(a_regs, tirx.BufferLoad(
-            frag_regs, [(tirx.floordiv(e, a_size) * k_steps + kk) * a_size + tirx.floormod(e, a_size)]), [e]),
-            tirx.ForKind.UNROLLED)
-
     def load(kk):
-        body = ([copy_a(kk)] if instr.round_tf32 else []) if a_in_registers else [load_a(kk, a_base(kk))]
-        body.append(load_b(kk, b_base(kk)))
-        if instr.round_tf32:
-            body += [round_tf32(a_regs, a_base(kk), mi_count * a_size),
-                     round_tf32(b_regs, b_base(kk), ni_count * b_size)]
-        return seq(body)
+        return seq(([] if a_in_registers else [load_a(kk, a_base(kk))]) + [load_b(kk, b_base(kk))])
 
     def compute(kk):
         def a_operand(mi):
-            if a_in_registers and not instr.round_tf32:
+            if a_in_registers:
                 return I.address_of(a_regs, (mi * k_steps + kk) * a_size)
             return I.address_of(a_regs, at(a_base(kk), mi * a_size))
 

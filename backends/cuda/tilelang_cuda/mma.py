@@ -6,9 +6,9 @@ fragment (16x8, 4 registers) is the same for all of them, so gemm accumulators k
 (layouts.mma_accumulator_layout); only the operand fragments differ in elements per register.
 
 Which archs have which operand types is the capability table's ``"mma"`` entry (target.py), the
-only place this is decided. float32 operands run as tf32 (the operands rounded with
-``cvt.rna.tf32.f32``, fp32 accumulate), like TileLang (see lower_gemm.py), unless the
-``disable_tf32`` option asks for exact fp32 (the FMA path).
+only place this is decided. float32 operands run as tf32 (the instruction ignores their low 13
+mantissa bits, fp32 accumulate), like TileLang (see lower_gemm.py), unless the ``disable_tf32``
+option asks for exact fp32 (the FMA path).
 
 Example::
 
@@ -32,8 +32,8 @@ class MmaInstruction:
     operand: str  # the capability table's name of the operand type
     bits: int  # of one operand element in shared memory and registers
     helper: str  # the prelude's tl_mma_* (intrinsics.py)
-    #: operands are rounded to tf32 after loading (the instruction itself ignores the low bits)
-    round_tf32: bool = False
+    #: float32 operands on tf32 tensor cores (``disable_tf32`` sends the gemm to the FMA path)
+    tf32: bool = False
 
     @property
     def k(self) -> int:
@@ -50,7 +50,7 @@ INSTRUCTIONS = {
     ("float16", "float16", "float32"): MmaInstruction("m16n8k16", "float16", 16, "tl_mma_m16n8k16_f16_f32"),
     ("bfloat16", "bfloat16", "float32"): MmaInstruction("m16n8k16", "bfloat16", 16, "tl_mma_m16n8k16_bf16_f32"),
     ("float32", "float32", "float32"): MmaInstruction("m16n8k8", "tensorfloat32", 32, "tl_mma_m16n8k8_tf32_f32",
-                                                      round_tf32=True),
+                                                      tf32=True),
     ("int8", "int8", "int32"): MmaInstruction("m16n8k32", "int8", 8, "tl_mma_m16n8k32_s8_s32"),
     ("uint8", "uint8", "int32"): MmaInstruction("m16n8k32", "uint8", 8, "tl_mma_m16n8k32_u8_s32"),
 }
@@ -63,7 +63,7 @@ def select_mma(op: Gemm, arch: str, options) -> MmaInstruction | None:
     instr = INSTRUCTIONS.get((dtype(op.A), dtype(op.B), dtype(op.C)))
     if instr is None or instr.operand not in capability(arch, "mma"):
         return None
-    if instr.round_tf32 and options.disable_tf32:
+    if instr.tf32 and options.disable_tf32:
         return None
     return instr
 

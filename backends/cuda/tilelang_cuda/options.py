@@ -38,8 +38,9 @@ class CudaOptions(BackendOptions):
     disable_cp_async: lower T.Pipelined copies with plain loads/stores (for debugging).
     disable_wgmma: on sm_90a, lower T.gemm with mma.sync instead of wgmma (TileLang's key).
     disable_tf32: float32 T.gemm computes in exact fp32 with FMAs instead of on tf32 tensor
-        cores (operands rounded to 10 mantissa bits, fp32 accumulate; the default, as in
-        TileLang, which has no such switch). For results that must match an fp32 reference.
+        cores (operands truncated to 10 mantissa bits by the instruction, fp32 accumulate; the
+        default, as in TileLang, which has no such switch). For results that must match an fp32
+        reference.
     disable_tma_lower: on sm_90a, load T.Pipelined tiles with cp.async instead of TMA.
     disable_thread_storage_sync: insert no barriers between shared-memory accesses (TileLang's
         key): the kernel's own T.sync_threads / T.sync_warp order them, as in TileLang.
