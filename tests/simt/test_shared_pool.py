@@ -158,3 +158,36 @@ def test_an_unused_tile_does_not_count_against_the_shared_memory_limit():
 
     kernel = compile_kernel(main, target="cuda:sm_90a")  # was: needs 262144 bytes, more than 232448
     assert "extern __shared__" in kernel.get_kernel_source()
+
+
+def test_no_buffer_ever_used_means_no_pool():
+    """TVM's CUDA printer refuses a dynamic shared array of 0 bytes (TileKernels' sf_only per-token
+    cast allocates its output tile and never touches it)."""
+    unused = _shared("unused", 4096)
+    placed, new_body, pool, decls = pool_shared([unused], _use(_shared("other", 4)), _layout, {})
+    assert pool is None and decls == [] and unused in placed
+
+
+def unused_output_tile(rows=8, cols=64):
+    """Row absmax with an output staging tile the kernel allocates and never touches (TileKernels'
+    per_token_cast with sf_only=True)."""
+    @T.prim_func
+    def main(X: T.Tensor((rows, cols), "float32"), S: T.Tensor((rows,), "float32")):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((rows, cols), "float32")
+            amax = T.alloc_fragment((rows,), "float32")
+            staged = T.alloc_shared((rows, cols), "float16")  # noqa: F841 - never used
+            T.copy(X, x)
+            T.reduce_absmax(x, amax, dim=1)
+            T.copy(amax, S)
+
+    return main
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_kernel_whose_only_shared_tile_is_unused_computes_right(path):
+    x = np.random.default_rng(3).standard_normal((8, 64)).astype(np.float32)
+    out = run(path, unused_output_tile(), X=x, S=np.full(8, np.nan, np.float32))
+    np.testing.assert_allclose(out["S"], np.abs(x.astype(np.float64)).max(1), rtol=0)
+    if path != "cpu":
+        assert '"uint8"' not in lower(path, unused_output_tile()).script()

@@ -1,6 +1,6 @@
 """The constructs DeepSeek's TileKernels use that TileLang-X added (T.thread_return, T.Ref macro
 parameters, packed bfloat16x2 math, T.copysign, T.Parallel loop_layout, per-thread T.alloc_local
-copies) compile with nvcc for sm_80
+copies) and a shared tile allocated but never used compile with nvcc for sm_80
 and sm_90a, and the thread_return kernel runs right on the SIMT interpreter at the sm_90a
 lowering (the reference paths test the rest)."""
 
@@ -39,6 +39,23 @@ def bf16_absmax(n=64):
     return main
 
 
+def unused_staging_tile(rows=64, cols=64):
+    """Row absmax with the output staging tile allocated and never used, the only shared tile of
+    the kernel (TileKernels' per_token_cast with sf_only=True: TVM's printer refused the 0-byte
+    dynamic shared array it got)."""
+    @T.prim_func
+    def main(X: T.Tensor((rows, cols), T.float32), S: T.Tensor((rows,), T.float32)):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((rows, cols), T.float32)
+            amax = T.alloc_fragment((rows,), T.float32)
+            staged = T.alloc_shared((rows, cols), T.float16)  # noqa: F841 - never used
+            T.copy(X, x)
+            T.reduce_absmax(x, amax, dim=1)
+            T.copy(amax, S)
+
+    return main
+
+
 KERNELS = {"thread_return": lambda: guarded(13), "references": reference_kernel,
            "bf16_absmax": bf16_absmax, "loop_layout": transposed_copy,
            "per_thread_rows": lambda: row_kernel(128, 8, 1000)}
@@ -49,6 +66,13 @@ KERNELS = {"thread_return": lambda: guarded(13), "references": reference_kernel,
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_compiles_with_nvcc(name, arch, tmp_path):
     compiles(KERNELS[name](), arch, tmp_path)
+
+
+@needs_nvcc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_a_kernel_whose_only_shared_tile_is_unused_has_no_shared_array(arch, tmp_path):
+    source = compiles(unused_staging_tile(), arch, tmp_path)
+    assert "__shared__" not in source[source.find('extern "C" __global__'):]
 
 
 def test_thread_return_at_the_sm90a_lowering():

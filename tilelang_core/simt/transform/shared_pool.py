@@ -9,8 +9,8 @@ one statement, so a buffer used inside a loop lives for the whole loop, and the 
 warp-specialized kernel's producer and consumer branches (which run at the same time) all live
 together. A buffer never named is never live and needs no bytes of its own (TileLang's mxfp4
 GEMM example allocates a 64 KB bias tile it uses only with a bias: counted, its 240 KB exceeded
-the 227 KB an H200 block may have). Where a buffer takes bytes another one
-used before, a block barrier goes before its first statement: every thread is done with the old
+the 227 KB an H200 block may have); where no buffer is ever named there is no array at all.
+Where a buffer takes bytes another one used before, a block barrier goes before its first statement: every thread is done with the old
 contents before any writes the new. (The old contents were read by threads or by wgmma, which the
 kernel waited for at the end of its loop; TMA only writes inside a warp-specialized branch, where
 nothing is reused.)
@@ -168,6 +168,10 @@ def pool_shared(buffers, body, layout_of, views: dict, scratch=frozenset()):
         if dt not in typed:
             typed[dt] = tirx.decl_buffer((size // elem,), dt, name=f"smem_{dt}", scope="shared.dyn")
         placed[b] = (typed[dt], offset // elem, *(layouts[b] if b in layouts else layout_of(b)))
+    if all(s.never for s in slots):
+        # nothing to place: no array at all, since CUDA's printer refuses a 0-byte dynamic one
+        # (an sf_only TileKernels cast allocates its output tile and never writes it)
+        return placed, body, None, []
     decls = [tirx.DeclBuffer(view, data=pool.data) for view in typed.values()]
     return placed, _with_barriers(body, _reuse_barriers(slots)), pool, decls
 
