@@ -1,7 +1,9 @@
 """Kernels TVM's printers or passes could not take (found running TileLang's language tests and
 examples): ``T.unroll`` over an extent known only at run time, a loop-invariant 8-bit value
-stored through a vectorized loop (a broadcast of a variable), and a name bound in a T.Parallel
-body to a bfloat16 element converted to float32 (TVM's LLVM build; cpu transform/bf16_binds.py).
+stored through a vectorized loop (a broadcast of a variable, or of a constant over more than 4
+lanes: TileKernels' fused per-channel cast zeroing a padding row of float8), comparisons over
+more than 4 lanes, and a name bound in a T.Parallel body to a bfloat16 element converted to
+float32 (TVM's LLVM build; cpu transform/bf16_binds.py).
 Each runs on every reference path and matches numpy; the CUDA source is compiled by nvcc for
 sm_80 and sm_90a."""
 
@@ -42,6 +44,43 @@ def int8_broadcast(lanes, dtype):
                 a[i] = b
             for i in T.serial(lanes):
                 B[i] = a[i]
+
+    return kernel
+
+
+def padded_rows(dtype, lanes, fill, rows=8):
+    """Row i of Y is row Pos[i] of X, or ``fill`` where Pos[i] < 0, staged in shared memory by
+    vectorized loops of ``lanes`` (TileKernels' per_channel_cast_fused with a token expansion)."""
+    cols = 32 * lanes
+
+    @T.prim_func
+    def kernel(X: T.Tensor((rows, cols), dtype), Pos: T.Tensor((rows,), "int32"), Y: T.Tensor((rows, cols), dtype)):
+        with T.Kernel(1, threads=32):
+            tx = T.get_thread_binding()
+            s = T.alloc_shared((rows, cols), dtype)
+            for i in T.serial(rows):
+                if Pos[i] >= 0:
+                    for j in T.vectorized(lanes):
+                        s[i, tx * lanes + j] = X[Pos[i], tx * lanes + j]
+                else:
+                    for j in T.vectorized(lanes):
+                        s[i, tx * lanes + j] = fill
+            for i in T.serial(rows):
+                for j in T.vectorized(lanes):
+                    Y[i, tx * lanes + j] = s[i, tx * lanes + j]
+
+    return kernel
+
+
+def half_select(lanes=8):
+    @T.prim_func
+    def kernel(A: T.Tensor((32 * lanes,), "float16"), B: T.Tensor((32 * lanes,), "float16"),
+               C: T.Tensor((32 * lanes,), "float16")):
+        with T.Kernel(1, threads=32):
+            tx = T.get_thread_binding()
+            for j in T.vectorized(lanes):
+                C[tx * lanes + j] = T.Select(A[tx * lanes + j] > B[tx * lanes + j], A[tx * lanes + j],
+                                             B[tx * lanes + j])
 
     return kernel
 
@@ -98,6 +137,25 @@ def test_vectorized_store_of_an_8bit_variable(path, lanes, dtype):
     np.testing.assert_array_equal(b, np.full(lanes, a[0] + np.array(1, dtype), dtype))
 
 
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("lanes", [8, 16])
+@pytest.mark.parametrize("fill", [0, -3])
+def test_vectorized_store_of_an_8bit_constant_fills_padding_rows(path, lanes, fill):
+    rng = np.random.default_rng(lanes)
+    x = rng.integers(-100, 100, (8, 32 * lanes)).astype(np.int8)
+    pos = np.array([3, -1, 0, 7, -1, 2, -1, 5], np.int32)
+    out = run(path, padded_rows("int8", lanes, fill), X=x, Pos=pos, Y=np.full_like(x, 99))
+    np.testing.assert_array_equal(out["Y"], np.where(pos[:, None] >= 0, x[np.maximum(pos, 0)], np.int8(fill)))
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_select_over_8_half_lanes(path):
+    rng = np.random.default_rng(4)
+    a, b = (rng.standard_normal(256).astype(np.float16) for _ in range(2))
+    out = run(path, half_select(), A=a, B=b, C=np.full(256, np.nan, np.float16))
+    np.testing.assert_array_equal(out["C"], np.maximum(a, b))
+
+
 def _cuda_source(func, arch, tmp_path) -> str:
     """The kernel's CUDA source, its device code compiled by nvcc for ``arch`` on the way."""
     pytest.importorskip("tilelang_cuda")
@@ -123,6 +181,26 @@ def test_runtime_extent_unroll_is_a_pragma_loop_in_cuda(arch, tmp_path):
 @pytest.mark.parametrize("lanes", [4, 16, 32])
 def test_8bit_variable_broadcast_compiles_for_cuda(arch, lanes, tmp_path):
     _cuda_source(int8_broadcast(lanes, "int8"), arch, tmp_path)
+
+
+@pytest.mark.parametrize(("arch", "dtype"), [("sm_80", "int8"), ("sm_90a", "int8"), ("sm_90a", "uint8"),
+                                           ("sm_90a", "float8_e4m3fn"), ("sm_90a", "float8_e5m2")])
+@pytest.mark.parametrize("lanes", [8, 16])
+def test_8bit_constant_over_more_than_4_lanes_is_stored_as_words(arch, dtype, lanes, tmp_path):
+    """TVM's printer wrote an 8- or 16-lane int8 constant as ``make_int2`` of 8 chars (nvcc: too
+    many arguments) and failed inside itself on float8 (``lanes == 1 || lanes == 2 || lanes == 4``:
+    TileKernels' per_channel_cast_fused on the H100). Now runs of 4 lanes: one 32-bit store each."""
+    fill = 1.5 if dtype.startswith("float") else 1
+    kernel = _cuda_source(padded_rows(dtype, lanes, fill), arch, tmp_path)
+    word = {"int8": "*(int*)", "uint8": "*(uint*)", "float8_e4m3fn": "*(__nv_fp8x4_e4m3*)",
+            "float8_e5m2": "*(__nv_fp8x4_e5m2*)"}[dtype]
+    assert kernel.count(word) >= lanes // 4, kernel
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_a_select_over_8_half_lanes_compiles_for_cuda(arch, tmp_path):
+    """Eight float16 comparisons were a ``boolx8``, for which TVM's CUDA printer has no type."""
+    _cuda_source(half_select(), arch, tmp_path)
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])

@@ -15,7 +15,20 @@ and stores of them.
 
 Loop-invariant 8-bit values. ``for i in T.vectorized(4): a[i] = b`` with ``b`` an int8 variable
 becomes a broadcast the CUDA printer only prints for a constant (``make_int8x4`` of a
-non-constant fails inside the printer): such a loop is unrolled as well.
+non-constant fails inside the printer): such a loop is unrolled as well. A constant it prints up
+to 4 lanes (one 32-bit word); at 8 or 16 it writes ``make_int2`` with 8 arguments for int8, which
+nvcc rejects, and fails inside the printer for float8 (TileKernels' fused per-channel cast zeroes
+the 8 float8 elements of a padding row in shared memory). Such a loop runs as unrolled runs of
+4 vectorized lanes: every store stays a 32-bit word.
+
+Comparisons. A vector of more than 4 comparisons (``T.Select(a[i] > b[i], ...)`` over 8 float16
+lanes) is a ``boolx8``, for which the CUDA printer has no type (it fails inside the printer):
+such a loop too runs as unrolled runs of 4 lanes.
+
+float8 arithmetic. A float8 vector that is neither loaded, stored, nor converted (a select
+between float8 lanes, an add) prints as member accesses ``__nv_fp8x4_e4m3`` does not have: the
+loop is unrolled. (Scalar float8 arithmetic, ``a + b``, nvcc still rejects: cuda_fp8.h has no
+such operator; compute in float32.)
 
 Unrolled loops of run-time extent. ``T.unroll(n)`` with ``n`` known only when the kernel runs
 cannot be unrolled in the IR (TVM's UnrollLoop stops at it); TileLang prints it as a loop under
@@ -41,7 +54,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from .state import uses_var
+from .state import substitute, uses_var
 
 
 def _awkward(dtype) -> bool:
@@ -62,7 +75,7 @@ def _needs_unrolling(loop, vector_casts=None) -> bool:
                 paired.add(store.value.__chandle__())
 
         tvm_ffi.structural_walk(loop.body, [(tirx.BufferStore, on_store)])
-    if _broadcasts_8bit_variable(loop) or _touches_bool(loop):
+    if _touches_bool(loop):
         return True
     casts = []
     tvm_ffi.structural_walk(loop.body, [(tirx.Cast, casts.append)])
@@ -79,20 +92,53 @@ def _touches_bool(loop) -> bool:
     return bool(found)
 
 
-def _broadcasts_8bit_variable(loop) -> bool:
-    """Whether the loop stores a non-constant value that does not depend on the lane index into
-    a buffer of 8-bit elements (vectorized, a broadcast of a variable: module docstring)."""
-    lane = loop.loop_var
-    found = []
+#: the most lanes of an 8-bit constant or of comparisons TVM's CUDA printer writes right
+NARROW_LANES = 4
+
+
+def _narrow_vectors(loop) -> str | None:
+    """How the 8-bit values and the comparisons the loop computes would print once vectorized:
+    None where they print right, ``"runs"`` where only constants or comparisons wider than
+    NARROW_LANES would not (runs of that many lanes do), ``"unroll"`` otherwise (module
+    docstring: loop-invariant 8-bit values, comparisons, float8 arithmetic)."""
+    lane, lanes = loop.loop_var, int(loop.extent.value) if isinstance(loop.extent, tirx.IntImm) else 0
+    verdicts = set()
+
+    def visit(expr):
+        if not isinstance(getattr(expr, "ty", None), tvm.ir.PrimType):  # a load's buffer, a name
+            return None
+        dt = tvm.DataType(str(expr.dtype))
+        if not uses_var(expr, lane):  # the vectorizer broadcasts it
+            if dt.bits == 8:
+                constant = isinstance(expr, (tirx.IntImm, tirx.FloatImm))
+                verdicts.add(None if constant and lanes <= NARROW_LANES else
+                             "runs" if constant and lanes % NARROW_LANES == 0 else "unroll")
+            return tvm_ffi.WalkResult.SKIP
+        if dt.bits < 16 and _is_float(expr.dtype) and not isinstance(expr, (tvm.ir.TensorLoad, tirx.Cast)):
+            verdicts.add("unroll")  # (casts: _needs_unrolling's own rule)
+        if str(expr.dtype) == "bool" and lanes > NARROW_LANES:
+            verdicts.add("runs" if lanes % NARROW_LANES == 0 else "unroll")
+        return None
 
     def on_store(store):
-        value = store.value
-        if tvm.DataType(str(value.dtype)).bits == 8 and not isinstance(value, (tirx.IntImm, tirx.FloatImm)) \
-                and not uses_var(value, lane):
-            found.append(store)
+        tvm_ffi.structural_walk(store.value, [(tvm.ir.Expr, visit)], order="pre")
 
     tvm_ffi.structural_walk(loop.body, [(tirx.BufferStore, on_store)])
-    return bool(found)
+    return "unroll" if "unroll" in verdicts else "runs" if "runs" in verdicts else None
+
+
+def _is_float(dtype) -> bool:
+    return str(dtype).startswith("float")
+
+
+def _in_runs(loop, run: int):
+    """``loop`` as unrolled runs of ``run`` vectorized lanes (``o * run + v``)."""
+    name, dt = loop.loop_var.name, str(loop.loop_var.dtype)
+    outer, inner = tirx.Var(f"{name}_o", dt), tirx.Var(f"{name}_v", dt)
+    body = substitute(loop.body, {loop.loop_var: loop.min + outer * run + inner})
+    inner_loop = tirx.For(inner, tirx.const(0, dt), tirx.const(run, dt), tirx.ForKind.VECTORIZED, body)
+    return tirx.For(outer, tirx.const(0, dt), tirx.const(int(loop.extent.value) // run, dt),
+                    tirx.ForKind.UNROLLED, inner_loop, None, loop.annotations)
 
 
 def _with_kind(loop, kind, annotations):
@@ -101,11 +147,15 @@ def _with_kind(loop, kind, annotations):
 
 
 def unroll_unprintable_vectors(body, vector_casts=None):
-    """``body`` with every vectorized loop of the module docstring made an unrolled loop."""
+    """``body`` with every vectorized loop of the module docstring made an unrolled loop, or
+    unrolled runs of NARROW_LANES vectorized lanes."""
     def on_for(loop):
-        if loop.kind != tirx.ForKind.VECTORIZED or not _needs_unrolling(loop, vector_casts):
+        if loop.kind != tirx.ForKind.VECTORIZED:
             return loop
-        return _with_kind(loop, tirx.ForKind.UNROLLED, loop.annotations)
+        narrow = _narrow_vectors(loop)
+        if narrow == "unroll" or _needs_unrolling(loop, vector_casts):
+            return _with_kind(loop, tirx.ForKind.UNROLLED, loop.annotations)
+        return _in_runs(loop, NARROW_LANES) if narrow == "runs" else loop
 
     return tvm_ffi.structural_map(body, [(tirx.For, on_for)])
 
