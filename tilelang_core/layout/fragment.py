@@ -92,6 +92,13 @@ class Fragment:
         return math.prod(x.extent for x in self.replicate)
 
     @property
+    def register_run(self) -> int:
+        """Consecutive registers that hold consecutive elements of the last dimension (the widest
+        vector access a thread's elements allow along it)."""
+        digits = [x for x in self.digits[-1] if x.extent > 1]
+        return digits[-1].extent if digits and digits[-1].space == LOCAL and digits[-1].stride == 1 else 1
+
+    @property
     def is_whole(self) -> bool:
         """Does every thread hold every element of the tile?"""
         return self.local_size == math.prod(self.shape)

@@ -504,14 +504,10 @@ def copy_by_loop_layout(op: Copy, st: KernelState, layout):
 
 def _loop_layout_vector_width(op: Copy, st: KernelState, layout) -> int:
     """Elements per access of a copy by loop layout: the run of consecutive registers along the
-    tile's last axis (its least significant local digit), where copy_vector_width allows it."""
-    from tilelang_core.layout import LOCAL
-
-    digits = [d for d in layout.digits[-1] if d.extent > 1]
-    if not digits or digits[-1].space != LOCAL or digits[-1].stride != 1:
-        return 1
-    vec = copy_vector_width(op, st)
-    while vec > 1 and digits[-1].extent % vec:
+    tile's last axis, where copy_vector_width allows it."""
+    run = layout.register_run
+    vec = copy_vector_width(op, st) if run > 1 else 1
+    while vec > 1 and run % vec:
         vec //= 2
     return vec
 

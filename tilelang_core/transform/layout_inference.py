@@ -111,7 +111,7 @@ def parallel_nests(stmt) -> list[ParallelNest]:
     return nests
 
 
-def _collect_nest(loop, outer=()) -> ParallelNest:
+def _collect_nest(loop, outer) -> ParallelNest:
     loop_vars, extents, body, symbolic = [], [], loop, []
     while isinstance(body, tirx.For) and is_parallel_loop(body):
         extent = R.as_int(body.extent)
@@ -194,7 +194,7 @@ class _Solver:
             self.layouts[buffer] = layout
             self.why[buffer] = why
             return True
-        if current.canonical() != layout.canonical():
+        if not same_owners(current, layout):
             raise LayoutError(
                 f"kernel '{self.kernel}': fragment '{buffer.name}' gets two different layouts:\n"
                 f"  {current}\n    (from {self.why[buffer]})\n  {layout}\n    (from {why})\n"
@@ -292,8 +292,9 @@ class _Solver:
             serial = serial_indexed(nest, indices, buffer_shape(buffer), _stored(nest, buffer)) \
                 if dims is None else None
             if serial is not None and buffer not in self.layouts:  # db[k, j]: column j in j's thread
-                part = access_layout(anchor, [d for d in serial if d is not None], loop_shape(serial, buffer_shape(buffer)))
-                changed |= self.assign(buffer, with_serial_dims(part, serial, buffer_shape(buffer)),
+                shape = buffer_shape(buffer)
+                part = access_layout(anchor, [d for d in serial if d is not None], loop_shape(serial, shape))
+                changed |= self.assign(buffer, with_serial_dims(part, serial, shape),
                                        "a T.Parallel loop over it, inside serial loops indexing its other dims")
                 continue
             if dims is None and buffer in self.layouts and \
@@ -454,9 +455,7 @@ def access_layout(anchor: Fragment, dims: list[int], shape: tuple[int, ...]) -> 
 def same_owners(a: Fragment, b: Fragment) -> bool:
     """Do ``a`` and ``b`` put every element in the same threads' same registers (replicas in any
     order)?"""
-    ca, cb = a.canonical(), b.canonical()
-    return ca.shape == cb.shape and ca.digits == cb.digits and \
-        sorted(ca.replicate, key=lambda x: x.stride) == sorted(cb.replicate, key=lambda x: x.stride)
+    return a.canonical() == b.canonical()  # (canonical orders and merges the replica digits)
 
 
 def _stored(nest: ParallelNest, buffer) -> bool:

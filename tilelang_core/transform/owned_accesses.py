@@ -48,7 +48,7 @@ def _inner_loops_and_values(nest):
     (an index may name either: ``db[k, j]`` with ``k`` a loop around ``T.Parallel(j)``), and the pure
     values bound in the body (by variable handle)."""
     loops, values = [], {}
-    for loop in getattr(nest, "outer", ()):
+    for loop in nest.outer:
         start = int(loop.min.value)
         if start == 0:
             loops.append((loop.loop_var, max(int(loop.extent.value), 0)))

@@ -33,25 +33,30 @@ import tvm_ffi
 from tvm import tirx
 
 from ..layout import LOCAL, Digit, Fragment
+from .owned_accesses import owned_access
 
 
 def serial_indexed(nest, indices, shape, stored: bool = True) -> list | None:
     """For each buffer dimension, the nest's loop dimension its index is (a bare loop variable),
-    or None for an index of serial loops (around the nest, or in its body) and constants only;
+    or None for an index of serial loops (around the nest, or in its body: those owned_access
+    resolves, which LowerParallel's ownership check evaluates) and constants only;
     None when the access has any other form, names no serial dimension, or its loop variables
     are not distinct, over the buffer's extents. A ``stored`` access must name every loop
     variable (an iteration per element); a read may skip some (``res[c, j]`` in a loop over
     ``o, j``: the threads running any ``o`` of column ``j`` hold it)."""
-    serial = {loop.loop_var.__chandle__() for loop in nest.outer} | _body_loops(nest)
+    access = owned_access(nest, indices)  # the serial loops (and bound values) put in; None: another name
+    if access is None:
+        return None
+    loop_vars = {v.__chandle__() for v in nest.loop_vars}
     dims = []
-    for index in indices:
+    for index, resolved in zip(indices, access.indices):
         hit = [k for k, v in enumerate(nest.loop_vars) if index.same_as(v)]
         if hit:
             dims.append(hit[0])
             continue
         names = []
-        tvm_ffi.structural_walk(index, [(tirx.Var, names.append)])
-        if any(v.__chandle__() not in serial for v in names):
+        tvm_ffi.structural_walk(resolved, [(tirx.Var, names.append)])
+        if any(v.__chandle__() in loop_vars for v in names):
             return None
         dims.append(None)
     loop_dims = [d for d in dims if d is not None]
@@ -62,21 +67,6 @@ def serial_indexed(nest, indices, shape, stored: bool = True) -> list | None:
     if any(nest.extents[d] != shape[p] for p, d in enumerate(dims) if d is not None):
         return None
     return dims
-
-
-def _body_loops(nest) -> set:
-    """Handles of the variables of the serial loops in the nest's body with constant bounds."""
-    body = nest.loop
-    for _ in nest.extents:
-        body = body.body
-    found = set()
-
-    def on_for(loop):
-        if isinstance(loop.min, tirx.IntImm) and isinstance(loop.extent, tirx.IntImm):
-            found.add(loop.loop_var.__chandle__())
-
-    tvm_ffi.structural_walk(body, [(tirx.For, on_for)])
-    return found
 
 
 def loop_shape(dims, shape) -> tuple[int, ...]:

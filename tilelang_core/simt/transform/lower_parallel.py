@@ -343,7 +343,7 @@ def _emit(nest, st: KernelState, anchor, guard_replicas: bool):
         body = _atomics_on_one_replica(body, anchor.replica_of(st.thread_var) == 0)
     if anchor.local_size == 1:
         return substitute(body, {l_var: tirx.const(0, "int32")}), False
-    vec = _printable(_register_run(anchor), body)
+    vec = _printable(anchor.register_run, body)
     # (an access at any other index may give several iterations one element: they stay in order)
     general = any(not st.layouts[b].is_whole and access_dims(nest, idx) is None
                   and is_owned_form(nest, idx, st.layouts[b]) for b, idx in nest.accesses)
@@ -385,16 +385,6 @@ def _atomics_on_one_replica(body, first_replica):
         return tirx.IfThenElse(first_replica, ev, None) if I.is_call_of(ev, I.ATOMIC_HELPER) else ev
 
     return tvm_ffi.structural_map(body, [(tirx.Evaluate, on_eval)])
-
-
-def _register_run(anchor) -> int:
-    """Consecutive registers that hold consecutive elements of the last dimension."""
-    from tilelang_core.layout import LOCAL
-
-    digits = [d for d in anchor.digits[-1] if d.extent > 1]
-    if digits and digits[-1].space == LOCAL and digits[-1].stride == 1:
-        return digits[-1].extent
-    return 1
 
 
 def _printable(run: int, body) -> int:

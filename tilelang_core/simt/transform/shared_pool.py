@@ -10,10 +10,10 @@ warp-specialized kernel's producer and consumer branches (which run at the same 
 together. A buffer never named is never live and needs no bytes of its own (TileLang's mxfp4
 GEMM example allocates a 64 KB bias tile it uses only with a bias: counted, its 240 KB exceeded
 the 227 KB an H200 block may have); where no buffer is ever named there is no array at all.
-Where a buffer takes bytes another one used before, a block barrier goes before its first statement: every thread is done with the old
-contents before any writes the new. (The old contents were read by threads or by wgmma, which the
-kernel waited for at the end of its loop; TMA only writes inside a warp-specialized branch, where
-nothing is reused.)
+Where a buffer takes bytes another one used before, a block barrier goes before its first
+statement: every thread is done with the old contents before any writes the new. (The old
+contents were read by threads or by wgmma, which the kernel waited for at the end of its loop;
+TMA only writes inside a warp-specialized branch, where nothing is reused.)
 
 The array is ``smem`` (uint8, ``shared.dyn``; CUDA and HIP have one dynamic shared array per
 kernel) and each dtype reads it through a typed view (a DeclBuffer over its data). Placement is
