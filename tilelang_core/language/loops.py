@@ -45,32 +45,40 @@ def _int_list(value, what: str) -> list[int] | None:
 _PARALLEL_HINTS = {"parallel_async_without_async_commit_wait"}
 
 
-def _check_loop_layout(layout, extents) -> None:
+#: the outermost loop of a T.Parallel nest carries its ``loop_layout`` (Fragment.describe())
+LOOP_LAYOUT = "tl.loop_layout"
+
+
+def _loop_layout(layout, extents) -> str:
     """TileLang's ``T.Parallel(..., loop_layout=T.Fragment(...))`` names the thread that runs each
-    iteration. The iterations are independent, so which thread runs one does not change what the
-    loop computes: here it is a hint, and layout inference places the loop (the fragments the
-    body touches fix its threads). It must still describe this loop."""
-    shape = getattr(layout, "shape", None)
-    if shape is None:
+    iteration, and layout inference follows it before any fragment the body touches (those
+    fragments then take the layout it gives them, or are refused where theirs differs). It
+    matters where the author turns barriers off (``tl.disable_thread_storage_sync``) and reads
+    back in another loop what this one gave each thread. Returned as it travels on the loop."""
+    from ..layout import Fragment
+
+    if not isinstance(layout, Fragment):
         raise FrontendError(f"T.Parallel loop_layout must be a T.Fragment, got {layout!r}")
-    dims = [int(e) if isinstance(e, int) else int(getattr(e, "value", -1)) for e in extents]
-    if len(shape) != len(dims) or any(d >= 0 and int(s) != d for s, d in zip(shape, dims)):
-        raise FrontendError(f"T.Parallel loop_layout is laid out over shape {tuple(int(s) for s in shape)}, "
+    dims = [e if isinstance(e, int) else getattr(e, "value", None) for e in extents]
+    if any(not isinstance(d, int) for d in dims):
+        raise FrontendError(f"T.Parallel loop_layout needs constant extents, but the loop's extents are "
+                            f"{tuple(extents)}: lay out a loop over the tile's full size and mask with `if`")
+    if tuple(layout.shape) != tuple(dims):
+        raise FrontendError(f"T.Parallel loop_layout is laid out over shape {tuple(layout.shape)}, "
                             f"but the loop's extents are {tuple(extents)}")
+    return layout.describe()
 
 
 class Parallel(LoopNest):
     """Iterate the element space ``extents`` in parallel: ``for i, j in T.Parallel(M, N)``.
 
-    ``loop_layout`` (a T.Fragment over the extents) is accepted as a hint; see
-    :func:`_check_loop_layout`."""
+    ``loop_layout`` (a T.Fragment over the extents) decides which thread runs each iteration;
+    see :func:`_loop_layout`."""
 
     def __init__(self, *extents, coalesced_width: int | None = None, loop_layout=None, prefer_async=None,
                  annotations: dict | None = None):
         if not extents:
             raise FrontendError("T.Parallel needs at least one extent")
-        if loop_layout is not None:
-            _check_loop_layout(loop_layout, extents)
         # prefer_async (TileLang's request to issue the loop's global -> shared stores as cp.async)
         # is a hint: the stores complete as written, which every wait the author wrote allows
         # (language/async_groups.py)
@@ -85,9 +93,12 @@ class Parallel(LoopNest):
                 raise FrontendError(f"T.Parallel coalesced_width must be a positive constant, "
                                     f"got {coalesced_width!r}")
             self.annotations["tl.coalesced_width"] = coalesced_width
+        self.layout = None if loop_layout is None else _loop_layout(loop_layout, self.extents)
 
     def frames(self):
-        return [B.parallel(0, e, annotations=dict(self.annotations)) for e in self.extents]
+        outer = dict(self.annotations, **({LOOP_LAYOUT: self.layout} if self.layout else {}))
+        return [B.parallel(0, e, annotations=dict(outer if k == 0 else self.annotations))
+                for k, e in enumerate(self.extents)]
 
 
 def parallel(start, stop=None, annotations=None):

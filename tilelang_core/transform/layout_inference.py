@@ -91,6 +91,8 @@ class ParallelNest:
     #: the serial loops around the nest with a constant start and extent, outermost first: an
     #: index may name them (``db[k, j]`` in ``for k: T.Parallel(j)``: serial_indexed.py)
     outer: list = field(default_factory=list)
+    #: the author's ``T.Parallel(..., loop_layout=...)``: which thread runs each iteration
+    layout: Fragment | None = None
 
 
 def parallel_nests(stmt) -> list[ParallelNest]:
@@ -137,7 +139,11 @@ def _collect_nest(loop, outer) -> ParallelNest:
                           f"{symbolic[0].extent} and touches fragment '{accesses[0][0].name}'; a fragment "
                           f"is laid out over a loop of constant extents. Loop over the tile's full size "
                           f"and mask with `if`, or keep this loop on shared/global memory")
-    return ParallelNest(loop, loop_vars, extents, accesses, stores, symbolic=bool(symbolic), outer=list(outer))
+    from ..language.loops import LOOP_LAYOUT  # (language imports this module)
+
+    layout = loop.annotations.get(LOOP_LAYOUT)
+    return ParallelNest(loop, loop_vars, extents, accesses, stores, symbolic=bool(symbolic), outer=list(outer),
+                        layout=None if layout is None else Fragment.from_description(str(layout)))
 
 
 def _buf(node):
@@ -228,6 +234,8 @@ class _Solver:
                                           f"backend does not support; copy it to shared memory")
                     layout = self.operand_layout(op, name, self.num_threads)
                     self.assign(operand.source, layout, f"T.gemm operand {name} of {op!r}")
+        for nest in nests:
+            self._check_loop_layout(nest)
         self._replicate_irregular(nests, ops)
         # Propagate until nothing changes; each round can only add layouts, so this terminates.
         changed = True
@@ -240,6 +248,23 @@ class _Solver:
             if not changed:
                 changed = self._default_one(nests, ops)
         return self.layouts
+
+    def _check_loop_layout(self, nest: ParallelNest) -> None:
+        """A fragment laid out by an author's loop_layout must be laid out over every thread that
+        runs the kernel's other uses of it: threads past the layout would hold registers no
+        element names."""
+        if nest.layout is None or not nest.accesses or nest.layout.num_threads == self.num_threads:
+            return
+        from ..lowering import source_location
+
+        where = source_location(nest.loop)
+        raise LayoutError(
+            f"kernel '{self.kernel}': the T.Parallel loop over "
+            f"({', '.join(str(v) for v in nest.loop_vars)}) has a loop_layout over "
+            f"{nest.layout.num_threads} threads and touches fragment '{nest.accesses[0][0].name}', "
+            f"which is laid out over the {self.num_threads} threads that run this code: give the "
+            f"loop_layout {self.num_threads} threads (replicate=... for copies)"
+            + (f"\n  --> {where}" if where else ""))
 
     def _replicate_irregular(self, nests, ops) -> None:
         """Fragments indexed other than by T.Parallel's own loop variables (``a[c, o]`` with ``c``
@@ -387,11 +412,14 @@ class _Solver:
 
 
 def nest_anchor(nest: ParallelNest, layouts: dict) -> Fragment | None:
-    """The layout a T.Parallel nest follows: that of a fragment indexed by every loop variable
+    """The layout a T.Parallel nest follows: the author's ``loop_layout`` if it has one (as in
+    TileLang, before any fragment's), else that of a fragment indexed by every loop variable
     over exactly the loop's extents, a distributed one before one every thread holds whole (then
     every thread runs every element), one indexed in loop order before one read transposed
     (``f[j, i]``, whose layout is permuted into the loop's order); None when no such fragment has
     a layout yet."""
+    if nest.layout is not None:
+        return nest.layout
     full = []
     n = len(nest.extents)
     for buffer, indices in nest.accesses:

@@ -118,6 +118,11 @@ def guard_global_accesses(body, st: KernelState):
 def _lower_nest(nest, st: KernelState, body=None):
     if nest.symbolic:
         return _emit_strided(nest, st)
+    if nest.layout is not None:  # the author's loop_layout decides (TileLang's first source too)
+        stmt = _emit(nest, st, _bound_loop_layout(nest, st), guard_replicas=False)[0]
+        # threads past the layout run nothing
+        return stmt if nest.layout.num_threads == st.num_threads else \
+            if_then(st.thread_var < nest.layout.num_threads, stmt)
     read = shifted_read(nest, st, body) if body is not None else None
     if read is not None:  # acc[i + s * 16, j]: walked by the registers that hold it (shifted_reads.py)
         return emit_by_registers(nest, st, read, guard_global_accesses)
@@ -142,6 +147,21 @@ def _lower_nest(nest, st: KernelState, body=None):
                 return stmt
         vec //= 2
     return _emit(nest, st, Fragment.spread(tuple(nest.extents), st.num_threads), True)[0]
+
+
+def _bound_loop_layout(nest, st: KernelState):
+    """The nest's ``loop_layout``, checked against the block: threads past it run nothing (see
+    _emit), a layout over more threads than the block has cannot run."""
+    if nest.layout.num_threads > st.num_threads:
+        from tilelang_core.errors import LoweringError
+        from tilelang_core.lowering import source_location
+
+        where = source_location(nest.loop)
+        raise LoweringError(f"kernel '{st.kernel}': the loop_layout of the T.Parallel loop over "
+                            f"({', '.join(str(v) for v in nest.loop_vars)}) spreads it over "
+                            f"{nest.layout.num_threads} threads, but the block has {st.num_threads}: lay it "
+                            f"out over at most {st.num_threads}" + (f"\n  --> {where}" if where else ""))
+    return nest.layout
 
 
 def _emit_strided(nest, st: KernelState):
