@@ -103,6 +103,38 @@ def test_packed_tensor_through_4bit_tiles(path, kind):
     np.testing.assert_array_equal(unpack(z, kind), np.full((M, N), fill))
 
 
+def grouped_absmax(M, N, group, kind, dst_dtype="float16"):
+    """TileKernels' per-token cast of fp4 input: the 4-bit tile seen through T.reshape as groups,
+    reduced with T.reduce_absmax into a float16 tile and with T.reduce_sum into a float32 one."""
+    @T.prim_func
+    def k(P: T.Tensor((M, N), kind), A: T.Tensor((M, N // group), dst_dtype), S: T.Tensor((M, N // group), "float32")):
+        with T.Kernel(1, threads=64):
+            p_f = T.alloc_fragment((M, N), kind)
+            amax = T.alloc_fragment((M, N // group), dst_dtype)
+            total = T.alloc_fragment((M, N // group), "float32")
+            T.copy(P, p_f)
+            groups = T.reshape(p_f, [M, N // group, group])
+            T.reduce_absmax(groups, amax, dim=-1)
+            T.reduce_sum(groups, total, dim=2)
+            T.copy(amax, A)
+            T.copy(total, S)
+
+    return k
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("kind", ["float4_e2m1fn", "int4"])
+@pytest.mark.parametrize("M,N,group", [(4, 64, 32), (1, 32, 8)])
+def test_a_4bit_tile_reduces_into_a_wider_one(path, kind, M, N, group):
+    p = RNG.integers(-128, 128, (M, N // 2)).astype(np.int8)
+    a = np.full((M, N // group), np.nan, np.float16)
+    s = np.full((M, N // group), np.nan, np.float32)
+    run(path, grouped_absmax(M, N, group, kind), P=p, A=a, S=s)
+    values = unpack(p, kind).reshape(M, N // group, group)
+    np.testing.assert_array_equal(a, np.abs(values).max(-1))  # (exact: every value is a float16)
+    np.testing.assert_allclose(s, values.sum(-1), rtol=0, atol=1e-5)
+
+
 def test_what_4bit_tiles_cannot_do_is_refused():
     with pytest.raises(FrontendError, match="T.gemm on 4-bit tile 'a'"):
         @T.prim_func
@@ -142,3 +174,4 @@ def test_4bit_tile_kernels_compile_for_cuda(arch, tmp_path):
 
     source = _cuda_source(quantize(70, 128), arch, tmp_path)
     assert "Q" in source
+    assert "A" in _cuda_source(grouped_absmax(4, 64, 32, "float4_e2m1fn"), arch, tmp_path / "r")

@@ -34,6 +34,7 @@ import tvm_ffi
 from tvm import tirx
 
 from ..ir.substitute import substitute
+from .buffer_views import view_source
 from .subbyte_tiles import SUBBYTE, Subbyte, code_of, code_tiles, lower_subbyte_tile_ops, packed_byte, store_code
 
 #: PrimFunc attribute prefix: ``tl.packed_param.<i>`` = the logical dtype of packed parameter i
@@ -157,7 +158,10 @@ def _encode(value, logical: str):
     code = tirx.Select(a <= 0.25, 0, tirx.Select(a < 0.75, 1, tirx.Select(a <= 1.25, 2, tirx.Select(
         a < 1.75, 3, tirx.Select(a <= 2.5, 4, tirx.Select(a < 3.5, 5, tirx.Select(a <= 5.0, 6, 7)))))))
     code = tirx.Select(tirx.isnan(x), 7, code)  # (CUDA's satfinite gives the largest finite code)
-    return tirx.bitwise_or(code, tirx.Select(x < 0.0, 8, 0))
+    # the sign bit, as CUDA's conversion keeps it: -0.0 (a decoded negative-zero code times a
+    # scale) is code 8, not 0
+    negative = tirx.all(tirx.reinterpret("int32", x) < 0, tirx.Not(tirx.isnan(x)))
+    return tirx.bitwise_or(code, tirx.Select(negative, 8, 0))
 
 
 def _rewrite_accesses(body, entries: dict, refuse):
@@ -233,8 +237,21 @@ def _rewrite_accesses(body, entries: dict, refuse):
 
 def _refuse_other_uses(body, tiles: dict, refuse) -> None:
     """A 4-bit tile handed to anything but its element accesses and tile ops (a pointer, an
-    intrinsic) would see the byte-per-element tile; refused."""
+    intrinsic) would see the byte-per-element tile; refused. A T.reshape of a 4-bit tile (a view
+    of the same dtype: a tile of bytes seen with another shape) is one of its own uses."""
+    reshapes = set()
+
+    def on_decl(decl):
+        source = view_source(decl)
+        if source is not None and source.__chandle__() in tiles and decl.buffer.__chandle__() in tiles \
+                and tiles[decl.buffer.__chandle__()].logical == tiles[source.__chandle__()].logical:
+            reshapes.add(decl.data.__chandle__())
+
+    tvm_ffi.structural_walk(body, [(tirx.DeclBuffer, on_decl)])
+
     def on_call(call):
+        if call.__chandle__() in reshapes:
+            return
         for arg in call.args:
             if isinstance(arg, tirx.Var) and arg.__chandle__() in tiles:
                 e = tiles[arg.__chandle__()]

@@ -19,8 +19,10 @@ floats into an fp4 fragment that way).
   iteration writes one whole byte (two elements), so the region's last extent must be even and its
   start provably even (else two threads would share a byte; refused);
 - ``T.fill`` / ``T.clear`` store the encoded value;
-- any other use (``T.gemm``, reductions, atomics, pointers, a bare element used as a value) is
-  refused, naming the tile.
+- ``T.reduce_*`` of a 4-bit tile into a wider one reduces a tile of the destination's dtype that
+  an element-wise nest fills with the decoded elements (TileLang reduces in that dtype too);
+- any other use (``T.gemm``, atomics, pointers, a bare element used as a value) is refused,
+  naming the tile.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ def lower_subbyte_tile_ops(body, entries: dict, encode, refuse):
     forms of the module docstring: T.copy as element-wise nests (copies between two 4-bit tiles of
     one dtype kept), T.fill as a fill of the encoded value; any other op refused (``raise
     refuse(message)``). ``encode(value, logical)`` gives the code of a value."""
-    from ..ir import Copy, Fill, TileOp, is_tile_op
+    from ..ir import Copy, Fill, Reduce, TileOp, is_tile_op
     from ..ir import region as R
     from ..ir.elementwise import cast_to, elementwise
     from .element_copies import tile_ops_in_parallel
@@ -111,6 +113,9 @@ def lower_subbyte_tile_ops(body, entries: dict, encode, refuse):
             code = encode(value, entry(op.dst).logical)
             dst = R.make_region(entry(op.dst).phys, R.mins_of(op.dst), R.extents_of(op.dst))
             return Fill(dst, tirx.Cast("int8", code)).to_stmt()
+        if isinstance(op, Reduce) and entry(op.src) is not None and not entry(op.src).packed \
+                and entry(op.dst) is None:
+            return _decoded_reduce(op, refuse)
         if not isinstance(op, Copy):
             raise refuse(f"T.{op.name} on 4-bit {'tensor' if entry(regions[0]).packed else 'tile'} '{name}': "
                          f"only element stores, T.cast reads, T.copy and T.fill take 4-bit tiles here; "
@@ -135,6 +140,29 @@ def lower_subbyte_tile_ops(body, entries: dict, encode, refuse):
         return any(call.same_as(c) for c in in_parallel)
 
     return tvm_ffi.structural_map(body, [(tirx.TilePrimitiveCall, on_call)])
+
+
+def _decoded_reduce(op, refuse):
+    """``T.reduce_*(tile4, dst)`` as the reduction of a tile of ``dst``'s dtype that an
+    element-wise nest fills with the decoded elements (TileLang reduces in the destination's
+    dtype; every float4_e2m1fn and int4 value is exact in any wider type). TileKernels'
+    per-token cast of fp4 input takes the absmax of its fp4 tile into a float16 tile so."""
+    from ..ir import Reduce
+    from ..ir import region as R
+    from ..ir.elementwise import cast_to, elementwise
+
+    src = op.src
+    extents = [R.as_int(e) for e in R.extents_of(src)]
+    if None in extents:
+        raise refuse(f"T.reduce_{op.kind} of 4-bit tile '{src.source.name}' over a region whose extents are "
+                     f"known only at run time; give the region constant extents")
+    dtype = str(op.dst.source.ty.dtype)
+    decoded = tirx.decl_buffer(extents, dtype, name=f"{src.source.name}_{dtype}",
+                               scope=str(src.source.ty.storage_scope))
+    whole = R.make_region(decoded, [0] * len(extents), extents)
+    fill = elementwise(src, whole, lambda v, idx: tirx.BufferStore(decoded, cast_to(v, dtype), idx))
+    reduce = Reduce(whole, op.dst, kind=op.kind, dim=op.dim, clear=op.clear, nan_propagate=op.nan_propagate)
+    return tirx.SeqStmt([tirx.AllocBuffer(decoded), fill, reduce.to_stmt()])
 
 
 def _byte_pairs(op, src, dst: Subbyte, encode, refuse):
