@@ -85,6 +85,10 @@ def run(folder: Path, impl: str, workers: int, timeout: int, junit: Path | None,
     (tree / ".tlsuite").mkdir(exist_ok=True)
     shutil.copy(PLUGIN, tree / ".tlsuite" / "tlsuite_plugin.py")  # (the plugin of this checkout)
     env = dict(os.environ, TLSUITE_TIMEOUT=str(timeout), TLSUITE_IMPL=impl)
+    # a run started from a pytest-xdist worker is not one of its workers (the plugin logs only
+    # in the controller, and would take this run for a worker)
+    for key in [k for k in env if k.startswith("PYTEST_XDIST") or k == "PYTEST_CURRENT_TEST"]:
+        del env[key]
     if log is not None:
         env["TLSUITE_LOG"] = str(log.resolve())
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree / ".tlsuite"), str(tree), env.get("PYTHONPATH")) if p)
