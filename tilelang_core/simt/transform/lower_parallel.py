@@ -445,17 +445,21 @@ def _vectorized(body, l_var, local_size: int, vec: int, st: KernelState):
         tvm_ffi.structural_walk(expr, [(tvm.ir.Var, lambda v: found.append(v) if v.same_as(vi) else None)])
         return bool(found)
 
+    def same_for_every_lane(expr) -> bool:  # (a row index (lo * 4 + vi) // 8 is one row)
+        return not uses_vi(expr) or st.analyzer.can_prove(
+            st.simplify(expr - substitute(expr, {vi: tirx.const(0, "int32")})) == 0)
+
     def check(buffer, indices):
         scope = str(buffer.ty.storage_scope)
         if scope.startswith("local"):
             if scope != "local" or not indices:  # per-thread scalars would become reductions
                 ok[0] = False
             return
-        if scope.startswith("shared"):  # swizzled later: keep it simple, stay scalar
-            ok[0] = False
+        if scope.startswith("shared") and not _shared_keeps_vectors(buffer, vec, st):
+            ok[0] = False  # (a layout that splits a row's vectors: element by element)
             return
         *outer, last = list(indices)
-        if any(uses_vi(i) for i in outer):
+        if any(not same_for_every_lane(i) for i in outer):
             ok[0] = False
             return
         start = st.simplify(substitute(last, {vi: tirx.const(0, "int32")}))
@@ -476,7 +480,12 @@ def _vectorized(body, l_var, local_size: int, vec: int, st: KernelState):
         if not isinstance(ev.value, tirx.IntImm):  # (a dropped binding leaves a no-op)
             ok[0] = False
 
-    tvm_ffi.structural_walk(candidate, [(tvm.ir.TensorLoad, lambda l: check(l.source, l.indices)),
+    def on_load(load):  # one element for every lane (a scale per 64 columns) is a broadcast
+        if not all(same_for_every_lane(i) for i in load.indices) or \
+                str(load.source.ty.storage_scope) == "local.var":
+            check(load.source, load.indices)
+
+    tvm_ffi.structural_walk(candidate, [(tvm.ir.TensorLoad, on_load),
                                         (tirx.BufferStore, on_store),
                                         (tirx.IfThenElse, lambda _: ok.__setitem__(0, False)),
                                         (tirx.Evaluate, on_call)])
@@ -486,6 +495,19 @@ def _vectorized(body, l_var, local_size: int, vec: int, st: KernelState):
                      candidate)
     return tirx.For(lo, tirx.const(0, "int32"), tirx.const(local_size // vec, "int32"),
                     tirx.ForKind.UNROLLED, inner)
+
+
+def _shared_keeps_vectors(buffer, vec: int, st: KernelState) -> bool:
+    """Does the layout apply_layouts will give shared ``buffer`` keep ``vec`` elements of a row
+    side by side (our swizzles permute whole 16-byte chunks; an annotated layout is checked)?
+    Then an aligned run of a row stays one vector access after the swizzle (8-bit stores of a
+    quantizing cast: 8 or 16 st.shared.u8 a run before)."""
+    from .apply_layouts import shared_layout, vector_contiguous
+
+    if vec * tvm.runtime.DataType(str(buffer.ty.dtype)).bits > 128:
+        return False
+    layout, _ = shared_layout(buffer, st.annotated, st.views)
+    return vector_contiguous(layout, vec, st.analyzer)
 
 
 def _inline_pure_bindings(body):
