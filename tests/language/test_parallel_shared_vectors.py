@@ -68,3 +68,34 @@ def test_a_run_of_registers_is_one_vector_store(dtype):
 def test_a_layout_that_splits_the_runs_stores_element_by_element():
     text = lower("cuda:sm_90a", scaled_store("int8", transposed=True)).script()
     assert not any("vi]" in line for line in _shared_stores(text))
+
+
+def bound_scale():
+    """A value bound from registers inside the loop (``factor = sc[i] * 0.5``, as TileKernels'
+    ``factor = x_sf[..] * sf_inv[..]``) is inlined into the lanes: the loop stays vectorized."""
+    @T.prim_func
+    def main(X: T.Tensor((ROWS, COLS), "float32"), S: T.Tensor((ROWS,), "float32"),
+             O: T.Tensor((ROWS, COLS), "float32")):
+        with T.Kernel(1, threads=THREADS):
+            x = T.alloc_fragment((ROWS, COLS), "float32")
+            sc = T.alloc_fragment((ROWS,), "float32")
+            T.annotate_layout({x: T.Fragment((ROWS, COLS), forward_fn=runs_of_eight)})
+            T.copy(X, x)
+            T.copy(S, sc)
+            for i, j in T.Parallel(ROWS, COLS):
+                factor = sc[i] * 0.5
+                O[i, j] = x[i, j] * factor
+
+    return main
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_value_bound_from_registers_keeps_the_loop_vectorized(path):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((ROWS, COLS)).astype(np.float32)
+    s = rng.standard_normal(ROWS).astype(np.float32)
+    out = run(path, bound_scale(), X=x, S=s, O=np.zeros((ROWS, COLS), np.float32))["O"]
+    np.testing.assert_array_equal(out, x * (s[:, None] * np.float32(0.5)))
+    if path == PATHS[1]:
+        text = lower("cuda:sm_90a", bound_scale()).script()
+        assert text.count("T.vectorized(") >= 2 and "factor" not in text
