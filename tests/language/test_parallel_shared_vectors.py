@@ -99,3 +99,42 @@ def test_a_value_bound_from_registers_keeps_the_loop_vectorized(path):
     if path == PATHS[1]:
         text = lower("cuda:sm_90a", bound_scale()).script()
         assert text.count("T.vectorized(") >= 2 and "factor" not in text
+
+
+def register_max():
+    """Each thread folds its run of 8 elements into one register of a per-thread array
+    (``m[(lo * 4 + vi) // 8]`` once vectorized): the lanes of a vector would all write that
+    register, so the loop stays element by element."""
+    @T.prim_func
+    def main(X: T.Tensor((ROWS, COLS), "float32"), O: T.Tensor((ROWS, COLS), "float32")):
+        with T.Kernel(1, threads=THREADS):
+            x = T.alloc_fragment((ROWS, COLS), "float32")
+            m = T.alloc_local((4,), "float32")
+            T.annotate_layout({x: T.Fragment((ROWS, COLS), forward_fn=runs_of_eight)})
+            T.copy(X, x)
+            for k in T.serial(4):
+                m[k] = -1e30
+            for i, j in T.Parallel(ROWS, COLS):
+                m[(i * COLS + j) // 1024] = T.max(m[(i * COLS + j) // 1024], x[i, j])
+            for i, j in T.Parallel(ROWS, COLS):
+                O[i, j] = x[i, j] - m[(i * COLS + j) // 1024]
+
+    return main
+
+
+@pytest.mark.parametrize("path", PATHS[1:])
+def test_lanes_that_would_write_one_register_stay_element_by_element(path):
+    x = np.random.default_rng(6).standard_normal((ROWS, COLS)).astype(np.float32)
+    out = run(path, register_max(), X=x, O=np.zeros((ROWS, COLS), np.float32))["O"]
+    runs = x.reshape(-1, RUN)  # a thread's 8 elements: one run (ROWS * COLS < 1024: one register)
+    np.testing.assert_array_equal(out, (runs - runs.max(-1, keepdims=True)).reshape(ROWS, COLS))
+
+
+def test_the_cpu_backend_refuses_a_register_carried_across_iterations():
+    """The cpu backend runs the loop whole with one copy of ``m``: it would fold every element
+    (it did, silently); refused, naming the register."""
+    import tilelang_core as tilelang
+    from tilelang_core import LoweringError
+
+    with pytest.raises(LoweringError, match="updates register 'm' from one iteration to the next"):
+        tilelang.compile(register_max(), target="cpu")

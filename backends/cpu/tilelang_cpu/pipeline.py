@@ -48,6 +48,7 @@ from tilelang_core.ir.import_source import refuse_imported_sources
 from tilelang_core.ir.intrinsics import calls_in, intrinsic_of
 from tilelang_core.transform import lower_tile_ops, verify_no_tile_ops
 from tilelang_core.transform.instrumented import run_pass
+from tilelang_core.transform.lower_tile_ops import kernel_name
 from tilelang_core.transform.program_kernels import hoist_workspaces
 
 from . import codegen, compiler, lowering  # noqa: F401  (lowering registers the rules)
@@ -55,6 +56,7 @@ from .options import CpuOptions
 from .runtime import load_module
 from .transform import blocks_to_loops, exact_fp8_casts, guard_parallel_globals, legalize_for_cpu, threads_to_loops
 from .transform.bf16_binds import bf16_binds_to_registers
+from .transform.carried_registers import refuse_carried_registers
 from .transform.subbyte_scalars import refuse_subbyte_float_scalars
 from .transform.lower_atomic_calls import lower_atomic_calls
 from .transform.lower_intrinsics import lower_intrinsics
@@ -87,6 +89,7 @@ def lower_func(func: tirx.PrimFunc, options: CpuOptions) -> tirx.PrimFunc:
     the FFI boundary and come back as a bare RuntimeError (and bury the user's message in FFI
     frames). The ``*Pass`` forms in transform/ are there for custom pipelines."""
     refuse_imported_sources(func, "the cpu backend")
+    refuse_carried_registers(func, kernel_name(func))
     # blocks run on TVM's thread pool unless they update global memory atomically, or check
     # T.device_assert (an assertion failing in a pool task is not reliably reported)
     parallel = options.parallel_blocks and not has_global_atomics(func) and not any(

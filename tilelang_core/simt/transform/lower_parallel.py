@@ -449,6 +449,13 @@ def _vectorized(body, l_var, local_size: int, vec: int, st: KernelState):
         return not uses_vi(expr) or st.analyzer.can_prove(
             st.simplify(expr - substitute(expr, {vi: tirx.const(0, "int32")})) == 0)
 
+    def lanes_apart(indices) -> bool:  # each lane its own element, the lanes side by side
+        if not indices:
+            return False
+        *outer, last = list(indices)
+        start = substitute(last, {vi: tirx.const(0, "int32")})
+        return all(same_for_every_lane(i) for i in outer) and st.analyzer.can_prove(st.simplify(last - start) == vi)
+
     def check(buffer, indices):
         scope = str(buffer.ty.storage_scope)
         if scope.startswith("local"):
@@ -472,8 +479,8 @@ def _vectorized(body, l_var, local_size: int, vec: int, st: KernelState):
 
     def on_store(store):
         scope = str(store.buffer.ty.storage_scope)
-        if scope == "local.var" or (scope == "local" and not any(uses_vi(i) for i in store.indices)):
-            ok[0] = False  # every lane would write the same register: a race in vector form
+        if scope == "local.var" or (scope == "local" and not lanes_apart(store.indices)):
+            ok[0] = False  # lanes would write one register (amax[(lo * 4 + vi) // 8]): a race in vector form
         check(store.buffer, store.indices)
 
     def on_call(ev):  # a call statement (an atomic) has effects per lane TVM's vectorizer does not model
