@@ -462,11 +462,11 @@ def _vectorized(body, l_var, local_size: int, vec: int, st: KernelState):
             if scope != "local" or not indices:  # per-thread scalars would become reductions
                 ok[0] = False
             return
-        if scope.startswith("shared") and not _shared_keeps_vectors(buffer, vec, st):
-            ok[0] = False  # (a layout that splits a row's vectors: element by element)
+        if scope.startswith("shared"):  # swizzled later: element by element (see bench/NOTES.md, stop 50)
+            ok[0] = False
             return
         *outer, last = list(indices)
-        if any(not same_for_every_lane(i) for i in outer):
+        if any(uses_vi(i) for i in outer):
             ok[0] = False
             return
         start = st.simplify(substitute(last, {vi: tirx.const(0, "int32")}))
@@ -487,12 +487,7 @@ def _vectorized(body, l_var, local_size: int, vec: int, st: KernelState):
         if not isinstance(ev.value, tirx.IntImm):  # (a dropped binding leaves a no-op)
             ok[0] = False
 
-    def on_load(load):  # one element for every lane (a scale per 64 columns) is a broadcast
-        if not all(same_for_every_lane(i) for i in load.indices) or \
-                str(load.source.ty.storage_scope) == "local.var":
-            check(load.source, load.indices)
-
-    tvm_ffi.structural_walk(candidate, [(tvm.ir.TensorLoad, on_load),
+    tvm_ffi.structural_walk(candidate, [(tvm.ir.TensorLoad, lambda l: check(l.source, l.indices)),
                                         (tirx.BufferStore, on_store),
                                         (tirx.IfThenElse, lambda _: ok.__setitem__(0, False)),
                                         (tirx.Evaluate, on_call)])
@@ -502,19 +497,6 @@ def _vectorized(body, l_var, local_size: int, vec: int, st: KernelState):
                      candidate)
     return tirx.For(lo, tirx.const(0, "int32"), tirx.const(local_size // vec, "int32"),
                     tirx.ForKind.UNROLLED, inner)
-
-
-def _shared_keeps_vectors(buffer, vec: int, st: KernelState) -> bool:
-    """Does the layout apply_layouts will give shared ``buffer`` keep ``vec`` elements of a row
-    side by side (our swizzles permute whole 16-byte chunks; an annotated layout is checked)?
-    Then an aligned run of a row stays one vector access after the swizzle (8-bit stores of a
-    quantizing cast: 8 or 16 st.shared.u8 a run before)."""
-    from .apply_layouts import shared_layout, vector_contiguous
-
-    if vec * tvm.runtime.DataType(str(buffer.ty.dtype)).bits > 128:
-        return False
-    layout, _ = shared_layout(buffer, st.annotated, st.views)
-    return vector_contiguous(layout, vec, st.analyzer)
 
 
 def _inline_pure_bindings(body):
@@ -527,27 +509,13 @@ def _inline_pure_bindings(body):
     variables = bound_vars(body)
     if not variables:
         return body
-    stored = set()
-    tvm_ffi.structural_walk(body, [(tirx.BufferStore, lambda st_: stored.add(st_.buffer))])
     values = {}
     for bind in _binds_in_order(body):
         value = substitute(bind.value, values)
-        if not is_pure(_without_register_reads(value, stored)):
+        if not is_pure(value):
             return None
         values[bind.var] = value
     return substitute(drop_bindings(body, variables), values)
-
-
-def _without_register_reads(value, stored: set):
-    """``value`` with its reads of registers the body never stores replaced by zeros: such a read
-    gives the same value wherever it is inlined (``factor = x_sf[k] * inv[0]`` in TileKernels'
-    casts of scaled float8 input)."""
-    def on_load(load):
-        if str(load.source.ty.storage_scope) == "local" and load.source not in stored:
-            return tirx.const(0, str(load.ty))
-        return load
-
-    return tvm_ffi.structural_map(value, [(tvm.ir.TensorLoad, on_load)])
 
 
 def _binds_in_order(body) -> list:
