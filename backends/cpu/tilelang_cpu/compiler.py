@@ -68,7 +68,11 @@ def build_runtime_module(mod, target_dict: dict):
     # UnrollLoop stops at a T.unroll of run-time extent, which stays a serial loop here
     mod = HideRuntimeUnroll()(PositiveFloorDividends()(mod))
     try:
-        return tvm.tirx.build(mod, target=tvm.target.Target(target_dict))
+        # TVM 0.27's StorageRewrite gave a shared tile's storage to per-thread rows that are live
+        # while the tile is written again (TileKernels' per-channel cast with round_sf: every
+        # scale came out 0 on cpu, right on the GPUs); the cpu backend keeps each buffer its own
+        with tvm.transform.PassContext(config={"tirx.disable_storage_rewrite": True}):
+            return tvm.tirx.build(mod, target=tvm.target.Target(target_dict))
     except Exception as exc:  # TVM raises TVMError subclasses with the whole diagnostic
         raise CompileError(f"TVM's LLVM codegen failed for target {target_dict}", log=str(exc)) from exc
 
