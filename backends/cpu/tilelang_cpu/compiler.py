@@ -71,7 +71,12 @@ def build_runtime_module(mod, target_dict: dict):
         # TVM 0.27's StorageRewrite gave a shared tile's storage to per-thread rows that are live
         # while the tile is written again (TileKernels' per-channel cast with round_sf: every
         # scale came out 0 on cpu, right on the GPUs); the cpu backend keeps each buffer its own
-        with tvm.transform.PassContext(config={"tirx.disable_storage_rewrite": True}):
+        outer = tvm.transform.PassContext.current()
+        config = {**dict(outer.config), "tirx.disable_storage_rewrite": True}
+        # TILELANG_DUMP_IR's instruments carry on, but for the timing one: leaving this context
+        # would clear what it timed so far (TVM's passes of the build go untimed there)
+        instruments = [i for i in outer.instruments if getattr(i, "name", "") != "PassTimingInstrument"]
+        with tvm.transform.PassContext(opt_level=outer.opt_level, config=config, instruments=instruments):
             return tvm.tirx.build(mod, target=tvm.target.Target(target_dict))
     except Exception as exc:  # TVM raises TVMError subclasses with the whole diagnostic
         raise CompileError(f"TVM's LLVM codegen failed for target {target_dict}", log=str(exc)) from exc
