@@ -19,7 +19,8 @@ _RDNA3 = {"wave_size": 32, "lds_bytes": 65536, "matrix_unit": "wmma",
 
 CAPABILITIES = {
     "*": {"max_threads_per_block": 1024,
-          "dtypes": ("float16", "bfloat16", "float32", "float64", "int8", "int32", "int64", "bool")},
+          "dtypes": ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32",
+                     "uint32", "int64", "uint64", "bool")},
     "gfx90a": _CDNA,
     "gfx940": {**_CDNA, "mfma": _CDNA["mfma"] + ("float8_e4m3fnuz", "float8_e5m2fnuz")},
     "gfx941": {**_CDNA, "mfma": _CDNA["mfma"] + ("float8_e4m3fnuz", "float8_e5m2fnuz")},
