@@ -12,7 +12,7 @@ import pytest
 
 import tilelang_core.language as T
 from tilelang_core import FrontendError, LoweringError
-from tilelang_core.testing.oracle import PATHS, lower, run
+from tilelang_core.testing.oracle import PATHS, lower, run_with_options
 
 ROWS, COLS, RUN = 4, 128, 4  # 4 heads of 16 threads, each copying its row in runs of 4 floats
 
@@ -46,12 +46,7 @@ def head_rows(copy_op, threads=64):
 
 def interpret(path, func, **arrays):
     """``func`` on ``path`` with the kernel's own ordering (tl.disable_thread_storage_sync)."""
-    if path == "cpu":
-        return run(path, func, **arrays)
-    kind = path.partition(":")[0]
-    interpreter = pytest.importorskip(f"tilelang_{kind}.interpreter")
-    interpreter.run_kernel(lower(path, func, disable_thread_storage_sync=True), arrays)
-    return arrays
+    return run_with_options(path, func, {"disable_thread_storage_sync": True}, **arrays)
 
 
 @pytest.mark.parametrize("path", PATHS)

@@ -12,8 +12,7 @@ import pytest
 import tilelang_core.language as T
 from tilelang_core import FrontendError, LayoutError, LoweringError
 from tilelang_core.testing.oracle import PATHS, lower, run
-
-ROWS, COLS, RUN = 4, 128, 4  # 4 heads of 16 threads, each running its row in runs of 4 floats
+from test_copy_loop_layout import COLS, ROWS, RUN, by_head, interpret  # (4 heads of 16 threads, runs of 4)
 
 
 def four_per_thread(block_x, threads):
@@ -37,12 +36,6 @@ def transposed_copy(M=16, N=32, threads=64, layout_shape=None):
                 Y[i, j] = s[j, i]
 
     return main
-
-
-def by_head(i, j):
-    """Row i runs on threads 16 i .. 16 i + 15, in runs of RUN elements that wrap around them.
-    (The default deal puts row i on threads 32 i .. 32 i + 31: another thread for most elements.)"""
-    return i * 16 + (j // RUN) % 16, j % RUN + (j // (16 * RUN)) * RUN
 
 
 def head_rows(threads=64):
@@ -89,16 +82,6 @@ def through_fragment(threads=64):
                         O[tid // 16, col] = S[tid // 16, col]
 
     return main
-
-
-def interpret(path, func, **arrays):
-    """``func`` on ``path`` with the kernel's own ordering (tl.disable_thread_storage_sync)."""
-    if path == "cpu":
-        return run(path, func, **arrays)
-    kind = path.partition(":")[0]
-    interpreter = pytest.importorskip(f"tilelang_{kind}.interpreter")
-    interpreter.run_kernel(lower(path, func, disable_thread_storage_sync=True), arrays)
-    return arrays
 
 
 @pytest.mark.parametrize("path", PATHS)

@@ -24,7 +24,7 @@ from tilelang_core.ir import Copy, Fill, TileOp
 from tilelang_core.ir import region as R
 
 from . import intrinsics as I
-from .transform.state import KernelState, if_then, loop
+from .transform.state import KernelState, if_then, loop, loop_layout_guard
 
 SHARED = ("shared", "shared.dyn")
 FRAGMENT = "local.fragment"
@@ -476,13 +476,10 @@ def copy_by_loop_layout(op: Copy, st: KernelState, layout):
     The author chose the threads so that each reads back what it copied itself (TileKernels'
     engram gate backward waits for its copies per thread and has no barrier): dealing the
     elements round-robin instead raced on the H100."""
-    if layout.num_threads > st.num_threads:
-        raise LoweringError(f"kernel '{st.kernel}': the loop_layout of copy {R.fmt_region(op.src)} -> "
-                            f"{R.fmt_region(op.dst)} spreads it over {layout.num_threads} threads, but the "
-                            f"block has {st.num_threads}: lay it out over at most {st.num_threads}")
+    past = loop_layout_guard(layout, st, f"copy {R.fmt_region(op.src)} -> {R.fmt_region(op.dst)}")
     thread = st.thread_var
     # threads past the layout copy nothing, replicas copy once (replica 0)
-    conds = [thread < layout.num_threads] if layout.num_threads < st.num_threads else []
+    conds = [past] if past is not None else []
     if layout.replicas > 1:
         conds.append(layout.replica_of(thread) == 0)
     vec = _loop_layout_vector_width(op, st, layout)

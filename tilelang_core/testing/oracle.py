@@ -60,6 +60,13 @@ def lower(path: str, func, **options):
 def run(path: str, func, **arrays: np.ndarray) -> dict[str, np.ndarray]:
     """Run ``func`` on ``path`` with numpy ``arrays`` by parameter name; returns them, outputs
     written in place. Scalars (ints, floats) pass through as scalar parameters."""
+    return run_with_options(path, func, {}, **arrays)
+
+
+def run_with_options(path: str, func, options: dict, **arrays: np.ndarray) -> dict[str, np.ndarray]:
+    """:func:`run` with the interpreters' kernels lowered with backend ``options`` (e.g.
+    ``{"disable_thread_storage_sync": True}``: the kernel's own ordering, no barriers added); the
+    cpu path takes none (it runs a block's threads one after another)."""
     if path == "cpu":
         return _run_cpu(func, arrays)
     kind = path.partition(":")[0]
@@ -74,7 +81,7 @@ def run(path: str, func, **arrays: np.ndarray) -> dict[str, np.ndarray]:
         from tilelang_metal.interpreter import run_kernel
     program = _split(path, func)
     if program is None:
-        run_kernel(lower(path, func), arrays)
+        run_kernel(lower(path, func, **options), arrays)
         return arrays
     # several T.Kernel blocks: each lowered and interpreted in program order, the T.alloc_global
     # workspaces as NaN-filled arrays (uninitialized memory) shared by all of them
@@ -85,7 +92,7 @@ def run(path: str, func, **arrays: np.ndarray) -> dict[str, np.ndarray]:
         fill = np.nan if np.issubdtype(np.dtype(dtype), np.floating) else 0
         shared[str(buffer.name)] = np.full(shape, fill, dtype=dtype)
     for kernel in program.kernels:
-        run_kernel(lower(path, kernel), shared)
+        run_kernel(lower(path, kernel, **options), shared)
     return arrays
 
 

@@ -140,6 +140,11 @@ def _half(e, what: str, vmap: dict, analyzer, refuse):
 _TWICE_E2M1 = 0xC8643210
 
 
+def _u32(value: int):
+    """A uint32 constant (the bit arithmetic of the e2m1 rules)."""
+    return tirx.const(value, "uint32")
+
+
 def _decode(nibble, logical: str, dtype: str):
     """The value of a 4-bit code ``nibble`` (int32, 0..15) as ``dtype``.
 
@@ -149,12 +154,11 @@ def _decode(nibble, logical: str, dtype: str):
     branches and int-to-float conversions, ~85 instructions an element on sm_90a.)"""
     if logical == "int4":
         return tirx.Cast(dtype, (nibble ^ 8) - 8)
-    u = lambda v: tirx.const(v, "uint32")  # noqa: E731
     code = tirx.Cast("uint32", nibble)
-    twice = tirx.bitwise_and(tirx.shift_right(u(_TWICE_E2M1), tirx.shift_left(tirx.bitwise_and(code, u(7)), u(2))),
-                             u(0xF))
-    mag = tirx.reinterpret("float32", tirx.bitwise_or(twice, u(0x4A800000))) - 4194304.0
-    sign = tirx.shift_left(tirx.bitwise_and(code, u(8)), u(28))
+    shift = tirx.shift_left(tirx.bitwise_and(code, _u32(7)), _u32(2))
+    twice = tirx.bitwise_and(tirx.shift_right(_u32(_TWICE_E2M1), shift), _u32(0xF))
+    mag = tirx.reinterpret("float32", tirx.bitwise_or(twice, _u32(0x4A800000))) - 4194304.0
+    sign = tirx.shift_left(tirx.bitwise_and(code, _u32(8)), _u32(28))
     return tirx.Cast(dtype, tirx.reinterpret("float32", tirx.bitwise_or(tirx.reinterpret("uint32", mag), sign)))
 
 
@@ -174,13 +178,13 @@ def _encode(value, logical: str):
         return tirx.bitwise_and(tirx.Cast("int32", value), 0xF)
     x = tirx.Cast("float32", value)
     bits = tirx.reinterpret("uint32", x)
-    u = lambda v: tirx.const(v, "uint32")  # noqa: E731
-    mag = tirx.bitwise_and(bits, u(0x7FFFFFFF))
+    mag = tirx.bitwise_and(bits, _u32(0x7FFFFFFF))
     small = tirx.min(tirx.reinterpret("int32", tirx.abs(x) * 2.0 + 8388608.0) - 0x4B000000, 2)
-    rounded = tirx.shift_right(mag + u(0x1FFFFF) + tirx.bitwise_and(tirx.shift_right(mag, u(22)), u(1)), u(22))
+    lsb = tirx.bitwise_and(tirx.shift_right(mag, _u32(22)), _u32(1))  # (ties go to the even code)
+    rounded = tirx.shift_right(mag + _u32(0x1FFFFF) + lsb, _u32(22))
     code = tirx.max(small, tirx.min(tirx.Cast("int32", rounded) - 252, 7))
-    sign = tirx.Cast("int32", tirx.bitwise_and(tirx.shift_right(bits, u(28)), u(8)))
-    return tirx.bitwise_or(code, tirx.Select(mag > u(0x7F800000), 0, sign))
+    sign = tirx.Cast("int32", tirx.bitwise_and(tirx.shift_right(bits, _u32(28)), _u32(8)))
+    return tirx.bitwise_or(code, tirx.Select(mag > _u32(0x7F800000), 0, sign))
 
 
 def _rewrite_accesses(body, entries: dict, refuse):

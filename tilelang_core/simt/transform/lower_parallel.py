@@ -26,7 +26,7 @@ from tilelang_core.transform.owned_accesses import not_owned, owned_access
 
 from .. import intrinsics as I
 from .shifted_reads import emit_by_registers, shifted_read
-from .state import KernelState, if_then, substitute
+from .state import KernelState, if_then, loop_layout_guard, substitute
 
 
 def lower_parallel(body, st: KernelState):
@@ -119,10 +119,12 @@ def _lower_nest(nest, st: KernelState, body=None):
     if nest.symbolic:
         return _emit_strided(nest, st)
     if nest.layout is not None:  # the author's loop_layout decides (TileLang's first source too)
-        stmt = _emit(nest, st, _bound_loop_layout(nest, st), guard_replicas=False)[0]
-        # threads past the layout run nothing
-        return stmt if nest.layout.num_threads == st.num_threads else \
-            if_then(st.thread_var < nest.layout.num_threads, stmt)
+        from tilelang_core.lowering import source_location
+
+        past = loop_layout_guard(nest.layout, st, f"the T.Parallel loop over "
+                                 f"({', '.join(str(v) for v in nest.loop_vars)})", source_location(nest.loop))
+        stmt = _emit(nest, st, nest.layout, guard_replicas=False)[0]
+        return stmt if past is None else if_then(past, stmt)  # threads past the layout run nothing
     read = shifted_read(nest, st, body) if body is not None else None
     if read is not None:  # acc[i + s * 16, j]: walked by the registers that hold it (shifted_reads.py)
         return emit_by_registers(nest, st, read, guard_global_accesses)
@@ -147,21 +149,6 @@ def _lower_nest(nest, st: KernelState, body=None):
                 return stmt
         vec //= 2
     return _emit(nest, st, Fragment.spread(tuple(nest.extents), st.num_threads), True)[0]
-
-
-def _bound_loop_layout(nest, st: KernelState):
-    """The nest's ``loop_layout``, checked against the block: threads past it run nothing (see
-    _emit), a layout over more threads than the block has cannot run."""
-    if nest.layout.num_threads > st.num_threads:
-        from tilelang_core.errors import LoweringError
-        from tilelang_core.lowering import source_location
-
-        where = source_location(nest.loop)
-        raise LoweringError(f"kernel '{st.kernel}': the loop_layout of the T.Parallel loop over "
-                            f"({', '.join(str(v) for v in nest.loop_vars)}) spreads it over "
-                            f"{nest.layout.num_threads} threads, but the block has {st.num_threads}: lay it "
-                            f"out over at most {st.num_threads}" + (f"\n  --> {where}" if where else ""))
-    return nest.layout
 
 
 def _emit_strided(nest, st: KernelState):
@@ -449,12 +436,14 @@ def _vectorized(body, l_var, local_size: int, vec: int, st: KernelState):
         return not uses_vi(expr) or st.analyzer.can_prove(
             st.simplify(expr - substitute(expr, {vi: tirx.const(0, "int32")})) == 0)
 
-    def lanes_apart(indices) -> bool:  # each lane its own element, the lanes side by side
-        if not indices:
-            return False
+    def run_start(indices, fixed):
+        """The last index of lane 0 when lane k accesses the element k after it, the other
+        indices ``fixed`` over the lanes; else None."""
         *outer, last = list(indices)
-        start = substitute(last, {vi: tirx.const(0, "int32")})
-        return all(same_for_every_lane(i) for i in outer) and st.analyzer.can_prove(st.simplify(last - start) == vi)
+        if not all(fixed(i) for i in outer):
+            return None
+        start = st.simplify(substitute(last, {vi: tirx.const(0, "int32")}))
+        return start if st.analyzer.can_prove(st.simplify(last - start) == vi) else None
 
     def check(buffer, indices):
         scope = str(buffer.ty.storage_scope)
@@ -465,21 +454,17 @@ def _vectorized(body, l_var, local_size: int, vec: int, st: KernelState):
         if scope.startswith("shared"):  # swizzled later: element by element (see bench/NOTES.md, stop 50)
             ok[0] = False
             return
-        *outer, last = list(indices)
-        if any(uses_vi(i) for i in outer):
-            ok[0] = False
-            return
-        start = st.simplify(substitute(last, {vi: tirx.const(0, "int32")}))
-        contiguous = st.analyzer.can_prove(st.simplify(last - start) == vi)
-        aligned = st.analyzer.can_prove(tirx.floormod(start, vec) == 0)
+        start = run_start(indices, lambda i: not uses_vi(i))
+        aligned = start is not None and st.analyzer.can_prove(tirx.floormod(start, vec) == 0)
         # (a compact 1-D buffer: the index's own alignment and range decide, as checked above)
         rows = (len(indices) == 1 and not buffer.ty.strides) or R.rows_in_vectors(buffer, vec, st.analyzer)
-        if not (contiguous and aligned and rows):
+        if not (aligned and rows):
             ok[0] = False
 
     def on_store(store):
         scope = str(store.buffer.ty.storage_scope)
-        if scope == "local.var" or (scope == "local" and not lanes_apart(store.indices)):
+        if scope == "local.var" or (scope == "local" and (
+                not store.indices or run_start(store.indices, same_for_every_lane) is None)):
             ok[0] = False  # lanes would write one register (amax[(lo * 4 + vi) // 8]): a race in vector form
         check(store.buffer, store.indices)
 

@@ -180,3 +180,14 @@ def bound_values(body) -> dict:
 
     tvm_ffi.structural_walk(body, [(tirx.Bind, on_bind)])
     return bound
+
+
+def loop_layout_guard(layout, st: KernelState, what: str, where: str | None = None):
+    """The condition under which a thread takes part in work an author's ``loop_layout`` deals
+    (T.Parallel's or T.copy's): threads past the layout do nothing (None when it covers the
+    block). A layout over more threads than the block has cannot run and is refused."""
+    if layout.num_threads > st.num_threads:
+        raise LoweringError(f"kernel '{st.kernel}': the loop_layout of {what} spreads it over "
+                            f"{layout.num_threads} threads, but the block has {st.num_threads}: lay it "
+                            f"out over at most {st.num_threads}" + (f"\n  --> {where}" if where else ""))
+    return st.thread_var < layout.num_threads if layout.num_threads < st.num_threads else None
