@@ -105,6 +105,17 @@ _ALL = [
     _define("pdl_trigger", "thread"), _define("pdl_sync", "thread"),
     # a barrier for every thread of every block (cooperative launch; language/launch_dependency.py)
     _define("sync_grid", "thread"),
+    # thread-block clusters (language/cluster.py, T.ClusterKernel): the kernel's cluster shape, a marker
+    # at its top (x, y, z int32 constants); barriers over every thread of the cluster; this block's rank
+    # in its cluster (the rank computed from the block indices: what targets without clusters use)
+    _define("cluster_dims", "thread", spelling="ClusterKernel"),
+    _define("cluster_arrive", "thread"), _define("cluster_arrive_relaxed", "thread"),
+    _define("cluster_wait", "thread"), _define("cluster_sync", "thread"),
+    _define("block_rank_in_cluster", "thread", True),
+    # mbarriers of T.alloc_cluster_barrier: arrive on the barrier of the cluster's block of rank
+    # (cta int32); wait with the cluster's scope (barrier, parity int32)
+    _define("mbarrier_arrive_remote", "thread", spelling="mbarrier_arrive"),
+    _define("mbarrier_wait_cluster", "thread", spelling="mbarrier_wait_parity"),
     # cuRAND (language/random.py): (seed, seq, off uint64, generator StringImm); (generator) -> uint32;
     # (generator, "uniform" | "normal") -> float32 / float64. Each draw changes the thread's state.
     _define("rng_init", "thread"), _define("rng_rand", "thread"), _define("rng_rand_float", "thread"),

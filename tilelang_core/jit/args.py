@@ -334,6 +334,8 @@ class ArgBinder:
         for a in self.assumes:
             if all(v in env for v in a.vars) and not _evaluate(a.py, env):
                 values = ", ".join(f"{v}={env[v]}" for v in a.vars)
+                if a.reason:
+                    raise LaunchError(f"kernel '{self.kernel}': {a.reason} ({values})")
                 raise LaunchError(f"kernel '{self.kernel}': Assume: {a.text} is false for these arguments ({values}); "
                                   f"the kernel was written for arguments where it holds (T.assume)")
 

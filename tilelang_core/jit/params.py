@@ -110,6 +110,7 @@ class HostAssume:
     py: str                 # the condition as Python source over parameter / size names
     text: str               # as the user reads it ("N % 4 == 0")
     vars: tuple[str, ...]   # the names it reads
+    reason: str = ""        # what a failed check says, for a condition the compiler added (not a T.assume)
 
 
 def read_assumes(func) -> tuple[HostAssume, ...]:
@@ -118,11 +119,14 @@ def read_assumes(func) -> tuple[HostAssume, ...]:
     if attrs is None or "tl.host_assumes" not in attrs:
         return ()
     out = []
-    for cond in attrs["tl.host_assumes"]:
+    conds = list(attrs["tl.host_assumes"])
+    reasons = [str(r) for r in attrs["tl.host_assume_reasons"]] if "tl.host_assume_reasons" in attrs else []
+    reasons += [""] * (len(conds) - len(reasons))
+    for cond, reason in zip(conds, reasons, strict=True):
         names: set[str] = set()
         py = _condition(cond, names)
         if py is not None:
-            out.append(HostAssume(py=py, text=str(cond), vars=tuple(sorted(names))))
+            out.append(HostAssume(py=py, text=str(cond), vars=tuple(sorted(names)), reason=reason))
     return tuple(out)
 
 

@@ -25,8 +25,8 @@ from ..layout import Layout  # T.Layout(shape, forward): TileLang's layouts, fla
 from ..jit import compile  # T.compile(func, out_idx=None, target="auto", pass_configs=None)
 from . import dtypes as _dtypes
 from .allocate import alloc_buffer, alloc_fragment, alloc_global, alloc_local, alloc_shared, alloc_var
-from .barriers import (WarpSpecialize, alloc_barrier, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc,
-                       barrier_arrive, barrier_wait, cp_async_barrier_noinc, dec_max_nreg, inc_max_nreg, mbarrier_arrive,
+from .barriers import (WarpSpecialize, alloc_barrier, alloc_cluster_barrier, annotate_consumer_reg_alloc,
+                       annotate_producer_reg_dealloc, barrier_arrive, barrier_wait, cp_async_barrier_noinc, dec_max_nreg, inc_max_nreg, mbarrier_arrive,
                        mbarrier_arrive_expect_tx, mbarrier_expect_tx, mbarrier_wait_parity, no_set_max_nreg,
                        set_max_nreg, tma_copy, tma_store_arrive, tma_store_wait, ws)
 from .annotations import (Fragment, annotate_compile_flags, annotate_layout, annotate_min_blocks_per_sm, annotate_pass_configs,
@@ -46,6 +46,8 @@ from .function import prim_func
 from .kernel import (Kernel, get_block_binding, get_block_bindings, get_thread_binding, import_source,
                      get_thread_bindings)
 from .launch_dependency import pdl_sync, pdl_trigger, sync_grid
+from .cluster import (ClusterKernel, block_rank_in_cluster, cluster_arrive, cluster_arrive_relaxed, cluster_sync,
+                      cluster_wait)
 from .macro import Ref, macro
 from .thread_return import thread_return
 from .packed_math import abs2, add2, fma2, max2, min2, mul2, sub2

@@ -19,6 +19,9 @@ from tvm import tirx
 
 ASSUME = "tl.assume"
 HOST_ASSUMES = "tl.host_assumes"
+#: PrimFunc attribute beside HOST_ASSUMES: per condition, what a failed check says ("" for a
+#: T.assume; the compiler's own conditions, T.ClusterKernel's grid, explain themselves)
+HOST_ASSUME_REASONS = "tl.host_assume_reasons"
 
 
 def collect_host_assumes(func: tirx.PrimFunc) -> tirx.PrimFunc:
@@ -31,7 +34,7 @@ def collect_host_assumes(func: tirx.PrimFunc) -> tirx.PrimFunc:
                 host.update(v.__chandle__() for v in tirx.analysis.undefined_vars(e))
         else:
             host.add(p.__chandle__())
-    found = []
+    found, reasons = [], []
 
     def on_attr(attr):
         if attr.attr_key != ASSUME:
@@ -39,20 +42,25 @@ def collect_host_assumes(func: tirx.PrimFunc) -> tirx.PrimFunc:
         used = tirx.analysis.undefined_vars(attr.value)
         if used and all(v.__chandle__() in host for v in used):
             found.append(attr.value)
+            reasons.append(str(attr.node.value) if isinstance(attr.node, tvm.ir.StringImm) else "")
         return attr.body
 
     body = tvm_ffi.structural_map(func.body, [(tirx.AttrStmt, on_attr)])
     if body.same_as(func.body):
         return func
     func = func.with_body(body)
-    return func.with_attr(HOST_ASSUMES, tvm_ffi.Array(found)) if found else func
+    if not found:
+        return func
+    func = func.with_attr(HOST_ASSUMES, tvm_ffi.Array(found))
+    return func.with_attr(HOST_ASSUME_REASONS, tvm_ffi.Array(reasons)) if any(reasons) else func
 
 
-def assume_marker(cond):
-    """The attribute the frontend leaves for ``T.assume(cond)``."""
+def assume_marker(cond, reason: str = ""):
+    """The attribute the frontend leaves for ``T.assume(cond)``; ``reason``: what a failed check
+    says instead of "Assume: cond" (for conditions the compiler adds)."""
     from tvm.script.ir_builder import tirx as B
 
-    return B.attr(tvm.ir.StringImm(str(cond)), ASSUME, cond)
+    return B.attr(tvm.ir.StringImm(reason), ASSUME, cond)
 
 
-__all__ = ["ASSUME", "HOST_ASSUMES", "assume_marker", "collect_host_assumes"]
+__all__ = ["ASSUME", "HOST_ASSUMES", "HOST_ASSUME_REASONS", "assume_marker", "collect_host_assumes"]

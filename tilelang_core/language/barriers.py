@@ -67,21 +67,30 @@ def _int(value, what: str) -> int:
     return value
 
 
-def alloc_barrier(arrive_count):
+def alloc_barrier(arrive_count, what: str = "T.alloc_barrier"):
     """``len(counts)`` mbarriers in shared memory, element ``i`` completing a phase after
     ``counts[i]`` arrivals (an int is one barrier). Index the result (``mbars[i]``) to pick one."""
-    kernel = current_kernel("T.alloc_barrier")
+    kernel = current_kernel(what)
     counts = list(arrive_count) if isinstance(arrive_count, (list, tuple, tvm.ir.Array)) else [arrive_count]
     if not counts:
-        raise FrontendError("T.alloc_barrier needs at least one arrive count")
-    counts = [_int(c, "T.alloc_barrier arrive_count") for c in counts]
+        raise FrontendError(f"{what} needs at least one arrive count")
+    counts = [_int(c, f"{what} arrive_count") for c in counts]
     for c in counts:
         if not 1 <= c <= MAX_ARRIVALS:
-            raise FrontendError(f"T.alloc_barrier: arrive_count must be 1 to {MAX_ARRIVALS}, got {c}")
+            raise FrontendError(f"{what}: arrive_count must be 1 to {MAX_ARRIVALS}, got {c}")
     buffer = B.alloc_buffer([len(counts)], "uint64", scope="shared")
     B.evaluate(I.call("mbarrier_init", "void", tirx.BufferLoad(buffer, [tirx.const(0, "int32")]),
                       *[tirx.const(c, "int32") for c in counts]))
     kernel.barriers.append(buffer)
+    return buffer
+
+
+def alloc_cluster_barrier(arrive_count):
+    """T.alloc_barrier's mbarriers, which the other blocks of the cluster may arrive on
+    (``T.mbarrier_arrive(bar, cta_id)``) and whose waits see their writes (cluster scope). The
+    other blocks may use them only after a ``T.cluster_sync()`` that follows the allocation."""
+    buffer = alloc_barrier(arrive_count, "T.alloc_cluster_barrier")
+    current_kernel("T.alloc_cluster_barrier").cluster_barriers.append(buffer)
     return buffer
 
 
@@ -99,17 +108,29 @@ def _barrier(x, what: str):
     raise FrontendError(f"{what}: expected a barrier from T.alloc_barrier (mbars or mbars[i]), got {x!r}")
 
 
+def _is_cluster_barrier(bar) -> bool:
+    return any(bar.source.same_as(b) for b in current_kernel("a barrier").cluster_barriers)
+
+
 def mbarrier_wait_parity(mbarrier, parity):
-    """Wait until the phase of parity ``parity`` (0 or 1) of ``mbarrier`` has completed."""
+    """Wait until the phase of parity ``parity`` (0 or 1) of ``mbarrier`` has completed (of a
+    cluster barrier: the arrivals of every block of the cluster, their writes visible)."""
     bar = _barrier(mbarrier, "T.mbarrier_wait_parity")
-    B.evaluate(I.call("mbarrier_wait_parity", "void", bar, _i32(parity, "T.mbarrier_wait_parity parity")))
+    name = "mbarrier_wait_cluster" if _is_cluster_barrier(bar) else "mbarrier_wait_parity"
+    B.evaluate(I.call(name, "void", bar, _i32(parity, "T.mbarrier_wait_parity parity")))
 
 
 def mbarrier_arrive(mbarrier, cta_id=None):
-    """This thread arrives on ``mbarrier``."""
-    if cta_id is not None:
-        raise FrontendError("T.mbarrier_arrive(cta_id=...): cluster barriers are not supported")
-    B.evaluate(I.call("mbarrier_arrive", "void", _barrier(mbarrier, "T.mbarrier_arrive")))
+    """This thread arrives on ``mbarrier``; with ``cta_id``, on that barrier of the cluster's block
+    of rank ``cta_id`` (a T.alloc_cluster_barrier, T.block_rank_in_cluster's numbering)."""
+    bar = _barrier(mbarrier, "T.mbarrier_arrive")
+    if cta_id is None:
+        B.evaluate(I.call("mbarrier_arrive", "void", bar))
+        return
+    if not _is_cluster_barrier(bar):
+        raise FrontendError(f"T.mbarrier_arrive(cta_id=...): '{bar.source.name}' is not a cluster barrier; "
+                            f"allocate it with T.alloc_cluster_barrier to let other blocks arrive on it")
+    B.evaluate(I.call("mbarrier_arrive_remote", "void", bar, _i32(cta_id, "T.mbarrier_arrive cta_id")))
 
 
 def _no_expect_tx(name: str):
@@ -286,7 +307,8 @@ annotate_producer_reg_dealloc = _hint("annotate_producer_reg_dealloc")
 annotate_consumer_reg_alloc = _hint("annotate_consumer_reg_alloc")
 no_set_max_nreg = _hint("no_set_max_nreg")
 
-__all__ = ["WARP_GROUP", "WS_ATTR", "WarpSpecialize", "alloc_barrier", "annotate_consumer_reg_alloc",
+__all__ = ["WARP_GROUP", "WS_ATTR", "WarpSpecialize", "alloc_barrier", "alloc_cluster_barrier",
+           "annotate_consumer_reg_alloc",
            "annotate_producer_reg_dealloc", "barrier_arrive", "barrier_wait", "cp_async_barrier_noinc", "dec_max_nreg", "inc_max_nreg",
            "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx", "mbarrier_wait_parity",
            "no_set_max_nreg", "set_max_nreg", "tma_copy", "tma_store_arrive", "tma_store_wait", "ws"]

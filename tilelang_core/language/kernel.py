@@ -62,6 +62,9 @@ class Kernel:
             tx = T.get_thread_binding()
     """
 
+    #: the cluster shape (x, y, z) of a T.ClusterKernel (language/cluster.py); None for T.Kernel
+    cluster_dims: tuple[int, int, int] | None = None
+
     def __init__(self, *blocks, threads=128, is_cpu: bool = False, prelude=None):
         if is_cpu:
             raise FrontendError("T.Kernel(is_cpu=True) is not supported: kernels are lowered "
@@ -85,6 +88,7 @@ class Kernel:
         self.thread_vars: list = []
         self.thread_id = None  # the linear thread index (the one threadIdx.x launch)
         self.barriers: list = []  # T.alloc_barrier buffers (language/barriers.py)
+        self.cluster_barriers: list = []  # those of them from T.alloc_cluster_barrier
         self.rng_generator: str | None = None  # T.rng_init's cuRAND state type (language/random.py)
         self.thread_aliases: list = []  # (var, dim): ``tk = T.get_thread_binding(1)`` and the like
         self._stack: contextlib.ExitStack | None = None
@@ -115,6 +119,10 @@ class Kernel:
             inner *= extent
         self._stack = stack
         _ACTIVE.append(self)
+        if self.cluster_dims is not None:
+            from .cluster import enter_cluster
+
+            enter_cluster(self, stack)
         if self.prelude is not None:
             import_source(self.prelude)
         return self.block_vars[0] if len(self.block_vars) == 1 else tuple(self.block_vars)

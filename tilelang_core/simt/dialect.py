@@ -68,6 +68,11 @@ class SimtDialect:
         matching attribute; False: both are dropped (kernels then run in stream order: same values).
     grid_sync: the backend defines ``tl_sync_grid()`` (T.sync_grid, a barrier over the whole grid)
         and launches a kernel that calls it cooperatively; False: T.sync_grid is refused.
+    clusters: the backend defines the thread-block cluster helpers (language/cluster.py): the marker
+        ``tl_cluster_dims(x, y, z)`` its codegen turns into the kernel's cluster shape, ``tl_cluster_rank()``,
+        ``tl_cluster_arrive()`` / ``_arrive_relaxed`` / ``_wait`` / ``_sync``, and with mbarriers
+        ``tl_mbarrier_arrive_remote(bar, rank)`` and ``tl_mbarrier_wait_cluster(bar, parity)``; False:
+        a T.ClusterKernel of more than one block a cluster and the cluster barriers are refused.
     vector_bytes: the widest vector load/store the codegen prints (T.ldg256 moves 32 bytes; MSL
         vectors hold 16); wider explicit accesses are refused at the user's line.
     """
@@ -86,6 +91,7 @@ class SimtDialect:
     max_nreg: bool = False
     grid_dependency: bool = False
     grid_sync: bool = False
+    clusters: bool = False
 
     def __post_init__(self):
         if not self.kind:
@@ -105,4 +111,4 @@ class SimtDialect:
         return hash((self.kind, self.warp_size, self.async_copy, self.shuffle_xor,
                      tuple(sorted(self.atomic_dtypes.items())), tuple(sorted(self.warp_reduce.items())),
                      self.atomic_orders, self.block_votes, self.vector_bytes, self.named_barriers, self.mbarriers,
-                     self.max_nreg, self.grid_dependency, self.grid_sync))
+                     self.max_nreg, self.grid_dependency, self.grid_sync, self.clusters))

@@ -197,6 +197,7 @@ class Interpreter:
             launches.append((str(body.node.thread_tag), body.node.var, int(self._scalar(body.value))))
             body = body.body
         blocks = [(v, n) for tag, v, n in launches if tag.startswith("blockIdx")]
+        tags = [tag for tag, _, _ in launches if tag.startswith("blockIdx")]
         threads = [(v, n) for tag, v, n in launches if tag.startswith("threadIdx")]
         self.lanes = threads[0][1] if threads else 1
         self.read_mask = np.ones(self.lanes, dtype=bool)
@@ -205,6 +206,8 @@ class Interpreter:
         for index in np.ndindex(*[n for _, n in blocks]):
             for (v, _), i in zip(blocks, index):
                 self.env[v] = np.int64(i)
+            #: this block's index by axis ("x", "y", "z"; the cluster helpers read it)
+            self.block_index = {tag[-1]: i for tag, i in zip(tags, index)}
             self.local_allocs = {}
             if self.races is not None:
                 self.races.new_block()

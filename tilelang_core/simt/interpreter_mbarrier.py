@@ -60,6 +60,11 @@ def _complete(bar: _Barrier):
     bar.pending = bar.count
 
 
+#: the cluster's barriers and the cross-block mbarrier helpers (language/cluster.py)
+_CLUSTER_WAITS = frozenset({"tl_cluster_arrive", "tl_cluster_arrive_relaxed", "tl_cluster_wait", "tl_cluster_sync",
+                            "tl_mbarrier_arrive_remote", "tl_mbarrier_wait_cluster"})
+
+
 def mbarrier_helper(interp, name: str, args, mask):
     """The model of one helper call, or NOT_HANDLED."""
     if name == "tl_mbarrier_init":
@@ -67,9 +72,17 @@ def mbarrier_helper(interp, name: str, args, mask):
         for lane, key in _targets(interp, args[0], mask):
             _state(interp)[key] = _Barrier(int(count[lane]), int(count[lane]))
         return None
-    if name == "tl_sync_grid":
-        raise NotImplementedError("interpreter: T.sync_grid (the interpreter runs one block at a time, so no block "
-                                  "can wait for the others; the H200 tests run it)")
+    if name == "tl_sync_grid" or name in _CLUSTER_WAITS:
+        what = "T.sync_grid" if name == "tl_sync_grid" else "a cluster barrier"
+        raise NotImplementedError(f"interpreter: {what} (the interpreter runs one block at a time, so no block "
+                                  f"can wait for the others; the GPU tests run it)")
+    if name == "tl_cluster_dims":  # the cluster shape (language/cluster.py), for tl_cluster_rank
+        interp.cluster_dims = tuple(int(interp.expr(a)) for a in args)
+        return None
+    if name == "tl_cluster_rank":
+        dims = getattr(interp, "cluster_dims", (1, 1, 1))
+        position = [interp.block_index.get(axis, 0) % d for axis, d in zip("xyz", dims)]
+        return np.uint32(position[0] + dims[0] * (position[1] + dims[1] * position[2]))
     if name in ("tl_mbarrier_fence_init", "tl_pdl_trigger", "tl_pdl_sync") or name.startswith("tl_set_max_nreg<"):
         return None  # ordering, register and launch-overlap hints: one kernel at a time needs none
     if name == "tl_mbarrier_arrive":

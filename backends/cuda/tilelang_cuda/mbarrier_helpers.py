@@ -55,6 +55,34 @@ MBARRIER_HELPERS = {
                        "#if __CUDA_ARCH__ >= 900\n  cudaTriggerProgrammaticLaunchCompletion();\n#endif\n}\n"),
     "tl_pdl_sync": (f"{_D} void tl_pdl_sync() {{\n"
                     "#if __CUDA_ARCH__ >= 900\n  cudaGridDependencySynchronize();\n#endif\n}\n"),
+    # thread-block clusters (T.ClusterKernel, sm_90): the kernel's cluster shape, a marker that
+    # hopper/intrinsics.with_kernel_attributes turns into __cluster_dims__; this block's rank; the
+    # cluster barrier (arrive releases this thread's writes to the cluster, wait acquires theirs)
+    "tl_cluster_dims": f"{_D} void tl_cluster_dims(int, int, int) {{}}\n",
+    "tl_cluster_rank": (f"{_D} unsigned tl_cluster_rank() {{\n  unsigned r;\n"
+                        "  asm volatile(\"mov.u32 %0, %%cluster_ctarank;\\n\" : \"=r\"(r));\n  return r;\n}\n"),
+    "tl_cluster_arrive": (f"{_D} void tl_cluster_arrive() {{\n"
+                          "  asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\" ::: \"memory\");\n}\n"),
+    "tl_cluster_arrive_relaxed": (f"{_D} void tl_cluster_arrive_relaxed() {{\n"
+                                  "  asm volatile(\"barrier.cluster.arrive.relaxed.aligned;\\n\" ::: \"memory\");\n}\n"),
+    "tl_cluster_wait": (f"{_D} void tl_cluster_wait() {{\n"
+                        "  asm volatile(\"barrier.cluster.wait.acquire.aligned;\\n\" ::: \"memory\");\n}\n"),
+    "tl_cluster_sync": (f"{_D} void tl_cluster_sync() {{\n"
+                        "  asm volatile(\"barrier.cluster.arrive.release.aligned;\\n"
+                        "barrier.cluster.wait.acquire.aligned;\\n\" ::: \"memory\");\n}\n"),
+    # T.alloc_cluster_barrier: arrive on the barrier at the same offset in the block of rank ``cta``
+    # (mapa), releasing at the cluster's scope; a wait that acquires at it
+    "tl_mbarrier_arrive_remote": (f"{_D} void tl_mbarrier_arrive_remote(void* bar, int cta) {{\n"
+                                  f"  unsigned remote, local = {_ADDR};\n"
+                                  "  asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(remote) "
+                                  ": \"r\"(local), \"r\"(cta));\n"
+                                  "  asm volatile(\"mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\" "
+                                  ":: \"r\"(remote) : \"memory\");\n}\n"),
+    "tl_mbarrier_wait_cluster": (f"{_D} void tl_mbarrier_wait_cluster(void* bar, int parity) {{\n"
+                                 "  asm volatile(\"{\\n.reg .pred p;\\nTL_MBAR_WAITC_%=:\\n\"\n"
+                                 "               \"mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], %1;\\n\"\n"
+                                 "               \"@!p bra TL_MBAR_WAITC_%=;\\n}\\n\"\n"
+                                 f"               :: \"r\"({_ADDR}), \"r\"(parity) : \"memory\");\n}}\n"),
     # T.sync_grid: the grid barrier of a cooperative launch (codegen.py launches its kernels so)
     "tl_sync_grid": ("#include <cooperative_groups.h>\n"
                      f"{_D} void tl_sync_grid() {{ cooperative_groups::this_grid().sync(); }}\n"),

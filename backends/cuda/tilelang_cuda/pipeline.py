@@ -106,7 +106,8 @@ def lower_function(func: tirx.PrimFunc, arch: str, options: CudaOptions) -> tirx
     check_dtypes(func, arch, "cuda", ARCHS, capability)
     check_threads(func, arch, capability(arch, "max_threads_per_block"))
     user_func = func
-    dialect = replace(CUDA, async_copy=False) if options.disable_cp_async else CUDA
+    # thread-block clusters (T.ClusterKernel) from sm_90; cp.async unless turned off
+    dialect = replace(CUDA, async_copy=not options.disable_cp_async, clusters=bool(capability(arch, "clusters")))
     planner = HopperPlanner(arch, options, func)
     if not options.disable_staged_epilogue and (not planner.enabled or options.disable_warp_specialized):
         func = stage_epilogue(func, triangular=options.enable_staged_epilogue)  # WS: TMA stores instead

@@ -44,6 +44,14 @@ def has_swizzle(body) -> bool:
     return bool(hits)
 
 
+def has_cluster(body) -> bool:
+    """Whether the kernel is a T.ClusterKernel of more than one block a cluster (language/cluster.py):
+    its clusters are neighbouring blocks of the launch, so no pass may reorder its blocks."""
+    from tilelang_core.ir import intrinsics as I
+
+    return any(I.intrinsic_of(c).name == "cluster_dims" and any(int(a) > 1 for a in c.args) for c in I.calls_in(body))
+
+
 def block_swizzle(body):
     bx, by = block_launches(body)
 

@@ -1,8 +1,9 @@
-"""Where ``T.sync_grid()`` may stand: reached by every thread of every block, the same number of
-times (language/launch_dependency.py). A grid barrier that some thread skips never opens: the
-kernel hangs. So a call inside ``T.Parallel`` (which deals iterations over threads), under a
-branch whose condition reads the thread or block index, or in a loop whose bounds do, is refused
-with the line, before any lowering."""
+"""Where ``T.sync_grid()`` and the cluster barriers (``T.cluster_sync()`` and its halves) may stand:
+reached by every thread of every block (of the grid, of the cluster), the same number of times
+(language/launch_dependency.py, language/cluster.py). Such a barrier that some thread skips never
+opens: the kernel hangs. So a call inside ``T.Parallel`` (which deals iterations over threads),
+under a branch whose condition reads the thread or block index, or in a loop whose bounds do, is
+refused with the line, before any lowering."""
 
 from __future__ import annotations
 
@@ -16,8 +17,12 @@ from tilelang_core.lowering import source_location
 from tilelang_core.transform.structural import stmt_children
 
 
+#: barriers every thread of every block (of the grid, of the cluster) must reach
+_EVERYONE = ("sync_grid", "cluster_arrive", "cluster_arrive_relaxed", "cluster_wait", "cluster_sync")
+
+
 def check_grid_syncs(body, kernel: str) -> None:
-    if not any(_is_sync_grid(c) for c in I.calls_in(body)):
+    if not any(_barrier_name(c) for c in I.calls_in(body)):
         return
     indices = []
 
@@ -31,16 +36,18 @@ def check_grid_syncs(body, kernel: str) -> None:
         used = tirx.analysis.undefined_vars(expr) if expr is not None else []
         return any(v.same_as(i) for v in used for i in indices)
 
-    def refuse(node, why):
+    def refuse(node, name, why):
         where = source_location(node)
-        raise LoweringError(f"kernel '{kernel}': T.sync_grid() {why}; every thread of every block must reach a "
-                            f"grid barrier the same number of times, or the kernel hangs. Call it at the top "
-                            f"level of the kernel (or in loops of the same trip count everywhere)"
+        scope = "the grid" if name == "sync_grid" else "the cluster"
+        raise LoweringError(f"kernel '{kernel}': T.{name}() {why}; every thread of every block of {scope} must "
+                            f"reach this barrier the same number of times, or the kernel hangs. Call it at the "
+                            f"top level of the kernel (or in loops of the same trip count everywhere)"
                             + (f"\n  --> {where}" if where else ""))
 
     def visit(node, context):
-        if isinstance(node, tirx.Evaluate) and _is_sync_grid(node.value) and context:
-            refuse(context[-1], context_reason(context[-1]))
+        name = _barrier_name(node.value) if isinstance(node, tirx.Evaluate) else None
+        if name and context:
+            refuse(context[-1], name, context_reason(context[-1]))
         if isinstance(node, tirx.For):
             if is_parallel_loop(node) or uses_index(node.min) or uses_index(node.extent):
                 context = context + [node]
@@ -61,9 +68,9 @@ def check_grid_syncs(body, kernel: str) -> None:
     visit(body, [])
 
 
-def _is_sync_grid(expr) -> bool:
+def _barrier_name(expr) -> str | None:
     intrinsic = I.intrinsic_of(expr)
-    return intrinsic is not None and intrinsic.name == "sync_grid"
+    return intrinsic.name if intrinsic is not None and intrinsic.name in _EVERYONE else None
 
 
 __all__ = ["check_grid_syncs"]

@@ -23,7 +23,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from .block_swizzle import below_launch, block_launches, has_swizzle
+from .block_swizzle import below_launch, block_launches, has_cluster, has_swizzle
 from .state import bound_values, substitute, uses_var
 
 #: grids larger than this along x are left alone (the check evaluates every block's extent)
@@ -61,7 +61,7 @@ def longest_first(body):
     """``body`` with blockIdx.x walked backwards when its blocks' trip counts grow along x (module
     docstring); unchanged otherwise."""
     launch = block_launches(body)[0]
-    if launch is None or not isinstance(launch[1], tirx.IntImm) or has_swizzle(body):
+    if launch is None or not isinstance(launch[1], tirx.IntImm) or has_swizzle(body) or has_cluster(body):
         return body
     bx, gx = launch[0], int(launch[1])
     if gx < 2 or gx > MAX_BLOCKS_CHECKED:

@@ -299,6 +299,8 @@ class _Lowering:
                                            f"(a cooperative launch); split the kernel in two at this point "
                                            f"(the second kernel reads what the first wrote), or compile for cuda")
             return tirx.call_extern("void", "tl_sync_grid")
+        if name.startswith("cluster_") or name == "block_rank_in_cluster":
+            return self.cluster(intrinsic, name, args)
         if name in ("cp_async_commit", "cp_async_wait"):  # no async copies without the dialect's
             if not self.st.dialect.async_copy:
                 return tirx.const(0, "int32")
@@ -313,6 +315,21 @@ class _Lowering:
                                            "host or write the flag into an output")
             return tirx.call_extern("void", "tl_device_assert", args[0], args[1])
         raise self.fail(intrinsic, "no lowering rule (a gap in tilelang_core.simt: please report it)")
+
+    def cluster(self, intrinsic, name: str, args):
+        """Thread-block clusters (language/cluster.py): the dialect's helpers; without clusters a
+        cluster of one block needs none (its rank is 0), anything more is refused."""
+        if self.st.dialect.clusters:
+            if name == "block_rank_in_cluster":
+                return tirx.Cast("int32", tirx.call_extern("uint32", "tl_cluster_rank"))
+            return tirx.call_extern("void", f"tl_{name}", *args)
+        if name == "cluster_dims" and all(int(a) == 1 for a in args):
+            return tirx.const(0, "int32")
+        if name == "block_rank_in_cluster":
+            return args[0]  # (only reached in a cluster of one block: the marker is refused otherwise)
+        raise self.fail(intrinsic, f"thread-block clusters are NVIDIA's, sm_90 and newer; the "
+                                   f"{self.st.dialect.kind} target here has none (compile for cuda sm_90a, or use "
+                                   f"T.Kernel and T.sync_threads within a block)")
 
     def rng(self, intrinsic, name: str, args, dtype: str):
         """cuRAND draws (language/random.py) on the thread's state, ``tl_rng_state``, which

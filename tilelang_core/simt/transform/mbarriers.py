@@ -38,7 +38,11 @@ from .state import KernelState
 
 #: intrinsic name -> (helper, number of operands after the barrier)
 MBARRIER_OPS = {"mbarrier_arrive": ("tl_mbarrier_arrive", 0),
-                "mbarrier_wait_parity": ("tl_mbarrier_wait", 1)}
+                "mbarrier_wait_parity": ("tl_mbarrier_wait", 1),
+                # T.alloc_cluster_barrier's: on the barrier of the cluster's block of a rank; a wait
+                # that acquires at the cluster's scope (language/cluster.py)
+                "mbarrier_arrive_remote": ("tl_mbarrier_arrive_remote", 1),
+                "mbarrier_wait_cluster": ("tl_mbarrier_wait_cluster", 1)}
 
 
 def _inits(body) -> list:
@@ -113,6 +117,9 @@ def lower_mbarrier(st: KernelState, name: str, args, fail):
     """The helper call of an mbarrier intrinsic (lower_intrinsics.py); ``fail(message)`` raises."""
     if not st.dialect.mbarriers:
         raise fail(f"the {st.dialect.kind} backend has no mbarriers")
+    if name in ("mbarrier_arrive_remote", "mbarrier_wait_cluster") and not st.dialect.clusters:
+        raise fail(f"a cluster barrier (T.alloc_cluster_barrier) needs thread-block clusters, which the "
+                   f"{st.dialect.kind} target here does not have (NVIDIA sm_90 and newer)")
     helper, extra = MBARRIER_OPS[name]
     return tirx.call_extern("void", helper, tirx.address_of(args[0]), *args[1:1 + extra])
 

@@ -75,6 +75,15 @@ def lower_intrinsics(func: tirx.PrimFunc) -> tirx.PrimFunc:
             # a register hint; async-copy groups (the copies here are plain); launch overlap (kernels
             # run one after the other here)
             return tirx.const(0, "int32")
+        if intrinsic.name == "cluster_dims":  # blocks run one after another here: a cluster is a grouping
+            return tirx.const(0, "int32")
+        if intrinsic.name == "block_rank_in_cluster":
+            return args[0]  # the rank from the block indices (language/cluster.py)
+        if intrinsic.name.startswith("cluster_") or intrinsic.name in ("mbarrier_arrive_remote",
+                                                                        "mbarrier_wait_cluster"):
+            raise LoweringError(f"T.{intrinsic.spelling} in kernel '{kernel_name(func)}': the cpu backend runs the "
+                                f"blocks one after another, so no block of a cluster can wait for the others; "
+                                f"compile for cuda (sm_90 and newer), or split the kernel at this point")
         if intrinsic.name == "sync_grid":
             raise LoweringError(f"T.sync_grid in kernel '{kernel_name(func)}': the cpu backend runs the blocks one "
                                 f"after another, so no block can wait for the others; split the kernel in two at "

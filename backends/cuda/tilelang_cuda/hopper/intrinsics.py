@@ -322,20 +322,12 @@ TMA_STORE_HELPERS = TMA_STORE_HELPERS.replace("@TMA_STORE_BY_RANK@", _by_rank(
     "cp.async.bulk.tensor.{d}d.global.shared::cta.bulk_group [%0, {{{coords}}}], [%1]", '"l"(map), "r"(src)', 2))
 
 
-#: Thread-block clusters (warp_specialize.py, tl.enable_cluster_multicast): this CTA's rank, a
-#: barrier over the cluster, an arrive on the peer CTA's mbarrier, and TMA loads that land in
-#: every CTA of ``mask`` (same shared offset, each CTA's mbarrier at the same offset counts them).
-#: ``tl_cluster_dims(x, y, z)`` marks the kernel: codegen turns it into ``__cluster_dims__``.
-CLUSTER_HELPERS = r"""__device__ __forceinline__ void tl_cluster_dims(int, int, int) {}
-__device__ __forceinline__ unsigned tl_cluster_rank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ void tl_cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void tl_mbar_arrive_cluster(void* bar, unsigned cta) {
+#: Thread-block clusters (warp_specialize.py, tl.enable_cluster_multicast): an arrive on the peer
+#: CTA's mbarrier, and TMA loads that land in every CTA of ``mask`` (same shared offset, each CTA's
+#: mbarrier at the same offset counts them). The cluster's marker, rank and barrier are on-demand
+#: helpers (mbarrier_helpers.py): ``tl_cluster_dims(x, y, z)`` marks the kernel, and codegen turns it
+#: into ``__cluster_dims__``.
+CLUSTER_HELPERS = r"""__device__ __forceinline__ void tl_mbar_arrive_cluster(void* bar, unsigned cta) {
   unsigned local = static_cast<unsigned>(__cvta_generic_to_shared(bar)), remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(cta));
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" :: "r"(remote) : "memory");
@@ -410,7 +402,8 @@ def hopper_header(device_source: str) -> str:
         return ""
     shapes = sorted(set(_WGMMA_NAME.findall(device_source)))
     stores = TMA_STORE_HELPERS if "tl_tma_store" in device_source else ""
-    cluster = CLUSTER_HELPERS if "tl_cluster_" in device_source else ""
+    cluster = CLUSTER_HELPERS if "tl_mbar_arrive_cluster" in device_source or "tl_tma_load_multicast" in device_source \
+        else ""
     # a marker for with_kernel_attributes; does nothing
     two_blocks = ("__device__ __forceinline__ void tl_min_blocks_per_sm(int) {}\n"
                   if "tl_min_blocks_per_sm" in device_source else "")

@@ -17,7 +17,7 @@ from tilelang_core.ir.atomic_calls import is_parallel_loop
 from tilelang_core.layout.swizzle import BANK_KINDS, HINT_KINDS
 from tilelang_core.simt.lowering import SHARED, scope
 from tilelang_core.simt.transform.apply_layouts import swizzle_tag
-from tilelang_core.simt.transform.block_swizzle import has_swizzle, rasterize
+from tilelang_core.simt.transform.block_swizzle import has_cluster, has_swizzle, rasterize
 from tilelang_core.simt.transform.insert_barriers import touched
 from tilelang_core.transform.thread_ranges import tile_ops_with_threads
 
@@ -110,6 +110,9 @@ class HopperPlanner:
         #: gemms and combines two gemms' accumulators element by element)
         self.tied = tied_gemms(func.body)
         self.user_swizzle = has_swizzle(func.body)
+        #: a T.ClusterKernel: its clusters are the author's neighbouring blocks, so the launch order
+        #: stays (no rasterization, persistent tiles, stream-K or multicast clusters of our own)
+        self.user_cluster = has_cluster(func.body)
         self.enabled = arch == "sm_90a"
         self.specialized = False
         #: what was chosen and why, for the user (a comment at the top of the kernel source)
@@ -190,20 +193,20 @@ class HopperPlanner:
             notes = []
             new = warp_specialize(body, st, st.annotated, self.tma_loaded,
                                   pingpong=not self.options.disable_pingpong,
-                                  persistent=("always" if self.options.enable_persistent else
-                                              "off" if self.options.disable_persistent else "tile_operands"),
+                                  persistent=("off" if self.options.disable_persistent or self.user_cluster else
+                                              "always" if self.options.enable_persistent else "tile_operands"),
                                   overlap=not self.options.disable_wgmma_overlap,
                                   is_wgmma=lambda op: self.plan(op, st.num_threads) is not None, notes=notes,
                                   fenced_once=self.fenced_once, tma_store=not self.options.disable_tma_store,
                                   shared_limit=capability(self.arch, "max_shared_memory_per_block"),
                                   overlap_block=self.options.enable_overlap_block,
                                   conditional_mask=not self.options.disable_conditional_mask,
-                                  cluster=self.options.enable_cluster_multicast,
+                                  cluster=self.options.enable_cluster_multicast and not self.user_cluster,
                                   two_blocks=not self.options.disable_two_blocks_per_sm, widest_n=widest[0],
                                   fragment_regs=fragment_registers(st.layouts, per_thread_arrays(body)),
                                   shared_per_sm=capability(self.arch, "shared_memory_per_sm"),
-                                  stream_k=("always" if self.options.enable_stream_k else
-                                            "off" if self.options.disable_stream_k else "auto"))
+                                  stream_k=("off" if self.options.disable_stream_k or self.user_cluster else
+                                            "always" if self.options.enable_stream_k else "auto"))
         except NotSpecialized as why:
             self.notes.append(f"T.Pipelined: cp.async pipeline, no TMA producer warpgroup ({why})")
             return batched
@@ -218,7 +221,8 @@ class HopperPlanner:
         share A rows and B columns in L2 (measured on the H200, GEMM 8192^3 fp16: 655 TFLOP/s in
         launch order, 690 with panels of 8, 715 with 16). Kernels with T.use_swizzle keep theirs
         (``panel_size=1`` keeps the launch order); 3-D grids (attention: batch, head, rows) too."""
-        if self.user_swizzle or self.options.disable_rasterization or not any("gemm(" in n for n in self.notes):
+        if self.user_swizzle or self.user_cluster or self.options.disable_rasterization or \
+                not any("gemm(" in n for n in self.notes):
             return body
         extents = {}
         tvm_ffi.structural_walk(body, [(tirx.AttrStmt, lambda a: extents.__setitem__(
