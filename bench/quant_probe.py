@@ -3,8 +3,12 @@ the same without the scale column store, a copy with the same reads and writes a
 and torch's copy of the same bytes, one run, medians of CUDA events, GB/s of the shipped
 kernel's byte count (so a variant that moves less shows how much the rest costs).
 
-    python bench/quant_probe.py
+    python bench/quant_probe.py [--quick]      # --quick: without the block-shape variants
+    ncu --clock-control none --nvtx --nvtx-include "prof/" --metrics <...> python bench/quant_probe.py --ncu
+        (each variant once inside an NVTX range, after warm-up: bench/ncu_profile.py's convention)
 """
+
+import sys
 
 import torch
 
@@ -77,9 +81,10 @@ def grouped(gpb: int, bm_rows: int, threads: int):
 
 
 @tilelang.jit(out_idx=[-2, -1], target="cuda:sm_90a")
-def single_writer(bm_rows: int, threads: int):
-    """The shipped kernel with the scales stored through shared memory by a T.copy (one thread
-    per scale) instead of by every thread holding a replica of it."""
+def previous(bm_rows: int = BM, threads: int = 128, s_via_shared: bool = False):
+    """The shipped kernel before stop 51 (silu by expf, Q by an IEEE division y / S per element);
+    ``s_via_shared``: its scales stored through shared memory by a T.copy (one thread per scale)
+    instead of by every thread holding a replica of it."""
     @T.prim_func
     def main(X: T.Tensor((M, 2 * N), "bfloat16"), Q: T.Tensor((M, N), "float8_e4m3fn"),
              S: T.Tensor((M, N // G), "float32")):
@@ -101,9 +106,13 @@ def single_writer(bm_rows: int, threads: int):
             for i, j in T.Parallel(bm_rows, G):
                 q[i, j] = T.cast(T.clamp(y[i, j] / scale[i], -448.0, 448.0), "float8_e4m3fn")
             T.copy(q, Q[bm * bm_rows, bg * G])
-            for i in T.Parallel(bm_rows):
-                scale_s[i, 0] = scale[i]
-            T.copy(scale_s, S[bm * bm_rows, bg])
+            if s_via_shared:
+                for i in T.Parallel(bm_rows):
+                    scale_s[i, 0] = scale[i]
+                T.copy(scale_s, S[bm * bm_rows, bg])
+            else:
+                for i in T.Parallel(bm_rows):
+                    S[bm * bm_rows + i, bg] = scale[i]
 
     return main
 
@@ -114,13 +123,15 @@ def main():
     shipped = quant.swiglu_fp8_quant(M, N, block_M=BM, threads=128)
     src = torch.empty(M * (4 * N + N + 4 * N // G) // 2, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
-    fns = {"shipped": lambda: shipped(x), "no S store": lambda k=variant("noscale"): k(x),
+    fns = {"shipped": lambda: shipped(x), "previous (expf, y / S)": lambda k=previous(): k(x),
+           "S store, no silu": lambda k=variant("full"): k(x), "no S store": lambda k=variant("noscale"): k(x),
            "mul + cast only": lambda k=variant("copy"): k(x), "torch copy (same bytes)": lambda: dst.copy_(src)}
-    q0, s0 = shipped(x)  # every variant must give the shipped kernel's bytes
-    variants = [(f"{gpb} groups x {rows} rows, {threads} thr", grouped, (gpb, rows, threads))
+    q0, s0 = previous()(x)  # every block-shape variant must give the previous kernel's bytes (same math)
+    quick = "--quick" in sys.argv or "--ncu" in sys.argv  # the kernels of the first table only
+    variants = [] if quick else [(f"{gpb} groups x {rows} rows, {threads} thr", grouped, (gpb, rows, threads))
                 for gpb, rows, threads in ((2, 8, 128), (4, 4, 128), (4, 8, 256), (8, 4, 256), (32, 1, 256))]
-    variants += [(f"S via shared {rows}r {threads}t", single_writer, (rows, threads))
-                 for rows, threads in ((16, 128), (32, 256))]
+    variants += [] if quick else [(f"S via shared {rows}r {threads}t", previous, (rows, threads, True))
+                                  for rows, threads in ((16, 128), (32, 256))]
     for name, build, args in variants:
         try:
             k = build(*args)
@@ -129,6 +140,12 @@ def main():
             fns[name] = lambda k=k: k(x)
         except Exception as exc:  # noqa: BLE001 - the probe reports what does not build
             print(f"{name}: {type(exc).__name__}: {str(exc)[:300]}")
+    if "--ncu" in sys.argv:
+        from ncu_profile import profiled
+
+        for name, fn in fns.items():
+            profiled(name, fn)
+        return
     ms = side_by_side(fns, per_round=10)
     moved = M * (4 * N + N + 4 * N // G)
     for name, t in ms.items():

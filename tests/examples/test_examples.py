@@ -149,7 +149,7 @@ def test_swiglu_fp8_quant(M, N, group, mn_major):
 
 
 def test_swiglu_fp8_quant_values_match_torch():
-    """Every e4m3 value is torch's rounding of y / S (or a neighbour where y / S sits on a
+    """Every e4m3 value is torch's rounding of y * (448 / amax) (or a neighbour where it sits on a
     rounding boundary that float32 and float64 see on different sides)."""
     quant = load("quant/swiglu_fp8_quant.py")
     x = (torch.randn(45, 512) * 3).bfloat16()

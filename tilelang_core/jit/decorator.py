@@ -178,8 +178,9 @@ class _JITBase:
         ``JITImpl.get_kernel_source``): ``self.compile(*args, **kwargs).get_kernel_source()``, for
         this function's target (``target="auto"``: the one a call would use now). Eager functions
         take tensors or, as in ``compile``, sizes: ``f.get_kernel_source(M=128, N=128, K=64)``.
-        ``kernel_only=True``: the device code alone (JITKernel.get_kernel_source)."""
-        kernel_only = kwargs.pop("kernel_only", False)
+        The device code, as TileLang's; ``kernel_only=False``: with the host wrapper
+        (JITKernel.get_kernel_source)."""
+        kernel_only = kwargs.pop("kernel_only", True)
         return self.compile(*args, **kwargs).get_kernel_source(kernel_only=kernel_only)
 
 

@@ -129,19 +129,26 @@ class JITKernel:
         except LaunchError as err:  # the user's call is where it went wrong, not our checks
             raise err.with_traceback(None) from err.__cause__
 
-    def get_kernel_source(self, kernel_only: bool = False) -> str:
-        """The source handed to the toolchain (CUDA C++, MSL, LLVM IR, ...). ``kernel_only``
-        (TileLang's flag): the device code alone, without the host wrapper the SIMT backends'
-        source ends with. (TileLang's default is the device code; here the whole text, which the
-        device code begins: a search for device code finds it either way.)"""
+    def get_kernel_source(self, kernel_only: bool = True) -> str:
+        """The device code handed to the toolchain (CUDA C++, MSL, LLVM IR, ...), as TileLang's
+        default; ``kernel_only=False``: the whole text, with the host wrapper the SIMT backends'
+        source ends with (``get_host_source``)."""
         source = self.asm.get("source", "")
-        if kernel_only:
-            from ..simt.c_source import HOST_MARKER
+        at = self._host_at(source)
+        return source[:at] if kernel_only and at > 0 else source
 
-            at = source.find(HOST_MARKER)
-            if at > 0:
-                source = source[:at]
-        return source
+    def get_host_source(self) -> str:
+        """The host wrapper that checks the arguments and launches the kernels (TileLang's
+        ``get_host_source``); empty where the backend has none in its source (cpu: one module)."""
+        source = self.asm.get("source", "")
+        at = self._host_at(source)
+        return source[at:] if at > 0 else ""
+
+    @staticmethod
+    def _host_at(source: str) -> int:
+        from ..simt.c_source import HOST_MARKER
+
+        return source.find(HOST_MARKER)
 
     def get_profiler(self, tensor_supply_type=None, dynamic_shapes=None):
         """A ``Profiler`` for this kernel: ``do_bench``, ``assert_allclose``, ``run_once``.

@@ -153,7 +153,8 @@ def test_jit_compiles_and_loads_through_the_backend(tmp_path, monkeypatch):
     assert "tl_ldmatrix_x4" in kernel.asm["lowered"]
     # TileLang's kernel_only: the device code, without the tvm-ffi host wrapper after it
     device = kernel.get_kernel_source(kernel_only=True)
-    assert kernel.get_kernel_source() == kernel.asm["source"] and kernel.asm["source"].startswith(device)
+    assert kernel.get_kernel_source(kernel_only=False) == kernel.asm["source"] and kernel.asm["source"].startswith(device)
+    assert kernel.get_kernel_source() + kernel.get_host_source() == kernel.asm["source"]
     assert "__global__" in device and "tl_mma_m16n8k16" in device
     assert "#include <tvm/ffi/c_api.h>" not in device and "TVM_FFI_SAFE_CALL" not in device
 

@@ -90,7 +90,7 @@ def pointer_params(K):
 
 
 def host_of(kernel) -> str:
-    return split_source(kernel.get_kernel_source()).host
+    return split_source(kernel.get_kernel_source(kernel_only=False)).host
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -137,7 +137,7 @@ def test_tma_descriptors_of_a_workspace_encode_its_pointer():
 @pytest.mark.parametrize("arch", ARCHS)
 def test_a_tensor_viewed_through_a_pointer_table_gets_no_host_descriptor(arch):
     kernel = tilelang.compile(table_gemm(3, 128, 128, 64), target=f"cuda:{arch}")
-    source = kernel.get_kernel_source()
+    source = kernel.get_kernel_source(kernel_only=False)
     device = split_source(source).device
     assert re.search(r"void\* ptr = \(void\*\)\(\(void\*\)a_ptrs\w*\[", device)
     assert "cuTensorMapEncode" not in host_of(kernel)
