@@ -121,6 +121,9 @@ _ALL = [
     _define("rng_init", "thread"), _define("rng_rand", "thread"), _define("rng_rand_float", "thread"),
 ]
 INTRINSICS: dict[str, Intrinsic] = {i.name: i for i in _ALL}
+#: the barriers over every thread of the cluster (language/cluster.py): placed like T.sync_grid
+#: (simt/transform/grid_sync.py), refused where blocks run one after another
+CLUSTER_BARRIERS = ("cluster_arrive", "cluster_arrive_relaxed", "cluster_wait", "cluster_sync")
 _OPS: dict[str, tvm.ir.Op] = {}
 
 

@@ -118,8 +118,5 @@ cluster_wait.__doc__ = "Wait until every thread of the cluster arrived (T.cluste
 cluster_sync = _barrier("cluster_sync")
 cluster_sync.__doc__ = "T.cluster_arrive() then T.cluster_wait(): a barrier over every thread of the cluster."
 
-#: the cluster barriers, for the placement check (simt/transform/grid_sync.py)
-CLUSTER_BARRIERS = ("cluster_arrive", "cluster_arrive_relaxed", "cluster_wait", "cluster_sync")
-
-__all__ = ["CLUSTER_BARRIERS", "ClusterKernel", "block_rank_in_cluster", "cluster_arrive", "cluster_arrive_relaxed",
+__all__ = ["ClusterKernel", "block_rank_in_cluster", "cluster_arrive", "cluster_arrive_relaxed",
            "cluster_sync", "cluster_wait"]

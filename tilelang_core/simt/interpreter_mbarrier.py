@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tilelang_core.ir.intrinsics import CLUSTER_BARRIERS
+
 from .interpreter import NOT_HANDLED
 
 
@@ -61,8 +63,7 @@ def _complete(bar: _Barrier):
 
 
 #: the cluster's barriers and the cross-block mbarrier helpers (language/cluster.py)
-_CLUSTER_WAITS = frozenset({"tl_cluster_arrive", "tl_cluster_arrive_relaxed", "tl_cluster_wait", "tl_cluster_sync",
-                            "tl_mbarrier_arrive_remote", "tl_mbarrier_wait_cluster"})
+_CLUSTER_WAITS = frozenset(f"tl_{name}" for name in (*CLUSTER_BARRIERS, "mbarrier_arrive_remote", "mbarrier_wait_cluster"))
 
 
 def mbarrier_helper(interp, name: str, args, mask):

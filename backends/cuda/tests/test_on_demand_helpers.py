@@ -3,14 +3,13 @@ ON_DEMAND_HELPERS), each defined before its callers, and compiles with nvcc; the
 "if (" of ours (TileLang's tests look for it to find bounds checks)."""
 
 import re
-import shutil
-from pathlib import Path
 
 import pytest
 
 import tilelang_core.language as T
 
 pytest.importorskip("tilelang_cuda")
+from test_language_fidelity_build import compiles, needs_nvcc  # noqa: E402
 from tilelang_cuda.intrinsics import ON_DEMAND_HELPERS, with_on_demand_helpers  # noqa: E402
 
 
@@ -39,32 +38,20 @@ def copy_and_atomics():
     return k
 
 
-def _build(func, arch, tmp_path) -> str:
-    """The kernel's whole CUDA source, its device code compiled by nvcc for ``arch`` on the way."""
-    if shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists():
-        pytest.skip("nvcc is not installed")
-    from tilelang_cuda import codegen, compiler
-    from tilelang_cuda.options import CudaOptions
-    from tilelang_cuda.pipeline import CudaBackend
-
-    backend, options = CudaBackend(type("Target", (), {"arch": arch})()), CudaOptions(device_compiler="nvcc")
-    source = backend.codegen(backend.lower(func, options), options)
-    compiler.compile_device(codegen.split_source(source).device, arch, tmp_path, options)
-    return source
-
-
+@needs_nvcc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_a_kernel_without_helpers_gets_none(arch, tmp_path):
     from tilelang_cuda.codegen import split_source
 
-    device = split_source(_build(store_only(), arch, tmp_path)).device
+    device = split_source(compiles(store_only(), arch, tmp_path)).device
     assert not re.search(r"\btl_\w+\(", device.split('extern "C" __global__')[0]), "a helper nobody calls"
     assert "if (" not in device
 
 
+@needs_nvcc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_called_helpers_come_with_their_callees_and_compile(arch, tmp_path):
-    source = _build(copy_and_atomics(), arch, tmp_path)
+    source = compiles(copy_and_atomics(), arch, tmp_path)
     assert "tl_atomic_add" in source and "tl_fence_before" in source  # the atomics' block, once
     assert source.count("__device__ __forceinline__ void tl_fence_before") == 1
     assert "tl_mma_m16n8k16" not in source and "tl_shfl_xor(float" not in source

@@ -18,7 +18,7 @@ from tilelang_core.transform.structural import stmt_children
 
 
 #: barriers every thread of every block (of the grid, of the cluster) must reach
-_EVERYONE = ("sync_grid", "cluster_arrive", "cluster_arrive_relaxed", "cluster_wait", "cluster_sync")
+_EVERYONE = ("sync_grid", *I.CLUSTER_BARRIERS)
 
 
 def check_grid_syncs(body, kernel: str) -> None:

@@ -79,8 +79,7 @@ def lower_intrinsics(func: tirx.PrimFunc) -> tirx.PrimFunc:
             return tirx.const(0, "int32")
         if intrinsic.name == "block_rank_in_cluster":
             return args[0]  # the rank from the block indices (language/cluster.py)
-        if intrinsic.name.startswith("cluster_") or intrinsic.name in ("mbarrier_arrive_remote",
-                                                                        "mbarrier_wait_cluster"):
+        if intrinsic.name in (*I.CLUSTER_BARRIERS, "mbarrier_arrive_remote", "mbarrier_wait_cluster"):
             raise LoweringError(f"T.{intrinsic.spelling} in kernel '{kernel_name(func)}': the cpu backend runs the "
                                 f"blocks one after another, so no block of a cluster can wait for the others; "
                                 f"compile for cuda (sm_90 and newer), or split the kernel at this point")
