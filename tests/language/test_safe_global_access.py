@@ -158,6 +158,83 @@ def test_an_assumed_fact_or_a_condition_keeps_the_guard_out():
     assert _guards("cuda:sm_80", build(False, True)) == 1  # the author's own if, no second one
 
 
+def assumed_var(written_after: bool):
+    """``out[0] = A[x]`` for a T.alloc_var ``x`` the author assumes inside A; ``written_after``:
+    ``x`` changes between the assumption and the read, so the fact no longer holds there."""
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), out: T.Tensor((2,), "float32"), lo: T.int32):
+        with T.Kernel(1, threads=1):
+            x = T.alloc_var(T.int32)
+            x = lo
+            T.assume(x >= 0 and x < n)
+            out[0] = A[x]
+            if written_after:
+                x = x + 1
+            out[1] = A[x]
+
+    return main
+
+
+def _read_guards(path, func) -> int:
+    return lower(path, func).script().count("T.if_then_else(")
+
+
+def test_an_assumption_about_a_var_holds_until_the_var_changes():
+    """TileLang's rule: ``T.assume`` on a T.alloc_var drops the guard of the reads it proves; a
+    write to the variable after the assumption ends the fact (the second read keeps its guard)."""
+    assert _read_guards("cuda:sm_80", assumed_var(False)) == 0
+    assert _read_guards("cuda:sm_80", assumed_var(True)) == 1
+
+
+def test_an_assumption_before_a_loop_is_no_fact_about_a_var_the_loop_writes():
+    """Iteration 2 reads the ``x`` iteration 1 wrote: the assumption made before the loop is about
+    the first value only, so every read in the loop keeps its guard."""
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), out: T.Tensor((4,), "float32"), lo: T.int32):
+        with T.Kernel(1, threads=1):
+            x = T.alloc_var(T.int32)
+            x = lo
+            T.assume(x >= 0 and x < n)
+            for i in T.serial(4):
+                out[i] = A[x]
+                x = x + 1
+
+    assert _read_guards("cuda:sm_80", main) == 1
+    a = np.arange(1, 4, dtype=np.float32)
+    out = np.full(4, np.nan, dtype=np.float32)
+    run("cpu", main, A=a, out=out, lo=1)
+    np.testing.assert_array_equal(out, [2.0, 3.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_var_written_after_its_assumption_reads_zero_past_the_end(path):
+    a = np.arange(1, 6, dtype=np.float32)
+    out = np.full(2, np.nan, dtype=np.float32)
+    run(path, assumed_var(True), A=a, out=out, lo=4)
+    np.testing.assert_array_equal(out, [5.0, 0.0])
+
+
+def test_an_assumption_about_a_bound_value_is_a_fact_about_what_it_names():
+    """``i = T.min(j + 8, t + 2)`` is ``t + 2`` here, so ``T.assume(i < m)`` also says ``t < m``:
+    neither the read of A nor the write of B[t, j] needs a guard (TileLang's complex-indexing case)."""
+    m, n = T.dynamic("m"), T.dynamic("n")
+
+    @T.prim_func
+    def main(A: T.Tensor((m, n), "float32"), B: T.Tensor((m, n), "float32")):
+        with T.Kernel(1, threads=32):
+            t = T.get_thread_binding()
+            for j in T.serial(n):
+                i = T.min(j + 40, t + 2)
+                T.assume(i >= 0 and i < m)
+                B[t, j] = A[i, j]
+
+    assert _guards("cuda:sm_80", main) == 0
+
+
 def test_a_symbolic_index_below_zero_is_skipped():
     """``lo + i`` runs from -2: the author's guard checks only the upper edge, the pass adds the
     lower one (TileLang's rule), so indices -2 and -1 are neither read nor written."""

@@ -125,12 +125,16 @@ def compile(func, out_idx: Sequence[int] | int | None = None, target: Any = "aut
     parts = _key_parts(tirx_text, target_obj, backend, options)
     key = make_key(parts)
     params = read_params(func, out_idx, name)
-    assumes = read_assumes(func)  # checked at each call; the backends never see them
+    assumes, checked = read_assumes(func)  # checked at each call, so the backends may rely on them
     func, unused = drop_unused_tensor_params(func, frozenset(p.index for p in params if p.is_output),
                                              {n for a in assumes for n in a.vars})
     params = tuple(dataclasses.replace(p, unused=True) if p.index in unused else p for p in params)
-    if func.attrs is not None and "tl.host_assumes" in func.attrs:
-        func = func.without_attr("tl.host_assumes")
+    from ..language.assumes import CHECKED_ASSUMES, HOST_ASSUMES  # (tvm is loaded: func is a PrimFunc)
+
+    if func.attrs is not None and HOST_ASSUMES in func.attrs:
+        func = func.without_attr(HOST_ASSUMES)
+        if checked:
+            func = func.with_attr(CHECKED_ASSUMES, checked)
     device_type = getattr(backend, "device_type", None)
     entry_checks = bool(getattr(backend, "entry_checks_arguments", False))
     entry_aligns = entry_checks and bool(getattr(backend, "entry_checks_alignment", False))

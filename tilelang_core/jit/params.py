@@ -113,12 +113,13 @@ class HostAssume:
     reason: str = ""        # what a failed check says, for a condition the compiler added (not a T.assume)
 
 
-def read_assumes(func) -> tuple[HostAssume, ...]:
-    """The ``tl.host_assumes`` of ``func`` that can be checked in Python."""
+def read_assumes(func) -> tuple[tuple[HostAssume, ...], list]:
+    """The ``tl.host_assumes`` of ``func`` that can be checked in Python, and the same conditions
+    as PrimExprs (facts the backends may rely on, since every call checks them)."""
     attrs = getattr(func, "attrs", None)
     if attrs is None or "tl.host_assumes" not in attrs:
-        return ()
-    out = []
+        return (), []
+    out, checked = [], []
     conds = list(attrs["tl.host_assumes"])
     reasons = [str(r) for r in attrs["tl.host_assume_reasons"]] if "tl.host_assume_reasons" in attrs else []
     reasons += [""] * (len(conds) - len(reasons))
@@ -127,7 +128,8 @@ def read_assumes(func) -> tuple[HostAssume, ...]:
         py = _condition(cond, names)
         if py is not None:
             out.append(HostAssume(py=py, text=str(cond), vars=tuple(sorted(names)), reason=reason))
-    return tuple(out)
+            checked.append(cond)
+    return tuple(out), checked
 
 
 def _dim(expr) -> Dim:

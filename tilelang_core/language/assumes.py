@@ -9,6 +9,12 @@ call; :func:`collect_host_assumes` strips them after parsing and keeps, in the P
 ``tl.host_assumes``, the conditions over parameters alone (a scalar parameter or a size or stride
 variable of a tensor). The JIT checks those at every call (jit/params.read_assumes, jit/args.py).
 An assumption over values only the kernel has (a loop variable, a loaded element) is dropped.
+
+The conditions the JIT checks reach the backends as facts, in the PrimFunc attribute
+``tl.checked_assumes``: a kernel that runs only where they hold may rely on them
+(``T.assume(N % 4 == 0)`` lets a row of N floats be read as float4, simt/transform/vectorized_loops.py).
+The parser's guard pass (transform/safe_global_access.py) also takes the author's word for every
+assumption within its scope, as TileLang does: there ``T.assume(i < N)`` drops the guard of ``A[i]``.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ HOST_ASSUMES = "tl.host_assumes"
 #: PrimFunc attribute beside HOST_ASSUMES: per condition, what a failed check says ("" for a
 #: T.assume; the compiler's own conditions, T.ClusterKernel's grid, explain themselves)
 HOST_ASSUME_REASONS = "tl.host_assume_reasons"
+#: PrimFunc attribute the backends see: the HOST_ASSUMES that every call checks (jit/compiler.py)
+CHECKED_ASSUMES = "tl.checked_assumes"
 
 
 def collect_host_assumes(func: tirx.PrimFunc) -> tirx.PrimFunc:
@@ -55,6 +63,12 @@ def collect_host_assumes(func: tirx.PrimFunc) -> tirx.PrimFunc:
     return func.with_attr(HOST_ASSUME_REASONS, tvm_ffi.Array(reasons)) if any(reasons) else func
 
 
+def checked_assumes(func: tirx.PrimFunc) -> list:
+    """The conditions every call of ``func`` checks (its ``tl.checked_assumes``): facts."""
+    attrs = func.attrs
+    return list(attrs[CHECKED_ASSUMES]) if attrs is not None and CHECKED_ASSUMES in attrs else []
+
+
 def assume_marker(cond, reason: str = ""):
     """The attribute the frontend leaves for ``T.assume(cond)``; ``reason``: what a failed check
     says instead of "Assume: cond" (for conditions the compiler adds)."""
@@ -63,4 +77,4 @@ def assume_marker(cond, reason: str = ""):
     return B.attr(tvm.ir.StringImm(reason), ASSUME, cond)
 
 
-__all__ = ["ASSUME", "HOST_ASSUMES", "HOST_ASSUME_REASONS", "assume_marker", "collect_host_assumes"]
+__all__ = ["ASSUME", "CHECKED_ASSUMES", "HOST_ASSUMES", "HOST_ASSUME_REASONS", "assume_marker", "checked_assumes", "collect_host_assumes"]

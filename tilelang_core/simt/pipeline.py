@@ -30,6 +30,7 @@ import tvm_ffi
 from tvm import tirx
 
 from tilelang_core.ir.intrinsics import calls_in, vector_accesses
+from tilelang_core.language.assumes import checked_assumes
 from tilelang_core.lowering import LoweringContext
 from tilelang_core.transform.buffer_views import buffer_views, check_views
 from tilelang_core.transform.instrumented import run_pass
@@ -134,7 +135,8 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
     settle_view_annotations(views, st.annotated, name)
     func = func.with_body(body)
     if has_vectorized_loops(func.body):  # the kernel's own, at widths and alignments the target takes
-        func = run_pass(f"{kind}.PlanVectorizedLoops", _on_body(plan_vectorized_loops), func, st)
+        func = run_pass(f"{kind}.PlanVectorizedLoops", _on_body(plan_vectorized_loops), func, st,
+                        checked_assumes(func))
     # warp votes, shuffles, lane queries, explicit vector accesses (ir/intrinsics.py)
     intrinsics = bool(calls_in(func.body) or vector_accesses(func.body))
     if intrinsics:

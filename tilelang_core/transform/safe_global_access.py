@@ -167,6 +167,69 @@ class _LaneGuards:
         return tirx.all(*self.conditions)
 
 
+class _VarSurrogates:
+    """``T.alloc_var`` values (a ``local.var`` buffer's one element) as variables the analyzer can
+    hold facts about: ``x = l; T.assume(x < N); out[0] = A[x]`` needs no guard, as in TileLang.
+    A fact is about the value ``x`` has where it is assumed: a write to ``x`` (:meth:`written`,
+    and before a loop, every ``x`` its body writes) gives ``x`` a new surrogate the fact does not
+    name, and terms about a variable whose address the scope takes are not facts at all."""
+
+    def __init__(self):
+        self.vars: dict[int, tirx.Var] = {}    # buffer handle -> its current surrogate
+        self.loads: dict[int, object] = {}     # surrogate handle -> a load of the buffer
+
+    @staticmethod
+    def _is_var(load) -> bool:
+        return (str(load.source.ty.storage_scope) == "local.var"
+                and all(isinstance(i, tirx.IntImm) and i.value == 0 for i in load.indices))
+
+    def replace(self, expr):
+        """``expr`` with the loads of ``T.alloc_var`` values replaced by their surrogates."""
+        def on_load(load):
+            if not self._is_var(load):
+                return load
+            key = load.source.__chandle__()
+            if key not in self.vars:
+                self.vars[key] = tirx.Var(f"{load.source.name}_value", str(load.ty.dtype))
+                self.loads[self.vars[key].__chandle__()] = load
+            return self.vars[key]
+        return tvm_ffi.structural_map(expr, [(tvm.ir.TensorLoad, on_load)])
+
+    def restore(self, expr):
+        return substitute(expr, self.loads) if expr is not None and self.loads else expr
+
+    def written(self, stmt) -> None:
+        """Forget the values of the variables ``stmt`` writes."""
+        def forget(store):
+            self.vars.pop(store.buffer.__chandle__(), None)
+
+        tvm_ffi.structural_walk(stmt, [(tirx.BufferStore, forget)])
+
+    def fact(self, cond, scope):
+        """The terms of the assumption ``cond`` the analyzer may hold in ``scope``, surrogates in:
+        those that read no memory but ``T.alloc_var`` values whose address ``scope`` never takes."""
+        pointed = _pointer_loads(scope)
+        taken: set[int] = set()
+        tvm_ffi.structural_walk(scope, [(tvm.ir.TensorLoad, lambda ld: taken.add(ld.source.__chandle__())
+                                         if ld.__chandle__() in pointed else None)])
+        terms, kept = [], []
+
+        def split(c):
+            if isinstance(c, tirx.And):
+                split(c.a)
+                split(c.b)
+            else:
+                terms.append(c)
+
+        split(cond)
+        for term in terms:
+            reads = []
+            tvm_ffi.structural_walk(term, [(tvm.ir.TensorLoad, reads.append)])
+            if all(self._is_var(ld) and ld.source.__chandle__() not in taken for ld in reads):
+                kept.append(self.replace(term))
+        return tirx.all(*kept) if kept else None
+
+
 def _liftable(loop) -> bool:
     """A ``T.vectorized`` loop of a constant extent that touches no shared memory: the versions'
     ``if`` depends on the thread, and a barrier that the loop's shared accesses may need (between
@@ -191,6 +254,8 @@ def guard_global_accesses(func: tirx.PrimFunc, parallel_only: bool = False,
     only (the cpu backend's GuardParallelGlobals, after its own lowering). ``safe_values``:
     [(buffer, value)] when the ``tl.safe_value`` attributes were already taken from the body."""
     analyzer = tvm.sym.Analyzer()
+    scalars = _VarSurrogates()
+    bound: dict[int, object] = {}  # pure values bound with `x = expr`, by variable handle
     if safe_values is None:
         safe_values = []
         tvm_ffi.structural_walk(func.body, [(tirx.AttrStmt, lambda a: safe_values.extend(a.node.items())
@@ -208,13 +273,17 @@ def guard_global_accesses(func: tirx.PrimFunc, parallel_only: bool = False,
         def on_load(load):
             if not _is_global(load.source) or load.__chandle__() in skip:
                 return load
-            cond = _bounds(analyzer, list(load.indices), load.source.ty.shape)
+            cond = bounds(list(load.indices), load.source.ty.shape)
             if cond is None or lanes[0] is not None and lanes[0].lift(cond):
                 return load
             added[0] += 1
             return tirx.if_then_else(cond, load, _padding(load, safe_values))
 
         return tvm_ffi.structural_map(expr, [(tvm.ir.TensorLoad, on_load)])
+
+    def bounds(indices, shape):
+        """``_bounds`` with the T.alloc_var values the author made assumptions about known."""
+        return scalars.restore(_bounds(analyzer, [scalars.replace(i) for i in indices], shape))
 
     def bind_range(var, lo, extent):
         with contextlib.suppress(Exception):  # a range the analyzer cannot take stays unknown
@@ -232,6 +301,7 @@ def guard_global_accesses(func: tirx.PrimFunc, parallel_only: bool = False,
                 lanes[0].declared.add(node.loop_var.__chandle__())
             lo, extent = guard_loads(node.min), guard_loads(node.extent)
             bind_range(node.loop_var, lo, extent)
+            scalars.written(node.body)  # (a later iteration reads what an earlier one wrote)
             outer = active[0]
             active[0] = outer or is_parallel_loop(node)
             body = visit(node.body)
@@ -250,15 +320,19 @@ def guard_global_accesses(func: tirx.PrimFunc, parallel_only: bool = False,
             if node.attr_key == "thread_extent" and isinstance(node.node, tirx.IterVar):
                 bind_range(node.node.var, 0, node.value)
             if node.attr_key == ASSUME:  # the author's fact holds for what follows
-                with analyzer.constraint_scope(node.value):
+                # (in terms of what the analyzer knows: `i = min(j + 8, t); T.assume(i < M)` says t < M)
+                fact = scalars.fact(analyzer.simplify(substitute_nested(node.value, bound)), node.body)
+                with analyzer.constraint_scope(fact) if fact is not None else contextlib.nullcontext():
                     return tirx.AttrStmt(node.node, node.attr_key, node.value, visit(node.body))
             return tirx.AttrStmt(node.node, node.attr_key, node.value, visit(node.body))
         if isinstance(node, tirx.While):
+            scalars.written(node.body)
             return tirx.While(guard_loads(node.condition), visit(node.body), node.span)
         if isinstance(node, tirx.Bind):
             value = guard_loads(node.value)
             pure = isinstance(node.value.ty, tvm.ir.PrimType) and is_pure(node.value)
             if pure:
+                bound[node.var.__chandle__()] = node.value
                 with contextlib.suppress(Exception):  # a value the analyzer cannot take stays unknown
                     analyzer.bind(node.var, node.value)
             if lanes[0] is not None:
@@ -269,11 +343,12 @@ def guard_global_accesses(func: tirx.PrimFunc, parallel_only: bool = False,
             return node if value.same_as(node.value) else tirx.Bind(node.var, value, node.span)
         if isinstance(node, tirx.BufferStore):
             indices = [guard_loads(i) for i in node.indices]  # (A[idx[i]]: idx read safely first)
-            cond = _bounds(analyzer, indices, node.buffer.ty.shape) if _is_global(node.buffer) and active[0] else None
+            cond = bounds(indices, node.buffer.ty.shape) if _is_global(node.buffer) and active[0] else None
             lifted = cond is not None and lanes[0] is not None and lanes[0].lift(cond)
             # the value is read only where the store happens: `A[i] += 1` needs one guard
             with analyzer.constraint_scope(cond) if cond is not None else contextlib.nullcontext():
                 store = tirx.BufferStore(node.buffer, guard_loads(node.value), indices)
+            scalars.written(node)
             if cond is None or lifted:
                 return store
             added[0] += 1

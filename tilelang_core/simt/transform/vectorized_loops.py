@@ -23,6 +23,8 @@ Runs first in the SIMT pipeline, so every vectorized loop it sees is the kernel'
 
 from __future__ import annotations
 
+import contextlib
+
 import tvm
 import tvm_ffi
 from tvm import tirx
@@ -101,14 +103,22 @@ def has_vectorized_loops(body) -> bool:
     return bool(loops)
 
 
-def plan_vectorized_loops(body, st: KernelState):
+def plan_vectorized_loops(body, st: KernelState, facts=()):
     """``body`` with every vectorized loop of the kernel at a width the target takes (the SIMT
-    pipeline runs it only where ``has_vectorized_loops``)."""
+    pipeline runs it only where ``has_vectorized_loops``). ``facts``: conditions every call
+    checks (``T.assume(N % 4 == 0)``, language/assumes.py), which may prove an offset aligned."""
     analyzer = tvm.sym.Analyzer()
     try:
         bind_loop_ranges(analyzer, body)
     except Exception:  # noqa: BLE001 - without the ranges fewer offsets prove aligned: narrower, still right
         analyzer = tvm.sym.Analyzer()
+    with contextlib.ExitStack() as scopes:
+        for fact in facts:
+            scopes.enter_context(analyzer.constraint_scope(fact))
+        return _plan_loops(body, st, analyzer)
+
+
+def _plan_loops(body, st: KernelState, analyzer):
     vector_bytes = min(VECTOR_BYTES, st.dialect.vector_bytes)
 
     def on_for(loop):
