@@ -7,6 +7,11 @@ Each 128-deep slab of K is multiplied on the tensor cores into a fresh float32 t
 scaled and added to the running sum (promotion: the scales differ per slab, so they cannot be
 applied once at the end). B is stored N x K (nn.Linear's layout), C is bfloat16.
 
+``slabs=2`` takes two slabs per pipelined iteration into two tiles and promotes each while the
+other's gemm runs (issue slab 0; promote the last iteration's slab 1; issue slab 1; promote slab 0):
+on sm_90a the gemms are awaited where their tiles are first read (hopper/consumer_schedule.py,
+lazy waits), so the tensor cores are not idle during a promotion. It needs an even number of slabs.
+
     python examples/fp8/blockscaled_gemm.py [--m 300 --n 256 --k 512]
 """
 
@@ -21,10 +26,13 @@ FP8_MAX = 448.0
 
 
 @tilelang.jit(out_idx=[-1])
-def blockscaled_gemm(M, N, K, block_M=128, block_N=128, num_stages=4, threads=256, out_dtype="bfloat16"):
+def blockscaled_gemm(M, N, K, block_M=128, block_N=128, num_stages=4, threads=256, out_dtype="bfloat16", slabs=1):
     assert K % GROUP == 0, f"K ({K}) must be a multiple of {GROUP}"
     assert GROUP % block_N == 0, f"block_N ({block_N}) must divide {GROUP}: a tile takes one scale of B per slab"
     k_tiles = K // GROUP
+    assert slabs in (1, 2) and k_tiles % slabs == 0, f"slabs={slabs}: 1, or 2 where K / {GROUP} is even"
+    if slabs == 2:
+        return _two_slabs(M, N, K, block_M, block_N, num_stages, threads, out_dtype)
 
     @T.prim_func
     def main(A: T.Tensor((M, K), "float8_e4m3fn"), B: T.Tensor((N, K), "float8_e4m3fn"),
@@ -47,6 +55,49 @@ def blockscaled_gemm(M, N, K, block_M=128, block_N=128, num_stages=4, threads=25
                 T.gemm(A_s, B_s, slab, transpose_B=True, clear_accum=True)
                 for i, j in T.Parallel(block_M, block_N):
                     acc[i, j] += slab[i, j] * scale[i]
+            T.copy(acc, C[by * block_M, bx * block_N])
+
+    return main
+
+
+def _two_slabs(M, N, K, block_M, block_N, num_stages, threads, out_dtype):
+    k_tiles = K // GROUP
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float8_e4m3fn"), B: T.Tensor((N, K), "float8_e4m3fn"),
+             SA: T.Tensor((M, k_tiles), "float32"), SB: T.Tensor((T.ceildiv(N, GROUP), k_tiles), "float32"),
+             C: T.Tensor((M, N), out_dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            A0 = T.alloc_shared((block_M, GROUP), "float8_e4m3fn")
+            B0 = T.alloc_shared((block_N, GROUP), "float8_e4m3fn")
+            A1 = T.alloc_shared((block_M, GROUP), "float8_e4m3fn")
+            B1 = T.alloc_shared((block_N, GROUP), "float8_e4m3fn")
+            scale0 = T.alloc_fragment((block_M,), "float32")
+            scale1 = T.alloc_fragment((block_M,), "float32")
+            slab0 = T.alloc_fragment((block_M, block_N), "float32")
+            slab1 = T.alloc_fragment((block_M, block_N), "float32")
+            acc = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(acc)
+            T.clear(slab1)  # the first iteration promotes "the last one's" slab 1: nothing
+            T.clear(scale1)
+            row = bx * block_N // GROUP
+            for k in T.Pipelined(k_tiles // 2, num_stages=num_stages):
+                T.copy(A[by * block_M, 2 * k * GROUP], A0)
+                T.copy(B[bx * block_N, 2 * k * GROUP], B0)
+                T.copy(A[by * block_M, (2 * k + 1) * GROUP], A1)
+                T.copy(B[bx * block_N, (2 * k + 1) * GROUP], B1)
+                T.gemm(A0, B0, slab0, transpose_B=True, clear_accum=True)
+                for i, j in T.Parallel(block_M, block_N):  # under slab 0's gemm
+                    acc[i, j] += slab1[i, j] * scale1[i]
+                for i in T.Parallel(block_M):
+                    scale1[i] = SA[T.min(by * block_M + i, M - 1), 2 * k + 1] * SB[row, 2 * k + 1]
+                T.gemm(A1, B1, slab1, transpose_B=True, clear_accum=True)
+                for i in T.Parallel(block_M):  # (rows past M read the last row's scale: not stored)
+                    scale0[i] = SA[T.min(by * block_M + i, M - 1), 2 * k] * SB[row, 2 * k]
+                for i, j in T.Parallel(block_M, block_N):  # under slab 1's gemm
+                    acc[i, j] += slab0[i, j] * scale0[i]
+            for i, j in T.Parallel(block_M, block_N):
+                acc[i, j] += slab1[i, j] * scale1[i]
             T.copy(acc, C[by * block_M, bx * block_N])
 
     return main

@@ -214,7 +214,9 @@ def test_w4a16_decodes_every_code():
 @pytest.mark.parametrize("M, N, K, tiles", [
     (100, 200, 256, dict(block_M=64, block_N=64, num_stages=2, threads=128)),  # M, N ragged; 2 tiles per B scale
     (1, 128, 384, dict(block_M=64, block_N=128, num_stages=2, threads=128)),  # one token, 3 slabs
-    (70, 300, 128, dict(block_M=64, block_N=32, num_stages=1, threads=128))])  # 4 tiles per B scale
+    (70, 300, 128, dict(block_M=64, block_N=32, num_stages=1, threads=128)),  # 4 tiles per B scale
+    (100, 200, 512, dict(block_M=64, block_N=64, num_stages=2, threads=128, slabs=2)),  # two slabs an iteration
+    (1, 128, 256, dict(block_M=64, block_N=128, num_stages=1, threads=128, slabs=2))])
 def test_fp8_blockscaled_gemm(M, N, K, tiles):
     """Against torch in float64 on the dequantized operands: every slab scaled by its own scales."""
     assert load("fp8/blockscaled_gemm.py").check(M, N, K, **tiles) < 5e-3

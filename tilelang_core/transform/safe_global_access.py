@@ -273,7 +273,7 @@ def guard_global_accesses(func: tirx.PrimFunc, parallel_only: bool = False,
         def on_load(load):
             if not _is_global(load.source) or load.__chandle__() in skip:
                 return load
-            cond = bounds(list(load.indices), load.source.ty.shape)
+            cond = scalars.restore(bounds(list(load.indices), load.source.ty.shape))
             if cond is None or lanes[0] is not None and lanes[0].lift(cond):
                 return load
             added[0] += 1
@@ -282,8 +282,9 @@ def guard_global_accesses(func: tirx.PrimFunc, parallel_only: bool = False,
         return tvm_ffi.structural_map(expr, [(tvm.ir.TensorLoad, on_load)])
 
     def bounds(indices, shape):
-        """``_bounds`` with the T.alloc_var values the author made assumptions about known."""
-        return scalars.restore(_bounds(analyzer, [scalars.replace(i) for i in indices], shape))
+        """``_bounds`` with the T.alloc_var values the author made assumptions about known, in
+        terms of their surrogates (``scalars.restore`` gives the condition to test)."""
+        return _bounds(analyzer, [scalars.replace(i) for i in indices], shape)
 
     def bind_range(var, lo, extent):
         with contextlib.suppress(Exception):  # a range the analyzer cannot take stays unknown
@@ -343,10 +344,11 @@ def guard_global_accesses(func: tirx.PrimFunc, parallel_only: bool = False,
             return node if value.same_as(node.value) else tirx.Bind(node.var, value, node.span)
         if isinstance(node, tirx.BufferStore):
             indices = [guard_loads(i) for i in node.indices]  # (A[idx[i]]: idx read safely first)
-            cond = bounds(indices, node.buffer.ty.shape) if _is_global(node.buffer) and active[0] else None
+            known = bounds(indices, node.buffer.ty.shape) if _is_global(node.buffer) and active[0] else None
+            cond = scalars.restore(known)
             lifted = cond is not None and lanes[0] is not None and lanes[0].lift(cond)
             # the value is read only where the store happens: `A[i] += 1` needs one guard
-            with analyzer.constraint_scope(cond) if cond is not None else contextlib.nullcontext():
+            with analyzer.constraint_scope(known) if known is not None else contextlib.nullcontext():
                 store = tirx.BufferStore(node.buffer, guard_loads(node.value), indices)
             scalars.written(node)
             if cond is None or lifted:

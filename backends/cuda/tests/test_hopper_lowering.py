@@ -768,12 +768,14 @@ def test_a_schedule_that_would_hang_is_played_out_and_dropped(monkeypatch):
     """The consumers' schedule is played against the producer's loads for short loops before any
     code is built (consumer_schedule.ring_deadlock): an overlap that cannot make progress is
     dropped, with the reason in the schedule comment, even where plan_overlap let it through."""
-    from tilelang_cuda.hopper import consumer_schedule, warp_specialize
+    from tilelang_cuda.hopper import consumer_schedule
+
+    plan_overlap = consumer_schedule.plan_overlap
 
     def as_if_two_slots(body, is_wgmma, stages):
-        return consumer_schedule.plan_overlap(body, is_wgmma, max(stages, 2))
+        return plan_overlap(body, is_wgmma, max(stages, 2))
 
-    monkeypatch.setattr(warp_specialize, "plan_overlap", as_if_two_slots)
+    monkeypatch.setattr(consumer_schedule, "plan_overlap", as_if_two_slots)
     one, _ = cuda_source(mla_split(1))
     assert ("the overlap would hang: a loop of 2 iterations in 1 ring slots: the consumers wait for tile group 0 "
             "of iteration 1") in one[:one.find("#ifdef")]

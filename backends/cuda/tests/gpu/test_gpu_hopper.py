@@ -376,7 +376,10 @@ def test_w4a16_gemm_matches_torch(tmp_path, schedule, M, N, K, group, dtype):
 @pytest.mark.parametrize("M, N, K, tiles", [
     (1000, 520, 512, dict(block_M=128, block_N=128, num_stages=4, threads=256)),  # ragged M and N
     (256, 1024, 1024, dict(block_M=128, block_N=64, num_stages=3, threads=256)),  # 2 tiles per B scale
-    (200, 384, 256, dict(block_M=64, block_N=128, num_stages=2, threads=128))])
+    (200, 384, 256, dict(block_M=64, block_N=128, num_stages=2, threads=128)),
+    # two slabs an iteration, each promoted under the other's gemm (lazy waits)
+    (1000, 520, 1024, dict(block_M=128, block_N=128, num_stages=3, threads=256, slabs=2)),
+    (200, 384, 512, dict(block_M=64, block_N=128, num_stages=2, threads=128, slabs=2))])
 def test_fp8_blockscaled_gemm_matches_torch(tmp_path, schedule, M, N, K, tiles):
     """examples/fp8: e4m3 wgmma per 128-deep slab into a fresh tile, promoted with the slab's
     1x128 / 128x128 scales; against torch in float64 on the dequantized operands."""

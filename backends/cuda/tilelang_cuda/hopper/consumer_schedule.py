@@ -28,6 +28,14 @@ tensor cores busy between each other's batches)::
     prologue: issue G(0)    for j in 1 .. n-2: issue G(j), wait G(j-1), release
     last (j = n-1): issue G(n-1), wait for both, release both          (n = 1: issue G(0), wait)
 
+Lazy waits. A body neither plan fits still runs its wgmma gemms asynchronously within the
+iteration (``lazy_gemms``): a gemm followed by statements that do not touch its operands or
+accumulator is issued, those statements run under it, and it is awaited (wait_group counting the
+batches issued since) just before the first statement that does touch them, or at the end of the
+iteration. FP8 with block scales promotes one slab while the next slab's wgmma runs::
+
+    issue G(slab0)    acc += slab1 * s1    issue G(slab1)    wait_group 1    acc += slab0 * s0    wait_group 0
+
 The last iteration is peeled (LAST) so that the final wait_group 0 sits in the same basic block as
 the batch it waits for: with the wait after the loop instead, ptxas 13.0 moved the epilogue's
 reads of the accumulator above it (H200: a quarter of a GEMM's output wrong, sass showed F2FP
@@ -43,6 +51,7 @@ from dataclasses import dataclass
 
 from tvm import tirx
 
+from tilelang_core.errors import LoweringError
 from tilelang_core.ir import Gemm, TileOp, is_tile_op
 from tilelang_core.simt.transform.insert_barriers import conflict, touched
 from tilelang_core.simt.transform.shared_races import is_shared
@@ -147,6 +156,14 @@ def _plan_chain(body: list, g: int, is_wgmma, stages: int):
     return (g, ()), ""
 
 
+def lazy_gemms(body: list, is_wgmma) -> frozenset:
+    """The wgmma gemms of a plain iteration worth issuing without waiting (module docstring): those
+    the next statement leaves alone, so that it runs under the gemm."""
+    access = [touched(s) for s in body]
+    return frozenset(i for i, s in enumerate(body[:-1]) if is_tile_op(s) and isinstance(TileOp.from_stmt(s), Gemm)
+                     and is_wgmma(TileOp.from_stmt(s)) and not _conflict(access[i], access[i + 1]))
+
+
 def _same_chain(i: int, pending, body) -> bool:
     """wgmma instructions accumulating into one register tile run in issue order: a gemm's next
     iteration need not wait for its last one."""
@@ -158,9 +175,10 @@ class _Pending:
         self.index, self.lag, self.access = index, lag, access
 
 
-def schedule(body: list, groups: list[list], kind: str, overlap=None) -> list[Event]:
+def schedule(body: list, groups: list[list], kind: str, overlap=None, lazy: frozenset = frozenset()) -> list[Event]:
     """The events of one consumer iteration of ``kind`` (module docstring; PLAIN = no overlap:
-    every statement in order, gemms waiting for themselves; LAST = the chain's last iteration)."""
+    every statement in order, the gemms of ``lazy`` awaited where their results are used, the
+    others right away; LAST = the chain's last iteration)."""
     access = [touched(s) for s in body]
     g1, deferred = overlap if overlap else (-1, ())
     chain = overlap is not None and not deferred
@@ -176,11 +194,16 @@ def schedule(body: list, groups: list[list], kind: str, overlap=None) -> list[Ev
                 order += [(d, 1) for d in deferred]
     else:
         order = [(d, 1) for d in deferred]
-    asynchronous = {g1, deferred[-1]} if deferred else {g1} if chain else set()
+    asynchronous = {g1, deferred[-1]} if deferred else {g1} if chain else set(lazy) if kind == PLAIN else set()
     group_of = [{g for g, tiles in enumerate(groups) if set(tiles) & access[i][0]} for i in range(len(body))]
     last_reader = {g: max(i for i in range(len(body)) if g in group_of[i]) for g in range(len(groups))
                    if any(g in r for r in group_of)}
     events, acquired, pending = [], set(), []
+    if asynchronous and kind == PLAIN and not chain:
+        # Nothing is in flight here; said as a wait_group 0, ptxas knows the registers the last
+        # iteration's gemms wrote are complete. Otherwise, behind the loop's back edge, it takes
+        # them for pending and waits for this iteration's first gemm before reading one (C7517).
+        events.append(Event("wait", min(asynchronous), pending=0))
     if chain and kind in (STEADY, LAST, EPILOGUE):  # the previous iteration's gemm is still in flight
         pending.append(_Pending(g1, 1, access[g1]))
 
@@ -223,6 +246,35 @@ def schedule(body: list, groups: list[list], kind: str, overlap=None) -> list[Ev
     return events
 
 
+def consumer_plan(body: list, groups: list[list], stages: int, is_wgmma, overlap: bool = True):
+    """(plan, lazy, why): the overlap or chain ``plan_overlap`` finds (None, and why not, where
+    none fits or it would hang), the gemms a plain iteration awaits lazily (``lazy_gemms``).
+    LoweringError where even the plain schedule would hang (a bug: it releases every slot it takes)."""
+    plan, why = plan_overlap(body, is_wgmma, stages) if overlap else (None, "tl.disable_wgmma_overlap")
+    if plan is not None and (hang := ring_deadlock(body, groups, plan, stages)):
+        plan, why = None, f"the overlap would hang: {hang}"  # plan_overlap should have said so
+    lazy = lazy_gemms(body, is_wgmma) if plan is None and overlap else frozenset()
+    if hang := ring_deadlock(body, groups, None, stages, lazy=lazy):
+        raise LoweringError(f"the warp-specialized pipeline of this T.Pipelined loop would hang ({hang}); "
+                            "please report it, and compile with tl.disable_warp_specialized meanwhile")
+    return plan, lazy, why
+
+
+def plan_note(plan, lazy, why: str, pingpong: bool) -> str | None:
+    """The schedule note (``kernel.get_kernel_source()``'s header) saying how the consumers wait."""
+    if plan is not None and not plan[1]:
+        return "consumers: one wgmma batch stays in flight across iterations (wait_group 1)"
+    if plan is not None:
+        return ("consumers: the softmax-like work of iteration j overlaps the last gemm of j-1 "
+                "(intra-warpgroup wgmma overlap)" + ("; the two warpgroups take turns issuing (ping-pong)"
+                                                     if pingpong else ""))
+    if lazy:
+        return f"consumers: {len(lazy)} wgmma batch(es) awaited where their results are first used ({why})"
+    if why != "no gemm in the loop":
+        return f"consumers: each wgmma batch awaited right after it is issued ({why})"
+    return None
+
+
 def iteration_kinds(plan, trip: int) -> list[tuple[int, str]]:
     """(iteration, kind) of each consumer iteration warp_specialize.consumer_iterations runs for a
     loop of ``trip`` iterations under ``plan`` (plain, the chain, or the overlap)."""
@@ -237,7 +289,8 @@ def iteration_kinds(plan, trip: int) -> list[tuple[int, str]]:
     return [(0, PROLOGUE)] + [(i, STEADY) for i in range(1, trip)] + [(trip, EPILOGUE)]
 
 
-def ring_deadlock(body: list, groups: list[list], plan, stages: int, trips=None) -> str | None:
+def ring_deadlock(body: list, groups: list[list], plan, stages: int, trips=None,
+                  lazy: frozenset = frozenset()) -> str | None:
     """Where the consumers' schedule and the producer's loads would wait for each other forever,
     or None. The producer loads iteration k's groups in order, each into slot k % stages once the
     consumers released iteration k - stages of that group; the consumers acquire and release as
@@ -245,7 +298,7 @@ def ring_deadlock(body: list, groups: list[list], plan, stages: int, trips=None)
     occurs within ``stages + 3`` iterations), a plan that needs a slot it holds itself shows."""
     for trip in trips or range(1, stages + 4):
         consumer = [(e.kind, e.group, it - e.lag) for it, kind in iteration_kinds(plan, trip)
-                    for e in schedule(body, groups, kind, plan) if e.kind in ("acquire", "release")]
+                    for e in schedule(body, groups, kind, plan, lazy) if e.kind in ("acquire", "release")]
         producer = [(k, g) for k in range(trip) for g in range(len(groups))]
         loaded, released = [0] * len(groups), [0] * len(groups)
         p = c = 0
@@ -268,5 +321,5 @@ def ring_deadlock(body: list, groups: list[list], plan, stages: int, trips=None)
     return None
 
 
-__all__ = ["EPILOGUE", "LAST", "PLAIN", "PROLOGUE", "STEADY", "Event", "iteration_kinds", "plan_overlap",
-           "ring_deadlock", "schedule", "tile_groups"]
+__all__ = ["EPILOGUE", "LAST", "PLAIN", "PROLOGUE", "STEADY", "Event", "consumer_plan", "iteration_kinds",
+           "lazy_gemms", "plan_note", "plan_overlap", "ring_deadlock", "schedule", "tile_groups"]

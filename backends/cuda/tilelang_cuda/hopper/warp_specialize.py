@@ -41,7 +41,6 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
-from tilelang_core.errors import LoweringError
 from tilelang_core.ir import Gemm, TileOp, is_tile_op
 from tilelang_core.ir.substitute import substitute_nested
 from tilelang_core.simt import intrinsics as I
@@ -53,7 +52,7 @@ from tilelang_core.simt.transform.state import PIPELINE_REGION, if_then, seq, su
 from tilelang_core.transform.bindings import bound_vars, uses_any
 
 from .cluster import cluster_pair, cluster_rank
-from .consumer_schedule import (EPILOGUE, LAST, PLAIN, PROLOGUE, STEADY, plan_overlap, ring_deadlock, schedule,
+from .consumer_schedule import (EPILOGUE, LAST, PLAIN, PROLOGUE, STEADY, consumer_plan, plan_note, schedule,
                                 tile_groups)
 from .occupancy import register_split, two_blocks_per_sm
 from .persistent import persistent_tiles
@@ -425,23 +424,11 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
         return out
 
     tx = st.thread_var
-    plan, why = plan_overlap(body_stmts, is_wgmma or (lambda op: False), stages) if overlap else \
-        (None, "tl.disable_wgmma_overlap")
-    if plan is not None and (hang := ring_deadlock(body_stmts, groups, plan, stages)):
-        plan, why = None, f"the overlap would hang: {hang}"  # plan_overlap should have said so
-    if hang := ring_deadlock(body_stmts, groups, None, stages):
-        raise LoweringError(f"the warp-specialized pipeline of this T.Pipelined loop would hang ({hang}); "
-                            "please report it, and compile with tl.disable_warp_specialized meanwhile")
+    plan, lazy, why = consumer_plan(body_stmts, groups, stages, is_wgmma or (lambda op: False), overlap)
     # ping-pong turns only on top of the overlap (alone they serialize issue and wait: slower)
     pingpong = pingpong and plan is not None and wants_pingpong(body_stmts, consumers)
-    if notes is not None and plan is not None and not plan[1]:
-        notes.append("consumers: one wgmma batch stays in flight across iterations (wait_group 1)")
-    elif notes is not None and plan is not None:
-        notes.append("consumers: the softmax-like work of iteration j overlaps the last gemm of j-1 "
-                     "(intra-warpgroup wgmma overlap)" + ("; the two warpgroups take turns issuing (ping-pong)"
-                                                          if pingpong else ""))
-    elif notes is not None and why != "no gemm in the loop":
-        notes.append(f"consumers: each wgmma batch awaited right after it is issued ({why})")
+    if notes is not None and (note := plan_note(plan, lazy, why, pingpong)):
+        notes.append(note)
 
     def consume(it, ring, kind):
         """One consumer iteration of ``kind`` (consumer_schedule.py) for loop iteration ``it``;
@@ -462,7 +449,7 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
             return substitute(s, {k: start + (it - lag if lag else it)})
 
         out = [substitute(b, {k: start + it}) for b in binds] if kind != EPILOGUE else []
-        events = schedule(body_stmts, groups, kind, plan)
+        events = schedule(body_stmts, groups, kind, plan, lazy)
         turns = turn_options(events) if pingpong else {}
         top, block = out, None  # block: the statements after a wait that leaves a gemm in flight
 
@@ -482,7 +469,7 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
                 names = sorted({str(r.source.name) for g in busy for r in (g.A, g.C)})
                 out.append(statement(e.index, e.lag, {WGMMA_PHASE: "wait", WGMMA_PENDING: e.pending,
                                                       WGMMA_BUSY: ",".join(names)}))
-                if overlap_block and e.pending and plan[1]:
+                if overlap_block and e.pending and (plan is None or plan[1]):
                     # The softmax that follows runs under the gemm still in flight; as one basic
                     # block of its own, ptxas cannot hoist the next wait_group (which has no
                     # operands) above it, as it does within a block.
