@@ -8,6 +8,10 @@ forward's log-sum-exp, recomputing the probabilities tile by tile (FlashAttentio
                                                                               through shared memory)
 
 Sequence lengths that do not divide the tiles are masked; causal blocks start at the diagonal.
+``stats="global"`` reads lse and delta where they are used (each thread its columns' values, from
+L1) instead of copying their tiles to shared memory with Q and dO: the pipelined copies are then
+all 2-D tiles of 16-bit values, which sm_90a's TMA producer warpgroup carries, and the gemms whose
+results are read later run under the work in between (hopper/consumer_schedule.py, lazy waits).
 ``attention_backward(q, k, v, o, do, lse)`` runs both kernels; lse is the natural-log
 log-sum-exp of the scaled scores per (batch, head, row), as torch's flash backward takes it.
 
@@ -45,7 +49,9 @@ def flash_bwd_delta(batch, heads, seq_len, dim, block=64, dtype="float16"):
 
 @tilelang.jit(out_idx=[-2, -1])
 def flash_bwd(batch, heads, seq_len, dim, is_causal=False, block_M=64, block_N=64, num_stages=1, threads=128,
-              dtype="float16"):
+              dtype="float16", stats="shared"):
+    assert stats in ("shared", "global"), f"stats={stats!r}: 'shared' or 'global'"
+    staged = stats == "shared"
     scale = (1.0 / dim) ** 0.5
     shape = (batch, seq_len, heads, dim)
     accum = "float32"
@@ -85,21 +91,24 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal=False, block_M=64, block_N=6
                 qb = first + q
                 T.copy(Q[bz, qb * block_M:(qb + 1) * block_M, by, :], Q_s)
                 T.copy(dO[bz, qb * block_M:(qb + 1) * block_M, by, :], dO_s)
-                T.copy(LSE[bz, by, qb * block_M:(qb + 1) * block_M], lse_s)
-                T.copy(Delta[bz, by, qb * block_M:(qb + 1) * block_M], delta_s)
+                if staged:
+                    T.copy(LSE[bz, by, qb * block_M:(qb + 1) * block_M], lse_s)
+                    T.copy(Delta[bz, by, qb * block_M:(qb + 1) * block_M], delta_s)
                 T.gemm(K_s, Q_s, pT, transpose_B=True, clear_accum=True)
                 for i, j in T.Parallel(block_N, block_M):
                     key, query = bx * block_N + i, qb * block_M + j
                     visible = (key < seq_len) & (query < seq_len)
                     if is_causal:
                         visible = visible & (key <= query)
-                    pT[i, j] = T.if_then_else(visible, T.exp(pT[i, j] * scale - lse_s[j]), 0.0)
+                    pT[i, j] = T.if_then_else(visible, T.exp(pT[i, j] * scale - (
+                        lse_s[j] if staged else LSE[bz, by, T.min(query, seq_len - 1)])), 0.0)
                 T.gemm(V_s, dO_s, dpT, transpose_B=True, clear_accum=True)
                 T.copy(pT, pT_cast)
                 T.copy(pT_cast, pT_s)
                 T.gemm(pT_s, dO_s, dv)
                 for i, j in T.Parallel(block_N, block_M):
-                    dsT_cast[i, j] = pT[i, j] * (dpT[i, j] - delta_s[j]) * scale
+                    dsT_cast[i, j] = pT[i, j] * (dpT[i, j] - (
+                        delta_s[j] if staged else Delta[bz, by, T.min(qb * block_M + j, seq_len - 1)])) * scale
                 T.copy(dsT_cast, dsT_s)
                 T.gemm(dsT_s, Q_s, dk)
                 T.gemm(dsT_s, K_s, dq, transpose_A=True, clear_accum=True)

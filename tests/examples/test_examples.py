@@ -245,7 +245,9 @@ def test_fp8_blockscaled_gemm_applies_each_slab_its_scales():
     (2, 3, 100, 32, False, {}), (2, 3, 100, 32, True, {}),  # seq_len not a multiple of the tiles
     (1, 2, 1, 16, True, {}),  # one token
     (1, 1, 130, 16, True, dict(block_M=32, block_N=64, num_stages=2)),  # key blocks wider than query blocks
-    (1, 2, 96, 64, False, dict(block_M=64, block_N=32))])
+    (1, 2, 96, 64, False, dict(block_M=64, block_N=32)),
+    # lse and delta read where used (the form sm_90a warp-specializes)
+    (2, 3, 100, 32, True, dict(stats="global")), (1, 1, 130, 16, False, dict(block_M=32, block_N=64, stats="global"))])
 def test_flash_attention_backward(batch, heads, seq_len, dim, is_causal, tiles):
     """dQ, dK, dV against torch autograd in float64 (fp16 inputs: ~1e-3 relative)."""
     assert load("attention/flash_attention_bwd.py").check(batch, heads, seq_len, dim, is_causal, **tiles) < 5e-3

@@ -64,3 +64,18 @@ def test_the_tensor_cores_do_not_drain_between_the_slabs(tmp_path):
     window = ops[first:first + 9]
     assert [op.startswith("QGMMA") for op in window] == [True] * 8 + [False], window
     assert window[-1] == "WARPGROUP.DEPBAR.LE gsb0, 0x1", window
+
+
+def test_attention_backward_with_stats_read_where_used_is_warp_specialized():
+    """examples/attention/flash_attention_bwd.py, stats="global": every pipelined copy is a 16-bit
+    2-D tile, so a TMA producer warpgroup feeds it, and dV's gemm runs under the dS computation
+    (its result is read only at the end of the iteration)."""
+    bwd = example_module("attention/flash_attention_bwd.py").flash_bwd
+    staged, _ = cuda_source(bwd.get_tir(2, 4, 1024, 128, False, block_M=64, block_N=64, num_stages=1, threads=128))
+    assert "cp.async pipeline" in staged[:staged.find("#ifdef")]
+    source, kernel = cuda_source(bwd.get_tir(2, 4, 1024, 128, False, block_M=64, block_N=64, num_stages=1,
+                                             threads=128, stats="global"))
+    notes = source[:source.find("#ifdef")]
+    assert "TMA producer warpgroup" in notes and "awaited where their results are first used" in notes, notes
+    loop = kernel[kernel.index("for (int q = 0;"):]
+    assert "tl_wgmma_wait<1>();" in loop[:loop.index("tl_red_add_v4")]
