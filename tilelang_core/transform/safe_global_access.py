@@ -207,7 +207,8 @@ class _VarSurrogates:
 
     def fact(self, cond, scope):
         """The terms of the assumption ``cond`` the analyzer may hold in ``scope``, surrogates in:
-        those that read no memory but ``T.alloc_var`` values whose address ``scope`` never takes."""
+        all but those reading a ``T.alloc_var`` whose address ``scope`` takes (other loads stay
+        loads, as they were before T.alloc_var values had surrogates)."""
         pointed = _pointer_loads(scope)
         taken: set[int] = set()
         tvm_ffi.structural_walk(scope, [(tvm.ir.TensorLoad, lambda ld: taken.add(ld.source.__chandle__())
@@ -225,7 +226,7 @@ class _VarSurrogates:
         for term in terms:
             reads = []
             tvm_ffi.structural_walk(term, [(tvm.ir.TensorLoad, reads.append)])
-            if all(self._is_var(ld) and ld.source.__chandle__() not in taken for ld in reads):
+            if not any(self._is_var(ld) and ld.source.__chandle__() in taken for ld in reads):
                 kept.append(self.replace(term))
         return tirx.all(*kept) if kept else None
 
