@@ -12,6 +12,7 @@ ours / theirs in throughput (higher is better).
 
 import argparse
 import importlib.util
+import os
 import statistics
 import sys
 import time
@@ -588,6 +589,8 @@ def attention_bwd_rows(pass_configs):
              dict(block_M=128, block_N=64, num_stages=1, threads=256)]
     # lse / delta read where used: warp-specialized on sm_90a (the example's stats="global")
     tiles += [dict(t, stats="global") for t in tiles[:3]]
+    if os.environ.get("ATTNBWD_TILES"):  # e.g. "2,6": a quick run of some of them (indices into tiles)
+        tiles = [tiles[int(i)] for i in os.environ["ATTNBWD_TILES"].split(",")]
     rows = []
     for B, H, S, D, causal in ((8, 16, 4096, 128, False), (8, 16, 4096, 128, True), (8, 16, 4096, 64, False)):
         q, k, v, do = (torch.randn(B, S, H, D, device="cuda", dtype=torch.float16) for _ in range(4))
