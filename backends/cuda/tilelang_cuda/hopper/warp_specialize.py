@@ -46,26 +46,24 @@ from tilelang_core.ir.substitute import substitute_nested
 from tilelang_core.simt import intrinsics as I
 from tilelang_core.simt.transform.insert_barriers import accesses, insert_barriers, touched
 from tilelang_core.simt.transform.software_pipeline import (
-    _check_no_stale_uses, _is_producer, mixed_staging, num_stages, _restage_accesses, _restage_allocs, _restage_op,
-    _staged_buffer, leading_bindings, shared_bytes)
-from tilelang_core.simt.transform.state import PIPELINE_REGION, if_then, seq, substitute
+    _check_no_stale_uses, _is_producer, mixed_staging, num_stages, _restage_allocs, _staged_buffer, leading_bindings,
+    shared_bytes)
+from tilelang_core.simt.transform.state import PIPELINE_REGION, if_then, seq
 from tilelang_core.transform.bindings import bound_vars, uses_any
 
-from .cluster import cluster_pair, cluster_rank
-from .consumer_schedule import (EPILOGUE, LAST, PLAIN, PROLOGUE, STEADY, consumer_plan, plan_note, schedule,
-                                tile_groups)
+from .cluster import cluster_pair
+from .consumer_schedule import consumer_plan, plan_note, tile_groups
 from .occupancy import register_split, two_blocks_per_sm
 from .persistent import persistent_tiles
 from .stream_k import StreamKTiles, stream_k_declined, with_stream_k
-from .pingpong import PINGPONG_LOOP, pingpong_overlap, strip_turns, turn_options, wants_pingpong
+from .pingpong import PINGPONG_LOOP, pingpong_overlap, strip_turns, wants_pingpong
+from .ring_loops import OVERLAP_REGION, ConsumerIteration, ProducerLoads, RingBarriers, consumer_iterations
 from .tma import NotSpecialized, load_box, tensor_maps
 from .tma_store import lower_stores, plan_stores
-from .wgmma import WARPGROUP, WGMMA_BUSY, WGMMA_PENDING, WGMMA_PHASE, element_bits, wgmma_shared_layout
+from .wgmma import WARPGROUP, element_bits, wgmma_shared_layout
 from .zero_fill import fold_zero_fill
 
 CONSUMER_REGION = "tl.ws_consumer"
-#: AttrStmt around an overlapped consumer loop (value 1: with ping-pong turns)
-OVERLAP_REGION = "tl.ws_overlap"
 
 
 def _launch_chain(body):
@@ -220,62 +218,6 @@ def fence_once(before, body_stmts, written, rewritten, fenced_once) -> list:
     return before
 
 
-class RingBarriers:
-    """The mbarriers of the TMA ring: a full/empty pair per ring slot and tile group
-    (consumer_schedule.py), then one full/empty pair for the per-tile loads (tile_boxes)."""
-
-    def __init__(self, stages: int, ngroups: int, tile_loads: bool):
-        self.stages, self.ngroups = stages, ngroups
-        self.buffer = tirx.decl_buffer((2 * stages * ngroups + (2 if tile_loads else 0),), "uint64",
-                                       name="tl_mbar", scope="shared")
-        self.tile_full, self.tile_empty = self._at(2 * stages * ngroups, 0), self._at(2 * stages * ngroups + 1, 0)
-
-    def _at(self, base: int, slot):
-        return tirx.address_of(tirx.BufferLoad(self.buffer, [slot if base == 0 else base + slot]))
-
-    def full(self, g, slot):
-        return self._at(g * self.stages, slot)
-
-    def empty(self, g, slot):
-        return self._at((self.ngroups + g) * self.stages, slot)
-
-    def init(self, empty_arrivals: int, tile_arrivals: int) -> list:
-        """One thread's mbarrier inits: every full barrier expects one arrival (the producer's
-        expect_tx), every empty one ``empty_arrivals``; the per-tile pair (``tile_arrivals`` > 0)."""
-        s = tirx.Var("s", "int32")
-        one = tirx.const(1, "int32")
-        out = [tirx.For(s, tirx.const(0, "int32"), tirx.const(self.stages, "int32"), tirx.ForKind.UNROLLED, seq([
-            call for g in range(self.ngroups)
-            for call in (I.call("tl_mbar_init", self.full(g, s), one),
-                         I.call("tl_mbar_init", self.empty(g, s), tirx.const(empty_arrivals, "int32")))]))]
-        if tile_arrivals:
-            out += [I.call("tl_mbar_init", self.tile_full, one),
-                    I.call("tl_mbar_init", self.tile_empty, tirx.const(tile_arrivals, "int32"))]
-        return out
-
-
-def consumer_iterations(plan, consume, cit, trip, done, pingpong: bool):
-    """The consumers' loop over ``trip`` iterations (``consume(it, ring, kind)`` builds one; ring
-    positions count from ``done``): plain, the chain with iterations 0 and n-1 peeled, or the
-    overlap with iteration 0 and the tail of n-1 peeled (consumer_schedule.py)."""
-    zero, one = tirx.const(0, "int32"), tirx.const(1, "int32")
-    if plan is None:
-        return tirx.For(cit, zero, trip, tirx.ForKind.SERIAL, consume(cit, done + cit, PLAIN))
-    if not plan[1]:
-        body = seq([
-            if_then(trip == 1, consume(zero, done, PLAIN)),
-            if_then(trip > 1, seq([
-                consume(zero, done, PROLOGUE),
-                tirx.For(cit, one, trip - 2, tirx.ForKind.SERIAL, consume(cit, done + cit, STEADY)),
-                consume(trip - 1, done + trip - 1, LAST)]))])
-    else:
-        body = seq([
-            if_then(trip > 0, consume(zero, done, PROLOGUE)),
-            tirx.For(cit, one, trip - 1, tirx.ForKind.SERIAL, consume(cit, done + cit, STEADY)),
-            if_then(trip > 0, consume(trip, done + trip, EPILOGUE))])
-    return tirx.AttrStmt(zero, OVERLAP_REGION, tirx.const(int(pingpong), "int32"), body)
-
-
 PERSISTENT_MODES = ("off", "tile_operands", "always")
 
 
@@ -359,7 +301,6 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     group_of = {tile: g for g, tiles in enumerate(groups) for tile in tiles}
     ngroups = len(groups)
     ring = RingBarriers(stages, ngroups, bool(tile_boxes))
-    bars, full, empty, tile_full, tile_empty = ring.buffer, ring.full, ring.empty, ring.tile_full, ring.tile_empty
 
     # two resident blocks per SM (occupancy.py): each gets half the SM's shared memory
     half, why_not_two = two_blocks_per_sm(consumers, ring_bytes, shared_per_sm, bool(tiles), cluster, widest_n,
@@ -380,113 +321,12 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
 
     k, start = loop.loop_var, (loop.min + tiles.k0 if stream else loop.min)
 
-    def produce(it, ring):
-        """Loads of iteration ``it`` into ring slot ``ring % stages`` (``ring`` counts every
-        iteration this CTA ran, across tiles when persistent), group by group."""
-        slot, phase = tirx.floormod(ring, stages), tirx.floormod(tirx.floordiv(ring, stages), 2)
-        out = []
-        for g in range(ngroups):
-            mine = [b for b in boxes if group_of[b.op.dst.source] == g]
-            out += [I.call("tl_mbar_wait", empty(g, slot), 1 - phase),
-                    I.call("tl_mbar_expect_tx", full(g, slot), tirx.const(sum(b.bytes for b in mine), "int32"))]
-            out += [load for box in mine for load in tma_loads(box, it, slot)]
-        return seq(out)
-
-    def load_tile_operands(t):
-        """The producer's loads of its ``t``-th tile's operands, once the consumers are done with
-        the previous tile's (they arrive on tile_empty after their loop); before the tile's ring
-        loads, so that a tile whose loop runs no iteration still gets them."""
-        parity = tirx.floormod(t, 2)
-        out = [if_then(t > 0, I.call("tl_mbar_wait", tile_empty, 1 - parity)),
-               I.call("tl_mbar_expect_tx", tile_full, tirx.const(sum(b.bytes for b in tile_boxes), "int32"))]
-        for box in tile_boxes:
-            out += strip_loads(box, [r.min for r in box.op.src.region], box.op.dst.source, [], tile_full)
-        return seq(out)
-
-    def tma_loads(box, it, slot):
-        """The box's TMA loads for iteration ``it`` into ring slot ``slot``."""
-        mins = [substitute(substitute(r.min, values), {k: start + it}) for r in box.op.src.region]
-        return strip_loads(box, mins, staged[box.op.dst.source][0], [slot], full(group_of[box.op.dst.source], slot))
-
-    def strip_loads(box, mins, buf, lead, bar):
-        """TMA loads of ``box`` (its region starting at ``mins``) into ``buf[*lead, 0, strip]``, one
-        per 64-column (128-byte) strip, completing on ``bar``; a box the cluster shares
-        (``multicast``) is loaded half by each CTA, into both."""
-        out = []
-        for j in range(box.cols // box.atom):
-            index = lead + [tirx.const(0, "int32"), tirx.const(j * box.atom, "int32")]
-            target = (tirx.address_of(tirx.BufferLoad(buf, index)), tirx.address_of(maps[(box.tensor, box.box)]), bar)
-            if box in multicast:
-                out.append(if_then(cluster_rank() == j % 2, I.call(
-                    f"tl_tma_load_multicast<{box.rank}>", *target, tirx.const(3, "uint16"), *box.strip_coords(mins, j))))
-            else:
-                out.append(I.call(f"tl_tma_load<{box.rank}>", *target, *box.strip_coords(mins, j)))
-        return out
-
     tx = st.thread_var
     plan, lazy, why = consumer_plan(body_stmts, groups, stages, is_wgmma or (lambda op: False), overlap)
     # ping-pong turns only on top of the overlap (alone they serialize issue and wait: slower)
     pingpong = pingpong and plan is not None and wants_pingpong(body_stmts, consumers)
     if notes is not None and (note := plan_note(plan, lazy, why, pingpong)):
         notes.append(note)
-
-    def consume(it, ring, kind):
-        """One consumer iteration of ``kind`` (consumer_schedule.py) for loop iteration ``it``;
-        events of the previous iteration (lag 1) use ``it - 1`` and its ring slot."""
-        def slot_phase(lag):
-            r = ring - lag if lag else ring
-            return tirx.floormod(r, stages), tirx.floormod(tirx.floordiv(r, stages), 2)
-
-        def statement(i, lag, options=None):
-            s, slot = body_stmts[i], slot_phase(lag)[0]
-            if lag:  # the leading bindings of that iteration, inlined
-                s = substitute(s, values)
-            if is_tile_op(s):
-                op = _restage_op(TileOp.from_stmt(s), staged, slot)
-                s = op.replace(options={**op.options, **options}).to_stmt() if options else op.to_stmt()
-            else:
-                s = _restage_accesses(s, staged, slot)
-            return substitute(s, {k: start + (it - lag if lag else it)})
-
-        out = [substitute(b, {k: start + it}) for b in binds] if kind != EPILOGUE else []
-        events = schedule(body_stmts, groups, kind, plan, lazy)
-        turns = turn_options(events) if pingpong else {}
-        top, block = out, None  # block: the statements after a wait that leaves a gemm in flight
-
-        def close_block():
-            top.append(tirx.IfThenElse(I.call("tl_opaque_true", dtype="bool"), seq(block), None))
-
-        for n_event, e in enumerate(events):
-            if e.kind == "wait" and block is not None:
-                close_block()
-                out, block = top, None
-            if e.kind == "run":
-                out.append(statement(e.index, e.lag))
-            elif e.kind == "issue":
-                out.append(statement(e.index, e.lag, {WGMMA_PHASE: "issue", **turns.get(n_event, {})}))
-            elif e.kind == "wait":
-                busy = [TileOp.from_stmt(body_stmts[i]) for i in e.busy]
-                names = sorted({str(r.source.name) for g in busy for r in (g.A, g.C)})
-                out.append(statement(e.index, e.lag, {WGMMA_PHASE: "wait", WGMMA_PENDING: e.pending,
-                                                      WGMMA_BUSY: ",".join(names)}))
-                if overlap_block and e.pending and (plan is None or plan[1]):
-                    # The softmax that follows runs under the gemm still in flight; as one basic
-                    # block of its own, ptxas cannot hoist the next wait_group (which has no
-                    # operands) above it, as it does within a block.
-                    out = block = []
-            elif e.kind == "acquire":
-                slot, phase = slot_phase(e.lag)
-                out.append(I.call("tl_mbar_wait", full(e.group, slot), phase))
-            else:
-                bar = empty(e.group, slot_phase(e.lag)[0])
-                out.append(I.call("tl_mbar_arrive", bar))
-                if multicast:  # the peer's producer also loads into this slot: one arrive per warp
-                    # (after the warp's collective wgmma wait every lane is done with the slot)
-                    out.append(if_then(tirx.floormod(tx, 32) == 0, I.call(
-                        "tl_mbar_arrive_cluster", bar, tirx.Cast("uint32", 1 - cluster_rank()))))
-        if block is not None:
-            close_block()
-        return seq(top)
 
     done = tiles.done if tiles else tirx.const(0, "int32")  # ring iterations of earlier tiles
     pair, why_not = cluster_pair(chain, boxes, values, n, top_binds) if cluster and not tiles else \
@@ -498,9 +338,12 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     elif notes is not None and cluster:
         notes.append(f"no cluster ({why_not})")
     pit = tirx.Var("k_load", "int32")
-    producer_loop = tirx.For(pit, tirx.const(0, "int32"), trip, tirx.ForKind.SERIAL, produce(pit, done + pit))
+    loads = ProducerLoads(ring, boxes, tile_boxes, group_of, staged, maps, values, k, start, multicast)
+    producer_loop = tirx.For(pit, tirx.const(0, "int32"), trip, tirx.ForKind.SERIAL, loads.iteration(pit, done + pit))
     if tile_boxes:  # issued with the tile's first ring loads, under the last tile's epilogue
-        producer_loop = seq([load_tile_operands(tiles.t), producer_loop])
+        producer_loop = seq([loads.tile_operands(tiles.t), producer_loop])
+    consume = ConsumerIteration(ring, body_stmts, groups, binds, values, staged, k, start, tx, plan, lazy, pingpong,
+                                overlap_block, multicast)
     consumer_loop = consumer_iterations(plan, consume, tirx.Var(str(k.name), "int32"), trip, done, pingpong)
     rebalance = (consumers >= 2 * WARPGROUP or half) and consumers % WARPGROUP == 0
     producer_regs, consumer_regs = register_split(consumers // WARPGROUP, 2 if half else 1)
@@ -511,8 +354,8 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     per_tile = top_binds if tiles else []  # bindings of block indices move into the tile loop
     if tile_boxes:  # wait for this tile's operands last (the fills run under the load); release
         # them once the loop is done, so the producer loads the next tile's under this epilogue
-        before = before + [I.call("tl_mbar_wait", tile_full, tirx.floormod(tiles.t, 2))]
-        consumer_loop = seq([consumer_loop, I.call("tl_mbar_arrive", tile_empty)])
+        before = before + [I.call("tl_mbar_wait", ring.tile_full, tirx.floormod(tiles.t, 2))]
+        consumer_loop = seq([consumer_loop, I.call("tl_mbar_arrive", ring.tile_empty)])
     if stream:  # a piece that ends inside its tile stores partial sums instead of the epilogue
         after = [tiles.epilogue(seq(after), tx)]
     consumer_work = insert_barriers(tiles.loop(seq(per_tile + before + [consumer_loop] + after), "consumer", n)
@@ -538,9 +381,9 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     if parts.guard is not None:  # bindings from inside the `if` stay there (they may read memory)
         outer = [b for b in top_binds if any(b.same_as(s) for s in stmts[:parts.outer])]
         inner = [b for b in top_binds if not any(b.same_as(s) for s in outer)]
-        new_inner = seq(allocs + [tirx.AllocBuffer(bars)] + outer + [if_then(parts.guard, seq(inner + [region]))])
+        new_inner = seq(allocs + [tirx.AllocBuffer(ring.buffer)] + outer + [if_then(parts.guard, seq(inner + [region]))])
     else:
-        new_inner = seq(allocs + [tirx.AllocBuffer(bars)] + (tiles.allocs if tiles else top_binds) + [region])
+        new_inner = seq(allocs + [tirx.AllocBuffer(ring.buffer)] + (tiles.allocs if tiles else top_binds) + [region])
     _check_no_stale_uses(seq(before + after), staged)
     new_inner = _restage_allocs(new_inner, staged)
     # The launch keeps C threads until finalize (with_producer_threads): the lowering proves
