@@ -9,7 +9,8 @@ opt-ins, correct but not faster on the H200: ``tl.enable_persistent`` (for GEMM 
 
 wgmma.py            plan (warpgroup split, instruction shape), layouts, lowering of T.gemm
 warp_specialize.py  T.Pipelined -> TMA producer warpgroup + mbarrier ring + consumer warpgroups
-consumer_schedule.py the consumers' order: tile-group waits/releases, wgmma issue/wait overlap
+ring_loops.py       the ring's mbarriers, the producer's loads and one consumer iteration as statements
+consumer_schedule.py the consumers' order: tile-group waits/releases, wgmma issue/wait overlap, lazy waits
 zero_fill.py        a provably-zero fill of a gemm's accumulator folded into the gemm (clear_accum);
                     and a fill zero only in some iterations skipped there
 tma.py, tma_store.py TMA boxes and tensor maps; the epilogue through TMA stores
