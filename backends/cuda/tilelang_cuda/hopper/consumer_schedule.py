@@ -41,7 +41,7 @@ the batch it waits for: with the wait after the loop instead, ptxas 13.0 moved t
 reads of the accumulator above it (H200: a quarter of a GEMM's output wrong, sass showed F2FP
 before WARPGROUP.DEPBAR.LE gsb0, 0x0).
 
-Everything here is a plan of ``Event`` s over the body's statement indices; warp_specialize.py turns
+Everything here is a plan of ``Event`` s over the body's statement indices; ring_loops.py turns
 them into statements (mbarrier waits and arrives, gemm issues and waits).
 """
 
@@ -276,7 +276,7 @@ def plan_note(plan, lazy, why: str, pingpong: bool) -> str | None:
 
 
 def iteration_kinds(plan, trip: int) -> list[tuple[int, str]]:
-    """(iteration, kind) of each consumer iteration warp_specialize.consumer_iterations runs for a
+    """(iteration, kind) of each consumer iteration ring_loops.consumer_iterations runs for a
     loop of ``trip`` iterations under ``plan`` (plain, the chain, or the overlap)."""
     if plan is None:
         return [(i, PLAIN) for i in range(trip)]
