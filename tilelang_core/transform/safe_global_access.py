@@ -33,6 +33,7 @@ import tvm_ffi
 from tvm import tirx
 
 from ..ir.atomic_calls import is_parallel_loop
+from ..ir.conditions import conjuncts
 from ..ir.substitute import substitute, substitute_nested
 from ..language.assumes import ASSUME
 from ..lowering import in_bounds
@@ -213,17 +214,8 @@ class _VarSurrogates:
         taken: set[int] = set()
         tvm_ffi.structural_walk(scope, [(tvm.ir.TensorLoad, lambda ld: taken.add(ld.source.__chandle__())
                                          if ld.__chandle__() in pointed else None)])
-        terms, kept = [], []
-
-        def split(c):
-            if isinstance(c, tirx.And):
-                split(c.a)
-                split(c.b)
-            else:
-                terms.append(c)
-
-        split(cond)
-        for term in terms:
+        kept = []
+        for term in conjuncts(cond):
             reads = []
             tvm_ffi.structural_walk(term, [(tvm.ir.TensorLoad, reads.append)])
             if not any(self._is_var(ld) and ld.source.__chandle__() in taken for ld in reads):

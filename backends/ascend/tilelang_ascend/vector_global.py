@@ -22,6 +22,8 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tilelang_core.ir.conditions import conjuncts
+
 from . import isa
 
 
@@ -100,7 +102,7 @@ def strip_bounds_guard(nest, guard, inline) -> list:
                 accesses.append((load.source, [inline(i) for i in load.indices]))
 
             tvm_ffi_walk(inline(s.value), on_load)
-    for term in _conjuncts(inline(guard.condition)):
+    for term in conjuncts(inline(guard.condition)):
         if not _is_bounds_check(term, accesses, nest.ctx):
             raise nest.not_simd(f"the if condition '{term}' is not a bounds check of a global "
                                 f"tensor index (use T.if_then_else for data-dependent choices)")
@@ -109,13 +111,6 @@ def strip_bounds_guard(nest, guard, inline) -> list:
 
 def tvm_ffi_walk(expr, fn) -> None:
     tvm_ffi.structural_walk(expr, [(tvm.ir.TensorLoad, fn)])
-
-
-def _conjuncts(cond) -> list:
-    kind = type(cond).__name__
-    if kind in ("And", "BitwiseAnd"):
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
-    return [cond]
 
 
 def _is_bounds_check(term, accesses, ctx) -> bool:

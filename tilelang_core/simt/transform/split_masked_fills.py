@@ -29,6 +29,7 @@ from tvm import tirx
 from tvm.tirx.analysis import undefined_vars
 
 from tilelang_core.ir.atomic_calls import is_parallel_loop
+from tilelang_core.ir.conditions import conjuncts
 from tilelang_core.transform.bindings import is_pure
 
 from .state import substitute, uses_var
@@ -127,7 +128,7 @@ def zero_when(value, loops):
     dom = {f.loop_var: tvm.sym.IntervalSet(f.min, f.min + f.extent - 1) for f in loops}
     analyzer = tvm.sym.Analyzer()
     holds = []
-    for part in _conjuncts(cond):
+    for part in conjuncts(cond):
         kind = type(part).__name__
         if kind not in ("GE", "GT", "LE", "LT") or "int" not in str(part.a.ty):
             return None
@@ -140,12 +141,6 @@ def zero_when(value, loops):
     for h in holds[1:]:
         when = tirx.And(when, h)
     return analyzer.simplify(when)
-
-
-def _conjuncts(cond) -> list:
-    if type(cond).__name__ in ("And", "BitwiseAnd"):
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
-    return [cond]
 
 
 def is_const_zero(x) -> bool:
