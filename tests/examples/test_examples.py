@@ -216,10 +216,18 @@ def test_w4a16_decodes_every_code():
     (1, 128, 384, dict(block_M=64, block_N=128, num_stages=2, threads=128)),  # one token, 3 slabs
     (70, 300, 128, dict(block_M=64, block_N=32, num_stages=1, threads=128)),  # 4 tiles per B scale
     (100, 200, 512, dict(block_M=64, block_N=64, num_stages=2, threads=128, slabs=2)),  # two slabs an iteration
-    (1, 128, 256, dict(block_M=64, block_N=128, num_stages=1, threads=128, slabs=2))])
+    (1, 128, 256, dict(block_M=64, block_N=128, num_stages=1, threads=128, slabs=2)),
+    (130, 128, 512, {}), (130, 128, 384, {})])  # the defaults: two slabs where K / 128 is even, else one
 def test_fp8_blockscaled_gemm(M, N, K, tiles):
     """Against torch in float64 on the dequantized operands: every slab scaled by its own scales."""
     assert load("fp8/blockscaled_gemm.py").check(M, N, K, **tiles) < 5e-3
+
+
+def test_fp8_blockscaled_gemm_default_slabs_follow_k():
+    """Two slabs an iteration (2 stages) where the slab count is even, else one (4 stages)."""
+    bs = load("fp8/blockscaled_gemm.py")
+    two, one = (bs.blockscaled_gemm.get_tir(256, 128, K).script() for K in (512, 384))
+    assert two.count("tl_gemm(") == 2 and one.count("tl_gemm(") == 1
 
 
 def test_fp8_blockscaled_gemm_refuses_tiles_wider_than_a_scale_block():

@@ -43,6 +43,6 @@ def test_decoding_uses_no_conversion_instruction(tmp_path):
 def test_fresh_tile_gemm_says_why_it_is_not_overlapped():
     """FP8 block scaling's slab gemm starts from zero every iteration: the schedule notes name that
     (not the ring's slot count) as why each batch is awaited where it is issued."""
-    func = example_module("fp8/blockscaled_gemm.py").blockscaled_gemm.get_tir(1000, 520, 512, num_stages=4)
+    func = example_module("fp8/blockscaled_gemm.py").blockscaled_gemm.get_tir(1000, 520, 512, num_stages=4, slabs=1)
     source, _ = cuda_source(func)
     assert "awaited right after it is issued (the gemm clears its accumulator every iteration)" in source

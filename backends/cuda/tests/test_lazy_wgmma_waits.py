@@ -39,7 +39,7 @@ def test_one_slab_per_iteration_is_unchanged():
     """A gemm whose result the next statement reads gains nothing from a lazy wait: awaited right
     after it is issued, as before (the shipped one-slab kernel's source is what it was)."""
     source, kernel = cuda_source(example_module("fp8/blockscaled_gemm.py").blockscaled_gemm.get_tir(
-        1000, 520, 512, num_stages=4))
+        1000, 520, 512, num_stages=4, slabs=1))
     assert "awaited right after it is issued (the gemm clears its accumulator every iteration)" in source
     loop = kernel[kernel.index("for (int k = 0;"):]
     assert loop.index("tl_wgmma_wait<0>();") > loop.index("tl_wgmma_commit();")  # no settling wait
