@@ -31,6 +31,8 @@ CUDA_ATOMIC_DTYPES = MappingProxyType({
     "or": _INTEGERS, "and": _INTEGERS, "xor": _INTEGERS,
     "store": _WORD_TYPES, "load": _WORD_TYPES,
 })
+#: the folds a SimtDialect.paired_folds helper may implement (the NaN-propagating max and min apart)
+PAIRED_FOLDS = ("sum", "max", "min", "max_nan", "min_nan")
 #: memory orders of the C++ model, by name (ids 0..5 in the helpers: cuda::memory_order's)
 ALL_MEMORY_ORDERS = ("relaxed", "consume", "acquire", "release", "acq_rel", "seq_cst")
 
@@ -75,6 +77,12 @@ class SimtDialect:
         a T.ClusterKernel of more than one block a cluster and the cluster barriers are refused.
     vector_bytes: the widest vector load/store the codegen prints (T.ldg256 moves 32 bytes; MSL
         vectors hold 16); wider explicit accesses are refused at the user's line.
+    paired_folds: per fold (sum, max, min, max_nan, min_nan), a helper that folds two 16-bit floats
+        at once (``void f<bool abs = false>(T* acc, const T* v)``: ``acc[0:2] = op(acc[0:2],
+        v[0:2])``, ``|v|`` with ``abs``; T float16 or bfloat16, both pointers 4-byte aligned). A
+        register reduction of 16-bit floats whose pairs of values fold into one output or into
+        two adjacent ones uses them (paired_fold.py: CUDA's half2 instructions); empty: one value
+        at a time.
     """
 
     kind: str
@@ -92,6 +100,7 @@ class SimtDialect:
     grid_dependency: bool = False
     grid_sync: bool = False
     clusters: bool = False
+    paired_folds: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         if not self.kind:
@@ -105,10 +114,16 @@ class SimtDialect:
         if unknown:
             raise ValueError(f"SimtDialect.warp_reduce takes the kinds sum, max, min; got {sorted(unknown)}")
         object.__setattr__(self, "warp_reduce", MappingProxyType(dict(self.warp_reduce)))
+        unknown = set(self.paired_folds) - set(PAIRED_FOLDS)
+        if unknown:
+            raise ValueError(f"SimtDialect.paired_folds takes the folds {', '.join(PAIRED_FOLDS)}; "
+                             f"got {sorted(unknown)}")
+        object.__setattr__(self, "paired_folds", MappingProxyType(dict(self.paired_folds)))
         object.__setattr__(self, "atomic_orders", tuple(self.atomic_orders))
 
     def __hash__(self):
         return hash((self.kind, self.warp_size, self.async_copy, self.shuffle_xor,
                      tuple(sorted(self.atomic_dtypes.items())), tuple(sorted(self.warp_reduce.items())),
                      self.atomic_orders, self.block_votes, self.vector_bytes, self.named_barriers, self.mbarriers,
-                     self.max_nreg, self.grid_dependency, self.grid_sync, self.clusters))
+                     self.max_nreg, self.grid_dependency, self.grid_sync, self.clusters,
+                     tuple(sorted(self.paired_folds.items()))))

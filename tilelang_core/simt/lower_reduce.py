@@ -17,6 +17,7 @@ import tvm
 from tvm import tirx
 
 from tilelang_core.ir import Reduce, TileOp
+from tilelang_core.ir import region as R
 from tilelang_core.ir.ops import BITWISE_REDUCE_KINDS, bitwise_combine, bitwise_identity
 from tilelang_core.layout import THREAD
 from tilelang_core.lowering import nan_propagating
@@ -24,6 +25,7 @@ from tilelang_core.lowering import nan_propagating
 from . import intrinsics as I
 from .lower_reduce_shared import lower_reduce_shared
 from .lowering import FRAGMENT, dtype, require_whole_fragment, scope, state_of
+from .paired_fold import fold_pair, paired_helper, register_pairing
 from .transform.state import loop, seq
 
 
@@ -84,19 +86,24 @@ def lower_reduce(call, ctx):
     stmts = [loop("r", dst_layout.local_size,
                   lambda r: tirx.BufferStore(red, identity(kind, acc_dt), [r]), tirx.ForKind.UNROLLED)]
 
-    def fold(l):
+    def output_of(l):
         idx = src_layout.index_of(tx, l)
         kept = [i for d, i in enumerate(idx) if d != op.dim]
         if len(dst_layout.shape) == len(src_layout.shape):
             kept.insert(op.dim, 0)
-        r = st.simplify(dst_layout.local_of(*kept))
+        return st.simplify(dst_layout.local_of(*kept))
+
+    def fold(l):
+        r = output_of(l)
         value = tirx.BufferLoad(src_regs, [l])
         value = value if str(value.ty) == acc_dt else tirx.Cast(acc_dt, value)
         if kind in ("abssum", "absmax"):
             value = tvm.tirx.abs(value)
         return tirx.BufferStore(red, comb(tirx.BufferLoad(red, [r]), value), [r])
 
-    stmts.append(loop("l", src_layout.local_size, fold, tirx.ForKind.UNROLLED))
+    paired = _paired_fold(op, st, red, src_regs, output_of, src_layout.local_size, comb)
+    stmts = stmts if paired is None or paired[0] == "outputs" else []  # ("lanes" sets red itself)
+    stmts.append(paired[1] if paired else loop("l", src_layout.local_size, fold, tirx.ForKind.UNROLLED))
     warp = st.dialect.warp_size
     for digit in (x for x in src_layout.digits[op.dim] if x.space == THREAD and x.extent > 1):
         for part in split_at_warp(digit, warp):
@@ -120,6 +127,31 @@ def lower_reduce(call, ctx):
 
     stmts.append(loop("r", dst_layout.local_size, write, tirx.ForKind.UNROLLED))
     return seq(stmts)
+
+
+def _paired_fold(op, st, red, src_regs, output_of, local_size: int, comb):
+    """(pairing, the fold of every source register into ``red``) two registers at a time
+    (paired_fold.py), or None where the dialect, dtypes or layouts do not pair up. "lanes" sets
+    ``red`` whole (its identity start is not needed); "outputs" folds into it."""
+    acc_dt = str(red.ty.dtype)
+    helper = paired_helper(st.dialect, op.kind, op.nan_propagate, acc_dt, dtype(op.src))
+    if helper is None or local_size > 4096:
+        return None
+    outputs = [R.as_int(output_of(l)) for l in range(local_size)]
+    pairing = register_pairing(outputs)
+    if pairing == "outputs":
+        return pairing, seq([fold_pair(helper, tirx.BufferLoad(red, [outputs[l]]), tirx.BufferLoad(src_regs, [l]))
+                             for l in range(0, local_size, 2)])
+    if pairing != "lanes":
+        return None
+    n = int(red.ty.shape[0])
+    lanes = st.alloc(f"{red.name}_pairs", (2 * n,), acc_dt, "local")
+    start = seq([tirx.BufferStore(lanes, identity(op.kind, acc_dt), [i]) for i in range(2 * n)])
+    folds = [fold_pair(helper, tirx.BufferLoad(lanes, [2 * outputs[l]]), tirx.BufferLoad(src_regs, [l]))
+             for l in range(0, local_size, 2)]
+    ends = [tirx.BufferStore(red, comb(tirx.BufferLoad(lanes, [2 * r]), tirx.BufferLoad(lanes, [2 * r + 1])), [r])
+            for r in range(n)]
+    return pairing, seq([start] + folds + ends)
 
 
 #: reduction kind -> the SimtDialect.warp_reduce helper that combines partials (abs already applied)

@@ -22,6 +22,7 @@ from tilelang_core.ir import region as R
 
 from . import intrinsics as I
 from .lowering import FRAGMENT, PER_THREAD, cast, dtype, load, scope
+from .paired_fold import fold_per_thread, paired_helper, per_thread_pairing
 from .staging import flat, fragment_to_shared, shared_to_fragment, size, unflatten
 from .transform.state import if_then, loop, seq
 
@@ -89,8 +90,13 @@ def lower_reduce_shared(op: Reduce, st, ctx, identity, combine):
         return seq([tirx.BufferStore(acc, identity(kind, acc_dt), [0]),
                     loop("k", src_ext[op.dim], fold, tirx.ForKind.SERIAL), write])
 
-    if per_thread_src:  # each thread folds its own copy, every output
-        stmts.append(loop("o", outputs, fold_line, tirx.ForKind.SERIAL))
+    if per_thread_src:  # each thread folds its own copy, every output (two values at a time where it can)
+        helper = paired_helper(st.dialect, kind, op.nan_propagate, acc_dt, dtype(op.src))
+        pairing = per_thread_pairing(op) if helper else None
+        if pairing:
+            stmts.append(fold_per_thread(op, st, helper, pairing, identity, combine, store_result))
+        else:
+            stmts.append(loop("o", outputs, fold_line, tirx.ForKind.SERIAL))
         return seq(stmts)
 
     def line(it):

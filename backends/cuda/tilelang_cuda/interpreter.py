@@ -66,12 +66,19 @@ _MMA = {
 }
 
 
+#: paired_folds.py's helpers: __hmax2/__hmin2 return the other operand where one is NaN (fmax),
+#: the _nan forms NaN
+_PAIRED_FOLDS = {"add2": np.add, "max2": np.fmax, "min2": np.fmin, "max2_nan": np.maximum, "min2_nan": np.minimum}
+
+
 class CudaInterpreter(Interpreter):
     def device_helper(self, name: str, args, mask):
         if name.startswith("tl_ldmatrix"):
             return self._ldmatrix(name, self.pointer(args[0]), self.pointer(args[1]), mask)
         if name in _MMA:
             return self._mma(name, self.pointer(args[0]), self.pointer(args[1]), self.pointer(args[2]), mask)
+        if name.startswith("tl::") and name.removesuffix("<true>")[4:] in _PAIRED_FOLDS:
+            return self._paired_fold(name, self.pointer(args[0]), self.pointer(args[1]), mask)
         if name == "tl_red_add_v4":  # vector_atomics.py: 4 float additions per lane, lane by lane
             dst, src = self.pointer(args[0]), self.pointer(args[1])
             view = dst.storage.array.reshape(-1)
@@ -81,6 +88,17 @@ class CudaInterpreter(Interpreter):
                 view[dst.index[lane] + np.arange(4)] += values[:, lane].astype(view.dtype)
             return None
         return NOT_HANDLED
+
+    def _paired_fold(self, name: str, acc: Pointer, v: Pointer, mask):
+        """paired_folds.py: two lanes of ``acc`` folded with two of ``v`` (|v| with ``<true>``),
+        rounded to the registers' type as the half2 instruction rounds."""
+        fold = _PAIRED_FOLDS[name.removesuffix("<true>")[4:]]
+        pair = np.arange(2)[:, None]
+        at, values = acc.index[None, :] + pair, v.storage.read(v.index[None, :] + pair, mask)
+        if name.endswith("<true>"):
+            values = np.abs(values)
+        acc.storage.write(at, fold(acc.storage.read(at, mask), values), mask)
+        return None
 
     def _ldmatrix(self, name: str, regs: Pointer, smem: Pointer, mask):
         """Each 8x8 matrix of 16-bit units is 8 rows of 16 bytes; lane t receives 4 bytes of row

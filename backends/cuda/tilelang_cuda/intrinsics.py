@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 from .mbarrier_helpers import MBARRIER_HELPERS
+from .paired_folds import HELPERS as PAIRED_FOLD_HELPERS
 from .vector_atomics import HELPERS as VECTOR_ATOMIC_HELPERS
 from .vector_casts import HELPERS as VECTOR_CAST_HELPERS
 from .warp_intrinsics import RNG_HELPERS, WARP_HELPERS
@@ -338,6 +339,7 @@ ON_DEMAND_HELPERS.update(RNG_HELPERS)  # (the draws are macros these define)
 ON_DEMAND_HELPERS.update(MBARRIER_HELPERS)
 ON_DEMAND_HELPERS.update(VECTOR_ATOMIC_HELPERS)  # red.global.add.v4.f32 (vector_atomics.py)
 ON_DEMAND_HELPERS.update(VECTOR_CAST_HELPERS)  # paired conversions of vector casts (vector_casts.py)
+ON_DEMAND_HELPERS.update(PAIRED_FOLD_HELPERS)  # half2 folds of register reductions (paired_folds.py)
 
 _HELPER_NAME = re.compile(r"\b(" + "|".join(ON_DEMAND_HELPERS) + r")[(<]")  # calls and template calls
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 from tilelang_core.simt import SimtDialect, register_simt_rules
 
 from .lower_gemm import lower_gemm
+from .paired_folds import FOLDS as PAIRED_FOLDS
 from .vector_atomics import lower_atomic
 
 KIND = "cuda"
 
 #: 32-lane warps, cp.async from sm_80 on (every arch this backend supports), the prelude's helpers
 CUDA = SimtDialect(kind=KIND, warp_size=32, async_copy=True, named_barriers=True, mbarriers=True, max_nreg=True,
-                   grid_dependency=True, grid_sync=True)
+                   grid_dependency=True, grid_sync=True, paired_folds=PAIRED_FOLDS)
 
 register_simt_rules(KIND, gemm=lower_gemm, atomic=lower_atomic)
