@@ -11,7 +11,8 @@ applied once at the end). B is stored N x K (nn.Linear's layout), C is bfloat16.
 other's gemm runs (issue slab 0; promote the last iteration's slab 1; issue slab 1; promote slab 0):
 on sm_90a the gemms are awaited where their tiles are first read (hopper/consumer_schedule.py,
 lazy waits), so the tensor cores are not idle during a promotion. It needs an even number of slabs.
-It is the default where K / 128 is even (with 2 stages: four slabs in flight): on an H100 it ran
+It is the default where K / 128 is even and at most 3 stages are asked for (2 if none: four slabs in
+flight; 4 stages of two slabs exceed sm_90a's shared memory at 128 x 128): on an H100 it ran
 1.07-1.09x the one-slab kernel's best (4 stages) at 4096^3, 8192^3 and 4096x7168x2048 (bench/NOTES.md).
 
     python examples/fp8/blockscaled_gemm.py [--m 300 --n 256 --k 512]
@@ -33,8 +34,8 @@ def blockscaled_gemm(M, N, K, block_M=128, block_N=128, num_stages=None, threads
     assert K % GROUP == 0, f"K ({K}) must be a multiple of {GROUP}"
     assert GROUP % block_N == 0, f"block_N ({block_N}) must divide {GROUP}: a tile takes one scale of B per slab"
     k_tiles = K // GROUP
-    if slabs is None:
-        slabs = 2 if k_tiles % 2 == 0 else 1
+    if slabs is None:  # two slabs hold twice the shared memory a stage: 4 stages of them do not fit
+        slabs = 2 if k_tiles % 2 == 0 and (num_stages or 2) <= 3 else 1
     if num_stages is None:
         num_stages = 2 if slabs == 2 else 4
     assert slabs in (1, 2) and k_tiles % slabs == 0, f"slabs={slabs}: 1, or 2 where K / {GROUP} is even"

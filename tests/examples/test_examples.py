@@ -228,6 +228,9 @@ def test_fp8_blockscaled_gemm_default_slabs_follow_k():
     bs = load("fp8/blockscaled_gemm.py")
     two, one = (bs.blockscaled_gemm.get_tir(256, 128, K).script() for K in (512, 384))
     assert two.count("tl_gemm(") == 2 and one.count("tl_gemm(") == 1
+    # four stages asked for: one slab (two slabs of four stages would not fit in shared memory)
+    assert bs.blockscaled_gemm.get_tir(256, 128, 512, num_stages=4).script().count("tl_gemm(") == 1
+    assert bs.blockscaled_gemm.get_tir(256, 128, 512, num_stages=3).script().count("tl_gemm(") == 2
 
 
 def test_fp8_blockscaled_gemm_refuses_tiles_wider_than_a_scale_block():
