@@ -1,6 +1,7 @@
 """MLA decode over a paged KV cache (examples/attention/mla_decode.py) on the GPU: median time of
 the split kernel + combine over CUDA events, against the floors (FLOPs over 790 TFLOP/s, bytes of
-KV/Q/O over 4.3 TB/s on the H200). TileLang's own example runs in a process of its own (it needs
+KV/Q/O over this card's device-to-device copy bandwidth, measured in the same run: ~4.3 TB/s on the
+H200, ~3.0 on the H100). TileLang's own example runs in a process of its own (it needs
 its own PYTHONPATH): .device/s43/mla_probe.py shows how, same shapes.
 
     python bench/mla_decode.py [--heads 128 --dim 512 --pe-dim 64]
@@ -40,7 +41,12 @@ def main():
     parser.add_argument("--pe-dim", type=int, default=64)
     args = parser.parse_args()
     h, d, pe = args.heads, args.dim, args.pe_dim
-    print("batch seqlen split | ms | GB/s | % of 4.3 TB/s | TFLOP/s | rel err vs float64")
+    src = torch.empty(1 << 29, dtype=torch.bfloat16, device="cuda")
+    dst = torch.empty_like(src)
+    copy_gbs = 2 * src.numel() * src.element_size() / median_ms(lambda: dst.copy_(src)) / 1e6
+    del src, dst
+    print(f"{torch.cuda.get_device_name()}: device copy {copy_gbs:.0f} GB/s")
+    print("batch seqlen split | ms | GB/s | % of copy | TFLOP/s | rel err vs float64")
     for batch, seqlen, split in [(1, 8192, 8), (16, 8192, 4), (32, 8192, 2), (64, 8192, 1), (132, 8192, 1)]:
         inputs = mla.make_inputs(batch, h, d, pe, seqlen, 64, device="cuda")
         inputs[-1].fill_(seqlen)  # every sequence full length: the bandwidth number means the cache
@@ -52,7 +58,8 @@ def main():
         ms = median_ms(lambda: mla.mla_decode(*inputs, num_split=split, num_stages=2))
         nbytes = batch * seqlen * (d + pe) * 2 + batch * h * (2 * d + pe) * 2
         flops = 2 * batch * h * seqlen * (2 * d + pe)
-        print(f"{batch} {seqlen} {split} | {ms:.4f} | {nbytes / ms / 1e6:.0f} | {nbytes / ms / 1e6 / 43:.0f}% | "
+        gbs = nbytes / ms / 1e6
+        print(f"{batch} {seqlen} {split} | {ms:.4f} | {gbs:.0f} | {100 * gbs / copy_gbs:.0f}% | "
               f"{flops / ms / 1e9:.0f} | {err:.1e}", flush=True)
 
 
