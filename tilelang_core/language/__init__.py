@@ -46,6 +46,7 @@ from .function import prim_func
 from .kernel import (Kernel, get_block_binding, get_block_bindings, get_thread_binding, import_source,
                      get_thread_bindings)
 from .launch_dependency import pdl_sync, pdl_trigger, sync_grid
+from .source_kernel import CUDASourceCodeKernel
 from .cluster import (ClusterKernel, block_rank_in_cluster, cluster_arrive, cluster_arrive_relaxed, cluster_sync,
                       cluster_wait)
 from .macro import Ref, macro

@@ -48,7 +48,8 @@ from . import mixed_compares
 from .assumes import collect_host_assumes
 from .negative_indices import legalize_negative_indices
 from ..transform.safe_values import lower_safe_value_copies
-from . import bounds_check, global_layouts, reducers, shape_vars, stepped_loops, thread_return, vector_loops
+from . import (bounds_check, global_layouts, reducers, shape_vars, source_kernel, stepped_loops, thread_return,
+               vector_loops)
 from . import tvm_compat  # noqa: F401  (TileLang's names for renamed TVM classes, e.g. tirx.PrimExpr)
 from .kernel import reset_kernel_stack, with_imported_sources
 
@@ -268,6 +269,7 @@ def parse_kernel(func: Callable, extra_vars: dict[str, Any] | None = None,
                 from .annotations import with_function_attrs  # (annotations imports kernel, which imports us)
 
                 result = with_function_attrs(with_imported_sources(result))
+                result = source_kernel.bind_arguments(result)
                 result = stepped_loops.unit_step_loops(result)
                 result = boolean_conditions(result)
                 result = pack_subbyte_params(result, refuse)
