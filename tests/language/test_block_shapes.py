@@ -63,3 +63,40 @@ def test_block_shape_extents_must_be_positive():
         def k(A: T.Tensor((8,), "float32")):
             with T.Kernel(1, threads=(32, 0)):
                 A[0] = 1.0
+
+
+def launched_ids(X, Y, G):
+    """TVM's ``T.launch_thread(tag, extent)`` inside a T.Kernel (TileLang kernels write it): the
+    kernel's own indices."""
+    @T.prim_func
+    def ids(O: T.Tensor((G, X * Y, 3), "int32")):
+        with T.Kernel(G, threads=(X, Y)):
+            tx = T.launch_thread("threadIdx.x", X)
+            ty = T.launch_thread("threadIdx.y", Y)
+            tz = T.launch_thread("threadIdx.z", 1)
+            bx = T.launch_thread("blockIdx.x", G)
+            O[bx, tx + X * ty, 0] = tx
+            O[bx, tx + X * ty, 1] = ty
+            O[bx, tx + X * ty, 2] = tz + bx
+
+    return ids
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_launch_thread_names_the_kernels_indices(path):
+    X, Y, G = 32, 2, 3
+    out = run(path, launched_ids(X, Y, G), O=np.full((G, X * Y, 3), -1, np.int32))["O"]
+    tid = np.arange(X * Y)
+    for b in range(G):
+        np.testing.assert_array_equal(out[b], np.stack([tid % X, tid // X, np.full(X * Y, b)], 1))
+
+
+def test_launch_thread_of_another_extent_or_tag_is_refused():
+    for tag, extent, message in [("threadIdx.x", 128, "the enclosing T.Kernel has 64 along threadIdx.x"),
+                                 ("warp.x", 1, "tag must be one of")]:
+        with pytest.raises(FrontendError, match=message):
+            @T.prim_func
+            def k(A: T.Tensor((64,), "float32")):
+                with T.Kernel(1, threads=64):
+                    t = T.launch_thread(tag, extent)
+                    A[t] = 0.0

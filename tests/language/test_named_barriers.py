@@ -83,3 +83,32 @@ def test_named_barrier_arguments_are_checked():
             def k(A: T.Tensor((64,), "float32")):
                 with T.Kernel(1, threads=64):
                     T.sync_threads(*args)
+
+
+@pytest.mark.parametrize("path", NAMED)
+def test_a_barrier_id_bound_to_a_constant_is_that_constant(path):
+    """TileLang's ``barrier_id = T.int32(1); T.sync_threads(barrier_id, count)``; a computed id
+    (one that may differ between threads) stays refused: threads at different barriers hang."""
+    @T.prim_func
+    def k(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64):
+            tx = T.get_thread_binding()
+            s = T.alloc_shared((64,), "float32")
+            barrier_id = T.int32(3)
+            count = T.int32(32)
+            if tx < 32:
+                s[tx] = A[tx] * 2.0
+                T.sync_threads(barrier_id, count)
+                B[tx] = s[31 - tx]
+
+    a = np.arange(64, dtype=np.float32)
+    b = np.zeros(64, np.float32)
+    run(path, k, A=a, B=b)
+    np.testing.assert_array_equal(b[:32], 2 * a[:32][::-1])
+    with pytest.raises(FrontendError, match="barrier_id must be a compile-time integer"):
+        @T.prim_func
+        def computed(A: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=64):
+                tx = T.get_thread_binding()
+                barrier_id = tx % 4 + 1
+                T.sync_threads(barrier_id, 64)

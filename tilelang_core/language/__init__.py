@@ -44,7 +44,7 @@ from .expr import (Cast, Select, abs, align_up, cast, ceil, ceildiv, clamp, cos,
                    trunc, truncdiv, truncmod)
 from .function import prim_func
 from .kernel import (Kernel, get_block_binding, get_block_bindings, get_thread_binding, import_source,
-                     get_thread_bindings)
+                     get_thread_bindings, launch_thread)
 from .launch_dependency import pdl_sync, pdl_trigger, sync_grid
 from .source_kernel import CUDASourceCodeKernel
 from .cluster import (ClusterKernel, block_rank_in_cluster, cluster_arrive, cluster_arrive_relaxed, cluster_sync,

@@ -167,6 +167,7 @@ def sync_threads(barrier_id=None, arrive_count=None):
         arrive_count = math.prod(kernel.threads)
     values = []
     for what, value in (("barrier_id", barrier_id), ("arrive_count", arrive_count)):
+        value = _through_lets(value)  # (``barrier_id = T.int32(1)``: a name bound to a constant)
         value = value.value if isinstance(value, tirx.IntImm) else value
         if isinstance(value, bool) or not isinstance(value, int):
             raise FrontendError(f"T.sync_threads: {what} must be a compile-time integer, got {value!r}")
@@ -177,6 +178,16 @@ def sync_threads(barrier_id=None, arrive_count=None):
     if values[1] < 1:
         raise FrontendError(f"T.sync_threads: arrive_count must be positive, got {values[1]}")
     B.evaluate(I.call("named_barrier", "void", tirx.const(values[0], "int32"), tirx.const(values[1], "int32")))
+
+
+def _through_lets(value):
+    """``value`` with the names the kernel bound (``i = T.int32(1)``) replaced by their values."""
+    from .parser import current_parser, through_lets  # (the parser imports this module)
+
+    parser = current_parser.get()
+    if parser is None or not isinstance(value, tvm.ir.Var):
+        return value
+    return through_lets(parser, value)
 
 
 def let(var, value, body=None):

@@ -214,5 +214,32 @@ def get_thread_bindings():
     return list(current_kernel("T.get_thread_bindings").thread_vars)
 
 
+def _same_extent(a, b) -> bool:
+    a, b = (v.value if isinstance(v, tvm.tirx.IntImm) else v for v in (a, b))
+    if isinstance(a, int) or isinstance(b, int):
+        return a == b
+    return tvm_ffi.structural_equal(a, b)
+
+
+def launch_thread(tag: str, extent):
+    """TVM's ``T.launch_thread(tag, extent)`` inside a ``T.Kernel`` (TileLang kernels write
+    ``tx = T.launch_thread("threadIdx.x", 256)``): the kernel's own index along ``tag``, whose
+    extent must be the kernel's there (a second launch of another size is not one kernel)."""
+    kernel = current_kernel("T.launch_thread")
+    tags = {t: ("thread", d) for d, t in enumerate(_THREAD_TAGS)}
+    tags.update({t: ("block", d) for d, t in enumerate(_BLOCK_TAGS)})
+    if tag not in tags:
+        raise FrontendError(f"T.launch_thread: tag must be one of {', '.join(tags)}, got {tag!r}")
+    what, d = tags[tag]
+    sizes = kernel.threads if what == "thread" else kernel.blocks
+    size = sizes[d] if d < len(sizes) else 1
+    if not _same_extent(extent, size):
+        raise FrontendError(f"T.launch_thread({tag!r}, {extent}): the enclosing T.Kernel has {size} along {tag}; "
+                            f"T.launch_thread inside a T.Kernel names its index, so the extents must agree")
+    if d >= len(sizes):
+        return tvm.tirx.const(0, "int32")
+    return (kernel.thread_vars if what == "thread" else kernel.block_vars)[d]
+
+
 def get_block_bindings():
     return list(current_kernel("T.get_block_bindings").block_vars)
