@@ -658,7 +658,7 @@ def test_cluster_multicast_shares_b_between_two_blocks_of_a_column(tmp_path):
     assert kernel.count("__cluster_dims__(1, 2, 1) gemm_kernel(") == 2
     assert kernel.count("tl_tma_load_multicast<2>") == 4 and kernel.count("tl_tma_load<2>") == 1  # B halves, A
     assert [int(n) for n in re.findall(r"tl_mbar_init\(\(&\(smem_uint64_ptr\[[4-7]\]\)\), (\d+)\)", kernel)] == [264] * 4
-    assert "tl_mbar_arrive_cluster" in kernel and kernel.count("tl_cluster_sync();") == 2
+    assert "tl_mbarrier_arrive_remote(" in kernel and kernel.count("tl_cluster_sync();") == 2
     backend, options = CudaBackend(Target("sm_90a")), CudaOptions(enable_cluster_multicast=True, ptxas_verbose=True)
     mod = backend.lower(func, options)
     backend.build(mod, backend.codegen(mod, options), options, tmp_path)

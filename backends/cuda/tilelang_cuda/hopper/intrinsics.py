@@ -322,17 +322,12 @@ TMA_STORE_HELPERS = TMA_STORE_HELPERS.replace("@TMA_STORE_BY_RANK@", _by_rank(
     "cp.async.bulk.tensor.{d}d.global.shared::cta.bulk_group [%0, {{{coords}}}], [%1]", '"l"(map), "r"(src)', 2))
 
 
-#: Thread-block clusters (warp_specialize.py, tl.enable_cluster_multicast): an arrive on the peer
-#: CTA's mbarrier, and TMA loads that land in every CTA of ``mask`` (same shared offset, each CTA's
-#: mbarrier at the same offset counts them). The cluster's marker, rank and barrier are on-demand
-#: helpers (mbarrier_helpers.py): ``tl_cluster_dims(x, y, z)`` marks the kernel, and codegen turns it
-#: into ``__cluster_dims__``.
-CLUSTER_HELPERS = r"""__device__ __forceinline__ void tl_mbar_arrive_cluster(void* bar, unsigned cta) {
-  unsigned local = static_cast<unsigned>(__cvta_generic_to_shared(bar)), remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(cta));
-  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" :: "r"(remote) : "memory");
-}
-template <int RANK>
+#: Thread-block clusters (warp_specialize.py, tl.enable_cluster_multicast): TMA loads that land in
+#: every CTA of ``mask`` (same shared offset, each CTA's mbarrier at the same offset counts them).
+#: The cluster's marker, rank, barrier and the arrive on the peer CTA's mbarrier
+#: (``tl_mbarrier_arrive_remote``) are on-demand helpers (mbarrier_helpers.py): ``tl_cluster_dims(x,
+#: y, z)`` marks the kernel, and codegen turns it into ``__cluster_dims__``.
+CLUSTER_HELPERS = r"""template <int RANK>
 __device__ __forceinline__ void tl_tma_load_multicast(void* smem, unsigned long long map, void* bar,
                                                       unsigned short mask, int c0, int c1 = 0, int c2 = 0,
                                                       int c3 = 0, int c4 = 0) {
@@ -402,8 +397,7 @@ def hopper_header(device_source: str) -> str:
         return ""
     shapes = sorted(set(_WGMMA_NAME.findall(device_source)))
     stores = TMA_STORE_HELPERS if "tl_tma_store" in device_source else ""
-    cluster = CLUSTER_HELPERS if "tl_mbar_arrive_cluster" in device_source or "tl_tma_load_multicast" in device_source \
-        else ""
+    cluster = CLUSTER_HELPERS if "tl_tma_load_multicast" in device_source else ""
     # a marker for with_kernel_attributes; does nothing
     two_blocks = ("__device__ __forceinline__ void tl_min_blocks_per_sm(int) {}\n"
                   if "tl_min_blocks_per_sm" in device_source else "")

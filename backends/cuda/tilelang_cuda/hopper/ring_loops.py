@@ -194,8 +194,9 @@ class ConsumerIteration:
                 out.append(I.call("tl_mbar_arrive", bar))
                 if self.multicast:  # the peer's producer also loads into this slot: one arrive per warp
                     # (after the warp's collective wgmma wait every lane is done with the slot)
+                    # (releasing at the cluster's scope: the peer's TMA then overwrites the slot)
                     out.append(if_then(tirx.floormod(self.thread_var, 32) == 0, I.call(
-                        "tl_mbar_arrive_cluster", bar, tirx.Cast("uint32", 1 - cluster_rank()))))
+                        "tl_mbarrier_arrive_remote", bar, tirx.Cast("int32", 1 - cluster_rank()))))
         if block is not None:
             close_block()
         return seq(top)
