@@ -347,7 +347,12 @@ def _emit(nest, st: KernelState, anchor, guard_replicas: bool):
         # every replica updates its own registers, but an element's atomic happens once
         from ..lower_atomic_calls import refuse_replicated  # (it imports this package)
         refuse_replicated(body, st.kernel, st.dialect.kind)  # ... and one whose value is used cannot
-        body = _atomics_on_one_replica(body, anchor.replica_of(st.thread_var) == 0)
+        first = anchor.replica_of(st.thread_var) == 0
+        if not nest.stores:  # (nest.stores: its fragment stores)
+            body = if_then(first, body)  # shared/global stores only: one replica runs it (TileLang's rule)
+        else:
+            _refuse_replicated_read_write(nest, st)
+            body = _memory_stores_on_one_replica(_atomics_on_one_replica(body, first), first)
     if anchor.local_size == 1:
         return substitute(body, {l_var: tirx.const(0, "int32")}), False
     vec = _printable(anchor.register_run, body)
@@ -385,6 +390,43 @@ def _check_fragment_indices(nest, st: KernelState) -> None:
             "index that. (A read at a shifted index, f[i + k, j], is taken when every iteration that "
             "does anything provably reads inside the fragment: guard it, e.g. `if i < n - k:`.)"
             + (f"\n  --> {where}" if where else ""))
+
+
+def _memory_stores_on_one_replica(body, first_replica):
+    """Stores to shared or global memory in a loop whose replicas also fill their own fragments:
+    each element is stored by one replica (all would store the same value; a read-modify-write
+    done by each would add its change once per replica)."""
+    from ..lowering import GLOBAL, SHARED  # (it imports this package)
+
+    def on_store(store):  # (a fragment's stores are to its registers, a per-thread buffer, by now)
+        memory = str(store.buffer.ty.storage_scope) in SHARED + GLOBAL
+        return tirx.IfThenElse(first_replica, store, None) if memory else store
+
+    return tvm_ffi.structural_map(body, [(tirx.BufferStore, on_store)])
+
+
+def _refuse_replicated_read_write(nest, st: KernelState) -> None:
+    """A loop whose elements several threads run (replicas, to fill their fragments) and that reads
+    shared or global memory it also writes: one replica could read before or after another's
+    store, and the copies of a fragment would differ. Refused with the line."""
+    from tilelang_core.errors import LayoutError
+    from tilelang_core.lowering import source_location
+
+    written, loads = [], []
+    inner = nest.loop
+    for _ in nest.extents:
+        inner = inner.body
+    tvm_ffi.structural_walk(inner, [
+        (tirx.BufferStore, lambda store: None if is_fragment(store.buffer) else written.append(store.buffer)),
+        (tvm.ir.TensorLoad, lambda load: loads.append(load.source))])
+    clash = next((b for b in written if any(l.same_as(b) for l in loads)), None)
+    if clash is not None:
+        where = source_location(nest.loop)
+        raise LayoutError(
+            f"kernel '{st.kernel}': '{clash.name}' is read and written in a T.Parallel loop whose elements "
+            f"several threads run (each holds a copy of the fragments the loop writes), so a copy could read "
+            f"it before or after another's store; update the fragments in one T.Parallel loop and store to "
+            f"'{clash.name}' in another" + (f"\n  --> {where}" if where else ""))
 
 
 def _atomics_on_one_replica(body, first_replica):
