@@ -99,5 +99,5 @@ def test_reading_memory_it_writes_while_filling_fragments_is_refused():
             for i in T.Parallel(64):
                 B[i] = acc[i]
 
-    with pytest.raises(LayoutError, match="'A' is read and written in a T.Parallel loop whose elements several threads"):
+    with pytest.raises(LayoutError, match="'A' is read and written in a T.Parallel loop whose elements several"):
         run("cuda:sm_80", main, A=np.zeros(64, np.float32), B=np.zeros(64, np.float32))
