@@ -13,6 +13,8 @@ from pathlib import Path
 
 import torch
 
+from cuda_bench import copy_gbs  # (this script's folder is on sys.path when run as a script)
+
 spec = importlib.util.spec_from_file_location("mla_decode", Path(__file__).resolve().parents[1] / "examples" /
                                               "attention" / "mla_decode.py")
 mla = importlib.util.module_from_spec(spec)
@@ -41,11 +43,8 @@ def main():
     parser.add_argument("--pe-dim", type=int, default=64)
     args = parser.parse_args()
     h, d, pe = args.heads, args.dim, args.pe_dim
-    src = torch.empty(1 << 29, dtype=torch.bfloat16, device="cuda")
-    dst = torch.empty_like(src)
-    copy_gbs = 2 * src.numel() * src.element_size() / median_ms(lambda: dst.copy_(src)) / 1e6
-    del src, dst
-    print(f"{torch.cuda.get_device_name()}: device copy {copy_gbs:.0f} GB/s")
+    copy = copy_gbs()  # (cuda_bench.py's: measured once, printed)
+    print(torch.cuda.get_device_name())
     print("batch seqlen split | ms | GB/s | % of copy | TFLOP/s | rel err vs float64")
     for batch, seqlen, split in [(1, 8192, 8), (16, 8192, 4), (32, 8192, 2), (64, 8192, 1), (132, 8192, 1)]:
         inputs = mla.make_inputs(batch, h, d, pe, seqlen, 64, device="cuda")
@@ -59,7 +58,7 @@ def main():
         nbytes = batch * seqlen * (d + pe) * 2 + batch * h * (2 * d + pe) * 2
         flops = 2 * batch * h * seqlen * (2 * d + pe)
         gbs = nbytes / ms / 1e6
-        print(f"{batch} {seqlen} {split} | {ms:.4f} | {gbs:.0f} | {100 * gbs / copy_gbs:.0f}% | "
+        print(f"{batch} {seqlen} {split} | {ms:.4f} | {gbs:.0f} | {100 * gbs / copy:.0f}% | "
               f"{flops / ms / 1e9:.0f} | {err:.1e}", flush=True)
 
 

@@ -27,6 +27,7 @@ from tvm import tirx
 from tvm.script.ir_builder import tirx as B
 
 from ..errors import FrontendError
+from ..ir.import_source import imported_sources
 from ..transform.structural import structural_map, structural_walk
 from .kernel import Kernel, import_source
 
@@ -87,6 +88,8 @@ def _arguments(func) -> list:
 def bind_arguments(func):
     """``func`` with its T.CUDASourceCodeKernel launch passing the entry its arguments (known once
     the function's parameters are: the parse calls this on the finished PrimFunc)."""
+    if not imported_sources(func):  # (every launch imports its source: other kernels are not walked)
+        return func
     found = []
 
     def is_launch(call) -> bool:

@@ -60,7 +60,11 @@ def lower_reduce_shared(op: Reduce, st, ctx, identity, combine):
     staged_out = scope(op.dst) == FRAGMENT or (per_thread_dst and not per_thread_src)
     if staged_out:
         dst_ws = st.alloc(f"{op.dst.source.name}_red_out", (outputs,), acc_dt, "shared.dyn")
-    acc = st.alloc(f"{op.dst.source.name}_red_acc", (1,), acc_dt, "local")
+    # a per-thread source folds two values at a time where it can (paired_fold.py, its own registers)
+    helper = paired_helper(st.dialect, kind, op.nan_propagate, acc_dt, dtype(op.src)) if per_thread_src else None
+    pairing = per_thread_pairing(op) if helper else None
+    if not pairing:
+        acc = st.alloc(f"{op.dst.source.name}_red_acc", (1,), acc_dt, "local")
 
     def dst_index_of(kept):
         # the output's extents equal the destination's but for unit dimensions (Reduce checks it:
@@ -90,13 +94,9 @@ def lower_reduce_shared(op: Reduce, st, ctx, identity, combine):
         return seq([tirx.BufferStore(acc, identity(kind, acc_dt), [0]),
                     loop("k", src_ext[op.dim], fold, tirx.ForKind.SERIAL), write])
 
-    if per_thread_src:  # each thread folds its own copy, every output (two values at a time where it can)
-        helper = paired_helper(st.dialect, kind, op.nan_propagate, acc_dt, dtype(op.src))
-        pairing = per_thread_pairing(op) if helper else None
-        if pairing:
-            stmts.append(fold_per_thread(op, st, helper, pairing, identity, combine, store_result))
-        else:
-            stmts.append(loop("o", outputs, fold_line, tirx.ForKind.SERIAL))
+    if per_thread_src:  # each thread folds its own copy, every output
+        stmts.append(fold_per_thread(op, st, helper, pairing, identity, combine, store_result) if pairing
+                     else loop("o", outputs, fold_line, tirx.ForKind.SERIAL))
         return seq(stmts)
 
     def line(it):

@@ -94,6 +94,14 @@ class ParallelNest:
     #: the author's ``T.Parallel(..., loop_layout=...)``: which thread runs each iteration
     layout: Fragment | None = None
 
+    @property
+    def inner(self):
+        """The statement inside the innermost loop of the nest."""
+        body = self.loop
+        for _ in self.extents:
+            body = body.body
+        return body
+
 
 def parallel_nests(stmt) -> list[ParallelNest]:
     """Outermost nests of ``tl.parallel`` loops in program order."""

@@ -56,9 +56,7 @@ def _inner_loops_and_values(nest):
             count = tirx.Var(f"{loop.loop_var.name}_count", loop.loop_var.ty)
             loops.append((count, max(int(loop.extent.value), 0)))
             values[loop.loop_var.__chandle__()] = count + loop.min
-    body = nest.loop
-    for _ in nest.extents:
-        body = body.body
+    body = nest.inner
 
     def on_for(loop):
         if loop.kind in _INNER_KINDS and isinstance(loop.min, tirx.IntImm) and loop.min.value == 0 \

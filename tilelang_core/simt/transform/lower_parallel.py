@@ -154,9 +154,7 @@ def _lower_nest(nest, st: KernelState, body=None):
 def _emit_strided(nest, st: KernelState):
     """A nest whose extents are known at run time (no fragments in it): thread ``tx`` runs the
     flat elements ``tx, tx + threads, ...`` below their product, each unflattened row-major."""
-    inner = nest.loop
-    for _ in nest.extents:
-        inner = inner.body
+    inner = nest.inner
     total = st.simplify(_prod(nest.extents))
     trip, flat = tirx.Var("it", "int32"), tirx.Var("flat", "int32")
     threads = tirx.const(st.num_threads, "int32")
@@ -261,9 +259,7 @@ def _refuse(nest, st: KernelState, buffer, why: str):
 def _widest_vector(nest, st: KernelState) -> int:
     """Elements per 16 bytes of the widest element type the loop touches in memory."""
     widest = 1
-    inner = nest.loop
-    for _ in nest.extents:
-        inner = inner.body
+    inner = nest.inner
 
     def on_buffer(buffer):
         nonlocal widest
@@ -292,9 +288,7 @@ def _emit(nest, st: KernelState, anchor, guard_replicas: bool):
     l_var = tirx.Var("l", "int32")
     st.analyzer.bind(l_var, tvm.ir.Range.from_min_extent(0, anchor.local_size))
     index = [st.simplify(e) for e in anchor.index_of(st.thread_var, l_var)]
-    inner = nest.loop
-    for _ in nest.extents:
-        inner = inner.body
+    inner = nest.inner
 
     _check_fragment_indices(nest, st)
     _check_owners(nest, st, anchor)
@@ -352,7 +346,7 @@ def _emit(nest, st: KernelState, anchor, guard_replicas: bool):
             body = if_then(first, body)  # shared/global stores only: one replica runs it (TileLang's rule)
         else:
             _refuse_replicated_read_write(nest, st)
-            body = _memory_stores_on_one_replica(_atomics_on_one_replica(body, first), first)
+            body = _memory_on_one_replica(body, first)
     if anchor.local_size == 1:
         return substitute(body, {l_var: tirx.const(0, "int32")}), False
     vec = _printable(anchor.register_run, body)
@@ -392,17 +386,20 @@ def _check_fragment_indices(nest, st: KernelState) -> None:
             + (f"\n  --> {where}" if where else ""))
 
 
-def _memory_stores_on_one_replica(body, first_replica):
-    """Stores to shared or global memory in a loop whose replicas also fill their own fragments:
-    each element is stored by one replica (all would store the same value; a read-modify-write
-    done by each would add its change once per replica)."""
+def _memory_on_one_replica(body, first_replica):
+    """A loop whose replicas also fill their own fragments: each element's atomics and stores to
+    shared or global memory done by one replica (all would store the same value; an atomic or a
+    read-modify-write done by each would add its change once per replica)."""
     from ..lowering import GLOBAL, SHARED  # (it imports this package)
+
+    def on_eval(ev):
+        return tirx.IfThenElse(first_replica, ev, None) if I.is_call_of(ev, I.ATOMIC_HELPER) else ev
 
     def on_store(store):  # (a fragment's stores are to its registers, a per-thread buffer, by now)
         memory = str(store.buffer.ty.storage_scope) in SHARED + GLOBAL
         return tirx.IfThenElse(first_replica, store, None) if memory else store
 
-    return tvm_ffi.structural_map(body, [(tirx.BufferStore, on_store)])
+    return tvm_ffi.structural_map(body, [(tirx.Evaluate, on_eval), (tirx.BufferStore, on_store)])
 
 
 def _refuse_replicated_read_write(nest, st: KernelState) -> None:
@@ -413,9 +410,7 @@ def _refuse_replicated_read_write(nest, st: KernelState) -> None:
     from tilelang_core.lowering import source_location
 
     written, loads = [], []
-    inner = nest.loop
-    for _ in nest.extents:
-        inner = inner.body
+    inner = nest.inner
     tvm_ffi.structural_walk(inner, [
         (tirx.BufferStore, lambda store: None if is_fragment(store.buffer) else written.append(store.buffer)),
         (tvm.ir.TensorLoad, lambda load: loads.append(load.source))])
@@ -427,13 +422,6 @@ def _refuse_replicated_read_write(nest, st: KernelState) -> None:
             f"several threads run (each holds a copy of the fragments the loop writes), so a copy could read "
             f"it before or after another's store; update the fragments in one T.Parallel loop and store to "
             f"'{clash.name}' in another" + (f"\n  --> {where}" if where else ""))
-
-
-def _atomics_on_one_replica(body, first_replica):
-    def on_eval(ev):
-        return tirx.IfThenElse(first_replica, ev, None) if I.is_call_of(ev, I.ATOMIC_HELPER) else ev
-
-    return tvm_ffi.structural_map(body, [(tirx.Evaluate, on_eval)])
 
 
 def _printable(run: int, body) -> int:

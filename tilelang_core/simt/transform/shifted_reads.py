@@ -96,9 +96,7 @@ def shifted_read(nest, st: KernelState, body) -> ShiftedRead | None:
     shift = _shift(nest, indices, shape, analyzer)
     if shift is None or all(isinstance(o, tirx.IntImm) and o.value == 0 for o in shift[1]):
         return None
-    inner = nest.loop
-    for _ in nest.extents:
-        inner = inner.body
+    inner = nest.inner
     in_range = tirx.all(*[tirx.all(i >= 0, i < size) for i, size in zip(indices, shape)])
     if isinstance(inner, tirx.IfThenElse) and inner.else_case is None:
         with analyzer.constraint_scope(inner.condition):
@@ -118,9 +116,7 @@ def emit_by_registers(nest, st: KernelState, read: ShiftedRead, guard_global_acc
     values = [None] * len(nest.loop_vars)
     for p, k in enumerate(read.dims):
         values[k] = st.simplify(element[p] - read.offsets[p])
-    inner = nest.loop
-    for _ in nest.extents:
-        inner = inner.body
+    inner = nest.inner
 
     def on_load(load):
         if load.source.same_as(read.buffer):

@@ -11,45 +11,13 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
 import tilelang_core as tl  # noqa: E402
-import tilelang_core.language as T  # noqa: E402
+from test_paired_folds import fragment_reduce, local_reduce  # noqa: E402  (the kernels the interpreter runs)
 
 
 def compiled(func):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return tl.compile(func, target="cuda")
-
-
-def per_thread(kind, rows, cols, dim, dtype):
-    out = cols if dim == 0 else rows
-
-    @T.prim_func
-    def main(A: T.Tensor((rows, cols), dtype), B: T.Tensor((out,), dtype)):
-        with T.Kernel(1, threads=32):
-            src = T.alloc_local((rows, cols), dtype)
-            dst = T.alloc_local((out,), dtype)
-            for i, j in T.grid(rows, cols):
-                src[i, j] = A[i, j]
-            getattr(T, f"reduce_{kind}")(src, dst, dim=dim)
-            tx = T.get_thread_binding()
-            if tx == 0:
-                for i in T.serial(out):
-                    B[i] = dst[i]
-
-    return main
-
-
-def fragment(kind, M, N, dtype, threads, nan_propagate=False):
-    @T.prim_func
-    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M,), dtype)):
-        with T.Kernel(1, threads=threads):
-            src = T.alloc_fragment((M, N), dtype)
-            dst = T.alloc_fragment((M,), dtype)
-            T.copy(A, src)
-            getattr(T, f"reduce_{kind}")(src, dst, dim=1, **({"nan_propagate": True} if nan_propagate else {}))
-            T.copy(dst, B)
-
-    return main
 
 
 def reference(kind, a, dim):
@@ -68,10 +36,10 @@ def test_paired_folds_match_torch(kind, dtype, shape):
     torch_dtype = getattr(torch, dtype)
     if where == "per_thread":
         rows, cols, dim = a0, a1, a2
-        kernel, a = compiled(per_thread(kind, rows, cols, dim, dtype)), torch.randn(rows, cols, device="cuda")
+        kernel, a = compiled(local_reduce(kind, rows, cols, dim, dtype)), torch.randn(rows, cols, device="cuda")
     else:
         rows, cols, dim = a0, a1, 1
-        kernel, a = compiled(fragment(kind, rows, cols, dtype, a2)), torch.randn(rows, cols, device="cuda")
+        kernel, a = compiled(fragment_reduce(kind, rows, cols, dtype, a2)), torch.randn(rows, cols, device="cuda")
     source = kernel.get_kernel_source()
     assert "tl::" in source  # the paired fold was taken
     a = a.to(torch_dtype)
@@ -85,7 +53,7 @@ def test_paired_folds_match_torch(kind, dtype, shape):
 @pytest.mark.parametrize("kind", ["max", "min", "absmax"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_nan_propagating_paired_folds(kind, dtype):
-    kernel = compiled(fragment(kind, 128, 128, dtype, 256, nan_propagate=True))
+    kernel = compiled(fragment_reduce(kind, 128, 128, dtype, 256, nan_propagate=True))
     assert "2_nan" in kernel.get_kernel_source()
     a = torch.randn(128, 128, device="cuda").to(getattr(torch, dtype))
     a[5, 17] = float("nan")
