@@ -74,6 +74,10 @@ class CudaOptions(BackendOptions):
         global tile) is stored by the threads instead of going through shared memory in 128-byte
         strips and TMA stores (hopper/tma_store.py; the strips are skipped anyway where their
         16 KB buffer does not fit next to the pipeline).
+    enable_tma_reduce: on sm_90a, a warp-specialized loop's float32 tile atomic adds from shared
+        memory (FlashAttention backward's dQ) become TMA reduce-adds issued by one consumer thread
+        instead of every consumer's vector reductions (hopper/tma_reduce.py). Opt-in until it
+        has run on a GPU: built and checked in the source and SASS only (2026-12-06).
     enable_overlap_block: on sm_90a, in an attention-like overlapped loop, the work between the
         wait for the first gemm and the wait for the previous iteration's last gemm (the softmax)
         becomes a basic block of its own, so that ptxas cannot hoist that second wgmma wait above
@@ -164,6 +168,7 @@ class CudaOptions(BackendOptions):
     disable_rasterization: bool = False
     disable_wgmma_overlap: bool = False
     disable_tma_store: bool = False
+    enable_tma_reduce: bool = False
     enable_overlap_block: bool = False
     disable_conditional_mask: bool = False
     enable_cluster_multicast: bool = False

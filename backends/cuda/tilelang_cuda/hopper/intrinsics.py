@@ -15,8 +15,9 @@ Names the lowering emits (``<ta, tb>`` are the transpose immediates, 0 = K-major
     tl_mbar_init(void* bar, count) / tl_mbar_expect_tx(bar, bytes) / tl_mbar_arrive(bar)
     tl_mbar_wait(bar, parity) / tl_fence_barrier_init() / tl_fence_proxy_async()
     tl_tma_load<rank>(void* smem, u64 tensor_map_address, void* bar, c0, ..., c<rank-1>)
-    tl_tma_store<rank>(void* smem, u64 tensor_map_address, c0, ...) / tl_bulk_commit() /
-    tl_bulk_wait_read<n>()      (only in kernels that store by TMA)
+    tl_tma_store<rank>(void* smem, u64 tensor_map_address, c0, ...)        (kernels that store by TMA)
+    tl_tma_reduce_add<rank>(void* smem, u64 tensor_map_address, c0, ...)   (kernels that add by TMA)
+    tl_bulk_commit() / tl_bulk_wait_read<n>()     (either)
     tl_setmaxnreg_inc<n>() / tl_setmaxnreg_dec<n>() / tl_named_barrier_sync|arrive(id, threads)
 
 The register and descriptor conventions follow the PTX ISA sections on wgmma (matrix
@@ -310,16 +311,21 @@ TMA_STORE_HELPERS = r"""template <int RANK>
 __device__ __forceinline__ void tl_tma_store(void* smem, unsigned long long map,
                                              int c0, int c1 = 0, int c2 = 0, int c3 = 0, int c4 = 0) {
   unsigned src = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-@TMA_STORE_BY_RANK@}
-__device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+@BY_RANK@}
+""".replace("@BY_RANK@", _by_rank(
+    "cp.async.bulk.tensor.{d}d.global.shared::cta.bulk_group [%0, {{{coords}}}], [%1]", '"l"(map), "r"(src)', 2))
+#: TMA reduce-adds (tma_reduce.py): a box from shared memory added into the tensor, element by
+#: element at L2, in this thread's bulk group
+TMA_REDUCE_HELPERS = TMA_STORE_HELPERS.replace("tl_tma_store(", "tl_tma_reduce_add(").replace(
+    "cp.async.bulk.tensor.", "cp.reduce.async.bulk.tensor.").replace(".bulk_group [", ".add.tile.bulk_group [")
+#: the bulk group of the stores and reduce-adds above: commit, and wait until their shared reads are done
+BULK_GROUP_HELPERS = r"""__device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 // until at most N groups of this thread still read shared memory
 template <int N>
 __device__ __forceinline__ void tl_bulk_wait_read() {
   asm volatile("cp.async.bulk.wait_group.read %0;\n" :: "n"(N) : "memory");
 }
 """
-TMA_STORE_HELPERS = TMA_STORE_HELPERS.replace("@TMA_STORE_BY_RANK@", _by_rank(
-    "cp.async.bulk.tensor.{d}d.global.shared::cta.bulk_group [%0, {{{coords}}}], [%1]", '"l"(map), "r"(src)', 2))
 
 
 #: Thread-block clusters (warp_specialize.py, tl.enable_cluster_multicast): TMA loads that land in
@@ -397,6 +403,8 @@ def hopper_header(device_source: str) -> str:
         return ""
     shapes = sorted(set(_WGMMA_NAME.findall(device_source)))
     stores = TMA_STORE_HELPERS if "tl_tma_store" in device_source else ""
+    stores += TMA_REDUCE_HELPERS if "tl_tma_reduce_add" in device_source else ""
+    stores += BULK_GROUP_HELPERS if stores else ""
     cluster = CLUSTER_HELPERS if "tl_tma_load_multicast" in device_source else ""
     # a marker for with_kernel_attributes; does nothing
     two_blocks = ("__device__ __forceinline__ void tl_min_blocks_per_sm(int) {}\n"

@@ -198,6 +198,7 @@ class HopperPlanner:
                                   overlap=not self.options.disable_wgmma_overlap,
                                   is_wgmma=lambda op: self.plan(op, st.num_threads) is not None, notes=notes,
                                   fenced_once=self.fenced_once, tma_store=not self.options.disable_tma_store,
+                                  tma_reduce=self.options.enable_tma_reduce,
                                   shared_limit=capability(self.arch, "max_shared_memory_per_block"),
                                   overlap_block=self.options.enable_overlap_block,
                                   conditional_mask=not self.options.disable_conditional_mask,

@@ -22,6 +22,8 @@ from .wgmma import atom_cols, element_bits, tile_swizzle
 #: weights are uint8 tensors)
 TMA_DTYPES = {"float16": "float16", "bfloat16": "bfloat16", "float8_e4m3": "uint8", "float8_e4m3fn": "uint8",
               "float8_e5m2": "uint8", "uint8": "uint8", "int8": "uint8"}
+#: the tensor map's element type for every box (float32: the TMA reduce-adds of tma_reduce.py)
+DESCRIPTOR_DTYPES = {**TMA_DTYPES, "float32": "float32"}
 MAX_BOX = 256
 #: swizzle width (bytes) -> CUtensorMapSwizzle (CU_TENSOR_MAP_SWIZZLE_64B / _128B)
 TMA_SWIZZLE = {64: 2, 128: 3}
@@ -135,7 +137,7 @@ def tensor_maps(boxes) -> tuple[dict, list]:
         host.append(tirx.Bind(tm, _script().tvm_stack_alloca("tensormap", 1)))
         host.append(tirx.Evaluate(tirx.tensormap_encode_tiled(
             tm, box.tensor.data, *dims, *strides, *box.box, *([1] * box.rank),
-            descriptor_dtype=TMA_DTYPES[str(box.tensor.ty.dtype)], rank=box.rank, swizzle=TMA_SWIZZLE[box.swizzle], l2_promotion=2)))
+            descriptor_dtype=DESCRIPTOR_DTYPES[str(box.tensor.ty.dtype)], rank=box.rank, swizzle=TMA_SWIZZLE[box.swizzle], l2_promotion=2)))
     return maps, host
 
 

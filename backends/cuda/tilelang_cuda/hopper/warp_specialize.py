@@ -59,6 +59,7 @@ from .stream_k import StreamKTiles, stream_k_declined, with_stream_k
 from .pingpong import PINGPONG_LOOP, pingpong_overlap, strip_turns, wants_pingpong
 from .ring_loops import OVERLAP_REGION, ConsumerIteration, ProducerLoads, RingBarriers, consumer_iterations
 from .tma import NotSpecialized, load_box, tensor_maps
+from .tma_reduce import lower_reduces, plan_reduces
 from .tma_store import lower_stores, plan_stores
 from .wgmma import WARPGROUP, element_bits, wgmma_shared_layout
 from .zero_fill import fold_zero_fill
@@ -226,7 +227,7 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
                     fenced_once: set | None = None, tma_store: bool = False, shared_limit: int | None = None,
                     overlap_block: bool = False, conditional_mask: bool = True, cluster: bool = False,
                     two_blocks: bool = False, shared_per_sm: int | None = None, widest_n: int = 0,
-                    fragment_regs: int = 0, stream_k: str = "off"):
+                    fragment_regs: int = 0, stream_k: str = "off", tma_reduce: bool = False):
     """The body rewritten as in the module docstring; NotSpecialized(why) when the kernel does not
     fit (no or several pipelined loops, a copy TMA cannot carry, thread counts that are not
     warpgroups): the caller keeps the cp.async pipeline and can tell the user why."""
@@ -308,16 +309,11 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     if notes is not None and two_blocks and consumers == WARPGROUP:  # wider blocks fill an SM alone
         notes.append("two blocks per SM: __launch_bounds__(threads, 2), setmaxnreg {}/{}".format(*register_split(1, 2))
                      if half else f"one block per SM ({why_not_two})")
-    # the epilogue's fragment -> global copies through shared memory and TMA (tma_store.py)
     limit = half if half else shared_limit
-    budget = None if limit is None else limit - ring_bytes
-    stores, store_allocs = plan_stores(after, hopper_layouts, budget, notes) if tma_store else ([], [])
+    body_stmts, after, store_allocs, maps, host = tma_writes(
+        body_stmts, after, boxes + tile_boxes, hopper_layouts, None if limit is None else limit - ring_bytes,
+        notes, st.thread_var, tma_store, tma_reduce)
     allocs += store_allocs
-    maps, host = tensor_maps(boxes + tile_boxes + [store.box for store in stores])
-    after = lower_stores(after, stores, maps, st.thread_var)
-    if notes is not None and stores:
-        notes.append("epilogue: " + ", ".join(f"{store.op.src.source.name} -> {store.box.tensor.name} by TMA stores "
-                                              f"({store.box.cols // store.box.atom} strips)" for store in stores))
 
     k, start = loop.loop_var, (loop.min + tiles.k0 if stream else loop.min)
 
@@ -329,14 +325,7 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
         notes.append(note)
 
     done = tiles.done if tiles else tirx.const(0, "int32")  # ring iterations of earlier tiles
-    pair, why_not = cluster_pair(chain, boxes, values, n, top_binds) if cluster and not tiles else \
-        (None, "tl.enable_persistent" if cluster else "")
-    multicast = set(pair[1]) if pair else set()
-    if notes is not None and pair:
-        notes.append(f"cluster of 2 along {pair[0]}: " + ", ".join(str(b.op.dst.source.name) for b in pair[1])
-                     + " loaded half by each CTA, multicast to both")
-    elif notes is not None and cluster:
-        notes.append(f"no cluster ({why_not})")
+    pair, multicast = _cluster_choice(chain, boxes, values, n, top_binds, cluster, tiles, notes)
     pit = tirx.Var("k_load", "int32")
     loads = ProducerLoads(ring, boxes, tile_boxes, group_of, staged, maps, values, k, start, multicast)
     producer_loop = tirx.For(pit, tirx.const(0, "int32"), trip, tirx.ForKind.SERIAL, loads.iteration(pit, done + pit))
@@ -345,8 +334,6 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     consume = ConsumerIteration(ring, body_stmts, groups, binds, values, staged, k, start, tx, plan, lazy, pingpong,
                                 overlap_block, multicast)
     consumer_loop = consumer_iterations(plan, consume, tirx.Var(str(k.name), "int32"), trip, done, pingpong)
-    rebalance = (consumers >= 2 * WARPGROUP or half) and consumers % WARPGROUP == 0
-    producer_regs, consumer_regs = register_split(consumers // WARPGROUP, 2 if half else 1)
     init = if_then(tx == 0, seq([
         *ring.init(consumers + (consumers // 32 if multicast else 0), consumers if tile_boxes else 0),
         *(tiles.init if tiles else []),
@@ -362,28 +349,15 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
                                     if tiles else seq(before + [consumer_loop] + after))
     producer_work = if_then(tx == consumers, tiles.loop(seq(per_tile + [producer_loop]), "producer", n)
                             if tiles else producer_loop)
-    producer = seq([I.call(f"tl_setmaxnreg_dec<{producer_regs}>") if rebalance else None, producer_work])
-    consumer = tirx.AttrStmt(tirx.const(0, "int32"), CONSUMER_REGION, tirx.const(consumers, "int32"), seq([
-        I.call(f"tl_setmaxnreg_inc<{consumer_regs}>") if rebalance else None,
-        pingpong_overlap(consumer_work, tx, OVERLAP_REGION)]))
-    split = tirx.IfThenElse(tx >= consumers, producer, consumer)
-    if multicast:
-        # the peer multicasts into this CTA's slots and arrives on its barriers: neither CTA may
-        # start before both have initialized them, nor exit while the other may still do so
-        dims = [tirx.const(2 if f"blockIdx.{d}" == pair[0] else 1, "int32") for d in "xyz"]
-        body_of_region = [I.call("tl_cluster_dims", *dims), init, I.call("tl_cluster_sync"), split,
-                          I.call("tl_cluster_sync")]
-    else:
-        body_of_region = [init, I.syncthreads(), split]
-    if half:
-        body_of_region.insert(0, I.call("tl_min_blocks_per_sm", tirx.const(2, "int32")))
-    region = tirx.AttrStmt(tirx.const(0, "int32"), PIPELINE_REGION, tirx.const(stages, "int32"), seq(body_of_region))
+    split = _roles(producer_work, consumer_work, consumers, bool(half), tx)
+    region = _pipeline_region(init, split, pair if multicast else None, bool(half), stages)
+    allocs = allocs + [tirx.AllocBuffer(ring.buffer)]
     if parts.guard is not None:  # bindings from inside the `if` stay there (they may read memory)
         outer = [b for b in top_binds if any(b.same_as(s) for s in stmts[:parts.outer])]
         inner = [b for b in top_binds if not any(b.same_as(s) for s in outer)]
-        new_inner = seq(allocs + [tirx.AllocBuffer(ring.buffer)] + outer + [if_then(parts.guard, seq(inner + [region]))])
+        new_inner = seq(allocs + outer + [if_then(parts.guard, seq(inner + [region]))])
     else:
-        new_inner = seq(allocs + [tirx.AllocBuffer(ring.buffer)] + (tiles.allocs if tiles else top_binds) + [region])
+        new_inner = seq(allocs + (tiles.allocs if tiles else top_binds) + [region])
     _check_no_stale_uses(seq(before + after), staged)
     new_inner = _restage_allocs(new_inner, staged)
     # The launch keeps C threads until finalize (with_producer_threads): the lowering proves
@@ -392,6 +366,65 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
         return seq(host + tiles.host + [tiles.launch(chain, new_inner, tx)] + tiles.after)
     device = _rebuild_chain(chain, new_inner)
     return seq(host + [device])
+
+
+def _cluster_choice(chain, boxes, values, n, top_binds, cluster: bool, tiles, notes):
+    """(the cluster pair or None, the tiles multicast to both CTAs) where
+    ``tl.enable_cluster_multicast`` asks for one (cluster.py); never with a persistent walk."""
+    pair, why_not = cluster_pair(chain, boxes, values, n, top_binds) if cluster and not tiles else \
+        (None, "tl.enable_persistent" if cluster else "")
+    if notes is not None and pair:
+        notes.append(f"cluster of 2 along {pair[0]}: " + ", ".join(str(b.op.dst.source.name) for b in pair[1])
+                     + " loaded half by each CTA, multicast to both")
+    elif notes is not None and cluster:
+        notes.append(f"no cluster ({why_not})")
+    return pair, set(pair[1]) if pair else set()
+
+
+def _roles(producer_work, consumer_work, consumers: int, two_blocks: bool, tx):
+    """The producer warpgroup (thread ``consumers`` on) and the consumer region, each with its
+    register share where the split pays (occupancy.register_split)."""
+    rebalance = (consumers >= 2 * WARPGROUP or two_blocks) and consumers % WARPGROUP == 0
+    producer_regs, consumer_regs = register_split(consumers // WARPGROUP, 2 if two_blocks else 1)
+    producer = seq([I.call(f"tl_setmaxnreg_dec<{producer_regs}>") if rebalance else None, producer_work])
+    consumer = tirx.AttrStmt(tirx.const(0, "int32"), CONSUMER_REGION, tirx.const(consumers, "int32"), seq([
+        I.call(f"tl_setmaxnreg_inc<{consumer_regs}>") if rebalance else None,
+        pingpong_overlap(consumer_work, tx, OVERLAP_REGION)]))
+    return tirx.IfThenElse(tx >= consumers, producer, consumer)
+
+
+def _pipeline_region(init, split, pair, two_blocks: bool, stages: int):
+    """The barriers' initialization, then both roles, marked as the pipeline region; a cluster
+    pair syncs around them, two blocks per SM say so to the launch bounds."""
+    if pair:
+        # the peer multicasts into this CTA's slots and arrives on its barriers: neither CTA may
+        # start before both have initialized them, nor exit while the other may still do so
+        dims = [tirx.const(2 if f"blockIdx.{d}" == pair[0] else 1, "int32") for d in "xyz"]
+        body = [I.call("tl_cluster_dims", *dims), init, I.call("tl_cluster_sync"), split, I.call("tl_cluster_sync")]
+    else:
+        body = [init, I.syncthreads(), split]
+    if two_blocks:
+        body.insert(0, I.call("tl_min_blocks_per_sm", tirx.const(2, "int32")))
+    return tirx.AttrStmt(tirx.const(0, "int32"), PIPELINE_REGION, tirx.const(stages, "int32"), seq(body))
+
+
+def tma_writes(body_stmts, after, load_boxes, hopper_layouts: dict, budget, notes, tx, stores: bool,
+               reduces: bool):
+    """The writes to global memory the TMA unit takes over: where ``stores``, the epilogue's
+    fragment -> global copies through shared strips (tma_store.py; ``budget``: shared bytes free
+    for them); where ``reduces``, the loop's float32 tile atomic adds from shared memory
+    (tma_reduce.py). Returns
+    (loop body, statements after the loop, allocations to add, tensor maps of ``load_boxes`` and
+    theirs, host statements encoding the maps)."""
+    planned, allocs = plan_stores(after, hopper_layouts, budget, notes) if stores else ([], [])
+    adds = plan_reduces(body_stmts, hopper_layouts, notes) if reduces else []
+    maps, host = tensor_maps(load_boxes + [store.box for store in planned] + [add.box for add in adds])
+    after = lower_stores(after, planned, maps, tx)
+    body_stmts, after = lower_reduces(body_stmts, after, adds, maps, tx)
+    if notes is not None and planned:
+        notes.append("epilogue: " + ", ".join(f"{store.op.src.source.name} -> {store.box.tensor.name} by TMA stores "
+                                              f"({store.box.cols // store.box.atom} strips)" for store in planned))
+    return body_stmts, after, allocs, maps, host
 
 
 def with_producer_threads(body, thread_var, threads: int):

@@ -56,8 +56,11 @@ FP8_DTYPES = {"float8_e4m3": "e4m3", "float8_e4m3fn": "e4m3", "float8_e5m2": "e5
 
 
 def element_bits(dtype_name: str) -> int:
-    """Bits of an element of the 16- and 8-bit types the sm_90a path moves (fp8 and int8 tiles:
-    8; an 8-bit tile taken for 16-bit got boxes and swizzles twice its size)."""
+    """Bits of an element of the types the sm_90a path moves: 16- and 8-bit tiles (fp8 and int8:
+    8; an 8-bit tile taken for 16-bit got boxes and swizzles twice its size) and the float32
+    tiles TMA adds from (tma_reduce.py)."""
+    if dtype_name in ("float32", "int32", "uint32"):
+        return 32
     return 8 if dtype_name in FP8_DTYPES or dtype_name in ("int8", "uint8") else 16
 
 
