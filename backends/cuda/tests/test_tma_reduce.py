@@ -123,3 +123,23 @@ def test_sass_has_the_tma_reduce(tmp_path):
     backend.build(mod, backend.codegen(mod, options), options, tmp_path)
     sass = compiler.sass(tmp_path / "kernel.cubin")
     assert "UTMAREDG" in sass and "REDG" not in sass.replace("UTMAREDG", "")
+
+
+def test_a_tile_filled_before_the_loop_is_added_every_iteration_without_a_wait_inside():
+    """The tile is not written in the loop, so nothing there waits for the reduce-adds' reads; the
+    wait after the loop remains (it used to stop the lowering with a StopIteration)."""
+    @T.prim_func
+    def main(A: T.Tensor((64, 256), "float16"), S: T.Tensor((64, 128), "float32"), D: T.Tensor((256, 128), "float32")):
+        with T.Kernel(2, threads=128) as b:
+            a_s = T.alloc_shared((64, 64), "float16")
+            t_s = T.alloc_shared((64, 128), "float32")
+            T.copy(S, t_s)
+            for k in T.Pipelined(4, num_stages=2):
+                T.copy(A[0, k * 64], a_s)
+                T.atomic_add(D[k * 64:(k + 1) * 64, :], t_s)
+
+    source, kernel = cuda_source(main)
+    loop = kernel[kernel.index("for (int k = 0;"):]
+    loop_body = loop[:loop.index("tl_bulk_commit")]
+    assert "tl_tma_reduce_add<2>" in loop_body and "tl_bulk_wait_read" not in loop_body
+    assert "tl_bulk_wait_read<0>" in loop[loop.index("tl_bulk_commit"):]

@@ -30,12 +30,16 @@ HELPER = "tl_red_add_v4"
 VEC = 4
 
 
+def float32_tile_add(op) -> bool:
+    """A relaxed tile ``T.atomic_add`` of a float32 shared tile into a float32 global tensor (what
+    the vector reductions here and the TMA reduce-adds of hopper/tma_reduce.py can take)."""
+    return (isinstance(op, Atomic) and not op.per_thread and op.kind == "add" and op.memory_order == "relaxed"
+            and op.src_is_region and scope(op.src) in SHARED and scope(op.dst) in GLOBAL
+            and dtype(op.src) == "float32" and dtype(op.dst) == "float32")
+
+
 def vectorizable(op: Atomic, st) -> bool:
-    if op.per_thread or op.kind != "add" or op.memory_order != "relaxed" or not op.src_is_region:
-        return False
-    if scope(op.src) not in SHARED or scope(op.dst) not in GLOBAL:
-        return False
-    if dtype(op.src) != "float32" or dtype(op.dst) != "float32":
+    if not float32_tile_add(op):
         return False
     if not capability(st.backend.arch, "vector_red"):
         return False

@@ -31,18 +31,14 @@ from dataclasses import dataclass
 from tvm import tirx
 
 from tilelang_core.ir import Atomic, TileOp, is_tile_op
-from tilelang_core.ir import region as R
 from tilelang_core.simt import intrinsics as I
 from tilelang_core.simt.lowering import covers_whole_buffer
 from tilelang_core.simt.transform.insert_barriers import accesses
 from tilelang_core.simt.transform.state import if_then, seq
 
+from ..vector_atomics import float32_tile_add
 from .tma import NotSpecialized, TmaBox, check_tile, global_box
 from .wgmma import element_bits, wgmma_shared_layout
-
-#: element types the reduce-add takes here (the tensor map's type)
-REDUCE_DTYPES = {"float32": "float32"}
-SHARED = ("shared", "shared.dyn")
 
 
 @dataclass
@@ -60,7 +56,7 @@ def plan_reduces(body_stmts: list, hopper_layouts: dict, notes: list | None = No
         if not is_tile_op(stmt):
             continue
         op = TileOp.from_stmt(stmt)
-        if not _candidate(op):
+        if not float32_tile_add(op):
             continue
         tile = op.src.source
         name = str(tile.name)
@@ -81,12 +77,6 @@ def plan_reduces(body_stmts: list, hopper_layouts: dict, notes: list | None = No
         if notes is not None:
             notes.append(f"atomic add {name} -> {box.tensor.name} by TMA reduce-adds ({box.cols // box.atom} strips)")
     return planned
-
-
-def _candidate(op) -> bool:
-    return (isinstance(op, Atomic) and op.kind == "add" and op.memory_order == "relaxed" and not op.per_thread
-            and op.src_is_region and R.scope_of(op.src) in SHARED and R.scope_of(op.dst) in ("global", "")
-            and R.dtype_of(op.src) in REDUCE_DTYPES and R.dtype_of(op.dst) == R.dtype_of(op.src))
 
 
 def _read_elsewhere(tile, body_stmts, atomic_stmt) -> bool:
@@ -114,9 +104,11 @@ def lower_reduces(body_stmts: list, after: list, planned: list[PlannedReduce], m
             I.call("tl_bulk_commit")]))]
         at = next(i for i, s in enumerate(out) if s.same_as(reduce.stmt))
         out[at:at + 1] = issue
-        first_write = next(i for i, s in enumerate(out) if tile in accesses(s)[1])
-        out[first_write:first_write] = [if_then(tx == 0, I.call("tl_bulk_wait_read<0>")), I.syncthreads()]
+        # a tile written only before the loop is not written again until the wait after it
+        first_write = next((i for i, s in enumerate(out) if tile in accesses(s)[1]), None)
+        if first_write is not None:
+            out[first_write:first_write] = [if_then(tx == 0, I.call("tl_bulk_wait_read<0>")), I.syncthreads()]
     return out, [if_then(tx == 0, I.call("tl_bulk_wait_read<0>"))] + list(after)
 
 
-__all__ = ["REDUCE_DTYPES", "PlannedReduce", "lower_reduces", "plan_reduces"]
+__all__ = ["PlannedReduce", "lower_reduces", "plan_reduces"]
