@@ -4,7 +4,6 @@ wrong answer here only sometimes (a race), so each kernel runs many blocks' wort
 barrier wrongly placed under a per-thread branch hangs (the suite's timeout catches that)."""
 
 import sys
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -14,14 +13,8 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "tests" / "language"))
-import tilelang_core as tl  # noqa: E402
+from gpu_compile import compiled  # noqa: E402
 from barrier_kernels import compaction, histogram, producer_branch, ticket  # noqa: E402
-
-
-def compiled(func):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return tl.compile(func, target="cuda")
 
 
 @pytest.mark.parametrize("n,rounds", [(64, 2), (128, 3), (1024, 4)])

@@ -5,21 +5,13 @@ torch (skipped without a GPU). The same kernels run on cpu and the SIMT interpre
 tests/simt/test_fragment_access_order.py, tests/language/test_transpose.py,
 tests/language/test_tilelang_spellings.py and tests/language/test_symbolic_parallel.py."""
 
-import warnings
-
 import pytest
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
-import tilelang_core as tl  # noqa: E402
 import tilelang_core.language as T  # noqa: E402
-
-
-def compiled(func, **kw):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return tl.compile(func, target="cuda", **kw)
+from gpu_compile import compiled  # noqa: E402
 
 
 @pytest.mark.parametrize("M,N,threads", [(64, 32, 128), (128, 128, 256), (8, 4, 32), (33, 17, 64)])

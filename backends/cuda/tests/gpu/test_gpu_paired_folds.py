@@ -3,21 +3,13 @@
 torch in float64, per-thread tiles and fragments, NaN rows with nan_propagate (skipped without a
 GPU)."""
 
-import warnings
-
 import pytest
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
-import tilelang_core as tl  # noqa: E402
+from gpu_compile import compiled  # noqa: E402
 from test_paired_folds import fragment_reduce, local_reduce  # noqa: E402  (the kernels the interpreter runs)
-
-
-def compiled(func):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return tl.compile(func, target="cuda")
 
 
 def reference(kind, a, dim):

@@ -3,21 +3,13 @@ specialization where chosen), against torch in float64 (skipped without a GPU). 
 run on cpu and the SIMT interpreters in tests/simt/test_warp_policy_fallback.py,
 tests/simt/test_whole_fragments.py and tests/language/test_fragment_growth.py."""
 
-import warnings
-
 import pytest
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
-import tilelang_core as tl  # noqa: E402
 import tilelang_core.language as T  # noqa: E402
-
-
-def compiled(func):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return tl.compile(func, target="cuda")
+from gpu_compile import compiled  # noqa: E402
 
 
 @pytest.mark.parametrize("M,N,K,threads", [(64, 64, 256, 256), (64, 128, 128, 256)])

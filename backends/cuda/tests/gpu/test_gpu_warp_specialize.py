@@ -3,21 +3,13 @@ T.ws, T.tma_copy, T.set_max_nreg) compiled for sm_90a, against torch in float64 
 a GPU). The interpreter runs the same kernels in test_ws_kernels_interpreted.py, except the consumer-first
 order, which only real concurrent warpgroups can run."""
 
-import warnings
-
 import pytest
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
-import tilelang_core as tl  # noqa: E402
+from gpu_compile import compiled  # noqa: E402
 from ws_kernels import ws_gemm, ws_gemm_stages, ws_register_a_gemm, ws_scale_rows, ws_split_gemm  # noqa: E402
-
-
-def compiled(func):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return tl.compile(func, target="cuda")
 
 
 def check_gemm(func, M, N, K, out=torch.float16):
