@@ -114,9 +114,9 @@ def lower_reduce(call, ctx):
                 stmts.append(loop("r", dst_layout.local_size, lambda r: tirx.BufferStore(
                     red, I.call(helper, tirx.BufferLoad(red, [r]), dtype=acc_dt), [r]),
                     tirx.ForKind.UNROLLED))
-            elif part.stride * part.extent <= warp:
+            elif part.stride * part.extent <= warp and not part.extent & (part.extent - 1):
                 stmts.append(_shuffle(st, red, dst_layout.local_size, part, comb, st.dialect.shuffle_xor))
-            else:
+            else:  # across warps, or lanes a butterfly cannot pair (24 threads, 12 of stride 2)
                 stmts.append(_across_warps(st, red, dst_layout.local_size, part, kind, comb, acc_dt))
 
     def write(r):
@@ -172,7 +172,8 @@ def split_at_warp(digit, warp: int) -> list:
 
 
 def _shuffle(st, red, size: int, digit, comb, helper: str):
-    """Butterfly over the lanes that differ only in this digit (strides s, 2s, ... inside a warp).
+    """Butterfly over the lanes that differ only in this digit (strides s, 2s, ... inside a warp;
+    its extent a power of two).
     The partner's value lands in a register first: every lane must run the shuffle, and a
     combine that selects (NaN propagation) would otherwise put it in a branch."""
     steps = []
@@ -180,8 +181,6 @@ def _shuffle(st, red, size: int, digit, comb, helper: str):
     while offset < digit.stride * digit.extent:
         steps.append(offset)
         offset *= 2
-    if digit.extent & (digit.extent - 1):
-        raise NotImplementedError("warp reductions over a non-power-of-two thread extent")
 
     partner = st.alloc(f"{red.name}_partner", (1,), str(red.ty.dtype), "local")
 
@@ -198,7 +197,8 @@ def _shuffle(st, red, size: int, digit, comb, helper: str):
 
 
 def _across_warps(st, red, size: int, digit, kind: str, comb, dt: str):
-    """Threads differing in this (warp-level) digit exchange partials through shared memory."""
+    """Threads differing in this digit exchange partials through shared memory (digits across
+    warps, and those inside one whose extent is not a power of two)."""
     threads = st.num_threads
     ws = st.alloc_scratch(f"{red.name}_ws", (size * threads,), dt)
     tx = st.thread_var

@@ -1,0 +1,60 @@
+"""Reductions across a number of threads that is not a power of two (TileLang's
+``test_allreduce_*`` kernels: a row of 24, 48 or 96 elements held one per thread). A butterfly of
+shuffles pairs lanes by powers of two, so such lanes exchange partials through shared memory
+instead; 24 threads (one partial warp) stopped the compile with a NotImplementedError before.
+Numerics against float64 on cpu and every SIMT interpreter (warps of 32, and 64 on gfx942)."""
+
+import numpy as np
+import pytest
+
+import tilelang_core.language as T
+from tilelang_core.testing.oracle import PATHS, run
+
+FOLDS = {"sum": (T.reduce_sum, lambda a, d: a.sum(d)), "max": (T.reduce_max, lambda a, d: a.max(d)),
+         "absmax": (T.reduce_absmax, lambda a, d: np.abs(a).max(d))}
+
+
+def row_reduce(fold, rows, width, threads):
+    @T.prim_func
+    def main(A: T.Tensor((rows, width), "float32"), B: T.Tensor((rows,), "float32")):
+        with T.Kernel(1, threads=threads):
+            src = T.alloc_fragment((rows, width), "float32")
+            dst = T.alloc_fragment((rows,), "float32")
+            T.copy(A, src)
+            fold(src, dst, dim=1)
+            T.copy(dst, B)
+
+    return main
+
+
+def column_reduce(fold, height, scale):
+    """dim 0 of a (height, scale) tile on height * scale threads (TileLang's scale > 1 case)."""
+    @T.prim_func
+    def main(A: T.Tensor((height, scale), "float32"), B: T.Tensor((scale,), "float32")):
+        with T.Kernel(1, threads=height * scale):
+            src = T.alloc_fragment((height, scale), "float32")
+            dst = T.alloc_fragment((scale,), "float32")
+            T.copy(A, src)
+            fold(src, dst, dim=0)
+            T.copy(dst, B)
+
+    return main
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("kind", sorted(FOLDS))
+@pytest.mark.parametrize("rows,width,threads", [(1, 24, 24), (3, 48, 48), (2, 192, 96)])
+def test_a_row_over_threads_not_a_power_of_two(path, kind, rows, width, threads):
+    fold, ref = FOLDS[kind]
+    a = np.random.default_rng(width + rows).standard_normal((rows, width)).astype(np.float32)
+    out = run(path, row_reduce(fold, rows, width, threads), A=a, B=np.full(rows, np.nan, np.float32))
+    np.testing.assert_allclose(out["B"], ref(a.astype(np.float64), 1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("height,scale", [(12, 2), (6, 4)])
+def test_a_column_over_threads_not_a_power_of_two(path, height, scale):
+    fold, ref = FOLDS["sum"]
+    a = np.random.default_rng(height).standard_normal((height, scale)).astype(np.float32)
+    out = run(path, column_reduce(fold, height, scale), A=a, B=np.full(scale, np.nan, np.float32))
+    np.testing.assert_allclose(out["B"], ref(a.astype(np.float64), 0), rtol=1e-5, atol=1e-5)
