@@ -14,28 +14,18 @@ FOLDS = {"sum": (T.reduce_sum, lambda a, d: a.sum(d)), "max": (T.reduce_max, lam
          "absmax": (T.reduce_absmax, lambda a, d: np.abs(a).max(d))}
 
 
-def row_reduce(fold, rows, width, threads):
+def reduce_kernel(fold, shape, dim, threads):
+    """``fold`` of a tile of ``shape`` over ``dim`` on ``threads`` threads (TileLang's kernels: a
+    row held one element per thread; dim 0 of a (height, scale) tile on height * scale threads)."""
+    out = tuple(e for d, e in enumerate(shape) if d != dim)
+
     @T.prim_func
-    def main(A: T.Tensor((rows, width), "float32"), B: T.Tensor((rows,), "float32")):
+    def main(A: T.Tensor(shape, "float32"), B: T.Tensor(out, "float32")):
         with T.Kernel(1, threads=threads):
-            src = T.alloc_fragment((rows, width), "float32")
-            dst = T.alloc_fragment((rows,), "float32")
+            src = T.alloc_fragment(shape, "float32")
+            dst = T.alloc_fragment(out, "float32")
             T.copy(A, src)
-            fold(src, dst, dim=1)
-            T.copy(dst, B)
-
-    return main
-
-
-def column_reduce(fold, height, scale):
-    """dim 0 of a (height, scale) tile on height * scale threads (TileLang's scale > 1 case)."""
-    @T.prim_func
-    def main(A: T.Tensor((height, scale), "float32"), B: T.Tensor((scale,), "float32")):
-        with T.Kernel(1, threads=height * scale):
-            src = T.alloc_fragment((height, scale), "float32")
-            dst = T.alloc_fragment((scale,), "float32")
-            T.copy(A, src)
-            fold(src, dst, dim=0)
+            fold(src, dst, dim=dim)
             T.copy(dst, B)
 
     return main
@@ -47,7 +37,7 @@ def column_reduce(fold, height, scale):
 def test_a_row_over_threads_not_a_power_of_two(path, kind, rows, width, threads):
     fold, ref = FOLDS[kind]
     a = np.random.default_rng(width + rows).standard_normal((rows, width)).astype(np.float32)
-    out = run(path, row_reduce(fold, rows, width, threads), A=a, B=np.full(rows, np.nan, np.float32))
+    out = run(path, reduce_kernel(fold, (rows, width), 1, threads), A=a, B=np.full(rows, np.nan, np.float32))
     np.testing.assert_allclose(out["B"], ref(a.astype(np.float64), 1), rtol=1e-5, atol=1e-5)
 
 
@@ -56,5 +46,5 @@ def test_a_row_over_threads_not_a_power_of_two(path, kind, rows, width, threads)
 def test_a_column_over_threads_not_a_power_of_two(path, height, scale):
     fold, ref = FOLDS["sum"]
     a = np.random.default_rng(height).standard_normal((height, scale)).astype(np.float32)
-    out = run(path, column_reduce(fold, height, scale), A=a, B=np.full(scale, np.nan, np.float32))
+    out = run(path, reduce_kernel(fold, (height, scale), 0, height * scale), A=a, B=np.full(scale, np.nan, np.float32))
     np.testing.assert_allclose(out["B"], ref(a.astype(np.float64), 0), rtol=1e-5, atol=1e-5)

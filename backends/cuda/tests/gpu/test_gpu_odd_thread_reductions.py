@@ -12,7 +12,7 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA d
 
 sys.path.insert(0, str(Path(__file__).parents[4] / "tests" / "simt"))
 from gpu_compile import compiled  # noqa: E402
-from test_odd_thread_reductions import FOLDS, column_reduce, row_reduce  # noqa: E402
+from test_odd_thread_reductions import FOLDS, reduce_kernel  # noqa: E402
 
 
 @pytest.mark.parametrize("kind", sorted(FOLDS))
@@ -21,7 +21,7 @@ def test_a_row_over_threads_not_a_power_of_two(kind, rows, width, threads):
     fold, ref = FOLDS[kind]
     a = torch.randn(rows, width, device="cuda")
     b = torch.full((rows,), float("nan"), device="cuda")
-    compiled(row_reduce(fold, rows, width, threads))(a, b)
+    compiled(reduce_kernel(fold, (rows, width), 1, threads))(a, b)
     torch.testing.assert_close(b.double().cpu(), torch.from_numpy(ref(a.double().cpu().numpy(), 1)),
                                rtol=1e-5, atol=1e-5)
 
@@ -31,6 +31,6 @@ def test_a_column_over_threads_not_a_power_of_two(height, scale):
     fold, ref = FOLDS["sum"]
     a = torch.randn(height, scale, device="cuda")
     b = torch.full((scale,), float("nan"), device="cuda")
-    compiled(column_reduce(fold, height, scale))(a, b)
+    compiled(reduce_kernel(fold, (height, scale), 0, height * scale))(a, b)
     torch.testing.assert_close(b.double().cpu(), torch.from_numpy(ref(a.double().cpu().numpy(), 0)),
                                rtol=1e-5, atol=1e-5)
