@@ -36,7 +36,7 @@ def test_bad_options_raise_value_error(kwargs, match):
     ("float32", "float8_e4m3fn", dict(round="rm"), "directed rounding is not lowered"),
     ("float32", "int32", dict(round="rn"), r"T\.nearbyint"),
     ("float32", "int32", dict(round="rm"), r"T\.floor"),
-    ("float32", "float8_e5m2", dict(round="rs", rbits=T.int32(7)), "needs sm_100a"),
+    ("float32", "float8_e5m2", dict(round="rs", rbits=T.int32(7)), "Stochastic rounding f32-to-FP8 requires sm_100a"),
     ("float16", "float8_e4m3fn", dict(sat=False), "saturate"),
 ])
 def test_options_that_change_the_value_are_refused(src, dst, kwargs, match):

@@ -205,15 +205,23 @@ def cast(value, dtype, round: str = "", sat: bool = True, rbits=None):  # noqa: 
     return value if str(value.ty) == dtype else tirx.Cast(dtype, value)
 
 
+def _format_tag(dtype: str) -> str:
+    """FP16, BF16, FP8, FP6, FP4: how TileLang's messages name a conversion's target format."""
+    if dtype.startswith("bfloat"):
+        return "BF16"
+    return next((f"FP{bits}" for bits in ("16", "8", "6", "4") if dtype.startswith(f"float{bits}")), dtype)
+
+
 def _check_cast_options(source: str, dtype: str, round: str, sat: bool) -> None:  # noqa: A002
     """Refuse the ``T.cast`` options that would convert differently from the default (see cast)."""
     src, dst = tvm.DataType(source), tvm.DataType(dtype)
     src_float, dst_float = source.startswith(("float", "bfloat")), dtype.startswith(("float", "bfloat"))
     narrow_float = dst_float and dtype.startswith(("float8", "float4", "float6"))
     if round == "rs":
-        raise FrontendError(f"T.cast(..., {dtype!r}, round='rs'): stochastic rounding needs sm_100a's cvt.rs, "
-                            "which no TileLang-X target has (cuda sm_80..sm_90a, hip, metal, cpu); cast without "
-                            "round= (round to nearest even)")
+        # (TileLang's words, which its tests match, then ours)
+        raise FrontendError(f"T.cast(..., {dtype!r}, round='rs'): Stochastic rounding f32-to-{_format_tag(dtype)} "
+                            "requires sm_100a (its cvt.rs), which no TileLang-X target has (cuda sm_80..sm_90a, "
+                            "hip, metal, cpu); cast without round= (round to nearest even)")
     if not sat and narrow_float:
         raise FrontendError(f"T.cast(..., {dtype!r}, sat=False): conversions to {dtype} saturate to its largest "
                             "finite value on every TileLang-X target (TileLang's CUDA code saturates too); "
