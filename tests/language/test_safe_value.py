@@ -103,3 +103,30 @@ def test_a_safe_value_for_shared_memory_is_refused():
                 s = T.alloc_shared((16,), "float32")
                 T.annotate_safe_value({s: 1.0})
                 T.copy(A, s)
+
+
+@pytest.mark.parametrize("second", [-99, -1])
+def test_a_second_safe_value_for_one_tensor(second):
+    """Two different values for one tensor are refused (each would apply to every read, the earlier
+    copies' too: a silent change of their padding); the same value twice is one annotation."""
+    def kernel():
+        @T.prim_func
+        def main(A: T.Tensor((60, 60), "int32"), Out: T.Tensor((64, 64), "int32")):
+            with T.Kernel(1, threads=128):
+                a = T.alloc_shared((64, 64), "int32")
+                b = T.alloc_shared((64, 64), "int32")
+                T.annotate_safe_value({A: -1})
+                T.copy(A[0:64, 0:64], a)
+                T.annotate_safe_value({A: second})
+                T.copy(A[0:64, 0:64], b)
+                for i, j in T.Parallel(64, 64):
+                    Out[i, j] = a[i, j] + b[i, j]
+
+        return main
+
+    if second == -1:
+        out = run("cpu", kernel(), A=np.ones((60, 60), np.int32), Out=np.zeros((64, 64), np.int32))
+        assert out["Out"][0, 0] == 2 and out["Out"][63, 63] == -2
+        return
+    with pytest.raises(FrontendError, match=r"gives 'A' two safe values \((-1 and -99|-99 and -1)\)"):
+        kernel()

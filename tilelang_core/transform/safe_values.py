@@ -39,6 +39,22 @@ def padding_for(load, safe_values):
     return tirx.const(0, str(load.ty))
 
 
+def _refuse_second_values(given, refuse) -> None:
+    """One safe value per tensor and kernel: the value applies to every read of the tensor, so a
+    second, different one would silently replace the first for the reads before it too (TileLang
+    scopes the value to its block and refuses a second one in the same block)."""
+    first = {}
+    for buffer, value in given:
+        seen = next((v for b, v in first.items() if b.same_as(buffer)), None)
+        if seen is None:
+            first[buffer] = value
+        elif not tvm_ffi.structural_equal(seen, value):
+            raise refuse(f"T.annotate_safe_value gives '{buffer.name}' two safe values ({seen} and {value}); "
+                         f"a tensor has one safe value in a kernel (TileLang scopes one to each block): keep "
+                         f"one, and pad the other reads in a T.Parallel loop that selects the value "
+                         f"(T.if_then_else on the bounds)")
+
+
 def lower_safe_value_copies(func, refuse):
     """``func`` with every T.copy from a tensor with a nonzero safe value written as an element-wise
     copy in T.Parallel (whose reads past the tensor's edge give the safe value on every backend,
@@ -49,14 +65,16 @@ def lower_safe_value_copies(func, refuse):
     from ..ir.elementwise import cast_to, elementwise, parallel_loop
     from .element_copies import tile_ops_in_parallel
 
-    annotated = []
+    annotated, given = [], []
 
     def on_attr(attr):
         if attr.attr_key == SAFE_VALUE:
+            given.extend(attr.node.items())
             annotated.extend(b for b, v in attr.node.items()
                              if not (isinstance(v, (tirx.IntImm, tirx.FloatImm)) and float(v.value) == 0))
 
     tvm_ffi.structural_walk(func.body, [(tirx.AttrStmt, on_attr)])
+    _refuse_second_values(given, refuse)
     if not annotated:
         return func
     in_parallel = tile_ops_in_parallel(func.body)
