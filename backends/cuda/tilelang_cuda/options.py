@@ -76,8 +76,9 @@ class CudaOptions(BackendOptions):
         16 KB buffer does not fit next to the pipeline).
     enable_tma_reduce: on sm_90a, a warp-specialized loop's float32 tile atomic adds from shared
         memory (FlashAttention backward's dQ) become TMA reduce-adds issued by one consumer thread
-        instead of every consumer's vector reductions (hopper/tma_reduce.py). Opt-in until it
-        has run on a GPU: built and checked in the source and SASS only (2026-12-06).
+        instead of every consumer's vector reductions (hopper/tma_reduce.py). Correct on the
+        H200 (its GPU tests), but not faster: FlashAttention backward ran 319 against 321 TFLOP/s
+        (bench/NOTES.md stop 55), so it stays opt-in.
     enable_overlap_block: on sm_90a, in an attention-like overlapped loop, the work between the
         wait for the first gemm and the wait for the previous iteration's last gemm (the softmax)
         becomes a basic block of its own, so that ptxas cannot hoist that second wgmma wait above

@@ -1,4 +1,4 @@
-"""TmaReduce (opt-in, ``tl.enable_tma_reduce``, until it has run on a GPU): a tile
+"""TmaReduce (opt-in, ``tl.enable_tma_reduce``: correct on the H200 but not faster there): a tile
 ``T.atomic_add(global_tile, shared_tile)`` of float32 inside a warp-specialized loop (the
 FlashAttention backward's dQ) becomes TMA reduce-adds, issued by one consumer thread, instead of
 16-byte vector reductions by every consumer thread (vector_atomics.py)::
@@ -14,7 +14,8 @@ Why: the vector reductions ran through the consumers' load/store pipeline, 32 KB
 D128, where the next iteration's loads queued behind them; the TMA unit reads the tile from shared
 memory on its own while the consumers go on (FlashAttention-3 hands dQ to a TMA reduce the same
 way). The wait sits one iteration later, before the tile is written again, so it finds the reads
-long done. The reduce-add is the same per-element float addition (in some order), at L2; the box
+long done. Measured on the H200 (bench/NOTES.md stop 55): FlashAttention backward D128 319 against
+321 TFLOP/s with the vector reductions, so the dQ adds were not what held it back; opt-in. The reduce-add is the same per-element float addition (in some order), at L2; the box
 is clipped at the tensor's edges as a TMA store's is, so rows past a ragged end are not touched.
 
 The shared tile takes the strip layout a swizzled box reads (wgmma_shared_layout: rows of 128
