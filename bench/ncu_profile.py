@@ -4,7 +4,7 @@ Each kernel runs once inside an NVTX range named ``prof``, after warm-up outside
 ``--nvtx-include prof/`` profiles exactly those launches:
 
     ncu --clock-control none --nvtx --nvtx-include "prof/" --section SpeedOfLight \\
-        --section ComputeWorkloadAnalysis --section WarpStateStats python3 bench/ncu_profile.py [gemm|attention|ampere|ampere-gemm-128x256x64/4/256 ...]
+        --section ComputeWorkloadAnalysis --section WarpStateStats python3 bench/ncu_profile.py [gemm|attention|attnbwd|ampere|ampere-gemm-128x256x64/4/256 ...]
 
 (``--clock-control none``: the device's notes say to leave the clocks alone; ncu's default locks
 them to base, which is not the speed the benchmarks see.) Without ncu the script only checks
@@ -36,6 +36,8 @@ def main():
         gemm_cases()
     if "attention" in which:
         attention_cases()
+    if "attnbwd" in which:
+        attention_bwd_cases()
     if "stream-k" in which or "stream-k-only" in which:
         stream_k_cases(only="stream_k" if "stream-k-only" in which else "")
     if "stream-k-8192" in which:
@@ -115,6 +117,27 @@ def attention_cases():
             profiled(label, lambda: fa(q, k, v))
 
         profiled(f"cudnn_attn_{tag}", sdpa(SDPBackend.CUDNN_ATTENTION))
+
+
+def attention_bwd_cases():
+    """FlashAttention backward, B8 H16 S4096 D128, not causal: the bench's warp-specialized tile
+    (64x128, 2 stages, 256 threads, global stats; its delta kernel too) next to cuDNN's backward."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    ex = example("attention/flash_attention_bwd.py")
+    B, H, S, D = 8, 16, 4096, 128
+    q, k, v, do = (torch.randn(B, S, H, D, device="cuda", dtype=torch.float16) for _ in range(4))
+    qt, kt, vt = (x.transpose(1, 2).detach().requires_grad_() for x in (q, k, v))
+    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+        out = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt)
+    o = out.detach().transpose(1, 2).contiguous()
+    lse = torch.empty(B, H, S, device="cuda")
+    for r in range(0, S, 1024):  # the scaled scores' logsumexp per row, a block of rows at a time
+        lse[:, :, r:r + 1024] = torch.logsumexp(
+            torch.einsum("bihd,bjhd->bhij", q[:, r:r + 1024].float(), k.float()) * D ** -0.5, -1)
+    tiles = dict(block_M=64, block_N=128, num_stages=2, threads=256, stats="global")
+    profiled("ours_attn_bwd", lambda: ex.attention_backward(q, k, v, o, do, lse, False, **tiles))
+    profiled("cudnn_attn_bwd", lambda: torch.autograd.grad(out, (qt, kt, vt), do.transpose(1, 2), retain_graph=True))
 
 
 def ampere_attention_cases(causal_only=False, full_only=False, kernels=("ours", "flash")):
