@@ -1,11 +1,15 @@
 """Reductions across a number of threads that is not a power of two (TileLang's
-``test_allreduce_*`` kernels: a row of 24, 48 or 96 elements held one per thread). A butterfly of
-shuffles pairs lanes by powers of two, so such lanes exchange partials through shared memory
-instead; 24 threads (one partial warp) stopped the compile with a NotImplementedError before.
-Numerics against float64 on cpu and every SIMT interpreter (warps of 32, and 64 on gfx942)."""
+``test_allreduce_*`` kernels: a row of 24, 48 or 96 elements held one per thread), and over
+thread digits whose stride is not one (a (2, 3) tile on 24 threads: rows 3 lanes apart). A
+butterfly of shuffles pairs lanes by xor, so such lanes exchange partials through shared memory
+instead. Before: 24 threads stopped the compile with a NotImplementedError, and a digit of stride
+3 or 10 was folded by xor 3 / xor 10: wrong sums (lane 1 paired with lane 2) and reads of lanes
+past the block. Numerics against float64 on cpu and every SIMT interpreter (warps of 32, and 64
+on gfx942), hand-picked and generated shapes."""
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import tilelang_core.language as T
 from tilelang_core.testing.oracle import PATHS, run
@@ -48,3 +52,25 @@ def test_a_column_over_threads_not_a_power_of_two(path, height, scale):
     a = np.random.default_rng(height).standard_normal((height, scale)).astype(np.float32)
     out = run(path, reduce_kernel(fold, (height, scale), 0, height * scale), A=a, B=np.full(scale, np.nan, np.float32))
     np.testing.assert_allclose(out["B"], ref(a.astype(np.float64), 0), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("threads,shape", [(24, (2, 3)), (20, (2, 40)), (48, (2, 24)), (72, (2, 24))])
+def test_rows_whose_lanes_are_not_a_power_of_two_apart(path, threads, shape):
+    fold, ref = FOLDS["sum"]
+    a = np.random.default_rng(threads).standard_normal(shape).astype(np.float32)
+    out = run(path, reduce_kernel(fold, shape, 0, threads), A=a, B=np.full(shape[1], np.nan, np.float32))
+    np.testing.assert_allclose(out["B"], ref(a.astype(np.float64), 0), rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=24, deadline=None)
+@given(threads=st.integers(1, 160), rows=st.integers(1, 6), width=st.integers(1, 100), dim=st.integers(0, 1),
+       kind=st.sampled_from(sorted(FOLDS)), path=st.sampled_from(PATHS[1:]), seed=st.integers(0, 1000))
+def test_generated_reductions_match_float64(threads, rows, width, dim, kind, path, seed):
+    """Any thread count against any tile: the SIMT paths' sums and maxima equal float64's (a
+    layout the compiler refuses says so; none of these is refused today)."""
+    fold, ref = FOLDS[kind]
+    a = np.random.default_rng(seed).standard_normal((rows, width)).astype(np.float32)
+    out_shape = (width,) if dim == 0 else (rows,)
+    out = run(path, reduce_kernel(fold, (rows, width), dim, threads), A=a, B=np.full(out_shape, np.nan, np.float32))
+    np.testing.assert_allclose(out["B"], ref(a.astype(np.float64), dim), rtol=1e-5, atol=1e-5)

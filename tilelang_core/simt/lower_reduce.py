@@ -114,9 +114,9 @@ def lower_reduce(call, ctx):
                 stmts.append(loop("r", dst_layout.local_size, lambda r: tirx.BufferStore(
                     red, I.call(helper, tirx.BufferLoad(red, [r]), dtype=acc_dt), [r]),
                     tirx.ForKind.UNROLLED))
-            elif part.stride * part.extent <= warp and not part.extent & (part.extent - 1):
+            elif pairs_by_xor(part, st.num_threads, warp):
                 stmts.append(_shuffle(st, red, dst_layout.local_size, part, comb, st.dialect.shuffle_xor))
-            else:  # across warps, or lanes a butterfly cannot pair (24 threads, 12 of stride 2)
+            else:  # across warps, or lanes a butterfly cannot pair (24 threads; a digit of stride 3)
                 stmts.append(_across_warps(st, red, dst_layout.local_size, part, kind, comb, acc_dt))
 
     def write(r):
@@ -169,6 +169,25 @@ def split_at_warp(digit, warp: int) -> list:
     if digit.extent % lanes:
         return [digit]
     return [Digit(lanes, THREAD, digit.stride), Digit(digit.extent // lanes, THREAD, warp)]
+
+
+def pairs_by_xor(digit, threads: int, warp: int) -> bool:
+    """Whether a butterfly over ``digit`` (its lanes ``t`` and ``t ^ stride * 2**k``) pairs each
+    thread with the one that differs from it in this digit alone, inside one warp, among the
+    block's ``threads``. A digit of stride 3 (a (2, 3) tile on 24 threads) or 10 does not: xor
+    with 3 pairs lane 1 with lane 2, and xor with 10 reaches past 20 threads (wrong sums, or reads
+    of lanes that do not exist). Checked for every thread: the layouts' strides need not be
+    powers of two."""
+    s, e = digit.stride, digit.extent
+    if e & (e - 1) or s & (s - 1) or s * e > warp:
+        return False
+    for t in range(threads):
+        own = (t // s) % e
+        for k in range(e.bit_length() - 1):
+            p = t ^ (s << k)
+            if p >= threads or (p // s) % e != own ^ (1 << k) or p - (own ^ (1 << k)) * s != t - own * s:
+                return False
+    return True
 
 
 def _shuffle(st, red, size: int, digit, comb, helper: str):

@@ -1,6 +1,6 @@
-"""Reductions across 24, 48, 96 threads (tests/simt/test_odd_thread_reductions.py's kernels) on
-the GPU against torch in float64: lanes a butterfly cannot pair exchange partials through shared
-memory, partial warps included."""
+"""Reductions across 24, 48, 96 threads, and over rows 3, 10 or 12 lanes apart
+(tests/simt/test_odd_thread_reductions.py's kernels), on the GPU against torch in float64: lanes a
+xor butterfly cannot pair exchange partials through shared memory, partial warps included."""
 
 import sys
 from pathlib import Path
@@ -26,7 +26,7 @@ def test_a_row_over_threads_not_a_power_of_two(kind, rows, width, threads):
                                rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("height,scale", [(12, 2), (6, 4), (48, 2)])
+@pytest.mark.parametrize("height,scale", [(12, 2), (6, 4), (48, 2), (2, 3), (2, 10), (2, 12)])
 def test_a_column_over_threads_not_a_power_of_two(height, scale):
     fold, ref = FOLDS["sum"]
     a = torch.randn(height, scale, device="cuda")
