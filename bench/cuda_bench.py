@@ -589,6 +589,19 @@ def fp8_block_rows(pass_configs):
             "ours unscaled", "vs per-tensor", "compile s"], rows
 
 
+def attention_lse(q, k, causal: bool):
+    """(B, H, S) logsumexp of the scaled scores of BSHD ``q``, ``k`` per row, from float32 scores
+    (a block of 1024 rows at a time keeps memory low): what the backward kernels read."""
+    B, S, H, D = q.shape
+    lse = torch.empty(B, H, S, device=q.device)
+    for r in range(0, S, 1024):
+        s = torch.einsum("bihd,bjhd->bhij", q[:, r:r + 1024].float(), k.float()) * D ** -0.5
+        if causal:
+            s.masked_fill_(torch.ones(s.shape[-2], S, dtype=torch.bool, device=q.device).triu(r + 1), float("-inf"))
+        lse[:, :, r:r + 1024] = torch.logsumexp(s, -1)
+    return lse
+
+
 def attention_bwd_rows(pass_configs):
     """FlashAttention backward (examples/attention/flash_attention_bwd.py: delta kernel + per-key-block
     kernel, dQ by fp32 atomics) against torch SDPA's backward (flash and cuDNN), dQ/dK/dV from the
@@ -611,14 +624,7 @@ def attention_bwd_rows(pass_configs):
         qt, kt, vt = (x.transpose(1, 2).detach().requires_grad_() for x in (q, k, v))
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
             ot = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
-        # lse of the scaled scores per (b, h, row), from the float32 scores (row blocks keep memory low)
-        scores = torch.empty(B, H, S, device="cuda")
-        for r in range(0, S, 1024):
-            s = torch.einsum("bihd,bjhd->bhij", q[:, r:r + 1024].float(), k.float()) * D ** -0.5
-            if causal:
-                s.masked_fill_(torch.ones(s.shape[-2], S, dtype=torch.bool, device="cuda").triu(r + 1), float("-inf"))
-            scores[:, :, r:r + 1024] = torch.logsumexp(s, -1)
-            del s
+        scores = attention_lse(q, k, causal)
         o = ot.detach().transpose(1, 2).contiguous()
         grads = torch.autograd.grad(ot, (qt, kt, vt), do.transpose(1, 2), retain_graph=True)
         ref = [g.transpose(1, 2).double() for g in grads]

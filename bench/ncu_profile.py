@@ -15,7 +15,7 @@ import sys
 
 import torch
 
-from cuda_bench import AMPERE, attention_inputs, compile_timed, example
+from cuda_bench import AMPERE, attention_inputs, attention_lse, compile_timed, example
 
 
 def profiled(name, fn, warmup=3):
@@ -131,10 +131,7 @@ def attention_bwd_cases():
     with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
         out = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt)
     o = out.detach().transpose(1, 2).contiguous()
-    lse = torch.empty(B, H, S, device="cuda")
-    for r in range(0, S, 1024):  # the scaled scores' logsumexp per row, a block of rows at a time
-        lse[:, :, r:r + 1024] = torch.logsumexp(
-            torch.einsum("bihd,bjhd->bhij", q[:, r:r + 1024].float(), k.float()) * D ** -0.5, -1)
+    lse = attention_lse(q, k, False)
     tiles = dict(block_M=64, block_N=128, num_stages=2, threads=256, stats="global")
     profiled("ours_attn_bwd", lambda: ex.attention_backward(q, k, v, o, do, lse, False, **tiles))
     profiled("cudnn_attn_bwd", lambda: torch.autograd.grad(out, (qt, kt, vt), do.transpose(1, 2), retain_graph=True))

@@ -174,20 +174,15 @@ def split_at_warp(digit, warp: int) -> list:
 def pairs_by_xor(digit, threads: int, warp: int) -> bool:
     """Whether a butterfly over ``digit`` (its lanes ``t`` and ``t ^ stride * 2**k``) pairs each
     thread with the one that differs from it in this digit alone, inside one warp, among the
-    block's ``threads``. A digit of stride 3 (a (2, 3) tile on 24 threads) or 10 does not: xor
-    with 3 pairs lane 1 with lane 2, and xor with 10 reaches past 20 threads (wrong sums, or reads
-    of lanes that do not exist). Checked for every thread: the layouts' strides need not be
-    powers of two."""
+    block's ``threads``. With stride and extent powers of two the xor flips exactly the digit's
+    bits, and every partner exists when whole groups of ``stride * extent`` lanes do. A digit of
+    stride 3 (a (2, 3) tile on 24 threads) or 10 does not pair so: xor with 3 pairs lane 1 with
+    lane 2, and xor with 10 reaches past 20 threads (wrong sums, or reads of lanes that do not
+    exist)."""
     s, e = digit.stride, digit.extent
     if e & (e - 1) or s & (s - 1) or s * e > warp:
         return False
-    for t in range(threads):
-        own = (t // s) % e
-        for k in range(e.bit_length() - 1):
-            p = t ^ (s << k)
-            if p >= threads or (p // s) % e != own ^ (1 << k) or p - (own ^ (1 << k)) * s != t - own * s:
-                return False
-    return True
+    return e == 1 or threads % (s * e) == 0
 
 
 def _shuffle(st, red, size: int, digit, comb, helper: str):

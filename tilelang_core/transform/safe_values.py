@@ -43,11 +43,11 @@ def _refuse_second_values(given, refuse) -> None:
     """One safe value per tensor and kernel: the value applies to every read of the tensor, so a
     second, different one would silently replace the first for the reads before it too (TileLang
     scopes the value to its block and refuses a second one in the same block)."""
-    first = {}
+    first = []
     for buffer, value in given:
-        seen = next((v for b, v in first.items() if b.same_as(buffer)), None)
+        seen = next((v for b, v in first if b.same_as(buffer)), None)
         if seen is None:
-            first[buffer] = value
+            first.append((buffer, value))
         elif not tvm_ffi.structural_equal(seen, value):
             raise refuse(f"T.annotate_safe_value gives '{buffer.name}' two safe values ({seen} and {value}); "
                          f"a tensor has one safe value in a kernel (TileLang scopes one to each block): keep "
