@@ -31,24 +31,39 @@ from tvm import tirx
 _PURE_EFFECT = 1
 
 
+def call_effect(call) -> int | None:
+    """The CallEffectKind of ``call``'s operator (0 kExprAnnotation, 1 kPure, 2 kReadState,
+    3 kUpdateState, ...), or None where it has none (a call of a function, not an operator): then
+    assume the worst."""
+    op = getattr(call, "op", None)
+    if not isinstance(op, tvm.ir.Op):
+        return None
+    try:
+        effect = op.get_attr("TCallEffectKind")
+    except Exception:  # noqa: BLE001 - an op without the attribute
+        return None
+    return None if effect is None else int(effect)
+
+
+def calls_above(node, effect: int) -> bool:
+    """Whether ``node`` calls anything whose effect kind is above ``effect`` (or unknown)."""
+    found = []
+
+    def on_call(call):
+        kind = call_effect(call)
+        if kind is None or kind > effect:
+            found.append(call)
+
+    tvm_ffi.structural_walk(node, [(tvm.ir.Call, on_call)])
+    return bool(found)
+
+
 def is_pure(expr) -> bool:
     """Whether ``expr`` reads no memory and calls only pure operators (index arithmetic, casts,
     min/max, ``if_then_else``, math): its value depends on the variables in it alone."""
-    impure = []
-
-    def on_call(call):
-        op = getattr(call, "op", None)
-        effect = None
-        if isinstance(op, tvm.ir.Op):
-            try:
-                effect = op.get_attr("TCallEffectKind")
-            except Exception:  # noqa: BLE001 - an op without the attribute: assume the worst
-                effect = None
-        if effect is None or int(effect) > _PURE_EFFECT:
-            impure.append(call)
-
-    tvm_ffi.structural_walk(expr, [(tvm.ir.TensorLoad, impure.append), (tvm.ir.Call, on_call)])
-    return not impure
+    loads = []
+    tvm_ffi.structural_walk(expr, [(tvm.ir.TensorLoad, loads.append)])
+    return not loads and not calls_above(expr, _PURE_EFFECT)
 
 
 def written_buffers(stmt) -> list:
@@ -210,5 +225,5 @@ def drop_bindings(stmt, variables):
     return tvm_ffi.structural_map(stmt, [(tirx.Bind, on_bind)])
 
 
-__all__ = ["bound_vars", "drop_bindings", "is_invariant", "is_pure", "unique_bindings", "uses_any",
+__all__ = ["bound_vars", "call_effect", "calls_above", "drop_bindings", "is_invariant", "is_pure", "unique_bindings", "uses_any",
            "written_buffers"]

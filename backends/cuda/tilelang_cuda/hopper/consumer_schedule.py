@@ -36,6 +36,13 @@ iteration. FP8 with block scales promotes one slab while the next slab's wgmma r
 
     issue G(slab0)    acc += slab1 * s1    issue G(slab1)    wait_group 1    acc += slab0 * s0    wait_group 0
 
+Issue order. In a plain iteration a wgmma gemm that needs nothing computed between it and the gemm
+before it is issued right after that gemm, and adjacent independent gemms are issued in the order
+their results are first read (``issue_order``). FlashAttention backward, written S = K Q^T; exp;
+dP = V dO^T; ...; dK += dS^T Q; dQ = dS K; store dQ::
+
+    issue S, issue dP    wait_group 1    exp (under dP)    ...    issue dQ, issue dK    wait_group 1    store dQ (under dK)
+
 The last iteration is peeled (LAST) so that the final wait_group 0 sits in the same basic block as
 the batch it waits for: with the wait after the loop instead, ptxas 13.0 moved the epilogue's
 reads of the accumulator above it (H200: a quarter of a GEMM's output wrong, sass showed F2FP
@@ -55,7 +62,7 @@ from tilelang_core.errors import LoweringError
 from tilelang_core.ir import Gemm, TileOp, is_tile_op
 from tilelang_core.simt.transform.insert_barriers import conflict, touched
 from tilelang_core.simt.transform.shared_races import is_shared
-from tilelang_core.transform.bindings import uses_any
+from tilelang_core.transform.bindings import calls_above, uses_any
 
 PROLOGUE, STEADY, EPILOGUE, PLAIN, LAST = "prologue", "steady", "epilogue", "plain", "last"
 
@@ -164,6 +171,65 @@ def lazy_gemms(body: list, is_wgmma) -> frozenset:
                      and is_wgmma(TileOp.from_stmt(s)) and not _conflict(access[i], access[i + 1]))
 
 
+#: TCallEffectKind above which a call has effects a gemm must not be moved across (kUpdateState:
+#: barriers, prints, extern calls; up to kReadState: math, address arithmetic)
+_READ_STATE = 2
+
+
+def _is_gemm(stmt) -> bool:
+    return is_tile_op(stmt) and isinstance(TileOp.from_stmt(stmt), Gemm)
+
+
+def _ordered(stmt) -> bool:
+    """A statement no gemm moves across whatever the buffers say: a binding (later statements may
+    use its name), or one calling something with effects beyond memory (a barrier, an extern)."""
+    return isinstance(stmt, tirx.Bind) or calls_above(stmt, _READ_STATE)
+
+
+def _is_wgmma_gemm(stmt, is_wgmma) -> bool:
+    return _is_gemm(stmt) and is_wgmma(TileOp.from_stmt(stmt))
+
+
+def issue_order(body: list, is_wgmma) -> list[int]:
+    """The order a plain iteration runs ``body`` in: a wgmma gemm that depends on none of the
+    statements between it and the wgmma gemm before it moves up to be issued right after that one,
+    then each run of adjacent gemms is issued in the order their results are first used. The work
+    it moved across then runs under both (FlashAttention backward: dP = V dO^T is issued with
+    S = K Q^T, and the exp of S runs while dP computes; dQ, which is stored right away, before dK,
+    which only the next iteration reads). A gemm with no gemm to join stays where it is written.
+    Moves only across statements whose buffers it leaves alone (``touched``) and that neither bind
+    a name nor call anything with effects (``_ordered``)."""
+    access = [touched(s) for s in body]
+    order = list(range(len(body)))
+    for g in range(len(body)):
+        if not _is_wgmma_gemm(body[g], is_wgmma):
+            continue
+        start = at = order.index(g)
+        while at > 0:
+            prev = order[at - 1]
+            if _is_gemm(body[prev]) or _ordered(body[prev]) or _conflict(access[prev], access[g]):
+                break
+            at -= 1
+        if at < start and at > 0 and _is_wgmma_gemm(body[order[at - 1]], is_wgmma):
+            order[at:start + 1] = [g] + order[at:start]
+
+    def first_use(at):
+        g = order[at]
+        return next((p for p in range(at + 1, len(order)) if _conflict(access[order[p]], access[g])), len(order))
+
+    at = 0
+    while at < len(order):
+        end = at
+        while end < len(order) and _is_wgmma_gemm(body[order[end]], is_wgmma):
+            end += 1
+        run = order[at:end]
+        if len(run) > 1 and not any(_conflict(access[a], access[b]) for a in run for b in run if a != b):
+            uses = {g: first_use(order.index(g)) for g in run}
+            order[at:end] = sorted(run, key=lambda g: uses[g])
+        at = max(end, at + 1)
+    return order
+
+
 def _same_chain(i: int, pending, body) -> bool:
     """wgmma instructions accumulating into one register tile run in issue order: a gemm's next
     iteration need not wait for its last one."""
@@ -247,17 +313,28 @@ def schedule(body: list, groups: list[list], kind: str, overlap=None, lazy: froz
 
 
 def consumer_plan(body: list, groups: list[list], stages: int, is_wgmma, overlap: bool = True):
-    """(plan, lazy, why): the overlap or chain ``plan_overlap`` finds (None, and why not, where
-    none fits or it would hang), the gemms a plain iteration awaits lazily (``lazy_gemms``).
-    LoweringError where even the plain schedule would hang (a bug: it releases every slot it takes)."""
+    """(plan, lazy, why, body): the overlap or chain ``plan_overlap`` finds (None, and why not,
+    where none fits or it would hang), the gemms a plain iteration awaits lazily (``lazy_gemms``),
+    and the body in the order the iterations run it (a plain one: ``issue_order``'s, where the ring
+    allows it). LoweringError where even the plain schedule would hang (a bug: it releases every
+    slot it takes)."""
     plan, why = plan_overlap(body, is_wgmma, stages) if overlap else (None, "tl.disable_wgmma_overlap")
     if plan is not None and (hang := ring_deadlock(body, groups, plan, stages)):
         plan, why = None, f"the overlap would hang: {hang}"  # plan_overlap should have said so
+    if plan is None and overlap:
+        order = issue_order(body, is_wgmma)
+        moved = [body[i] for i in order]
+        lazy = lazy_gemms(moved, is_wgmma)
+        if order != sorted(order) and not ring_deadlock(moved, groups, None, stages, lazy=lazy):
+            early = [body[i] for at, i in enumerate(order) if i > min(order[at:])]  # overtook a statement
+            names = ", ".join(f"gemm({op.A.source.name}, {op.B.source.name} -> {op.C.source.name})"
+                              for op in map(TileOp.from_stmt, early))
+            return plan, lazy, f"{why}; issued ahead of work they do not depend on: {names}", moved
     lazy = lazy_gemms(body, is_wgmma) if plan is None and overlap else frozenset()
     if hang := ring_deadlock(body, groups, None, stages, lazy=lazy):
         raise LoweringError(f"the warp-specialized pipeline of this T.Pipelined loop would hang ({hang}); "
                             "please report it, and compile with tl.disable_warp_specialized meanwhile")
-    return plan, lazy, why
+    return plan, lazy, why, body
 
 
 def plan_note(plan, lazy, why: str, pingpong: bool) -> str | None:
@@ -321,5 +398,5 @@ def ring_deadlock(body: list, groups: list[list], plan, stages: int, trips=None,
     return None
 
 
-__all__ = ["EPILOGUE", "LAST", "PLAIN", "PROLOGUE", "STEADY", "Event", "consumer_plan", "iteration_kinds",
-           "lazy_gemms", "plan_note", "plan_overlap", "ring_deadlock", "schedule", "tile_groups"]
+__all__ = ["EPILOGUE", "LAST", "PLAIN", "PROLOGUE", "STEADY", "Event", "consumer_plan", "issue_order",
+           "iteration_kinds", "lazy_gemms", "plan_note", "plan_overlap", "ring_deadlock", "schedule", "tile_groups"]

@@ -318,7 +318,7 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     k, start = loop.loop_var, (loop.min + tiles.k0 if stream else loop.min)
 
     tx = st.thread_var
-    plan, lazy, why = consumer_plan(body_stmts, groups, stages, is_wgmma or (lambda op: False), overlap)
+    plan, lazy, why, body_stmts = consumer_plan(body_stmts, groups, stages, is_wgmma or (lambda op: False), overlap)
     # ping-pong turns only on top of the overlap (alone they serialize issue and wait: slower)
     pingpong = pingpong and plan is not None and wants_pingpong(body_stmts, consumers)
     if notes is not None and (note := plan_note(plan, lazy, why, pingpong)):
