@@ -100,6 +100,9 @@ _ALL = [
     # a check in kernel code (condition bool, message StringImm): the kernel stops with the
     # message where the condition is false (a trap on the GPU, an error of the call on cpu)
     _define("device_assert", "thread"),
+    # T.print (language/debug_print.py): (msg StringImm, bx, by, bz, tx, ty, tz int32[, value[,
+    # buffer name StringImm, index int32]]): one line from each thread that reaches it
+    _define("print", "thread"),
     # programmatic dependent launch (language/launch_dependency.py): let the next kernel on the
     # stream start; wait for the previous kernel's memory. Scheduling only: dropped where absent.
     _define("pdl_trigger", "thread"), _define("pdl_sync", "thread"),

@@ -36,6 +36,7 @@ from .intrinsics import (Broadcast, Ramp, Serial, Shuffle, address_of, assume, a
                        bitwise_not, bitwise_or, bitwise_xor, call_extern, call_intrin, clz, comm_reducer,
                        copysign, cosh, device_assert, disable_warp_group_reg_alloc, evaluate, extract_lane, fmod, func_attr, handle, hypot, ldexp, nextafter, isfinite, let, likely, log1p, nearbyint, popcount,
                        reinterpret, shift_left, shift_right, sinh, sync_threads, tan, tvm_thread_allreduce)
+from .debug_print import print  # noqa: A004 - T.print
 from .dtypes import DType, canonical_dtype
 from .eager import EagerProgram, Specialization, const, empty, looks_eager
 from .expr import (Cast, Select, abs, align_up, cast, ceil, ceildiv, clamp, cos, erf, exp, exp2, exp10, floor,

@@ -77,6 +77,10 @@ class SimtDialect:
         a T.ClusterKernel of more than one block a cluster and the cluster barriers are refused.
     vector_bytes: the widest vector load/store the codegen prints (T.ldg256 moves 32 bytes; MSL
         vectors hold 16); wider explicit accesses are refused at the user's line.
+    device_print: the backend defines ``tl_print_msg`` and ``tl_print_int/uint/float/bool`` (T.print,
+        language/debug_print.py: the device's printf of a message alone, or of a value widened to
+        long long, unsigned long long, double or bool with its dtype name, buffer name and
+        index); False: T.print is refused.
     paired_folds: per fold (sum, max, min, max_nan, min_nan), a helper that folds two 16-bit floats
         at once (``void f<bool abs = false>(T* acc, const T* v)``: ``acc[0:2] = op(acc[0:2],
         v[0:2])``, ``|v|`` with ``abs``; T float16 or bfloat16, both pointers 4-byte aligned). A
@@ -100,6 +104,7 @@ class SimtDialect:
     grid_dependency: bool = False
     grid_sync: bool = False
     clusters: bool = False
+    device_print: bool = False
     paired_folds: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
@@ -125,5 +130,5 @@ class SimtDialect:
         return hash((self.kind, self.warp_size, self.async_copy, self.shuffle_xor,
                      tuple(sorted(self.atomic_dtypes.items())), tuple(sorted(self.warp_reduce.items())),
                      self.atomic_orders, self.block_votes, self.vector_bytes, self.named_barriers, self.mbarriers,
-                     self.max_nreg, self.grid_dependency, self.grid_sync, self.clusters,
+                     self.max_nreg, self.grid_dependency, self.grid_sync, self.clusters, self.device_print,
                      tuple(sorted(self.paired_folds.items()))))

@@ -456,9 +456,10 @@ class Interpreter:
             lane_mask = int(self.expr(args[1]))
             return value[np.arange(self.lanes) ^ lane_mask]
         from .interpreter_mbarrier import mbarrier_helper  # T.alloc_barrier's waits and arrivals
+        from .interpreter_print import print_helper  # T.print
         from .interpreter_warp import warp_helper  # votes, shuffles, warp reductions, bit scans
 
-        for model in (warp_helper, mbarrier_helper):
+        for model in (warp_helper, mbarrier_helper, print_helper):
             handled = model(self, name, args, mask)
             if handled is not NOT_HANDLED:
                 return handled

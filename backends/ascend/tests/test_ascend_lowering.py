@@ -111,6 +111,27 @@ def test_unsupported_tile_op_names_the_op_and_what_is_supported(monkeypatch):
         lower_program(K.row_cumsum())
 
 
+@pytest.mark.parametrize("intrinsic", ["print", "device_assert"])
+def test_a_thread_level_intrinsic_is_refused_not_dropped(intrinsic):
+    """T.print and T.device_assert have no Ascend lowering: refused at the line (a check that
+    was silently dropped before)."""
+    import tilelang_core.language as T
+
+    @T.prim_func
+    def kernel(A: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64):
+            if intrinsic == "print":
+                T.print(A[0])
+            else:
+                T.device_assert(A[0] > 0.0, "positive")
+            for i in T.Parallel(64):
+                A[i] = A[i] * 2.0
+
+    with pytest.raises(LoweringError, match=rf"T.{intrinsic} in kernel 'kernel' for backend 'ascend'.*no lowering"
+                                            r"(.|\n)*test_ascend_lowering.py:\d+"):
+        lower_program(kernel)
+
+
 def test_float32_gemm_is_refused_with_the_cube_dtypes():
     gemm = example("gemm/gemm.py")
     with pytest.raises(LoweringError, match="the Cube multiplies float16, bfloat16"):

@@ -17,6 +17,9 @@ def load_module(path: str | Path, *, kernel: str | None = None):
     """Load a kernel library exported by the cpu backend; returns a tvm runtime Module."""
     import tvm  # brings libtvm_runtime (thread pool) into the process
 
+    from .debug_print import register
+
+    register()  # T.print's callback, looked up by name when a kernel prints
     _size_thread_pool()
     path = Path(path)
     who = f"kernel '{kernel}'" if kernel else "kernel"

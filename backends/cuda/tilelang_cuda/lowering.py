@@ -17,6 +17,6 @@ KIND = "cuda"
 
 #: 32-lane warps, cp.async from sm_80 on (every arch this backend supports), the prelude's helpers
 CUDA = SimtDialect(kind=KIND, warp_size=32, async_copy=True, named_barriers=True, mbarriers=True, max_nreg=True,
-                   grid_dependency=True, grid_sync=True, paired_folds=PAIRED_FOLDS)
+                   grid_dependency=True, grid_sync=True, device_print=True, paired_folds=PAIRED_FOLDS)
 
 register_simt_rules(KIND, gemm=lower_gemm, atomic=lower_atomic)

@@ -46,6 +46,26 @@ def _rng_state(generator: str) -> str:
             "#define tl_rng_normal_double() curand_normal_double(&tl_rng_state)\n")
 
 
+_WHERE = "msg='%s' BlockIdx=(%d, %d, %d), ThreadIdx=(%d, %d, %d)"
+_WHERE_ARGS = "const char* msg, int bx, int by, int bz, int tx, int ty, int tz"
+
+
+def _print_helpers() -> dict:
+    """``tl_print_msg`` for a message alone, ``tl_print_<kind>`` for a value (a buffer's element
+    where ``buf`` is not empty) of each kind the lowering widens to: one name each, since TVM may
+    narrow the widening cast of a value that fits (an overload would then be ambiguous)."""
+    out = {"tl_print_msg": (f"{_D} void tl_print_msg({_WHERE_ARGS}) {{\n"
+                            f"  printf(\"{_WHERE}\\n\", msg, bx, by, bz, tx, ty, tz);\n}}\n")}
+    for kind, ctype, fmt, arg in (("int", "long long", "%lld", "v"), ("uint", "unsigned long long", "%llu", "v"),
+                                  ("float", "double", "%.9g", "v"), ("bool", "bool", "%s", 'v ? "true" : "false"')):
+        out[f"tl_print_{kind}"] = (
+            f"{_D} void tl_print_{kind}({_WHERE_ARGS}, const char* dtype, {ctype} v, const char* buf, int index) {{\n"
+            f"  if (buf[0]) printf(\"{_WHERE}: buffer=%s, index=%d, dtype=%s value={fmt}\\n\", msg, bx, by, bz, "
+            f"tx, ty, tz, buf, index, dtype, {arg});\n"
+            f"  else printf(\"{_WHERE}: dtype=%s value={fmt}\\n\", msg, bx, by, bz, tx, ty, tz, dtype, {arg});\n}}\n")
+    return out
+
+
 RNG_HELPERS = {f"TL_RNG_STATE_{g}": _rng_state(g) for g in
                ("curandStateMRG32k3a_t", "curandStatePhilox4_32_10_t", "curandStateXORWOW_t")}
 
@@ -56,6 +76,8 @@ WARP_HELPERS = {
                          f"    printf(\"T.device_assert failed in block (%d, %d, %d), thread %d: %s\\n\",\n"
                          f"           blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, msg);\n"
                          f"    __trap();\n  }}\n}}\n"),
+    # T.print (language/debug_print.py): one printf per line (lines of different threads do not mix)
+    **_print_helpers(),
     "tl_any_sync": _vote("tl_any_sync", "__any_sync", "int"),
     "tl_all_sync": _vote("tl_all_sync", "__all_sync", "int"),
     # __ballot_sync's 32 bits, zero-extended (TileLang's uint64 ballot)

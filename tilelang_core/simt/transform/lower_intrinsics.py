@@ -48,6 +48,19 @@ from .state import KernelState, uses_var
 WARP_SIZE_ATTR = "tl.warp_size"
 
 
+def print_kind(value) -> tuple[str, tirx.PrimExpr]:
+    """(kind, value widened): T.print's value as "int" (int64), "uint" (uint64), "float" (float64;
+    every float type through float32, which half, bfloat16 and fp8 convert to) or "bool"."""
+    dtype = tvm.DataType(str(value.ty))
+    if str(value.ty) == "bool":
+        return "bool", value
+    if dtype.type_code == tvm.DataTypeCode.INT:
+        return "int", tirx.Cast("int64", value)
+    if dtype.type_code == tvm.DataTypeCode.UINT:
+        return "uint", tirx.Cast("uint64", value)
+    return "float", tirx.Cast("float64", value if dtype.bits == 64 else tirx.Cast("float32", value))
+
+
 def _error(st: KernelState, intrinsic, stmt, message: str) -> LoweringError:
     where = source_location(stmt) if stmt is not None else None
     text = (f"T.{intrinsic.spelling} in kernel '{st.kernel}' cannot be lowered for backend "
@@ -309,12 +322,29 @@ class _Lowering:
             return tirx.call_extern("void", f"tl_cp_async_wait<{int(args[0])}>")
         if name.startswith("rng_"):
             return self.rng(intrinsic, name, args, dtype)
+        if name == "print":
+            return self.print(intrinsic, args)
         if name == "device_assert":
             if self.st.dialect.kind == "metal":
                 raise self.fail(intrinsic, "Metal has no trap to stop a kernel with; check the condition on the "
                                            "host or write the flag into an output")
             return tirx.call_extern("void", "tl_device_assert", args[0], args[1])
         raise self.fail(intrinsic, "no lowering rule (a gap in tilelang_core.simt: please report it)")
+
+    def print(self, intrinsic, args):
+        """T.print (language/debug_print.py) as the dialect's ``tl_print_<kind>``: the value as the
+        widest type of its kind (int64, uint64, float64, bool) beside its dtype's name."""
+        if not self.st.dialect.device_print:
+            raise self.fail(intrinsic, "its kernels have no printf to print with; copy the values into an "
+                                       "output tensor and print them on the host, or run the kernel on the "
+                                       "cpu backend (target='cpu'), where T.print prints")
+        head = list(args[:7])
+        if len(args) == 7:
+            return tirx.call_extern("void", "tl_print_msg", *head)
+        value = args[7]
+        kind, wide = print_kind(value)
+        name, index = (args[8], args[9]) if len(args) > 8 else (tvm.ir.StringImm(""), tirx.const(-1, "int32"))
+        return tirx.call_extern("void", f"tl_print_{kind}", *head, tvm.ir.StringImm(str(value.ty)), wide, name, index)
 
     def cluster(self, intrinsic, name: str, args):
         """Thread-block clusters (language/cluster.py): the dialect's helpers; without clusters a

@@ -16,6 +16,7 @@ from tvm import tirx
 
 from tilelang_core.errors import LoweringError
 from tilelang_core.ir import TileOp, is_tile_op
+from tilelang_core.ir.intrinsics import intrinsic_of
 from tilelang_core.lowering import source_location
 
 from .. import isa
@@ -286,6 +287,11 @@ def _lower_stmt(ctx: IsaContext, stmt) -> None:
                             f"tilelang-ascend with the kernel")
         rule(op, ctx)
     elif isinstance(stmt, tirx.Evaluate):
+        intrinsic = intrinsic_of(stmt.value)
+        if intrinsic is not None:  # a thread-level intrinsic (T.print, T.device_assert, ...): never dropped
+            ctx.node = stmt
+            raise ctx.error(f"T.{intrinsic.spelling}", "the Ascend backend has no lowering for this "
+                            "thread-level intrinsic; remove it, or run the kernel on the cpu backend")
         return
     elif isinstance(stmt, tirx.BufferStore):
         ctx.node = stmt

@@ -10,7 +10,8 @@ executes them together, and are refused with the op, the kernel and the line els
 ``T.__fns`` (bit arithmetic), ``T.__ldg`` (a plain load); ``T.set_max_nreg`` (a register hint) and
 ``T.ptx_commit_group`` / ``T.ptx_wait_group`` (the cpu backend's copies are synchronous) and
 ``T.pdl_trigger`` / ``T.pdl_sync`` (kernels run one after another) are dropped.
-``T.device_assert`` is an assertion: the call fails (LaunchError) with its message.
+``T.device_assert`` is an assertion: the call fails (LaunchError) with its message. ``T.print``
+calls back into Python, which prints (debug_print.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tvm import tirx
 
 from tilelang_core.errors import LoweringError
 from tilelang_core.ir import intrinsics as I
+from tilelang_core.simt.transform.lower_intrinsics import print_kind
 from tilelang_core.transform.lower_tile_ops import kernel_name
 
 from .emulate_warps import emulate_warps
@@ -47,10 +49,46 @@ def _device_asserts(body):
     return tvm_ffi.structural_map(body, [(tirx.Evaluate, on_evaluate)])
 
 
+def _prints(body):
+    """``T.print`` statements as calls back into Python (debug_print.py), the value widened to
+    int64, uint64, float64 or bool (what a packed call carries). Inside a T.Parallel loop, which
+    runs as one loop here, no thread prints: ThreadIdx shows -1 there."""
+    from tilelang_core.ir.atomic_calls import is_parallel_loop
+
+    from ..debug_print import PRINT_FUNC
+
+    def no_thread(stmt):
+        if I.intrinsic_of(stmt.value) is None or I.intrinsic_of(stmt.value).name != "print":
+            return stmt
+        args = list(stmt.value.args)
+        args[4:7] = [tirx.const(-1, "int32")] * 3
+        return tirx.Evaluate(I.call("print", "void", *args))
+
+    def on_for(loop):
+        if not is_parallel_loop(loop):
+            return loop
+        return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind,
+                        tvm_ffi.structural_map(loop.body, [(tirx.Evaluate, no_thread)]),
+                        loop.thread_binding, loop.annotations)
+
+    body = tvm_ffi.structural_map(body, [(tirx.For, on_for)])
+
+    def on_evaluate(stmt):
+        intrinsic = I.intrinsic_of(stmt.value)
+        if intrinsic is None or intrinsic.name != "print":
+            return stmt
+        args = list(stmt.value.args)
+        if len(args) > 7:
+            args[7:8] = [tvm.ir.StringImm(str(args[7].ty)), print_kind(args[7])[1]]
+        return tirx.Evaluate(tirx.call_packed(PRINT_FUNC, *args))
+
+    return tvm_ffi.structural_map(body, [(tirx.Evaluate, on_evaluate)])
+
+
 def lower_intrinsics(func: tirx.PrimFunc) -> tirx.PrimFunc:
     if not I.calls_in(func.body):
         return func
-    func = func.with_body(_device_asserts(func.body))
+    func = func.with_body(_prints(_device_asserts(func.body)))
     if not I.calls_in(func.body):
         return func
     func = emulate_warps(func, WARP_SIZE)  # collective ops: an exchange through block memory, or refused
