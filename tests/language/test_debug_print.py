@@ -159,3 +159,21 @@ def test_bad_calls_are_refused_at_the_line():
         @T.prim_func
         def outside(A: T.Tensor((4,), "float32")):
             T.print(A[0])
+
+
+def test_a_kernel_that_reads_no_tensor_prints_a_large_tile_on_cpu(capsys):
+    """TileLang's print test: a 16 x 16 int32 tile (a workspace on cpu, next to the print's packed
+    call) in a kernel that reads none of its tensors; TVM's codegen stopped on it ("Unknown device
+    id") until the cpu backend gave such functions the cpu device."""
+
+    @T.prim_func
+    def kernel(Q: T.Tensor((16, 16), "int32")):
+        with T.Kernel(2, threads=64):
+            s = T.alloc_shared((16, 16), "int32")
+            for i, j in T.Parallel(16, 16):
+                s[i, j] = i * 16 + j
+            T.print(s)
+
+    run("cpu", kernel, Q=np.zeros((16, 16), np.int32))
+    lines = _lines(capsys.readouterr().out)
+    assert [int(x["value"]) for x in lines if x["b"] == "1, 0, 0"] == list(range(256))

@@ -66,7 +66,7 @@ def build_runtime_module(mod, target_dict: dict):
 
     # TVM's own pipeline starts with FlattenBuffer, which miscompiles (c - x) % m otherwise; its
     # UnrollLoop stops at a T.unroll of run-time extent, which stays a serial loop here
-    mod = HideRuntimeUnroll()(PositiveFloorDividends()(mod))
+    mod = _with_cpu_device(HideRuntimeUnroll()(PositiveFloorDividends()(mod)))
     try:
         # TVM 0.27's StorageRewrite gave a shared tile's storage to per-thread rows that are live
         # while the tile is written again (TileKernels' per-channel cast with round_sf: every
@@ -80,6 +80,31 @@ def build_runtime_module(mod, target_dict: dict):
             return tvm.tirx.build(mod, target=tvm.target.Target(target_dict))
     except Exception as exc:  # TVM raises TVMError subclasses with the whole diagnostic
         raise CompileError(f"TVM's LLVM codegen failed for target {target_dict}", log=str(exc)) from exc
+
+
+def _with_cpu_device(mod):
+    """``mod`` with the functions that call back into Python (T.print, debug_print.py) inside the
+    cpu device's attributes. TVM's LowerTVMBuiltin needs them for a large buffer's workspace next to
+    a packed call, and MakePackedAPI sets them only from tensors the kernel reads (TileLang's print
+    test prints a shared tile of a kernel that reads none: "Unknown device id in current IR")."""
+    import tvm
+    import tvm_ffi
+    from tvm import tirx
+
+    def calls_packed(func) -> bool:
+        found = []
+        tvm_ffi.structural_walk(func.body, [(tvm.ir.Call, lambda c: found.append(c) if isinstance(c.op, tvm.ir.Op)
+                                             and str(c.op.name) == "tirx.tvm_call_packed" else None)])
+        return bool(found)
+
+    zero = tirx.const(0, "int32")
+    functions = {}
+    for gvar, func in mod.functions.items():
+        if isinstance(func, tirx.PrimFunc) and calls_packed(func):
+            func = func.with_body(tirx.AttrStmt(zero, "device_id", zero, tirx.AttrStmt(
+                zero, "device_type", tirx.const(1, "int32"), func.body)))  # kDLCPU, device 0
+        functions[gvar] = func
+    return tvm.IRModule(functions, attrs=mod.attrs)
 
 
 def export_shared_library(lib, path: Path) -> bytes:
