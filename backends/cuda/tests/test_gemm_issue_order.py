@@ -1,5 +1,5 @@
-"""Where a plain warp-specialized iteration issues its wgmma gemms (hopper/consumer_schedule.py
-``issue_order``): a gemm that depends on nothing between it and the gemm before it is issued right
+"""Where a plain warp-specialized iteration issues its wgmma gemms with tl.enable_early_gemm_issue
+(hopper/consumer_schedule.py ``issue_order``; opt-in until measured): a gemm that depends on nothing between it and the gemm before it is issued right
 after that one, so the work between runs under both; adjacent independent gemms are issued in the
 order their results are first read. Nothing moves across a statement touching its operands, a
 binding, or a call with effects. Numerics: tests/gpu test_flash_attention_backward_matches_autograd
@@ -13,6 +13,7 @@ import tilelang_core.language as T
 from test_hopper_lowering import cuda_source, example_module
 
 AHEAD = "issued ahead of work they do not depend on"
+EARLY = {"enable_early_gemm_issue": True}
 
 
 def two_gemms(between: str, n: int = 4):
@@ -62,7 +63,7 @@ def _events(loop: str) -> list[str]:
 
 
 def test_an_independent_gemm_is_issued_with_the_one_before():
-    source, kernel = cuda_source(two_gemms("independent"))
+    source, kernel = cuda_source(two_gemms("independent"), **EARLY)
     assert f"{AHEAD}: gemm(B_s, B_s -> c2)" in source
     events = _events(_loop(kernel))
     first_exp = events.index("expf")
@@ -73,7 +74,7 @@ def test_an_independent_gemm_is_issued_with_the_one_before():
 @pytest.mark.parametrize("between", ["feeds", "extern"])
 def test_a_gemm_stays_behind_what_it_depends_on(between):
     """Behind the statement writing its operand; behind a call with effects (an extern call)."""
-    source, kernel = cuda_source(two_gemms(between))
+    source, kernel = cuda_source(two_gemms(between), **EARLY)
     assert AHEAD not in source
     if between == "extern":
         loop = _loop(kernel)
@@ -87,7 +88,7 @@ def test_flash_attention_backward_issues_dp_with_s_and_dq_before_dk():
     ex = example_module("attention/flash_attention_bwd.py")
     func = ex.flash_bwd.get_tir(2, 2, 512, 128, False, block_M=64, block_N=128, num_stages=2, threads=256,
                                 stats="global")
-    source, kernel = cuda_source(func)
+    source, kernel = cuda_source(func, **EARLY)
     assert f"{AHEAD}: gemm(V_s, dO_s -> dpT), gemm(dsT_s, K_s -> dq)" in source
     loop = kernel[kernel.index("for (int q = 0;"):]
     events = re.findall(r"tl_wgmma_commit\(\)|tl_wgmma_wait<\d>\(\)|expf|tl_red_add_v4", loop)
@@ -97,3 +98,13 @@ def test_flash_attention_backward_issues_dp_with_s_and_dq_before_dk():
     assert events[:red][-3:] == ["tl_wgmma_commit()", "tl_wgmma_commit()", "tl_wgmma_wait<1>()"], events
     issues = re.findall(r"tl_wgmma_[rs]s_f16_n(\d+)", loop)
     assert issues[-12:-4] == ["64"] * 8 and issues[-4:] == ["128"] * 4, issues  # dQ: n64 x 8, dK: n128 x 4
+
+
+def test_off_by_default():
+    """Opt-in until a GPU has measured it: the example keeps its written order by default."""
+    ex = example_module("attention/flash_attention_bwd.py")
+    func = ex.flash_bwd.get_tir(2, 2, 512, 128, False, block_M=64, block_N=128, num_stages=2, threads=256,
+                                stats="global")
+    source, _ = cuda_source(func)
+    assert AHEAD not in source
+    assert "3 wgmma batch(es) awaited where their results are first used (statements after the last gemm)\n" in source

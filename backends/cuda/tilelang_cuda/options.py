@@ -79,6 +79,12 @@ class CudaOptions(BackendOptions):
         instead of every consumer's vector reductions (hopper/tma_reduce.py). Correct on the
         H200 (its GPU tests), but not faster: FlashAttention backward ran 319 against 321 TFLOP/s
         (bench/NOTES.md stop 55), so it stays opt-in.
+    enable_early_gemm_issue: on sm_90a, a warp-specialized loop that neither the attention overlap
+        nor the chain fits issues a wgmma gemm needing nothing computed since the gemm before it
+        right after that one, and adjacent independent gemms in the order their results are read
+        (hopper/consumer_schedule.issue_order; FlashAttention backward: dP with S, the exps under
+        dP). Opt-in until measured: it keeps more accumulators live (FA backward D128: ptxas spills
+        624 B instead of 192 at ce2e888's example) and no GPU has run it yet (bench/NOTES.md stop 56).
     enable_overlap_block: on sm_90a, in an attention-like overlapped loop, the work between the
         wait for the first gemm and the wait for the previous iteration's last gemm (the softmax)
         becomes a basic block of its own, so that ptxas cannot hoist that second wgmma wait above
@@ -170,6 +176,7 @@ class CudaOptions(BackendOptions):
     disable_wgmma_overlap: bool = False
     disable_tma_store: bool = False
     enable_tma_reduce: bool = False
+    enable_early_gemm_issue: bool = False
     enable_overlap_block: bool = False
     disable_conditional_mask: bool = False
     enable_cluster_multicast: bool = False

@@ -427,6 +427,16 @@ def test_flash_attention_backward_matches_autograd(B, H, S, D, causal, tiles):
     assert ex.check(B, H, S, D, causal, device="cuda", **tiles) < 1e-2
 
 
+@pytest.mark.parametrize("B,H,S,D,causal", [(2, 2, 512, 128, False), (1, 4, 1000, 128, True),
+                                             (2, 4, 1024, 64, True), (1, 2, 257, 64, False)])
+def test_flash_attention_backward_with_early_gemm_issue_matches_autograd(B, H, S, D, causal):
+    """tl.enable_early_gemm_issue (consumer_schedule.issue_order): dP issued with S, dQ before dK."""
+    ex = example("attention/flash_attention_bwd.py")
+    ex.flash_bwd.pass_configs = {"tl.enable_early_gemm_issue": True}
+    assert ex.check(B, H, S, D, causal, device="cuda", block_M=64, block_N=128, num_stages=2, threads=256,
+                    stats="global") < 1e-2
+
+
 @pytest.mark.parametrize("schedule", ["mma_sync", "ws_tma_mma_sync", "ws_tma_wgmma"])
 @pytest.mark.parametrize("trans_a, trans_b", [(False, False), (False, True), (True, False)])
 @pytest.mark.parametrize("layout_a, layout_b", [(None, "transposed"), ("transposed", None),

@@ -36,7 +36,7 @@ iteration. FP8 with block scales promotes one slab while the next slab's wgmma r
 
     issue G(slab0)    acc += slab1 * s1    issue G(slab1)    wait_group 1    acc += slab0 * s0    wait_group 0
 
-Issue order. In a plain iteration a wgmma gemm that needs nothing computed between it and the gemm
+Issue order (opt-in, ``tl.enable_early_gemm_issue``: not yet measured). In a plain iteration a wgmma gemm that needs nothing computed between it and the gemm
 before it is issued right after that gemm, and adjacent independent gemms are issued in the order
 their results are first read (``issue_order``). FlashAttention backward, written S = K Q^T; exp;
 dP = V dO^T; ...; dK += dS^T Q; dQ = dS K; store dQ::
@@ -312,16 +312,17 @@ def schedule(body: list, groups: list[list], kind: str, overlap=None, lazy: froz
     return events
 
 
-def consumer_plan(body: list, groups: list[list], stages: int, is_wgmma, overlap: bool = True):
+def consumer_plan(body: list, groups: list[list], stages: int, is_wgmma, overlap: bool = True,
+                  early_issue: bool = False):
     """(plan, lazy, why, body): the overlap or chain ``plan_overlap`` finds (None, and why not,
     where none fits or it would hang), the gemms a plain iteration awaits lazily (``lazy_gemms``),
-    and the body in the order the iterations run it (a plain one: ``issue_order``'s, where the ring
-    allows it). LoweringError where even the plain schedule would hang (a bug: it releases every
-    slot it takes)."""
+    and the body in the order the iterations run it (with ``early_issue``, a plain one in
+    ``issue_order``'s, where the ring allows it; tl.enable_early_gemm_issue). LoweringError where
+    even the plain schedule would hang (a bug: it releases every slot it takes)."""
     plan, why = plan_overlap(body, is_wgmma, stages) if overlap else (None, "tl.disable_wgmma_overlap")
     if plan is not None and (hang := ring_deadlock(body, groups, plan, stages)):
         plan, why = None, f"the overlap would hang: {hang}"  # plan_overlap should have said so
-    if plan is None and overlap:
+    if plan is None and overlap and early_issue:
         order = issue_order(body, is_wgmma)
         moved = [body[i] for i in order]
         lazy = lazy_gemms(moved, is_wgmma)

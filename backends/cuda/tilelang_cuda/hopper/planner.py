@@ -199,6 +199,7 @@ class HopperPlanner:
                                   is_wgmma=lambda op: self.plan(op, st.num_threads) is not None, notes=notes,
                                   fenced_once=self.fenced_once, tma_store=not self.options.disable_tma_store,
                                   tma_reduce=self.options.enable_tma_reduce,
+                                  early_issue=self.options.enable_early_gemm_issue,
                                   shared_limit=capability(self.arch, "max_shared_memory_per_block"),
                                   overlap_block=self.options.enable_overlap_block,
                                   conditional_mask=not self.options.disable_conditional_mask,

@@ -227,7 +227,8 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
                     fenced_once: set | None = None, tma_store: bool = False, shared_limit: int | None = None,
                     overlap_block: bool = False, conditional_mask: bool = True, cluster: bool = False,
                     two_blocks: bool = False, shared_per_sm: int | None = None, widest_n: int = 0,
-                    fragment_regs: int = 0, stream_k: str = "off", tma_reduce: bool = False):
+                    fragment_regs: int = 0, stream_k: str = "off", tma_reduce: bool = False,
+                    early_issue: bool = False):
     """The body rewritten as in the module docstring; NotSpecialized(why) when the kernel does not
     fit (no or several pipelined loops, a copy TMA cannot carry, thread counts that are not
     warpgroups): the caller keeps the cp.async pipeline and can tell the user why."""
@@ -318,7 +319,8 @@ def warp_specialize(body, st, hopper_layouts: dict, tma_loaded: set | None = Non
     k, start = loop.loop_var, (loop.min + tiles.k0 if stream else loop.min)
 
     tx = st.thread_var
-    plan, lazy, why, body_stmts = consumer_plan(body_stmts, groups, stages, is_wgmma or (lambda op: False), overlap)
+    plan, lazy, why, body_stmts = consumer_plan(body_stmts, groups, stages, is_wgmma or (lambda op: False), overlap,
+                                                early_issue)
     # ping-pong turns only on top of the overlap (alone they serialize issue and wait: slower)
     pingpong = pingpong and plan is not None and wants_pingpong(body_stmts, consumers)
     if notes is not None and (note := plan_note(plan, lazy, why, pingpong)):
