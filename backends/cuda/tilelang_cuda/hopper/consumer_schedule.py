@@ -36,10 +36,11 @@ iteration. FP8 with block scales promotes one slab while the next slab's wgmma r
 
     issue G(slab0)    acc += slab1 * s1    issue G(slab1)    wait_group 1    acc += slab0 * s0    wait_group 0
 
-Issue order (opt-in, ``tl.enable_early_gemm_issue``: not yet measured). In a plain iteration a wgmma gemm that needs nothing computed between it and the gemm
-before it is issued right after that gemm, and adjacent independent gemms are issued in the order
-their results are first read (``issue_order``). FlashAttention backward, written S = K Q^T; exp;
-dP = V dO^T; ...; dK += dS^T Q; dQ = dS K; store dQ::
+Issue order (opt-in, ``tl.enable_early_gemm_issue``: not yet measured). In a plain iteration a
+wgmma gemm that needs nothing computed between it and the gemm before it is issued right after
+that gemm, and adjacent independent gemms are issued in the order their results are first read
+(``issue_order``). FlashAttention backward, written S = K Q^T; exp; dP = V dO^T; ...;
+dK += dS^T Q; dQ = dS K; store dQ::
 
     issue S, issue dP    wait_group 1    exp (under dP)    ...    issue dQ, issue dK    wait_group 1    store dQ (under dK)
 
