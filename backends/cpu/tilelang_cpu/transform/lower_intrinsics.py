@@ -58,7 +58,8 @@ def _prints(body):
     from ..debug_print import PRINT_FUNC
 
     def no_thread(stmt):
-        if I.intrinsic_of(stmt.value) is None or I.intrinsic_of(stmt.value).name != "print":
+        intrinsic = I.intrinsic_of(stmt.value)
+        if intrinsic is None or intrinsic.name != "print":
             return stmt
         args = list(stmt.value.args)
         args[4:7] = [tirx.const(-1, "int32")] * 3
