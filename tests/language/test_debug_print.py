@@ -39,7 +39,8 @@ def printing(rows=2, cols=4, threads=(4, 2), warp_id=0):
             ty = T.get_thread_binding(1)
             if tx == 1 and ty == 1:
                 T.print(bx * 10 + tx)
-                T.print(msg="here")
+                T.print("here")  # a positional string is the message
+                T.print(msg="there")
                 for k in T.serial(2):
                     loc[k] = T.cast(k + 0.5, "bfloat16")
                 T.print(loc)
@@ -75,7 +76,7 @@ def test_values_messages_and_buffers_print_what_the_kernel_holds(path, seed, cap
         mine = [x for x in lines if x["b"] == f"{block}, 0, 0"]
         one = [x for x in mine if x["t"] == "1, 1, 0"]  # the thread under the `if`
         assert [(x["msg"], x["dtype"], x["value"]) for x in one if not x["buf"]] == [
-            ("expr<bx * 10 + tx>", "int32", str(block * 10 + 1)), ("here", None, None),
+            ("expr<bx * 10 + tx>", "int32", str(block * 10 + 1)), ("here", None, None), ("there", None, None),
             ("c2", "uint8", str(c[2])), ("big", "bool", "true" if a[2 * block, 0] > 1.0 else "false")]
         assert [(x["buf"], x["index"], x["value"]) for x in one if x["buf"]] == [
             ("loc", "0", "0.5"), ("loc", "1", "1.5")]

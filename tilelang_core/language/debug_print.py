@@ -40,6 +40,8 @@ def print(obj=None, msg: str = "", warp_group_id: int = 0, warp_id: int = 0) -> 
     ``T.print(bx + by)``, ``T.print(acc, msg="after the loop")``, ``T.print(msg="here")``. A tile
     or fragment is printed by the thread ``warp_group_id * 128 + warp_id * 32``."""
     kernel = current_kernel("T.print")
+    if isinstance(obj, str) and not msg:  # T.print("here"): the message (TileLang prints nothing)
+        obj, msg = None, obj
     if not isinstance(msg, str):
         raise FrontendError(f"T.print: msg must be a string, got {msg!r}")
     where = _where(kernel)
