@@ -8,9 +8,10 @@ Each printed line says where it came from, as TileLang's do::
 Who prints (TileLang's rules): a value or a message, every thread that reaches the call; a shared
 tile or a fragment, one thread (``warp_group_id * 128 + warp_id * 32``), every element in row-major
 order (a fragment goes through a shared copy first, since no thread holds all of it); a
-``T.alloc_local`` array or a global tensor, every thread that reaches the call. CUDA and HIP print
-with the device's ``printf`` (lines reach stdout when the host synchronizes); the cpu backend and
-the SIMT interpreters print from the host; Metal has no printf and refuses it.
+``T.alloc_local`` array or a global tensor, every thread that reaches the call. CUDA prints with
+the device's ``printf`` (lines reach stdout when the host synchronizes); the cpu backend and the
+SIMT interpreters print from the host (``print_line``, the same lines); HIP (built without the
+device libraries) and Metal have no printf and refuse it.
 
 The call is the ``print`` intrinsic (ir/intrinsics.py) with arguments ``(msg, bx, by, bz, tx, ty,
 tz[, value[, buffer name, index]])``: the block and thread indices travel as arguments, so every
@@ -79,6 +80,7 @@ def _check_scalar(dtype, what: str) -> None:
 
 def _print_buffer(kernel, buffer, msg: str, where: list, warp_group_id: int, warp_id: int) -> None:
     from .allocate import alloc_shared
+    from .global_layouts import unravel
     from .tile_ops import copy
 
     name, dtype = str(buffer.name), str(buffer.ty.dtype)
@@ -105,12 +107,7 @@ def _print_buffer(kernel, buffer, msg: str, where: list, warp_group_id: int, war
 
     def body():
         with B.serial(0, math.prod(shape)) as i:
-            index = []
-            rest = i
-            for extent in reversed(shape):
-                index.insert(0, tirx.floormod(rest, extent))
-                rest = tirx.floordiv(rest, extent)
-            B.evaluate(I.call("print", "void", label, *where, source[tuple(index)] if index else source[0],
+            B.evaluate(I.call("print", "void", label, *where, source[tuple(unravel(i, shape))],
                               tvm.ir.StringImm(name), i))
 
     if one_thread:
@@ -121,4 +118,21 @@ def _print_buffer(kernel, buffer, msg: str, where: list, warp_group_id: int, war
         body()
 
 
-__all__ = ["print"]
+def print_line(msg: str, where, dtype: str | None = None, value=None, buf: str = "", index: int = -1) -> str:
+    """One printed line, as the CUDA helpers' printf writes it (tilelang_cuda/warp_intrinsics.py),
+    for the printers on the host (the cpu backend's callback, the SIMT interpreter): ``where`` is
+    (bx, by, bz, tx, ty, tz); a value with its ``dtype`` (a buffer's element where ``buf`` names it)."""
+    block, thread = (", ".join(str(int(w)) for w in where[i:i + 3]) for i in (0, 3))
+    line = f"msg='{msg}' BlockIdx=({block}), ThreadIdx=({thread})"
+    if dtype is None:
+        return line
+    if dtype == "bool":
+        text = "true" if value else "false"
+    elif dtype.startswith(("float", "bfloat")):
+        text = f"{float(value):.9g}"
+    else:
+        text = str(int(value))
+    return line + f": {f'buffer={buf}, index={int(index)}, ' if buf else ''}dtype={dtype} value={text}"
+
+
+__all__ = ["print", "print_line"]

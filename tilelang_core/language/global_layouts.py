@@ -90,7 +90,7 @@ def _offset_fn(buf, index_map, error):
     return lambda indices: index_map.map_indices(list(indices))[0]
 
 
-def _unravel(offset, shape):
+def unravel(offset, shape):
     """The row-major index of ``offset`` in ``shape``."""
     out = []
     for s in reversed(shape[1:]):
@@ -152,7 +152,7 @@ class _Rewriter:
 
     def mapped(self, hit, indices):
         buf, offset = hit
-        return [self.analyzer.simplify(e) for e in _unravel(offset(indices), list(buf.ty.shape))]
+        return [self.analyzer.simplify(e) for e in unravel(offset(indices), list(buf.ty.shape))]
 
     def expr(self, e):
         def on_load(load):

@@ -1,6 +1,6 @@
 """T.print on the cpu backend (language/debug_print.py): the kernel calls back into Python through
-TVM's packed-function registry (``T.call_packed``), which prints each line in the format of the
-GPU helpers' printf (tilelang_cuda/warp_intrinsics.py).
+TVM's packed-function registry (``T.call_packed``), which prints each line as the GPU helpers'
+printf does (language/debug_print.print_line).
 
 A kernel looks the function up by name when it runs, so the name must be registered in every
 process that loads one: ``load_module`` (runtime.py) imports this module.
@@ -14,16 +14,9 @@ PRINT_FUNC = "tilelang_cpu.debug_print"
 
 
 def _print(msg, bx, by, bz, tx, ty, tz, dtype=None, value=None, buf="", index=-1):
-    line = f"msg='{msg}' BlockIdx=({bx}, {by}, {bz}), ThreadIdx=({tx}, {ty}, {tz})"
-    if dtype is not None:
-        if dtype == "bool":
-            text = "true" if value else "false"
-        elif isinstance(value, float):
-            text = f"{value:.9g}"
-        else:
-            text = str(value)
-        line += f": {f'buffer={buf}, index={index}, ' if buf else ''}dtype={dtype} value={text}"
-    builtins.print(line, flush=True)
+    from tilelang_core.language.debug_print import print_line
+
+    builtins.print(print_line(msg, (bx, by, bz, tx, ty, tz), dtype, value, buf, index), flush=True)
 
 
 def register() -> None:

@@ -57,11 +57,14 @@ def _prints(body):
 
     from ..debug_print import PRINT_FUNC
 
-    def no_thread(stmt):
+    def print_args(stmt):
         intrinsic = I.intrinsic_of(stmt.value)
-        if intrinsic is None or intrinsic.name != "print":
+        return list(stmt.value.args) if intrinsic is not None and intrinsic.name == "print" else None
+
+    def no_thread(stmt):
+        args = print_args(stmt)
+        if args is None:
             return stmt
-        args = list(stmt.value.args)
         args[4:7] = [tirx.const(-1, "int32")] * 3
         return tirx.Evaluate(I.call("print", "void", *args))
 
@@ -75,10 +78,9 @@ def _prints(body):
     body = tvm_ffi.structural_map(body, [(tirx.For, on_for)])
 
     def on_evaluate(stmt):
-        intrinsic = I.intrinsic_of(stmt.value)
-        if intrinsic is None or intrinsic.name != "print":
+        args = print_args(stmt)
+        if args is None:
             return stmt
-        args = list(stmt.value.args)
         if len(args) > 7:
             args[7:8] = [tvm.ir.StringImm(str(args[7].ty)), print_kind(args[7])[1]]
         return tirx.Evaluate(tirx.call_packed(PRINT_FUNC, *args))
