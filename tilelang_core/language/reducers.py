@@ -59,6 +59,7 @@ from .dtypes import canonical_dtype
 from .expr import infinity
 from .kernel import current_kernel
 from .reducer_checks import check_reducer_protocol
+from ..transform.structural import seq
 
 _OPS = ("sum", "max", "min") + BITWISE_REDUCE_KINDS
 _MARKERS = ("tl.reducer_init", "tl.reducer_update", "tl.finalize_reducer")
@@ -364,7 +365,7 @@ def _accumulate(red, indices, value, plan, error, nest, outer):
             offsets[k] = r
             updates.append(_accumulate_at(red, dims, list(offsets), loops, loop_vars, extents, plan, error,
                                           tirx.Select(tirx.EQ(idx, tirx.const(r, str(idx.ty))), value, identity)))
-        return _seq(updates)
+        return seq(updates)
     return _accumulate_at(red, dims, offsets, loops, loop_vars, extents, plan, error, value)
 
 
@@ -414,7 +415,7 @@ def _rewrite_epochs(node, plan, error):
         if _marker(stmt, "tl.reducer_init"):
             handle, value = stmt.value.args
             red = plan.reducers[handle.source.__chandle__()]
-            return _seq([_fill(red.buffer, value)] + _clear_staging(red, plan))
+            return seq([_fill(red.buffer, value)] + _clear_staging(red, plan))
         if _marker(stmt, "tl.finalize_reducer"):
             args = stmt.value.args
             red = plan.reducers[args[0].source.__chandle__()]
@@ -427,7 +428,7 @@ def _rewrite_epochs(node, plan, error):
                 from ..ir import Copy
 
                 out.append(Copy(R.full_region(red.buffer), R.full_region(args[1].source)).to_stmt())
-            return _seq(out)
+            return seq(out)
         if isinstance(stmt, tvm.tirx.TilePrimitiveCall):
             # a legacy reducer starts from the kernel's own T.clear / T.fill
             from ..ir import TileOp
@@ -436,7 +437,7 @@ def _rewrite_epochs(node, plan, error):
             if isinstance(op, Fill):
                 red = plan.reducers.get(op.dst.source.__chandle__())
                 if red is not None and red.legacy:
-                    return _seq([stmt] + _clear_staging(red, plan))
+                    return seq([stmt] + _clear_staging(red, plan))
         return stmt
 
     return visit(node)
@@ -506,7 +507,7 @@ def _reduce_site(site, plan, direct: bool):
             else list(range(len(target_ext)))
         folded = _Site(red, scratch, [], folded_shape, dims, site.offsets)
         stmts.append(_elementwise_combine(folded, target))
-    return _seq(stmts)
+    return seq(stmts)
 
 
 def _elementwise_combine(site, target):
@@ -525,11 +526,6 @@ def _elementwise_combine(site, target):
     for v, e in reversed(list(zip(loop_vars, site.extents))):
         body = parallel_loop(v, e, body)
     return body
-
-
-def _seq(stmts):
-    stmts = [s for s in stmts if s is not None]
-    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
 
 
 def _insert_allocs(body, buffers):

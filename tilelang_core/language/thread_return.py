@@ -25,6 +25,7 @@ import tvm_ffi
 from tvm import tirx
 
 from ..errors import FrontendError
+from ..transform.structural import seq
 
 _OP = "tirx.thread_return"
 
@@ -45,10 +46,6 @@ def _contains(stmt, pred) -> bool:
     found = []
     tvm_ffi.structural_walk(stmt, [(tirx.Stmt, lambda n: found.append(n) if pred(n) else None)])
     return bool(found)
-
-
-def _seq(stmts):
-    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
 
 
 def guard_after_thread_return(func: tirx.PrimFunc) -> tirx.PrimFunc:
@@ -79,7 +76,7 @@ def guard_after_thread_return(func: tirx.PrimFunc) -> tirx.PrimFunc:
         """``stmts`` run only by threads that have not returned; allocations hoisted out."""
         hoisted = [s for s in stmts if isinstance(s, tirx.AllocBuffer)]
         rest = [s for s in stmts if not isinstance(s, tirx.AllocBuffer)]
-        return hoisted + ([tirx.IfThenElse(clear(), _seq(rest), None)] if rest else [])
+        return hoisted + ([tirx.IfThenElse(clear(), seq(rest), None)] if rest else [])
 
     def on_evaluate(stmt):
         return tirx.BufferStore(flag, tirx.IntImm("int32", 1), [0]) if _is_return(stmt) else stmt
@@ -91,14 +88,14 @@ def guard_after_thread_return(func: tirx.PrimFunc) -> tirx.PrimFunc:
                 return items[:i + 1] + guarded(split(items[i + 1:]))
         return items
 
-    def on_seq(seq):
-        return _seq(split(list(seq.seq)))
+    def on_seq(node):
+        return seq(split(list(node.seq)))
 
     def on_for(loop):
         if not may_return(loop.body):
             return loop
         # a later iteration must not run for a thread that returned in an earlier one
-        return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, _seq(guarded([loop.body])),
+        return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, seq(guarded([loop.body])),
                         loop.thread_binding, loop.annotations, loop.step)
 
     def on_while(loop):

@@ -35,6 +35,7 @@ from tvm import tirx
 from ..errors import LoweringError
 from ..ir.substitute import substitute
 from .bindings import is_pure
+from .structural import seq
 
 #: PrimFunc attributes joined (as lines) when the kernels of a program each set them
 _JOINED_ATTRS = ("tl.schedule_notes",)
@@ -66,10 +67,6 @@ def _name(func) -> str:
 
 def _top_level(body) -> list:
     return list(body.seq) if isinstance(body, tirx.SeqStmt) else [body]
-
-
-def _seq(stmts: list):
-    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
 
 
 def _free_vars(node) -> set[int]:
@@ -109,7 +106,7 @@ def hoist_workspaces(func: tirx.PrimFunc) -> tirx.PrimFunc:
         out.append(in_kernel(stmt) if is_launch(stmt) else stmt)
     if not hoisted:
         return func
-    return func.with_body(_seq(hoisted + out))
+    return func.with_body(seq(hoisted + out))
 
 
 def _outer_launches(stmt) -> int:
@@ -201,7 +198,7 @@ def lower_program(func: tirx.PrimFunc, lower_one: Callable[[tirx.PrimFunc], tirx
                                 f"several kernels cannot be stitched back (report this)")
         lowered.append(out)
     before, after = workspace_statements(program.workspaces)
-    body = _seq(list(before) + [f.body for f in lowered] + list(after))
+    body = seq(list(before) + [f.body for f in lowered] + list(after))
     stitched = tirx.PrimFunc(list(func.params), body, func.ret_type)
     attrs = _merged_attrs(func, lowered)
     return stitched.with_attrs(attrs) if attrs else stitched

@@ -62,3 +62,18 @@ def stmt_children(node) -> list:
         return [node.then_case] + ([node.else_case] if node.else_case is not None else [])
     body = getattr(node, "body", None)
     return [body] if isinstance(body, tirx.Stmt) else []
+
+
+def seq(stmts) -> Any:
+    """One statement for ``stmts`` in order: nested sequences flattened, Nones dropped, a single
+    statement as itself (TVM refuses a SeqStmt of one), a no-op for none."""
+    from tvm import tirx
+
+    flat = []
+    for s in stmts:
+        if s is None:
+            continue
+        flat.extend(s.seq if isinstance(s, tirx.SeqStmt) else [s])
+    if not flat:
+        return tirx.Evaluate(tirx.const(0, "int32"))
+    return flat[0] if len(flat) == 1 else tirx.SeqStmt(flat)

@@ -1,9 +1,11 @@
 """Where ``T.sync_grid()`` and the cluster barriers (``T.cluster_sync()`` and its halves) may stand:
 reached by every thread of every block (of the grid, of the cluster), the same number of times
 (language/launch_dependency.py, language/cluster.py). Such a barrier that some thread skips never
-opens: the kernel hangs. So a call inside ``T.Parallel`` (which deals iterations over threads),
-under a branch whose condition reads the thread or block index, or in a loop whose bounds do, is
-refused with the line, before any lowering."""
+opens: the kernel hangs. So a call under a branch whose condition reads the thread or block index,
+or in a loop whose bounds do, is refused with the line, before any lowering. One inside
+``T.Parallel`` (which deals iterations over threads) is refused too; the frontend has split such
+loops at the barriers at the top of their bodies (transform/parallel_barriers.py) and refused the
+rest, so only IR built by other means gets here with one."""
 
 from __future__ import annotations
 

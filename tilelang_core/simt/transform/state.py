@@ -15,6 +15,7 @@ from tvm import tirx
 
 from tilelang_core.errors import LoweringError
 from tilelang_core.ir.substitute import substitute  # noqa: F401 - re-exported: the kit's callers import it here
+from tilelang_core.transform.structural import seq  # noqa: F401 - re-exported: the kit's callers import it here
 
 from ..dialect import SimtDialect
 
@@ -125,20 +126,6 @@ def uses_var(node, var) -> bool:
     from tvm.tirx.analysis import undefined_vars
 
     return any(v.same_as(var) for v in undefined_vars(node))
-
-
-def seq(stmts) -> tirx.Stmt:
-    flat = []
-    for s in stmts:
-        if s is None:
-            continue
-        if isinstance(s, tirx.SeqStmt):
-            flat.extend(s.seq)
-        else:
-            flat.append(s)
-    if not flat:
-        return tirx.Evaluate(tirx.const(0, "int32"))
-    return flat[0] if len(flat) == 1 else tirx.SeqStmt(flat)
 
 
 def loop(var_name: str, extent, body_fn, kind=tirx.ForKind.SERIAL):

@@ -196,6 +196,31 @@ def test_sync_grid_orders_blocks():
         torch.testing.assert_close(b, want, rtol=0, atol=0)
 
 
+def test_sync_grid_inside_t_parallel_splits_the_loop():
+    """TileLang's cooperative-launch example: T.sync_grid() inside T.Parallel (the loop is split
+    there, transform/parallel_barriers.py); each element gets its mirror added."""
+    from test_parallel_barriers_build import grid_reverse_in_parallel
+
+    kernel = cuda(grid_reverse_in_parallel(1024, 64))
+    for _ in range(5):
+        a = torch.randn(1024, device="cuda")
+        want = a + a.flip(0)
+        kernel(a)
+        torch.testing.assert_close(a, want, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("P,threads", [(64, 128), (256, 128), (300, 96)])
+def test_sync_threads_inside_t_parallel_separates_the_phases(P, threads):
+    """tests/language/test_parallel_barriers.py's kernel: with more iterations than threads each
+    thread's first iteration read a slot its second had not written yet before the split."""
+    from test_parallel_barriers import reverse_in_blocks
+
+    a = torch.randn(P * 2, device="cuda")
+    b = torch.full((P * 2,), float("nan"), device="cuda")
+    cuda(reverse_in_blocks(P, threads))(a, b)
+    torch.testing.assert_close(b, (a * 2).view(2, P).flip(1).reshape(-1), rtol=0, atol=0)
+
+
 def test_sync_grid_on_a_grid_too_large_to_be_resident_fails_the_launch():
     from test_grid_sync import reverse_across_blocks
 
