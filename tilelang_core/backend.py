@@ -40,6 +40,9 @@ class BackendOptions:
     RETIRED: ClassVar[Mapping[str, str]] = {}
     #: TileLang keys this backend implements under another field name (key without "tl." -> field)
     ALIASES: ClassVar[Mapping[str, str]] = {}
+    #: TileLang's ``tl.disable_data_race_check``: accept a T.Parallel loop that reads an element
+    #: another of its iterations writes (refused otherwise: transform/parallel_races.py)
+    disable_data_race_check: bool = False
 
     def check_flags(self, kind: str) -> None:
         """ConfigError naming the option for a field declared ``bool`` that holds anything else
@@ -79,19 +82,24 @@ class BackendOptions:
         return cls(**kwargs)
 
 
-def lower_each(kind: str, func, lower_one):
+def lower_each(kind: str, func, lower_one, options: BackendOptions | None = None):
     """Every PrimFunc of ``func`` (a PrimFunc or an IRModule) through ``lower_one(prim_func)``,
-    as a new IRModule; anything else in the module is refused, naming it."""
+    as a new IRModule; anything else in the module is refused, naming it. Each is first checked
+    for reads in a T.Parallel loop of elements another iteration writes (refused unless
+    ``options.disable_data_race_check``)."""
     import tvm
     from tvm import tirx
 
     from .errors import LoweringError
+    from .transform.parallel_races import check_parallel_races
 
     out = {}
     for gvar, f in as_ir_module(func).functions.items():
         if not isinstance(f, tirx.PrimFunc):
             raise LoweringError(f"the {kind} backend lowers PrimFuncs only, got {type(f).__name__} "
                                 f"'{gvar.name_hint}'")
+        if options is None or not options.disable_data_race_check:
+            check_parallel_races(f, gvar.name_hint)
         out[gvar] = lower_one(f)
     return tvm.IRModule(out)
 

@@ -40,10 +40,11 @@ def transposed_read(M=16):
     def main(X: T.Tensor((M, M), "float32"), Y: T.Tensor((M, M), "float32")):
         with T.Kernel(1, threads=32) as bx:
             x = T.alloc_fragment((M, M), "float32")
+            y = T.alloc_fragment((M, M), "float32")
             T.copy(X, x)
             for i, j in T.Parallel(M, M):
-                x[i, j] = x[j, i] * 2.0
-            T.copy(x, Y)
+                y[i, j] = x[j, i] * 2.0
+            T.copy(y, Y)
 
     return main
 

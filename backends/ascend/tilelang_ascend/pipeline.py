@@ -26,9 +26,10 @@ from pathlib import Path
 
 import tvm
 
-from tilelang_core.backend import Backend
+from tilelang_core.backend import Backend, as_ir_module
 from tilelang_core.errors import LoweringError
 from tilelang_core.ir.import_source import refuse_imported_sources
+from tilelang_core.transform.parallel_races import check_parallel_races
 
 from . import isa
 from .options import AscendOptions
@@ -95,6 +96,9 @@ class AscendBackend(Backend):
     def lower(self, func, options: AscendOptions | None = None) -> isa.Program:
         options = options or AscendOptions()
         refuse_imported_sources(func, "the ascend backend")
+        if not options.disable_data_race_check:
+            for gvar, f in as_ir_module(func).functions.items():
+                check_parallel_races(f, gvar.name_hint)
         return lower_program(func, self._arch(options), check=options.check)
 
     def codegen(self, prog: isa.Program, options: AscendOptions | None = None) -> str:

@@ -142,7 +142,7 @@ class CpuBackend(Backend):
     # -- stages ---------------------------------------------------------------------------------
     def lower(self, func, options: CpuOptions | None = None) -> tvm.IRModule:
         options = options or CpuOptions()
-        mod = lower_each("cpu", func, lambda f: lower_func(f, options))
+        mod = lower_each("cpu", func, lambda f: lower_func(f, options), options)
         return tvm.transform.Sequential([p() for p in CLEANUP_PASSES])(mod)
 
     def codegen(self, mod, options: CpuOptions | None = None) -> str:

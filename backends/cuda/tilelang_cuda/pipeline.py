@@ -186,7 +186,7 @@ class CudaBackend(Backend):
         start = time.perf_counter()
         arch = self.arch
         mod = lower_each("cuda", func, lambda f: lower_program(
-            f, lambda kernel: lower_function(kernel, arch, options), workspace_statements))
+            f, lambda kernel: lower_function(kernel, arch, options), workspace_statements), options)
         self.timings["lower"] = time.perf_counter() - start
         return mod
 

@@ -117,7 +117,7 @@ class HipBackend(Backend):
         options = options or HipOptions()
         start = time.perf_counter()
         arch = self.arch
-        mod = lower_each("hip", func, lambda f: lower_function(f, arch, options))
+        mod = lower_each("hip", func, lambda f: lower_function(f, arch, options), options)
         self.timings["lower"] = time.perf_counter() - start
         return mod
 

@@ -101,7 +101,7 @@ class MetalBackend(Backend):
         options = options or MetalOptions()
         start = time.perf_counter()
         arch = self.arch
-        mod = lower_each("metal", func, lambda f: lower_function(f, arch, options))
+        mod = lower_each("metal", func, lambda f: lower_function(f, arch, options), options)
         self.timings["lower"] = time.perf_counter() - start
         return mod
 
