@@ -81,6 +81,11 @@ class SimtDialect:
         language/debug_print.py: the device's printf of a message alone, or of a value widened to
         long long, unsigned long long, double or bool with its dtype name, buffer name and
         index); False: T.print is refused.
+    device_barrier: the helper (``void name()``) of a block barrier that also orders global memory,
+        where the block barrier orders shared memory only (Metal's ``threadgroup_barrier(mem_flags::
+        mem_threadgroup)``); empty: the block barrier orders both (CUDA's and HIP's __syncthreads).
+        InsertBarriers places it between block-wide statements that touch one global buffer from
+        different threads.
     paired_folds: per fold (sum, max, min, max_nan, min_nan), a helper that folds two 16-bit floats
         at once (``void f<bool abs = false>(T* acc, const T* v)``: ``acc[0:2] = op(acc[0:2],
         v[0:2])``, ``|v|`` with ``abs``; T float16 or bfloat16, both pointers 4-byte aligned). A
@@ -105,6 +110,7 @@ class SimtDialect:
     grid_sync: bool = False
     clusters: bool = False
     device_print: bool = False
+    device_barrier: str = ""
     paired_folds: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):

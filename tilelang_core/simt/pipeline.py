@@ -41,6 +41,7 @@ from tilelang_core.transform.thread_ranges import in_thread_ranges, mark_thread_
 from tilelang_core.transform.verify_no_tile_ops import verify_no_tile_ops
 
 from .dialect import SimtDialect
+from .intrinsics import call as simt_call
 from .lower_atomic_calls import lower_atomic_calls
 from .lower_gemm_fma import fma_accumulator_layout
 from .transform import (KernelState, apply_layouts, block_swizzle, insert_barriers, longest_first,
@@ -153,8 +154,10 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
                     use_async=dialect.async_copy, shared_limit=shared_limit, async_preload=async_preload)
     if not getattr(options, "disable_thread_storage_sync", False):  # (TileLang's key: the author orders them)
         barriers = GroupBarriers(func.body, st)
+        device = dialect.device_barrier
         func = run_pass(f"{kind}.InsertBarriers", _on_body(insert_barriers), func,
-                        group_barrier=barriers.for_region, range_barrier=barriers.for_branch)
+                        group_barrier=barriers.for_region, range_barrier=barriers.for_branch,
+                        global_barrier=(lambda: simt_call(device)) if device else None)
     func = run_pass(f"{kind}.ParallelTileOps", _on_body(parallel_tile_ops), func, st)
     # lower_tile_ops binds the loop ranges and bound values into st.analyzer (via ctx) first
     ctx = SimtLoweringContext(backend_kind=kind, kernel=name, analyzer=st.analyzer,

@@ -49,6 +49,10 @@ class MetalInterpreter(Interpreter):
             for lanes in self.whole_warps(mask, min(SIMDGROUP, self.lanes), name):
                 out[lanes] = fold(value[lanes])
             return out
+        if name == "tl_sync_threads_device":  # the block barrier that orders device memory too
+            if self.races is not None:
+                self.races.barrier()
+            return None
         m = _GEMM.match(name)
         if m:
             mi, ni, ks = (int(m.group(i)) for i in (1, 2, 3))

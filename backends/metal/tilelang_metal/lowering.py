@@ -29,6 +29,7 @@ METAL = SimtDialect(kind=KIND, warp_size=32, async_copy=False, shuffle_xor="simd
                     atomic_dtypes=ATOMIC_DTYPES, atomic_orders=ATOMIC_ORDERS,
                     warp_reduce={"sum": "simd_sum", "max": "simd_max", "min": "simd_min"},
                     block_votes=False,  # warp_intrinsics.py: MSL has no threadgroup memory in helpers
-                    vector_bytes=16)  # MSL vectors: at most 4 x 32 bits (no T.ldg256)
+                    vector_bytes=16,  # MSL vectors: at most 4 x 32 bits (no T.ldg256)
+                    device_barrier="tl_sync_threads_device")  # (its block barrier orders threadgroup memory)
 
 register_simt_rules(KIND, gemm=lower_gemm)

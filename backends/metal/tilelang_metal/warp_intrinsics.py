@@ -16,7 +16,7 @@ import re
 
 #: a call of one of the helpers below in a kernel's source
 WARP_HELPER_CALL = re.compile(r"\btl_(?:ballot_sync|any_sync|all_sync|activemask|match_any_sync|match_all_sync|"
-                              r"shfl_sync|warp_reduce_\w+|sync_warp|elect_one_sync|ffs|fns|ldg)\(")
+                              r"shfl_sync|warp_reduce_\w+|sync_warp|sync_threads_device|elect_one_sync|ffs|fns|ldg)\(")
 
 WARP_HELPERS = r"""
 // Warp helpers (tilelang_metal/warp_intrinsics.py): lane masks are 64-bit, a simdgroup has 32 lanes.
@@ -79,6 +79,7 @@ TL_WARP_REDUCE_64_KIND(ulong, min, min(v, other))
 TL_WARP_REDUCE_64_KIND(ulong, bitand, v & other)
 TL_WARP_REDUCE_64_KIND(ulong, bitor, v | other)
 inline void tl_sync_warp(ulong lanes) { simdgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup); }
+inline void tl_sync_threads_device() { threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup); }
 inline bool tl_elect_one_sync() { return simd_is_first(); }
 inline int tl_ffs(uint v) { return v == 0 ? 0 : int(ctz(v)) + 1; }
 inline int tl_ffs(int v) { return tl_ffs(as_type<uint>(v)); }

@@ -1,5 +1,7 @@
 """InsertBarriers: block barriers (``__syncthreads()`` on CUDA) between statements that touch the same shared buffer from
-different threads, and only there.
+different threads, and only there; and between block-wide statements (lists every thread runs)
+that touch one global buffer from different threads (two T.Parallel loops handing data over:
+each loop's layout is its own), with the dialect's barrier that orders global memory.
 
 Works on tile-level IR (before lowering), where every statement's shared reads and writes are
 known: tile ops declare them, loops and stores are scanned. In a statement list, a barrier goes
@@ -44,7 +46,7 @@ from tilelang_core.transform.thread_ranges import THREAD_RANGE, WS_ATTR, region_
 
 from .. import intrinsics as I
 from .private_shared import private_to_threads
-from .shared_races import collect, is_shared, races, varying_vars, view_roots
+from .shared_races import collect, is_global, is_shared, races, varying_vars, view_roots
 from .state import PIPELINE_REGION, is_pipeline_region, region_entry
 
 def touched(stmt) -> tuple[set, set]:
@@ -104,14 +106,17 @@ def conflict(reads, writes, pending_reads, pending_writes) -> bool:
     return bool(reads & pending_writes or writes & pending_reads or writes & pending_writes)
 
 
-def insert_barriers(stmt, group_barrier=None, range_barrier=None):
+def insert_barriers(stmt, group_barrier=None, range_barrier=None, global_barrier=None):
     """The kernel body with barriers inserted (see the module docstring). ``group_barrier(region)``:
     the barrier statement among the threads of a THREAD_RANGE region (None: such barriers are
     refused). ``range_barrier(branch, conditions)``: inside ``if`` statements on the thread whose
     ``conditions`` (the enclosing ones too; an else branch's negated) hold, a function making the
     barrier among the threads they select, or None where they select no range of threads (then the
-    barrier is refused; without ``range_barrier`` always)."""
-    return _Inserter(group_barrier, _thread_vars(stmt), stmt, range_barrier).visit(stmt, I.syncthreads)
+    barrier is refused; without ``range_barrier`` always). ``global_barrier()``: the block barrier
+    that also orders global memory (SimtDialect.device_barrier; None: the block barrier does)."""
+    inserter = _Inserter(group_barrier, _thread_vars(stmt), stmt, range_barrier)
+    inserter.global_barrier = global_barrier or I.syncthreads
+    return inserter.visit(stmt, I.syncthreads)
 
 
 def _thread_vars(body) -> set:
@@ -153,6 +158,17 @@ class _Inserter:
                                      else ([], {}))
         self.enclosing: list = []
         self.conditions: list = []
+        self.global_barrier = I.syncthreads
+        # statements under an if, a while, or a loop whose trip count reads memory or the thread:
+        # their threads may differ (a condition on a per-thread register is no less divergent than
+        # one on the thread index), so global accesses there are left in each thread's own order
+        self.divergent = 0
+
+    def global_accesses(self, stmt) -> tuple[list, list]:
+        """Access records (shared_races.py) of ``stmt``'s global memory, T.ws bodies left out
+        (their authors synchronize them)."""
+        outside, _ = _ws_parts(stmt)
+        return collect(outside, self.varying if self.varying is not None else set(), memory=is_global)
 
     def accesses(self, stmt) -> tuple[list, list, list, list]:
         """Access records (shared_races.py) of ``stmt``: (reads, writes) outside T.ws bodies, then inside."""
@@ -189,10 +205,13 @@ class _Inserter:
                 sync = _divergent_loop(node)
             constant = isinstance(node.min, tirx.IntImm) and isinstance(node.extent, tirx.IntImm)
             self.enclosing.append((node.loop_var, int(node.extent.value), int(node.min.value)) if constant else None)
+            varying = not (_uniform_bound(node.min, self) and _uniform_bound(node.extent, self))
+            self.divergent += varying
             try:
                 body = self.visit(node.body, sync)
             finally:
                 self.enclosing.pop()
+                self.divergent -= varying
             if not _ends_with_barrier(body) and _loop_carried(node.body, self) and not self._private(node):
                 body = _append_barrier(body, sync)
             return tirx.For(node.loop_var, node.min, node.extent, node.kind, body,
@@ -210,12 +229,14 @@ class _Inserter:
             # (private_shared.py's facts; an integer condition, `if count:`, is left out)
             boolean = str(node.condition.ty) == "bool"
             self.conditions.append(node.condition if boolean else tirx.const(True, "bool"))
+            self.divergent += 1
             try:
                 then_case = self.visit(node.then_case, then_sync)
                 self.conditions[-1] = tirx.Not(node.condition) if boolean else tirx.const(True, "bool")
                 else_case = self.visit(node.else_case, else_sync) if node.else_case is not None else None
             finally:
                 self.conditions.pop()
+                self.divergent -= 1
             return tirx.IfThenElse(node.condition, then_case, else_case)
         return node
 
@@ -267,6 +288,14 @@ def _threads_and_values(body):
 
     tvm_ffi.structural_walk(body, [(tirx.AttrStmt, on_attr), (tirx.Bind, on_bind)])
     return ([] if ranged else threads), values
+
+
+def _uniform_bound(expr, inserter) -> bool:
+    """Whether a loop bound is the same in every thread as far as the pass can tell: no load, no
+    thread index (nor a name bound from one)."""
+    loads = []
+    tvm_ffi.structural_walk(expr, [(tvm.ir.TensorLoad, loads.append)])
+    return not loads and not inserter._on_thread(expr)
 
 
 def _vars_in(node) -> list:
@@ -373,21 +402,31 @@ def _visit_seq(stmts, inserter, ignore=frozenset(), sync=I.syncthreads):
     pending_r, pending_w = [], []  # block-wide code's accesses since the last barrier
     pending = []  # ... and the statements that made them (private_shared.py's check)
     ws_pending_r, ws_pending_w = [], []  # T.ws bodies' (module docstring)
+    # global memory, between block-wide statements only (a list every thread runs: inside a
+    # branch on the thread each thread's own accesses keep their order): a T.Parallel loop that
+    # reads what an earlier one wrote reads other threads' elements (their loops' layouts are
+    # each their own), which only a barrier makes visible
+    global_r, global_w = [], []
+    block_wide = sync is I.syncthreads and not inserter.divergent
+    global_too = inserter.global_barrier is I.syncthreads  # the block barrier orders global memory
     after_tma = False  # the statement before was a T.tma_copy (module docstring)
     for s in stmts:
         if _is_barrier(s):  # the author's own (T.sync_threads, with or without an id)
             pending_r, pending_w, ws_pending_r, ws_pending_w, pending = [], [], [], [], []
+            global_r, global_w = [], []
             after_tma = False
             out.append(s)
             continue
         if after_tma and not _is_tma_copy(s):
             out.append(sync())
             pending_r, pending_w, ws_pending_r, ws_pending_w, pending = [], [], [], [], []
+            global_r, global_w = ([], []) if global_too else (global_r, global_w)
         after_tma = _is_tma_copy(s)
         # a pipeline region's loop starts with a wait and a barrier: only its prologue can race
         # with what came before (an async preload of Q has nothing else between it and that wait)
-        r, w, ws_r, ws_w = (_unignored(x, ignore) for x in
-                            inserter.accesses(region_entry(s) if is_pipeline_region(s) else s))
+        entry = region_entry(s) if is_pipeline_region(s) else s
+        r, w, ws_r, ws_w = (_unignored(x, ignore) for x in inserter.accesses(entry))
+        g_r, g_w = (_unignored(x, ignore) for x in inserter.global_accesses(entry)) if block_wide else ([], [])
         proof = inserter.analyzer
         racing = (races(r, w, pending_r + ws_pending_r, pending_w + ws_pending_w, proof)
                   or races(ws_r, ws_w, pending_r, pending_w, proof))
@@ -395,9 +434,17 @@ def _visit_seq(stmts, inserter, ignore=frozenset(), sync=I.syncthreads):
         if racing and (ws_r or ws_w or ws_pending_r or ws_pending_w or not inserter._private(*pending, s)):
             out.append(sync())
             pending_r, pending_w, ws_pending_r, ws_pending_w, pending = [], [], [], [], []
+            global_r, global_w = ([], []) if global_too else (global_r, global_w)
+        if races(g_r, g_w, global_r, global_w, proof):
+            out.append(inserter.global_barrier())
+            pending_r, pending_w, ws_pending_r, ws_pending_w, pending = [], [], [], [], []
+            global_r, global_w = [], []
         out.append(inserter.visit(s, sync))
+        global_r += g_r
+        global_w += g_w
         if is_pipeline_region(s):
             pending_r, pending_w, pending = [], [], []  # it ends with wait_group(0) + barrier
+            global_r, global_w = ([], []) if global_too else (global_r, global_w)
         else:
             pending_r += r
             pending_w += w

@@ -59,6 +59,10 @@ def is_shared(buffer) -> bool:
     return tirx.is_buffer_var(buffer) and str(buffer.ty.storage_scope) in SHARED
 
 
+def is_global(buffer) -> bool:
+    return tirx.is_buffer_var(buffer) and str(buffer.ty.storage_scope) == "global"
+
+
 def varying_vars(body, thread_vars: set) -> set:
     """The names whose value may differ between threads: ``thread_vars`` and every name bound
     (transitively) from one of them or from anything loaded."""
@@ -96,9 +100,11 @@ def view_roots(body) -> dict:
     return roots
 
 
-def collect(stmt, varying: set, roots: dict | None = None) -> tuple[list, list]:
+def collect(stmt, varying: set, roots: dict | None = None, memory=None) -> tuple[list, list]:
     """(reads, writes) of shared memory anywhere in ``stmt``, as Access records; ``roots``:
-    view_roots of the kernel (a view's accesses race with its buffer's)."""
+    view_roots of the kernel (a view's accesses race with its buffer's); ``memory``: which
+    buffers count instead (a predicate, e.g. ``is_global``)."""
+    is_shared = memory or globals()["is_shared"]
     local = _bound_inside(stmt)
     roots = roots or {}
     reads, writes, atomic_dsts, async_stores = [], [], [], []

@@ -221,6 +221,21 @@ def test_sync_threads_inside_t_parallel_separates_the_phases(P, threads):
     torch.testing.assert_close(b, (a * 2).view(2, P).flip(1).reshape(-1), rtol=0, atol=0)
 
 
+def test_loops_handing_data_over_through_global_memory_wait_for_each_other():
+    """tests/simt/test_global_barriers.py's kernel: the second loop reads what other threads of
+    the block wrote in the first (a barrier between them since stop 57)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "tests" / "simt"))
+    from test_global_barriers import handoff
+
+    kernel = cuda(handoff(1024, 256))
+    for _ in range(20):
+        a = torch.randn(1024, device="cuda")
+        b = torch.zeros(1024, device="cuda")
+        c = torch.zeros(1024, device="cuda")
+        kernel(a, b, c)
+        torch.testing.assert_close(c, (a * 2).flip(0), rtol=0, atol=0)
+
+
 def test_sync_grid_on_a_grid_too_large_to_be_resident_fails_the_launch():
     from test_grid_sync import reverse_across_blocks
 
