@@ -87,3 +87,21 @@ def test_only_kernels_that_call_warp_helpers_get_them():
 
     assert "tl_ballot_sync" not in msl(plain) and "simd_ballot" not in msl(plain)
     assert "simd_ballot(" in msl(voting)
+
+
+@pytest.mark.skipif(find_clang() is None, reason="clang-19 missing (apt-get install clang-19)")
+def test_loops_handing_data_over_through_device_memory_get_a_device_barrier():
+    """Metal's threadgroup_barrier(mem_threadgroup) does not order device memory: two T.Parallel
+    loops handing data over through a buffer argument get tl_sync_threads_device between them
+    (tests/simt/test_global_barriers.py has the other backends); the MSL type-checks."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "simt"))
+    from test_global_barriers import handoff
+
+    source = msl(handoff())
+    check_msl(source)
+    assert "threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup)" in source
+    body = source[source.index("kernel void"):]
+    assert body.count("tl_sync_threads_device();") == 1
