@@ -81,3 +81,34 @@ def needs_none(kind):
 @pytest.mark.parametrize("kind", ["reads", "atomics", "own"])
 def test_no_barrier_where_nothing_crosses_threads(path, kind):
     assert barriers(lower(path, needs_none(kind)).script()) == 0
+
+
+def iterated(steps=3, P=128):
+    """Each step reverses B into A through global memory: the next step's first loop reads A,
+    which the last loop of this one wrote from other threads."""
+    @T.prim_func
+    def main(A: T.Tensor((P,), "float32"), B: T.Tensor((P,), "float32")):
+        with T.Kernel(1, threads=128):
+            for _ in T.serial(steps):
+                for i in T.Parallel(P):
+                    B[i] = A[i] + 1.0
+                for i in T.Parallel(P):
+                    A[i] = B[P - 1 - i]
+
+    return main
+
+
+@pytest.mark.parametrize("path", SIMT)
+def test_a_loop_whose_next_iteration_reads_this_ones_writes_ends_with_a_barrier(path):
+    text = lower(path, iterated()).script()
+    assert barriers(text) == 2  # between the two loops, and at the end of each step
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_iterated_reversals_compute_what_numpy_does(path):
+    a = np.random.default_rng(1).standard_normal(128).astype(np.float32)
+    out = run(path, iterated(), A=a.copy(), B=np.zeros(128, np.float32))
+    want = a.astype(np.float64)
+    for _ in range(3):
+        want = (want + 1.0)[::-1]
+    np.testing.assert_allclose(out["A"], want, rtol=1e-6, atol=1e-6)

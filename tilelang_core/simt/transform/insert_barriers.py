@@ -212,7 +212,13 @@ class _Inserter:
             finally:
                 self.enclosing.pop()
                 self.divergent -= varying
-            if not _ends_with_barrier(body) and _loop_carried(node.body, self) and not self._private(node):
+            # the next iteration reading global memory this one wrote (or writing what it read),
+            # in a loop every thread runs: the barrier that orders global memory ends the body
+            global_carried = (sync is I.syncthreads and not self.divergent and not varying
+                              and _global_loop_carried(node.body, self))
+            if not _ends_with_barrier(body) and global_carried:
+                body = _append_barrier(body, self.global_barrier)
+            elif not _ends_with_barrier(body) and _loop_carried(node.body, self) and not self._private(node):
                 body = _append_barrier(body, sync)
             return tirx.For(node.loop_var, node.min, node.extent, node.kind, body,
                             node.thread_binding, node.annotations)
@@ -376,6 +382,20 @@ def _loop_carried(body, inserter) -> bool:
     return races(reads, writes, reads, writes)
 
 
+def _global_loop_carried(body, inserter) -> bool:
+    """Could iteration i+1 read global memory iteration i wrote, or write what it read (from another
+    thread)? Two writes alone are left alone (each iteration's stores of an output)."""
+    stmts = list(body.seq) if isinstance(body, tirx.SeqStmt) else [body]
+    cuts = [k for k, s in enumerate(stmts) if _is_barrier(s)]
+    head = stmts[:cuts[0]] if cuts else stmts  # what the next iteration does before its first barrier
+    tail = stmts[cuts[-1] + 1:] if cuts else stmts  # what this one does after its last
+    if not head or not tail:
+        return False
+    head_r, head_w = inserter.global_accesses(tirx.SeqStmt(head) if len(head) > 1 else head[0])
+    tail_r, tail_w = inserter.global_accesses(tirx.SeqStmt(tail) if len(tail) > 1 else tail[0])
+    return races(head_r, [], [], tail_w) or races([], head_w, tail_r, [])
+
+
 def _ends_with_barrier(body) -> bool:
     """Is the last statement a barrier (the author's, or one placed by this pass)? Then the next
     iteration starts with nothing pending."""
@@ -468,8 +488,9 @@ def _is_barrier(stmt) -> bool:
         return False
     if getattr(stmt.value.op, "name", "") == "tirx.tvm_storage_sync":
         return True
-    if getattr(stmt.value.op, "name", "") == "tirx.call_extern" and str(stmt.value.args[0].value) == "tl_named_barrier":
-        return True  # a group's barrier this pass placed (named_barriers.GroupBarriers)
+    if getattr(stmt.value.op, "name", "") == "tirx.call_extern" and \
+            str(stmt.value.args[0].value) in ("tl_named_barrier", "tl_sync_threads_device"):
+        return True  # a group's barrier this pass placed (named_barriers.GroupBarriers), Metal's device one
     intrinsic = IR.intrinsic_of(stmt.value)
     return intrinsic is not None and intrinsic.name == "named_barrier"
 
