@@ -37,8 +37,8 @@ def handoff(P=256, threads=256):
 def test_a_loop_reading_what_an_earlier_one_wrote_waits_for_it(path):
     text = lower(path, handoff()).script()
     assert barriers(text) == 1
-    first, second = text.index("B[") if "B[" in text else 0, text.rindex("C[")
-    assert first < text.index("tvm_storage_sync" if "tvm_storage_sync" in text else "tl_sync_threads_device") < second
+    barrier = "tl_sync_threads_device" if path.startswith("metal") else "tvm_storage_sync"
+    assert text.index("B[") < text.index(barrier) < text.rindex("C[")  # after B's stores, before C's
 
 
 def test_metal_gets_a_barrier_that_orders_device_memory():
