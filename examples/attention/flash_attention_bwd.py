@@ -24,6 +24,8 @@ import tilelang_core as tilelang
 import tilelang_core.language as T
 from tilelang_core.testing.examples import example_main
 
+LOG2E = 1.4426950408889634  # log2(e): exp(x) = exp2(x * LOG2E)
+
 
 @tilelang.jit(out_idx=[-1])
 def flash_bwd_delta(batch, heads, seq_len, dim, block=64, dtype="float16"):
@@ -100,8 +102,10 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal=False, block_M=64, block_N=6
                     visible = (key < seq_len) & (query < seq_len)
                     if is_causal:
                         visible = visible & (key <= query)
-                    pT[i, j] = T.if_then_else(visible, T.exp(pT[i, j] * scale - (
-                        lse_s[j] if staged else LSE[bz, by, T.min(query, seq_len - 1)])), 0.0)
+                    # exp(x) as exp2(x * log2(e)): one FFMA and MUFU.EX2, where expf's range
+                    # reduction costs more (H100, B8 H16 S4096: +4-9%, bench/NOTES.md stop 57)
+                    pT[i, j] = T.if_then_else(visible, T.exp2(pT[i, j] * (scale * LOG2E) - (
+                        lse_s[j] if staged else LSE[bz, by, T.min(query, seq_len - 1)]) * LOG2E), 0.0)
                 T.gemm(V_s, dO_s, dpT, transpose_B=True, clear_accum=True)
                 T.copy(pT, pT_cast)
                 T.copy(pT_cast, pT_s)
