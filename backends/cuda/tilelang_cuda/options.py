@@ -83,8 +83,9 @@ class CudaOptions(BackendOptions):
         nor the chain fits issues a wgmma gemm needing nothing computed since the gemm before it
         right after that one, and adjacent independent gemms in the order their results are read
         (hopper/consumer_schedule.issue_order; FlashAttention backward: dP with S, the exps under
-        dP). Opt-in until measured: it keeps more accumulators live (FA backward D128: ptxas spills
-        624 B instead of 192 at ce2e888's example) and no GPU has run it yet (bench/NOTES.md stop 56).
+        dP). Opt-in: it keeps more accumulators live (FA backward D128: ptxas spills 624 B instead
+        of 192), which cost more than the overlap gains there (H100: 300 -> 259 TFLOP/s; bench/NOTES.md
+        stop 57); for kernels with registers to spare.
     enable_overlap_block: on sm_90a, in an attention-like overlapped loop, the work between the
         wait for the first gemm and the wait for the previous iteration's last gemm (the softmax)
         becomes a basic block of its own, so that ptxas cannot hoist that second wgmma wait above
