@@ -99,6 +99,21 @@ def source_location(node) -> str | None:
     return f"{span.source_name.name}:{span.line}:{span.column}"
 
 
+def frontend_error_at(node, kernel: str, message: str):
+    """A FrontendError for ``message`` at the user's line ``node`` carries (the kernel alone
+    where it carries none), with that line and a caret, as the parser's errors have."""
+    import linecache
+
+    from .errors import FrontendError
+
+    span = user_span(node)
+    if span is None:
+        return FrontendError(message, kernel=kernel)
+    filename = span.source_name.name
+    return FrontendError(message, filename=filename, lineno=span.line, col=span.column,
+                         source_line=linecache.getline(filename, span.line) or None, kernel=kernel)
+
+
 @dataclass
 class LoweringContext:
     """What a rule may know beyond its call.

@@ -27,15 +27,12 @@ skip it, or reach it several times). Nested ``T.Parallel`` loops split from the 
 
 from __future__ import annotations
 
-import linecache
-
 import tvm_ffi
 from tvm import tirx
 
-from ..errors import FrontendError
 from ..ir import intrinsics as I
 from ..ir.atomic_calls import is_parallel_loop
-from ..lowering import user_span
+from ..lowering import frontend_error_at as _error
 from .bindings import is_pure, unique_bindings, uses_any
 from .structural import seq, structural_map
 
@@ -131,16 +128,6 @@ def _barrier_in(stmt):
     found = []
     tvm_ffi.structural_walk(stmt, [(tirx.Evaluate, lambda e: found.append(e) if is_barrier(e) else None)])
     return found[0] if found else None
-
-
-def _error(node, kernel: str, message: str) -> FrontendError:
-    span = user_span(node)
-    if span is None:
-        return FrontendError(message, kernel=kernel)
-    filename = span.source_name.name
-    line = linecache.getline(filename, span.line) or None
-    return FrontendError(message, filename=filename, lineno=span.line, col=span.column, source_line=line,
-                         kernel=kernel)
 
 
 __all__ = ["is_barrier", "split_parallel_at_barriers"]

@@ -22,17 +22,15 @@ shows).
 
 from __future__ import annotations
 
-import linecache
-
 import tvm
 import tvm_ffi
 from tvm import tirx
 
-from ..errors import FrontendError
 from ..ir.atomic_calls import is_parallel_loop
 from ..ir.substitute import substitute, substitute_nested
-from ..lowering import user_span
+from ..lowering import frontend_error_at as _error, user_span
 from .bindings import is_pure
+from .structural import stmt_children
 
 #: memories that the threads of a block share, where one iteration can see another's writes
 _SHARED_SCOPES = ("shared", "shared.dyn", "local.fragment")
@@ -117,8 +115,6 @@ def _outer_parallel_loops(body) -> list:
         if isinstance(node, tirx.For) and is_parallel_loop(node):
             found.append(node)
             return
-        from .structural import stmt_children
-
         for child in stmt_children(node):
             visit(child)
 
@@ -150,8 +146,6 @@ def _accesses(nest) -> list:
                 loads = []
                 tvm_ffi.structural_walk(e, [(tvm.ir.TensorLoad, loads.append)])
                 out.extend(("r", stmt, load.source, list(load.indices)) for load in loads if shared(load.source))
-        from .structural import stmt_children
-
         for child in stmt_children(stmt):
             visit(child)
 
@@ -190,15 +184,6 @@ def _judged(indices, impure: set) -> bool:
 def _at(node) -> str:
     span = user_span(node)
     return f" (at {span.source_name.name}:{span.line})" if span is not None else ""
-
-
-def _error(node, kernel: str, message: str) -> FrontendError:
-    span = user_span(node)
-    if span is None:
-        return FrontendError(message, kernel=kernel)
-    filename = span.source_name.name
-    return FrontendError(message, filename=filename, lineno=span.line, col=span.column,
-                         source_line=linecache.getline(filename, span.line) or None, kernel=kernel)
 
 
 __all__ = ["check_parallel_races", "first_race"]
