@@ -82,24 +82,36 @@ class BackendOptions:
         return cls(**kwargs)
 
 
+def check_data_races(func, options: BackendOptions | None = None) -> None:
+    """Refuse a T.Parallel loop in any PrimFunc of ``func`` that reads an element another of its
+    iterations writes (transform/parallel_races.py), unless ``options.disable_data_race_check``.
+    Every backend runs it before lowering (lower_each does)."""
+    from tvm import tirx
+
+    from .transform.parallel_races import check_parallel_races
+
+    if options is not None and options.disable_data_race_check:
+        return
+    for gvar, f in as_ir_module(func).functions.items():
+        if isinstance(f, tirx.PrimFunc):
+            check_parallel_races(f, gvar.name_hint)
+
+
 def lower_each(kind: str, func, lower_one, options: BackendOptions | None = None):
     """Every PrimFunc of ``func`` (a PrimFunc or an IRModule) through ``lower_one(prim_func)``,
-    as a new IRModule; anything else in the module is refused, naming it. Each is first checked
-    for reads in a T.Parallel loop of elements another iteration writes (refused unless
-    ``options.disable_data_race_check``)."""
+    as a new IRModule; anything else in the module is refused, naming it. check_data_races runs
+    first."""
     import tvm
     from tvm import tirx
 
     from .errors import LoweringError
-    from .transform.parallel_races import check_parallel_races
 
+    check_data_races(func, options)
     out = {}
     for gvar, f in as_ir_module(func).functions.items():
         if not isinstance(f, tirx.PrimFunc):
             raise LoweringError(f"the {kind} backend lowers PrimFuncs only, got {type(f).__name__} "
                                 f"'{gvar.name_hint}'")
-        if options is None or not options.disable_data_race_check:
-            check_parallel_races(f, gvar.name_hint)
         out[gvar] = lower_one(f)
     return tvm.IRModule(out)
 

@@ -53,9 +53,7 @@ def is_barrier(stmt) -> bool:
 def split_parallel_at_barriers(func: tirx.PrimFunc, kernel: str) -> tirx.PrimFunc:
     """``func`` with every ``T.Parallel`` loop whose body has barriers at its top level written as
     one loop per phase with the barriers between them (see the module doc)."""
-    found = []
-    tvm_ffi.structural_walk(func.body, [(tirx.Evaluate, lambda e: found.append(e) if is_barrier(e) else None)])
-    if not found:
+    if _barrier_in(func.body) is None:
         return func
 
     def on_for(loop):

@@ -28,7 +28,7 @@ from tvm import tirx
 
 from ..ir.atomic_calls import is_parallel_loop
 from ..ir.substitute import substitute, substitute_nested
-from ..lowering import frontend_error_at as _error, user_span
+from ..lowering import frontend_error_at as _error, source_location
 from .bindings import is_pure
 from .structural import stmt_children
 
@@ -54,11 +54,7 @@ def first_race(nest):
     """``(read, write, buffer)`` of the first read in ``nest`` (the outermost loop of a T.Parallel
     nest) that may see another iteration's write, or None."""
     accesses = _accesses(nest)
-    written = {}
-    for kind, node, buffer, indices in accesses:
-        if kind == "w":
-            written.setdefault(buffer.__chandle__(), []).append((node, indices))
-    if not written:
+    if not any(kind == "w" for kind, *_ in accesses):
         return None
     loops = []
     tvm_ffi.structural_walk(nest, [(tirx.For, loops.append)], order="pre")
@@ -68,6 +64,10 @@ def first_race(nest):
     if bound is None:
         return None
     env, impure = bound
+    written = {}  # buffer handle -> [(store, its indices with the bindings substituted)]
+    for kind, node, buffer, indices in accesses:
+        if kind == "w":
+            written.setdefault(buffer.__chandle__(), []).append((node, [substitute_nested(i, env) for i in indices]))
     other = {loop.loop_var.__chandle__(): tirx.Var(f"{loop.loop_var.name}_other", loop.loop_var.ty) for loop in loops}
     analyzer = tvm.sym.Analyzer()
     for loop in loops:
@@ -85,8 +85,7 @@ def first_race(nest):
         r = [substitute_nested(i, env) for i in indices]
         if not _judged(r, impure):
             continue
-        writes = [(w_node, [substitute_nested(i, env) for i in w_indices])
-                  for w_node, w_indices in written[buffer.__chandle__()]]
+        writes = written[buffer.__chandle__()]
         if any(_same_element(analyzer, r, w) for _, w in writes):
             continue  # the element this iteration writes itself (a fold's m[i] = max(m[i], x[i, j]) too)
         for w_node, w_own in writes:
@@ -182,8 +181,8 @@ def _judged(indices, impure: set) -> bool:
 
 
 def _at(node) -> str:
-    span = user_span(node)
-    return f" (at {span.source_name.name}:{span.line})" if span is not None else ""
+    where = source_location(node)
+    return f" (at {where})" if where else ""
 
 
 __all__ = ["check_parallel_races", "first_race"]

@@ -26,10 +26,9 @@ from pathlib import Path
 
 import tvm
 
-from tilelang_core.backend import Backend, as_ir_module
+from tilelang_core.backend import Backend, check_data_races
 from tilelang_core.errors import LoweringError
 from tilelang_core.ir.import_source import refuse_imported_sources
-from tilelang_core.transform.parallel_races import check_parallel_races
 
 from . import isa
 from .options import AscendOptions
@@ -96,9 +95,7 @@ class AscendBackend(Backend):
     def lower(self, func, options: AscendOptions | None = None) -> isa.Program:
         options = options or AscendOptions()
         refuse_imported_sources(func, "the ascend backend")
-        if not options.disable_data_race_check:
-            for gvar, f in as_ir_module(func).functions.items():
-                check_parallel_races(f, gvar.name_hint)
+        check_data_races(func, options)
         return lower_program(func, self._arch(options), check=options.check)
 
     def codegen(self, prog: isa.Program, options: AscendOptions | None = None) -> str:

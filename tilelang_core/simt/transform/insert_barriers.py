@@ -47,7 +47,7 @@ from tilelang_core.transform.thread_ranges import THREAD_RANGE, WS_ATTR, region_
 from .. import intrinsics as I
 from .private_shared import private_to_threads
 from .shared_races import collect, is_global, is_shared, races, varying_vars, view_roots
-from .state import PIPELINE_REGION, is_pipeline_region, region_entry
+from .state import PIPELINE_REGION, is_pipeline_region, region_entry, seq
 
 def touched(stmt) -> tuple[set, set]:
     """(buffers read, buffers written) anywhere in ``stmt``, every scope: tile ops declare theirs,
@@ -114,9 +114,7 @@ def insert_barriers(stmt, group_barrier=None, range_barrier=None, global_barrier
     barrier among the threads they select, or None where they select no range of threads (then the
     barrier is refused; without ``range_barrier`` always). ``global_barrier()``: the block barrier
     that also orders global memory (SimtDialect.device_barrier; None: the block barrier does)."""
-    inserter = _Inserter(group_barrier, _thread_vars(stmt), stmt, range_barrier)
-    inserter.global_barrier = global_barrier or I.syncthreads
-    return inserter.visit(stmt, I.syncthreads)
+    return _Inserter(group_barrier, _thread_vars(stmt), stmt, range_barrier, global_barrier).visit(stmt, I.syncthreads)
 
 
 def _thread_vars(body) -> set:
@@ -144,9 +142,11 @@ class _Inserter:
     """``thread_vars`` None: the threads are not known (insert_barriers_in_seq), so no access box
     is proved disjoint from another (shared_races.py needs to know what differs between threads)."""
 
-    def __init__(self, group_barrier=None, thread_vars: set | None = None, body=None, range_barrier=None):
+    def __init__(self, group_barrier=None, thread_vars: set | None = None, body=None, range_barrier=None,
+                 global_barrier=None):
         self.group_barrier = group_barrier
         self.range_barrier = range_barrier
+        self.global_barrier = global_barrier or I.syncthreads  # (insert_barriers' docstring)
         self.thread_vars = thread_vars or set()
         self.varying = varying_vars(body, self.thread_vars) if thread_vars is not None else None
         self.analyzer = tvm.sym.Analyzer() if thread_vars is not None else None
@@ -158,7 +158,6 @@ class _Inserter:
                                      else ([], {}))
         self.enclosing: list = []
         self.conditions: list = []
-        self.global_barrier = I.syncthreads
         # statements under an if, a while, or a loop whose trip count reads memory or the thread:
         # their threads may differ (a condition on a per-thread register is no less divergent than
         # one on the thread index), so global accesses there are left in each thread's own order
@@ -391,8 +390,8 @@ def _global_loop_carried(body, inserter) -> bool:
     tail = stmts[cuts[-1] + 1:] if cuts else stmts  # what this one does after its last
     if not head or not tail:
         return False
-    head_r, head_w = inserter.global_accesses(tirx.SeqStmt(head) if len(head) > 1 else head[0])
-    tail_r, tail_w = inserter.global_accesses(tirx.SeqStmt(tail) if len(tail) > 1 else tail[0])
+    head_r, head_w = inserter.global_accesses(seq(head))
+    tail_r, tail_w = inserter.global_accesses(seq(tail))
     return races(head_r, [], [], tail_w) or races([], head_w, tail_r, [])
 
 

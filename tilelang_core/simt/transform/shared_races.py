@@ -100,11 +100,10 @@ def view_roots(body) -> dict:
     return roots
 
 
-def collect(stmt, varying: set, roots: dict | None = None, memory=None) -> tuple[list, list]:
+def collect(stmt, varying: set, roots: dict | None = None, memory=is_shared) -> tuple[list, list]:
     """(reads, writes) of shared memory anywhere in ``stmt``, as Access records; ``roots``:
     view_roots of the kernel (a view's accesses race with its buffer's); ``memory``: which
     buffers count instead (a predicate, e.g. ``is_global``)."""
-    is_shared = memory or globals()["is_shared"]
     local = _bound_inside(stmt)
     roots = roots or {}
     reads, writes, atomic_dsts, async_stores = [], [], [], []
@@ -126,26 +125,26 @@ def collect(stmt, varying: set, roots: dict | None = None, memory=None) -> tuple
             op = TileOp.from_stmt(call)
             atomic = op.name == "atomic"
             for r in op.reads:
-                if is_shared(r.source):
+                if memory(r.source):
                     reads.append(Access(r.source, box((x.min, x.extent) for x in r.region), atomic, root=root(r.source)))
             for r in op.writes:
-                if is_shared(r.source):
+                if memory(r.source):
                     writes.append(Access(r.source, box((x.min, x.extent) for x in r.region), atomic, root=root(r.source)))
         elif isinstance(getattr(call, "op", None), tvm.ir.Op) and str(call.op.name) in (RMW_OP, LOAD_OP):
             dst = call.args[0]
             atomic_dsts.append(dst)
-            if is_shared(dst.source):
+            if memory(dst.source):
                 access = Access(dst.source, box(_element(i) for i in dst.indices), True, root=root(dst.source))
                 reads.append(access)
                 if str(call.op.name) == RMW_OP:
                     writes.append(access)
 
     def on_load(load):
-        if is_shared(load.source) and not any(load.same_as(d) for d in atomic_dsts):
+        if memory(load.source) and not any(load.same_as(d) for d in atomic_dsts):
             reads.append(Access(load.source, box(_element(i) for i in load.indices), root=root(load.source)))
 
     def on_store(store):
-        if is_shared(store.buffer):
+        if memory(store.buffer):
             landing = any(store.same_as(a) for a in async_stores)
             writes.append(Access(store.buffer, box(_element(i) for i in store.indices), async_write=landing,
                                  root=root(store.buffer)))
