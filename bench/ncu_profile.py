@@ -4,7 +4,7 @@ Each kernel runs once inside an NVTX range named ``prof``, after warm-up outside
 ``--nvtx-include prof/`` profiles exactly those launches:
 
     ncu --clock-control none --nvtx --nvtx-include "prof/" --section SpeedOfLight \\
-        --section ComputeWorkloadAnalysis --section WarpStateStats python3 bench/ncu_profile.py [gemm|attention|attnbwd|ampere|ampere-gemm-128x256x64/4/256 ...]
+        --section ComputeWorkloadAnalysis --section WarpStateStats python3 bench/ncu_profile.py [gemm|attention|attnbwd|attnbwd-ours|fp8block|fp8block-ours|ampere|ampere-gemm-128x256x64/4/256 ...]
 
 (``--clock-control none``: the device's notes say to leave the clocks alone; ncu's default locks
 them to base, which is not the speed the benchmarks see.) Without ncu the script only checks
@@ -36,8 +36,10 @@ def main():
         gemm_cases()
     if "attention" in which:
         attention_cases()
-    if "attnbwd" in which:
-        attention_bwd_cases()
+    if "attnbwd" in which or "attnbwd-ours" in which:
+        attention_bwd_cases(ours_only="attnbwd-ours" in which)
+    if "fp8block" in which or "fp8block-ours" in which:
+        fp8_block_cases(ours_only="fp8block-ours" in which)
     if "stream-k" in which or "stream-k-only" in which:
         stream_k_cases(only="stream_k" if "stream-k-only" in which else "")
     if "stream-k-8192" in which:
@@ -119,9 +121,11 @@ def attention_cases():
         profiled(f"cudnn_attn_{tag}", sdpa(SDPBackend.CUDNN_ATTENTION))
 
 
-def attention_bwd_cases():
+def attention_bwd_cases(ours_only=False):
     """FlashAttention backward, B8 H16 S4096 D128, not causal: the bench's warp-specialized tile
-    (64x128, 2 stages, 256 threads, global stats; its delta kernel too) next to cuDNN's backward."""
+    (64x128, 2 stages, 256 threads, global stats) next to cuDNN's backward. Only the main kernel is
+    inside the range (delta and the zeroed dQ are made before it), so ``attnbwd-ours`` (that kernel
+    alone) serves source counters, which are read one kernel per report."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     ex = example("attention/flash_attention_bwd.py")
@@ -132,9 +136,31 @@ def attention_bwd_cases():
         out = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt)
     o = out.detach().transpose(1, 2).contiguous()
     lse = attention_lse(q, k, False)
-    tiles = dict(block_M=64, block_N=128, num_stages=2, threads=256, stats="global")
-    profiled("ours_attn_bwd", lambda: ex.attention_backward(q, k, v, o, do, lse, False, **tiles))
-    profiled("cudnn_attn_bwd", lambda: torch.autograd.grad(out, (qt, kt, vt), do.transpose(1, 2), retain_graph=True))
+    delta = ex.flash_bwd_delta(B, H, S, D)(o, do)
+    dq = torch.zeros(B, S, H, D, dtype=torch.float32, device="cuda")
+    bwd = ex.flash_bwd(B, H, S, D, False, block_M=64, block_N=128, num_stages=2, threads=256, stats="global")
+    profiled("ours_attn_bwd", lambda: bwd(q, k, v, do, lse, delta, dq))
+    if not ours_only:
+        profiled("cudnn_attn_bwd",
+                 lambda: torch.autograd.grad(out, (qt, kt, vt), do.transpose(1, 2), retain_graph=True))
+
+
+def fp8_block_cases(ours_only=False, size=4096):
+    """FP8 block-scaled GEMM 4096^3 at the bench's best tile (128x128, 2 stages, two slabs) next to
+    our unscaled e4m3 GEMM and torch._scaled_mm per tensor (``fp8block-ours``: ours alone)."""
+    bs = example("fp8/blockscaled_gemm.py")
+    a, sa = bs.quantize_1x128(torch.randn(size, size, device="cuda"))
+    b, sb = bs.quantize_128x128(torch.randn(size, size, device="cuda"))
+    kernel, _ = compile_timed(bs.blockscaled_gemm, size, size, size, block_M=128, block_N=128, num_stages=2,
+                              threads=256, slabs=2)
+    profiled("ours_fp8block", lambda: kernel(a, b, sa, sb))
+    if ours_only:
+        return
+    plain, _ = compile_timed(example("gemm/gemm.py").gemm, size, size, size, False, True, dtype="float8_e4m3fn",
+                             out_dtype="bfloat16", block_M=128, block_N=256, block_K=128, num_stages=4, threads=256)
+    profiled("ours_fp8_unscaled", lambda: plain(a, b))
+    one = torch.ones((), device="cuda")
+    profiled("scaled_mm_tensor", lambda: torch._scaled_mm(a, b.T, scale_a=one, scale_b=one, out_dtype=torch.bfloat16))
 
 
 def ampere_attention_cases(causal_only=False, full_only=False, kernels=("ours", "flash")):

@@ -140,7 +140,9 @@ def test_pipelined_gemm_gets_a_tma_producer_warpgroup():
     # (per-thread epilogue stores: the TMA store's own fence and barriers have their test below)
     source, kernel = cuda_source(kernels.make_gemm(1000, 520, 264, **HOPPER_TILES), disable_tma_store=True,
                                  disable_stream_k=True)  # one CTA per tile (stream-K: test_hopper_stream_k.py)
-    assert "__launch_bounds__(384)" in kernel  # 256 consumers + one producer warpgroup
+    # 256 consumers + one producer warpgroup; one block per SM, so that ptxas knows the registers at
+    # entry and honours setmaxnreg (without it, FlashAttention backward D64 got C7508)
+    assert "__launch_bounds__(384, 1)" in kernel
     assert "const __grid_constant__ CUtensorMap" in kernel
     assert kernel.count("tl_tma_load<2>") == 5  # one box of A, four 64-column boxes of B
     assert "tl_setmaxnreg_dec<40>" in kernel and "tl_setmaxnreg_inc<232>" in kernel

@@ -154,6 +154,29 @@ def test_stream_k_declines_where_the_grid_or_options_forbid_it():
     assert "tl_stream_k" not in plain and "for (int u" not in plain
 
 
+@pytest.mark.parametrize("dim", [64, 128])
+def test_attention_backward_keeps_whole_tiles_and_its_wgmma_pipeline(tmp_path, dim):
+    """FlashAttention backward (examples/attention/flash_attention_bwd.py at the bench's tile:
+    64x128, 2 stages, 256 consumers, stats read where used): its loop has five gemms, and with the
+    stream-K tail's second copy of it ptxas 13.0 serialized every wgmma of the kernel (C7511) and
+    spilled 172 (D64) / 352 (D128) bytes; D64 also had its setmaxnreg ignored for want of a block
+    count in the launch bounds (C7508). The kernel keeps the persistent walk without a tail, says
+    why, and ptxas reports neither advisory and no spill."""
+    from tilelang_cuda.options import CudaOptions
+    from tilelang_cuda.pipeline import CudaBackend
+
+    bwd = example_module("attention/flash_attention_bwd.py").flash_bwd
+    func = bwd.get_tir(8, 16, 4096, dim, False, block_M=64, block_N=128, num_stages=2, threads=256, stats="global")
+    backend, options = CudaBackend(Target("sm_90a")), CudaOptions(ptxas_verbose=True)
+    mod = backend.lower(func, options)
+    source = backend.codegen(mod, options)
+    kernel = source[source.index('extern "C" __global__ void __launch_bounds__(384, 1) main_kernel('):]
+    assert "no stream-K (5 gemms in the loop" in source and "tl_stream_k_state" not in kernel
+    backend.build(mod, source, options, tmp_path)
+    log = backend.last_build.log
+    assert "(C75" not in log and "0 bytes spill stores" in log, log
+
+
 def test_stream_k_declines_tiles_that_run_two_blocks_per_sm():
     """A one-warpgroup GEMM whose ring fits twice in an SM keeps its two resident blocks: one
     persistent block per SM ran it at 0.57x on the H200."""

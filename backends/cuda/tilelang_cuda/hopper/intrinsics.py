@@ -346,10 +346,12 @@ CLUSTER_HELPERS = CLUSTER_HELPERS.replace("@TMA_MULTICAST_BY_RANK@", _by_rank(
     "[%0], [%1, {{{coords}}}], [%2], %3", '"r"(dst), "l"(map), "r"(mbar), "h"(mask)', 4))
 _CLUSTER_MARK = re.compile(r"tl_cluster_dims\((\d+), (\d+), (\d+)\);")
 _MIN_BLOCKS_MARK = re.compile(r"tl_min_blocks_per_sm\((\d+)\);")
-#: T.set_max_nreg's call (mbarrier_helpers.py): ptxas honours setmaxnreg only where it knows the
-#: registers at entry, i.e. with a minimum of blocks per SM in __launch_bounds__ (else it warns
-#: "'setmaxnreg' ignored")
-_MAX_NREG_MARK = re.compile(r"tl_set_max_nreg<\d+, \d+>\(\);")
+#: T.set_max_nreg's call (mbarrier_helpers.py) and the warp specializer's setmaxnreg.inc: ptxas
+#: honours setmaxnreg only where it knows the registers at entry, i.e. with a minimum of blocks per
+#: SM in __launch_bounds__. Without one it may warn "'setmaxnreg' ignored" (C7508) and compile the
+#: consumers under the entry cap: FlashAttention backward D64 did, at 168 registers; GEMM's and
+#: FlashAttention forward's SASS are the same either way.
+_MAX_NREG_MARK = re.compile(r"tl_set_max_nreg<\d+, \d+>\(\);|tl_setmaxnreg_inc<\d+>\(\);")
 _KERNEL_DECL = r'extern "C" __global__ void (?:__launch_bounds__\([\d, ]+\) )?(?:__cluster_dims__\([\d, ]+\) )?'
 
 
@@ -358,7 +360,8 @@ def with_kernel_attributes(source: str) -> str:
     declarations: ``tl_cluster_dims(x, y, z)`` -> ``__cluster_dims__`` (the launch then forms the
     clusters; no host change is needed), ``tl_min_blocks_per_sm(n)`` -> ``__launch_bounds__(threads,
     n)`` (ptxas then keeps the registers at entry within the SM's share of n blocks), and a
-    ``tl_set_max_nreg<n, inc>()`` call -> ``__launch_bounds__(threads, 1)`` unless a count is given."""
+    ``tl_set_max_nreg<n, inc>()`` or ``tl_setmaxnreg_inc<n>()`` call -> ``__launch_bounds__(threads, 1)``
+    unless a count is given."""
     for mark_re, attribute in ((_CLUSTER_MARK, _add_cluster_dims), (_MIN_BLOCKS_MARK, _add_min_blocks),
                                (_MAX_NREG_MARK, _add_one_block)):
         at = 0

@@ -87,6 +87,13 @@ def fixup_iterations(loop_stmts, carried) -> int:
     return max(1, round(2 * slot_bytes * FLOPS_PER_FIXUP_BYTE / work))
 
 
+#: gemms a loop may have for its tail to be shared: FlashAttention backward's loop (five gemms,
+#: D64 and D128) compiled with the tail's second copy of it made ptxas 13.0 serialize every wgmma
+#: of the kernel (C7511, "insufficient register resources for the wgmma pipeline") and spill
+#: 172-352 bytes; with either copy alone, neither. GEMM (one) and FlashAttention forward (two)
+#: compile clean with both copies.
+MAX_GEMMS = 2
+
 #: "auto" (the default): loops whose state combines share a partial last wave where the cost
 #: model says it pays; "always": wherever there is one (``tl.enable_stream_k``); "off" (``tl.disable_stream_k``)
 MODES = ("off", "auto", "always")
@@ -115,6 +122,9 @@ def with_stream_k(tiles, mode: str, declined: str, before, loop_stmts, after, n,
         # attention's key mask: in the tail's copy of the loop (iterations from a piece's own
         # start) ptxas 13.0 spilled 328 bytes and serialized every wgmma of the kernel (C7512)
         why = "the loop masks by its iteration index"
+    gemms = sum(isinstance(TileOp.from_stmt(s), Gemm) for s in loop_stmts if is_tile_op(s))
+    if not why and gemms > MAX_GEMMS:
+        why = f"{gemms} gemms in the loop; the tail's copy of such a loop serializes every wgmma"
     if why:
         if notes is not None and (state or mode == "always"):
             notes.append(f"no stream-K ({why})")
