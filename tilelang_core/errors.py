@@ -132,3 +132,9 @@ def user_stacklevel() -> int:
             return level
         frame, level = frame.f_back, level + 1
     return 1
+
+
+class PerformanceWarning(UserWarning):
+    """A vendor toolchain said a kernel will run slower than its code asks for (ptxas's "Potential
+    Performance Loss" advisories: every wgmma serialized, setmaxnreg ignored). The kernel is still
+    correct; the message names the kernel and the advisory's code."""

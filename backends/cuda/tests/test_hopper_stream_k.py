@@ -177,6 +177,35 @@ def test_attention_backward_keeps_whole_tiles_and_its_wgmma_pipeline(tmp_path, d
     assert "(C75" not in log and "0 bytes spill stores" in log, log
 
 
+def test_ptxas_performance_advisories_reach_the_user_as_warnings(tmp_path):
+    """ptxas prints "Potential Performance Loss" advisories without -v; the build turns each into
+    one PerformanceWarning naming the kernel and the code (here the launch bounds stripped of their
+    block count by hand, as before ec287f3: C7508)."""
+    import warnings
+
+    from tilelang_core.errors import PerformanceWarning
+    from tilelang_cuda.compiler import performance_advisories
+    from tilelang_cuda.options import CudaOptions
+    from tilelang_cuda.pipeline import CudaBackend
+
+    log = ("ptxas info    : (C7511) Potential Performance Loss: wgmma.mma_async instructions are serialized\n"
+           "ptxas info    : 0 bytes gmem\nptxas info    : (C7511) Potential Performance Loss: wgmma.mma_async "
+           "instructions are serialized")
+    assert performance_advisories(log) == ["(C7511) Potential Performance Loss: wgmma.mma_async instructions "
+                                           "are serialized"]
+    bwd = example_module("attention/flash_attention_bwd.py").flash_bwd
+    func = bwd.get_tir(8, 16, 4096, 64, False, block_M=64, block_N=128, num_stages=2, threads=256, stats="global")
+    backend, options = CudaBackend(Target("sm_90a")), CudaOptions()
+    mod = backend.lower(func, options)
+    source = backend.codegen(mod, options).replace("__launch_bounds__(384, 1)", "__launch_bounds__(384)")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        backend.build(mod, source, options, tmp_path)
+    messages = [str(w.message) for w in caught if w.category is PerformanceWarning]
+    assert len(messages) == 1 and messages[0].startswith("kernel main (sm_90a): ptxas: (C7508)"), messages
+    assert "please report it" in messages[0]
+
+
 def test_stream_k_declines_tiles_that_run_two_blocks_per_sm():
     """A one-warpgroup GEMM whose ring fits twice in an SM keeps its two resident blocks: one
     persistent block per SM ran it at 0.57x on the H200."""

@@ -153,6 +153,18 @@ def run(cmd: list[str], what: str, cwd: Path | None = None) -> tuple[str, float]
     return log, elapsed
 
 
+def performance_advisories(log: str) -> list[str]:
+    """ptxas's "Potential Performance Loss" lines in a build log (printed without -v, by nvcc and
+    NVRTC alike), each once, without the ``ptxas info :`` prefix."""
+    found = []
+    for line in log.splitlines():
+        if "Potential Performance Loss" in line:
+            advice = line.split(":", 1)[1].strip() if line.lstrip().startswith("ptxas") else line.strip()
+            if advice not in found:
+                found.append(advice)
+    return found
+
+
 def compile_cubin(device_source: str, arch: str, workdir: Path, options: CudaOptions,
                   name: str = "kernel") -> tuple[Path, str, float]:
     """Device code only -> ``<name>.cubin`` (for the split build and for SASS inspection)."""

@@ -28,6 +28,7 @@ Example::
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -36,7 +37,7 @@ import tvm
 from tvm import tirx
 
 from tilelang_core.backend import Backend, checked_arch, lower_each
-from tilelang_core.errors import CompileError, LayoutError
+from tilelang_core.errors import CompileError, LayoutError, PerformanceWarning
 from tilelang_core.ir.import_source import imported_sources
 from tilelang_core.simt.lower_gemm_fma import fma_accumulator_layout
 from tilelang_core.simt.checks import check_dtypes, check_shared_memory, check_threads
@@ -206,6 +207,12 @@ class CudaBackend(Backend):
         options = options or CudaOptions()
         result = compiler.build_shared_library(source, self.arch, Path(workdir), options)
         self.last_build = result
+        for advice in compiler.performance_advisories(result.log):
+            names = ", ".join(sorted(gv.name_hint for gv, f in mod.functions.items() if isinstance(f, tirx.PrimFunc)))
+            hint = ("smaller tiles or fewer fragments live at once usually avoid it" if "register resources" in advice else
+                    "please report it with the kernel")
+            warnings.warn(f"kernel {names} ({self.arch}): ptxas: {advice.rstrip('.')}. The kernel computes the same "
+                          f"results, more slowly than its schedule asks for; {hint}", PerformanceWarning, stacklevel=2)
         self.timings.update({f"build_{k}": v for k, v in result.timings.items()})
         return result.path.read_bytes()
 
