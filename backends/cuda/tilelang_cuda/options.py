@@ -65,8 +65,11 @@ class CudaOptions(BackendOptions):
         partial enough to pay for it (a cost model of the partial sums' round trip, decided at
         launch from the SM count) its tiles are shared along K by every CTA, partial sums added
         through a workspace by the CTA holding a tile's last k-iteration (hopper/stream_k.py).
+        Loops of more than two gemms (FlashAttention backward) keep whole tiles: the tail's
+        second copy of such a loop made ptxas serialize every wgmma of the kernel.
     enable_stream_k: share any partial last wave along K, without the cost model (for
-        measurements). ``tl.disable_persistent`` wins over both.
+        measurements; loops of more than two gemms still keep whole tiles).
+        ``tl.disable_persistent`` wins over both.
     disable_wgmma_overlap: on sm_90a, a warp-specialized loop with two wgmma gemms (attention)
         waits for each gemm right after issuing it, instead of running the work between them
         under the previous iteration's last gemm (hopper/consumer_schedule.py).
