@@ -73,13 +73,31 @@ class BackendOptions:
                 kwargs[name] = value
             elif name in cls.RETIRED:
                 raise ConfigError(f"pass config {key!r} is gone from {cls.__name__}: {cls.RETIRED[name]}")
-            elif key not in TILELANG_PASS_CONFIGS:
+            elif key not in TILELANG_PASS_CONFIGS and not _another_backends_option(name, cls):
                 valid = ", ".join(sorted(names)) or "(none)"
                 close = difflib.get_close_matches(name, sorted(names), n=1)
                 hint = f" (did you mean 'tl.{close[0]}'?)" if close else ""
                 raise ConfigError(f"unknown pass config {key!r} for {cls.__name__}{hint}; keys this backend "
-                                  f"uses: {valid}; TileLang's other keys are accepted and ignored")
+                                  f"uses: {valid}; TileLang's other keys and those of the other installed "
+                                  f"backends are accepted and ignored")
         return cls(**kwargs)
+
+
+def _another_backends_option(name: str, own: type) -> bool:
+    """Whether an installed backend other than ``own``'s has the option ``name``: a kernel that
+    carries one backend's tuning (``tl.enable_tma_reduce`` for sm_90a) still compiles for the
+    others, as it does with TileLang's keys. Asked only for a key ``own`` does not know."""
+    from .plugin.manager import get_plugin_manager
+
+    manager = get_plugin_manager()
+    for kind in sorted(manager.backends):
+        try:
+            other = manager.backend_class(kind).options_class
+        except Exception:  # a broken plugin says so where it is used; here it knows no key
+            continue
+        if other is not own and (name in {f.name for f in dataclasses.fields(other)} or name in other.ALIASES):
+            return True
+    return False
 
 
 def check_data_races(func, options: BackendOptions | None = None) -> None:

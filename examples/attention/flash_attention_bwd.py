@@ -8,10 +8,14 @@ forward's log-sum-exp, recomputing the probabilities tile by tile (FlashAttentio
                                                                               through shared memory)
 
 Sequence lengths that do not divide the tiles are masked; causal blocks start at the diagonal.
-``stats="global"`` reads lse and delta where they are used (each thread its columns' values, from
-L1) instead of copying their tiles to shared memory with Q and dO: the pipelined copies are then
-all 2-D tiles of 16-bit values, which sm_90a's TMA producer warpgroup carries, and the gemms whose
-results are read later run under the work in between (hopper/consumer_schedule.py, lazy waits).
+``stats="global"`` reads lse and delta into registers (each thread its columns' values, from L1)
+before the first gemm of the iteration, whose latency then covers theirs, instead of copying their
+tiles to shared memory with Q and dO: the pipelined copies are then all 2-D tiles of 16-bit values,
+which sm_90a's TMA producer warpgroup carries, and the gemms whose results are read later run
+under the work in between (hopper/consumer_schedule.py, lazy waits). The kernel asks for
+``tl.enable_tma_reduce``: dQ's tile then goes from shared memory to global by TMA reduce-adds
+issued by one thread (H200, B8 H16 S4096 with the loads before the gemm: D128 386 -> 419 TFLOP/s,
+D64 278 -> 280, bench/NOTES.md stop 58).
 ``attention_backward(q, k, v, o, do, lse)`` runs both kernels; lse is the natural-log
 log-sum-exp of the scaled scores per (batch, head, row), as torch's flash backward takes it.
 
@@ -49,7 +53,7 @@ def flash_bwd_delta(batch, heads, seq_len, dim, block=64, dtype="float16"):
     return main
 
 
-@tilelang.jit(out_idx=[-2, -1])
+@tilelang.jit(out_idx=[-2, -1], pass_configs={"tl.enable_tma_reduce": True})
 def flash_bwd(batch, heads, seq_len, dim, is_causal=False, block_M=64, block_N=64, num_stages=1, threads=128,
               dtype="float16", stats="shared"):
     assert stats in ("shared", "global"), f"stats={stats!r}: 'shared' or 'global'"
@@ -82,6 +86,8 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal=False, block_M=64, block_N=6
             dq = T.alloc_fragment((block_M, dim), accum)
             dk = T.alloc_fragment((block_N, dim), accum)
             dv = T.alloc_fragment((block_N, dim), accum)
+            lse_r = T.alloc_fragment((block_M,), accum)  # stats="global": this iteration's columns
+            delta_r = T.alloc_fragment((block_M,), accum)
 
             T.copy(K[bz, bx * block_N:(bx + 1) * block_N, by, :], K_s)
             T.copy(V[bz, bx * block_N:(bx + 1) * block_N, by, :], V_s)
@@ -96,6 +102,11 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal=False, block_M=64, block_N=6
                 if staged:
                     T.copy(LSE[bz, by, qb * block_M:(qb + 1) * block_M], lse_s)
                     T.copy(Delta[bz, by, qb * block_M:(qb + 1) * block_M], delta_s)
+                if not staged:  # loads issued before the gemm run under it (causal H200: +19%)
+                    for j in T.Parallel(block_M):
+                        lse_r[j] = LSE[bz, by, T.min(qb * block_M + j, seq_len - 1)] * LOG2E
+                    for j in T.Parallel(block_M):
+                        delta_r[j] = Delta[bz, by, T.min(qb * block_M + j, seq_len - 1)]
                 T.gemm(K_s, Q_s, pT, transpose_B=True, clear_accum=True)
                 for i, j in T.Parallel(block_N, block_M):
                     key, query = bx * block_N + i, qb * block_M + j
@@ -105,14 +116,14 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal=False, block_M=64, block_N=6
                     # exp(x) as exp2(x * log2(e)): one FFMA and MUFU.EX2, where expf's range
                     # reduction costs more (H100, B8 H16 S4096: +4-9%, bench/NOTES.md stop 57)
                     pT[i, j] = T.if_then_else(visible, T.exp2(pT[i, j] * (scale * LOG2E) - (
-                        lse_s[j] if staged else LSE[bz, by, T.min(query, seq_len - 1)]) * LOG2E), 0.0)
+                        lse_s[j] * LOG2E if staged else lse_r[j])), 0.0)
                 T.gemm(V_s, dO_s, dpT, transpose_B=True, clear_accum=True)
                 T.copy(pT, pT_cast)
                 T.copy(pT_cast, pT_s)
                 T.gemm(pT_s, dO_s, dv)
                 for i, j in T.Parallel(block_N, block_M):
                     dsT_cast[i, j] = pT[i, j] * (dpT[i, j] - (
-                        delta_s[j] if staged else Delta[bz, by, T.min(qb * block_M + j, seq_len - 1)])) * scale
+                        delta_s[j] if staged else delta_r[j])) * scale
                 T.copy(dsT_cast, dsT_s)
                 T.gemm(dsT_s, Q_s, dk)
                 T.gemm(dsT_s, K_s, dq, transpose_A=True, clear_accum=True)

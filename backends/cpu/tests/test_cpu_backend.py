@@ -39,6 +39,15 @@ def test_mcpu_is_the_highest_complete_x86_64_level(flags, level):
     assert mcpu_from_cpuinfo(f"processor : 0\nflags\t\t: {flags}\n") == level
 
 
+def test_another_installed_backends_keys_are_accepted_without_effect():
+    """A kernel carrying the cuda backend's sm_90a tuning (examples/attention/flash_attention_bwd.py
+    asks for tl.enable_tma_reduce) still compiles for cpu; a key no backend knows is still refused."""
+    pytest.importorskip("tilelang_cuda")
+    assert CpuOptions.from_pass_configs({"tl.enable_tma_reduce": True, "tl.disable_stream_k": True}) == CpuOptions()
+    with pytest.raises(ConfigError, match="unknown pass config 'tl.enable_tma_reduse'"):
+        CpuOptions.from_pass_configs({"tl.enable_tma_reduse": True})
+
+
 def test_options_validate_and_map_pass_configs():
     assert CpuOptions.from_pass_configs({"tl.num_threads": 1}).num_threads == 1
     assert CpuOptions.from_pass_configs({"vectorize": False}).vectorize is False
