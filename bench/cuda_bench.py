@@ -102,8 +102,9 @@ def compile_timed(jit_fn, *args, pass_configs=None, **kwargs):
     import tilelang_core as tl
 
     func = jit_fn.get_tir(*args, **kwargs)
+    configs = {**(getattr(jit_fn, "pass_configs", None) or {}), **(pass_configs or {})}  # the jit's, then ours
     start = time.perf_counter()
-    kernel = tl.compile(func, out_idx=jit_fn.out_idx, target="cuda:sm_90a", pass_configs=pass_configs)
+    kernel = tl.compile(func, out_idx=jit_fn.out_idx, target="cuda:sm_90a", pass_configs=configs or None)
     return kernel, time.perf_counter() - start
 
 
