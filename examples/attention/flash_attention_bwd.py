@@ -8,6 +8,9 @@ forward's log-sum-exp, recomputing the probabilities tile by tile (FlashAttentio
                                                                               through shared memory)
 
 Sequence lengths that do not divide the tiles are masked; causal blocks start at the diagonal.
+Grouped-query attention (``groups`` query heads per K/V head, K and V with heads // groups heads):
+each block of a K/V head walks the query blocks of every head of its group in one pipelined loop,
+so dK and dV sum over the group in registers, with no atomics.
 ``stats="global"`` reads lse and delta into registers (each thread its columns' values, from L1)
 before the first gemm of the iteration, whose latency then covers theirs, instead of copying their
 tiles to shared memory with Q and dO: the pipelined copies are then all 2-D tiles of 16-bit values,
@@ -55,19 +58,21 @@ def flash_bwd_delta(batch, heads, seq_len, dim, block=64, dtype="float16"):
 
 @tilelang.jit(out_idx=[-2, -1], pass_configs={"tl.enable_tma_reduce": True})
 def flash_bwd(batch, heads, seq_len, dim, is_causal=False, block_M=64, block_N=64, num_stages=1, threads=128,
-              dtype="float16", stats="shared"):
+              dtype="float16", stats="shared", groups=1):
     assert stats in ("shared", "global"), f"stats={stats!r}: 'shared' or 'global'"
+    assert groups >= 1 and heads % groups == 0, f"heads={heads} is not a multiple of groups={groups}"
     staged = stats == "shared"
     scale = (1.0 / dim) ** 0.5
     shape = (batch, seq_len, heads, dim)
+    kv_shape = (batch, seq_len, heads // groups, dim)
     accum = "float32"
 
     @T.prim_func
-    def main(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype),
+    def main(Q: T.Tensor(shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
              dO: T.Tensor(shape, dtype), LSE: T.Tensor((batch, heads, seq_len), accum),
              Delta: T.Tensor((batch, heads, seq_len), accum), dQ: T.Tensor(shape, accum),
-             dK: T.Tensor(shape, dtype), dV: T.Tensor(shape, dtype)):
-        with T.Kernel(T.ceildiv(seq_len, block_N), heads, batch, threads=threads) as (bx, by, bz):
+             dK: T.Tensor(kv_shape, dtype), dV: T.Tensor(kv_shape, dtype)):
+        with T.Kernel(T.ceildiv(seq_len, block_N), heads // groups, batch, threads=threads) as (bx, by, bz):
             K_s = T.alloc_shared((block_N, dim), dtype)
             V_s = T.alloc_shared((block_N, dim), dtype)
             Q_s = T.alloc_shared((block_M, dim), dtype)
@@ -95,18 +100,21 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal=False, block_M=64, block_N=6
             T.clear(dv)
             # causal: query blocks before the one holding this key block's first row see none of it
             first = (bx * block_N) // block_M if is_causal else 0
-            for q in T.Pipelined(T.ceildiv(seq_len, block_M) - first, num_stages=num_stages):
-                qb = first + q
-                T.copy(Q[bz, qb * block_M:(qb + 1) * block_M, by, :], Q_s)
-                T.copy(dO[bz, qb * block_M:(qb + 1) * block_M, by, :], dO_s)
+            blocks = T.ceildiv(seq_len, block_M) - first  # query blocks per head
+            for q in T.Pipelined(blocks * groups, num_stages=num_stages):
+                # the group's heads one after the other (one head: h is the K/V head's own)
+                h = by * groups + q // blocks if groups > 1 else by
+                qb = first + (q % blocks if groups > 1 else q)
+                T.copy(Q[bz, qb * block_M:(qb + 1) * block_M, h, :], Q_s)
+                T.copy(dO[bz, qb * block_M:(qb + 1) * block_M, h, :], dO_s)
                 if staged:
-                    T.copy(LSE[bz, by, qb * block_M:(qb + 1) * block_M], lse_s)
-                    T.copy(Delta[bz, by, qb * block_M:(qb + 1) * block_M], delta_s)
-                if not staged:  # loads issued before the gemm run under it (causal H200: +19%)
+                    T.copy(LSE[bz, h, qb * block_M:(qb + 1) * block_M], lse_s)
+                    T.copy(Delta[bz, h, qb * block_M:(qb + 1) * block_M], delta_s)
+                else:  # loads issued before the gemm run under it (causal H200: +19%)
                     for j in T.Parallel(block_M):
-                        lse_r[j] = LSE[bz, by, T.min(qb * block_M + j, seq_len - 1)] * LOG2E
+                        lse_r[j] = LSE[bz, h, T.min(qb * block_M + j, seq_len - 1)] * LOG2E
                     for j in T.Parallel(block_M):
-                        delta_r[j] = Delta[bz, by, T.min(qb * block_M + j, seq_len - 1)]
+                        delta_r[j] = Delta[bz, h, T.min(qb * block_M + j, seq_len - 1)]
                 T.gemm(K_s, Q_s, pT, transpose_B=True, clear_accum=True)
                 for i, j in T.Parallel(block_N, block_M):
                     key, query = bx * block_N + i, qb * block_M + j
@@ -130,7 +138,7 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal=False, block_M=64, block_N=6
                 # dQ through shared memory: the tile atomic adds 4 floats per instruction (sm_90's
                 # vector reductions) along whole rows, instead of 2 per thread at scattered rows
                 T.copy(dq, dq_s)
-                T.atomic_add(dQ[bz, qb * block_M:(qb + 1) * block_M, by, :], dq_s)
+                T.atomic_add(dQ[bz, qb * block_M:(qb + 1) * block_M, h, :], dq_s)
             T.copy(dk, dK[bz, bx * block_N:(bx + 1) * block_N, by, :])
             T.copy(dv, dV[bz, bx * block_N:(bx + 1) * block_N, by, :])
 
@@ -138,33 +146,39 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal=False, block_M=64, block_N=6
 
 
 def attention_backward(q, k, v, o, do, lse, is_causal=False, **tiles):
-    """(dq, dk, dv) for BSHD tensors; dq is float32 (accumulated atomically), dk and dv q's dtype."""
+    """(dq, dk, dv) for BSHD tensors (k and v may have fewer heads: grouped-query attention); dq is
+    float32 (accumulated atomically), dk and dv q's dtype."""
     B, S, H, D = q.shape
+    assert H % k.shape[2] == 0, f"{H} query heads do not split into groups of the {k.shape[2]} K/V heads"
     name = str(q.dtype).split(".")[-1]
     delta = flash_bwd_delta(B, H, S, D, dtype=name)(o, do)
     dq = torch.zeros(B, S, H, D, dtype=torch.float32, device=q.device)
-    dk, dv = flash_bwd(B, H, S, D, is_causal, dtype=name, **tiles)(q, k, v, do, lse, delta, dq)
+    dk, dv = flash_bwd(B, H, S, D, is_causal, dtype=name, groups=H // k.shape[2], **tiles)(q, k, v, do, lse, delta, dq)
     return dq, dk, dv
 
 
 def reference(q, k, v, do, is_causal):
-    """(o, lse, dq, dk, dv) by torch autograd in float64 (BSHD)."""
+    """(o, lse, dq, dk, dv) by torch autograd in float64 (BSHD; K/V heads shared by groups of
+    query heads when k has fewer)."""
     qd, kd, vd = (x.detach().double().cpu().requires_grad_() for x in (q, k, v))
+    groups = q.shape[2] // k.shape[2]
+    ke, ve = (x.repeat_interleave(groups, dim=2) for x in (kd, vd))
     scale = q.shape[-1] ** -0.5
-    s = torch.einsum("bihd,bjhd->bhij", qd, kd) * scale
+    s = torch.einsum("bihd,bjhd->bhij", qd, ke) * scale
     if is_causal:
         S = q.shape[1]
         s = s.masked_fill(torch.ones(S, S, dtype=torch.bool).triu(1), float("-inf"))
     lse = torch.logsumexp(s, -1)
-    o = torch.einsum("bhij,bjhd->bihd", torch.softmax(s, -1), vd)
+    o = torch.einsum("bhij,bjhd->bihd", torch.softmax(s, -1), ve)
     o.backward(do.double().cpu())
     return o.detach().contiguous(), lse.detach(), qd.grad, kd.grad, vd.grad
 
 
-def check(batch, heads, seq_len, dim, is_causal=False, dtype=torch.float16, device="cpu", **tiles) -> float:
+def check(batch, heads, seq_len, dim, is_causal=False, dtype=torch.float16, device="cpu", groups=1, **tiles) -> float:
     """The largest relative error of dQ, dK, dV against torch autograd in float64 (relative to a
-    norm of at least 1: with one key, dQ and dK are exactly zero)."""
-    q, k, v, do = (torch.randn(batch, seq_len, heads, dim, dtype=dtype, device=device) for _ in range(4))
+    norm of at least 1: with one key, dQ and dK are exactly zero); ``groups`` query heads per K/V head."""
+    q, do = (torch.randn(batch, seq_len, heads, dim, dtype=dtype, device=device) for _ in range(2))
+    k, v = (torch.randn(batch, seq_len, heads // groups, dim, dtype=dtype, device=device) for _ in range(2))
     o, lse, dq_ref, dk_ref, dv_ref = reference(q, k, v, do, is_causal)
     dq, dk, dv = attention_backward(q, k, v, o.to(dtype).to(device), do, lse.float().to(device), is_causal, **tiles)
     return max(((got.cpu().double() - ref).norm() / max(ref.norm(), 1.0)).item()
@@ -172,5 +186,5 @@ def check(batch, heads, seq_len, dim, is_causal=False, dtype=torch.float16, devi
 
 
 if __name__ == "__main__":
-    example_main(check, sizes={"batch": 2, "heads": 3, "seq_len": 100, "dim": 32}, flags=("is_causal",),
+    example_main(check, sizes={"batch": 2, "heads": 3, "seq_len": 100, "dim": 32, "groups": 1}, flags=("is_causal",),
                  tolerance=1e-2, label="flash_attention_bwd")

@@ -102,6 +102,8 @@ SCRIPTS = [
     ["fp8/blockscaled_gemm.py", "--m", "40", "--n", "136", "--k", "256"],
     ["attention/flash_attention_bwd.py", "--batch", "1", "--heads", "2", "--seq-len", "40", "--dim", "16",
      "--is-causal"],
+    ["attention/flash_attention_bwd.py", "--batch", "1", "--heads", "4", "--seq-len", "40", "--dim", "16",
+     "--groups", "2"],
 ]
 
 
@@ -258,7 +260,10 @@ def test_fp8_blockscaled_gemm_applies_each_slab_its_scales():
     (1, 1, 130, 16, True, dict(block_M=32, block_N=64, num_stages=2)),  # key blocks wider than query blocks
     (1, 2, 96, 64, False, dict(block_M=64, block_N=32)),
     # lse and delta read where used (the form sm_90a warp-specializes)
-    (2, 3, 100, 32, True, dict(stats="global")), (1, 1, 130, 16, False, dict(block_M=32, block_N=64, stats="global"))])
+    (2, 3, 100, 32, True, dict(stats="global")), (1, 1, 130, 16, False, dict(block_M=32, block_N=64, stats="global")),
+    # grouped-query attention: dK, dV summed over each K/V head's group of query heads
+    (2, 4, 100, 32, False, dict(groups=2)), (1, 6, 70, 16, True, dict(groups=3, stats="global")),
+    (1, 4, 33, 16, True, dict(groups=4, block_M=32, block_N=64, num_stages=2))])
 def test_flash_attention_backward(batch, heads, seq_len, dim, is_causal, tiles):
     """dQ, dK, dV against torch autograd in float64 (fp16 inputs: ~1e-3 relative)."""
     assert load("attention/flash_attention_bwd.py").check(batch, heads, seq_len, dim, is_causal, **tiles) < 5e-3

@@ -64,6 +64,11 @@ CASES = {
     "flash_attention_bwd": (lambda: example("attention/flash_attention_bwd.py").flash_bwd.get_tir(
         2, 4, 1000, 64, True, block_M=64, block_N=64, num_stages=2, threads=128),
         {"HMMA", "LDSM", "LDGSTS", "RED"}, {"HGMMA", "LDGSTS", "RED"}),
+    # grouped-query attention: the group's query heads in one pipelined loop (TMA coordinates from
+    # the iteration's head and block)
+    "flash_attention_bwd_gqa": (lambda: example("attention/flash_attention_bwd.py").flash_bwd.get_tir(
+        2, 8, 1000, 64, False, block_M=64, block_N=128, num_stages=2, threads=256, stats="global", groups=4),
+        {"HMMA", "LDSM", "RED"}, {"HGMMA", "UTMALDG", "RED"}),
     # MLA decode over a paged cache: a trip count read from memory (one CTA per tile, no
     # persistent walk), pages gathered through the block table by TMA on sm_90a
     "mla_decode_split": (lambda: example("attention/mla_decode.py").mla_decode_split.get_tir(

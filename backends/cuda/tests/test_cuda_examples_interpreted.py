@@ -119,20 +119,22 @@ def test_w4a16_gemm_decodes_into_the_register_operand(M):
     assert rel_err(c, (a.double() @ w.T).numpy()) < 2e-3
 
 
-@pytest.mark.parametrize("is_causal", [False, True])
-def test_flash_attention_backward(is_causal):
+@pytest.mark.parametrize("is_causal, groups", [(False, 1), (True, 1), (True, 2)])
+def test_flash_attention_backward(is_causal, groups):
     """examples/attention/flash_attention_bwd.py for sm_80: P^T and dS^T through shared memory,
-    dQ by atomics; S = 40 against 32-row tiles (the second tiles ragged)."""
+    dQ by atomics; S = 40 against 32-row tiles (the second tiles ragged); with groups=2, two query
+    heads share each K/V head (one loop over both heads' blocks)."""
     bwd = example("attention/flash_attention_bwd.py")
-    B, H, S, D = 1, 1, 40, 16
-    q, k, v, do = (torch.randn(B, S, H, D).half() for _ in range(4))
+    B, H, S, D = 1, groups, 40, 16
+    q, do = (torch.randn(B, S, H, D).half() for _ in range(2))
+    k, v = (torch.randn(B, S, H // groups, D).half() for _ in range(2))
     o, lse, dq_ref, dk_ref, dv_ref = bwd.reference(q, k, v, do, is_causal)
     o16 = o.half().numpy()
     delta = np.full((B, H, S), np.nan, np.float32)
     run(bwd.flash_bwd_delta.get_tir(B, H, S, D, block=32), O=o16, dO=do.numpy(), Delta=delta)
     dq = np.zeros((B, S, H, D), np.float32)
-    dk, dv = (np.full((B, S, H, D), np.nan, np.float16) for _ in range(2))
-    run(bwd.flash_bwd.get_tir(B, H, S, D, is_causal, block_M=32, block_N=32, num_stages=1, threads=128),
+    dk, dv = (np.full((B, S, H // groups, D), np.nan, np.float16) for _ in range(2))
+    run(bwd.flash_bwd.get_tir(B, H, S, D, is_causal, block_M=32, block_N=32, num_stages=1, threads=128, groups=groups),
         Q=q.numpy(), K=k.numpy(), V=v.numpy(), dO=do.numpy(), LSE=lse.float().numpy(), Delta=delta, dQ=dq, dK=dk, dV=dv)
     for got, ref in ((dq, dq_ref), (dk, dk_ref), (dv, dv_ref)):
         assert rel_err(got, ref.numpy()) < 5e-3

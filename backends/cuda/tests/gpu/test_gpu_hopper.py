@@ -419,7 +419,12 @@ def test_gemms_tied_to_an_mma_sync_gemm_match_torch(tmp_path, tie):
     (2, 2, 512, 128, False, dict(stats="global")),
     (1, 4, 1000, 128, True, dict(block_M=64, block_N=128, num_stages=2, threads=256, stats="global")),
     (4, 8, 2048, 128, False, dict(block_M=64, block_N=128, num_stages=2, threads=256, stats="global")),
-    (2, 4, 1024, 64, True, dict(block_M=64, block_N=64, num_stages=1, threads=128, stats="global"))])
+    (2, 4, 1024, 64, True, dict(block_M=64, block_N=64, num_stages=1, threads=128, stats="global")),
+    (2, 4, 1000, 64, False, dict(block_M=128, block_N=128, num_stages=2, threads=256, stats="global")),
+    # grouped-query attention: one loop over the group's heads, dK and dV summed in registers
+    (2, 8, 1000, 128, False, dict(block_M=64, block_N=128, num_stages=2, threads=256, stats="global", groups=4)),
+    (1, 6, 777, 64, True, dict(block_M=64, block_N=128, num_stages=2, threads=256, stats="global", groups=3)),
+    (2, 4, 300, 64, True, dict(groups=2))])
 def test_flash_attention_backward_matches_autograd(B, H, S, D, causal, tiles):
     """examples/attention/flash_attention_bwd.py on the default sm_90a schedule: dQ, dK, dV against
     torch autograd in float64, ragged lengths and causal included."""
