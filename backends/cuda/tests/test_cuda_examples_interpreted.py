@@ -119,11 +119,13 @@ def test_w4a16_gemm_decodes_into_the_register_operand(M):
     assert rel_err(c, (a.double() @ w.T).numpy()) < 2e-3
 
 
-@pytest.mark.parametrize("is_causal, groups", [(False, 1), (True, 1), (True, 2)])
-def test_flash_attention_backward(is_causal, groups):
+@pytest.mark.parametrize("is_causal, groups, stats", [(False, 1, "shared"), (True, 1, "shared"), (True, 2, "shared"),
+                                                    (False, 2, "global"), (True, 1, "global")])
+def test_flash_attention_backward(is_causal, groups, stats):
     """examples/attention/flash_attention_bwd.py for sm_80: P^T and dS^T through shared memory,
     dQ by atomics; S = 40 against 32-row tiles (the second tiles ragged); with groups=2, two query
-    heads share each K/V head (one loop over both heads' blocks)."""
+    heads share each K/V head (one loop over both heads' blocks); stats="global": lse and delta
+    loaded into per-column registers before the first gemm."""
     bwd = example("attention/flash_attention_bwd.py")
     B, H, S, D = 1, groups, 40, 16
     q, do = (torch.randn(B, S, H, D).half() for _ in range(2))
@@ -134,7 +136,8 @@ def test_flash_attention_backward(is_causal, groups):
     run(bwd.flash_bwd_delta.get_tir(B, H, S, D, block=32), O=o16, dO=do.numpy(), Delta=delta)
     dq = np.zeros((B, S, H, D), np.float32)
     dk, dv = (np.full((B, S, H // groups, D), np.nan, np.float16) for _ in range(2))
-    run(bwd.flash_bwd.get_tir(B, H, S, D, is_causal, block_M=32, block_N=32, num_stages=1, threads=128, groups=groups),
+    run(bwd.flash_bwd.get_tir(B, H, S, D, is_causal, block_M=32, block_N=32, num_stages=1, threads=128, groups=groups,
+                              stats=stats),
         Q=q.numpy(), K=k.numpy(), V=v.numpy(), dO=do.numpy(), LSE=lse.float().numpy(), Delta=delta, dQ=dq, dK=dk, dV=dv)
     for got, ref in ((dq, dq_ref), (dk, dk_ref), (dv, dv_ref)):
         assert rel_err(got, ref.numpy()) < 5e-3
