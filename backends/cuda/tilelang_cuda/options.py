@@ -80,15 +80,17 @@ class CudaOptions(BackendOptions):
     enable_tma_reduce: on sm_90a, a warp-specialized loop's float32 tile atomic adds from shared
         memory (FlashAttention backward's dQ) become TMA reduce-adds issued by one consumer thread
         instead of every consumer's vector reductions (hopper/tma_reduce.py). Correct on the
-        H200 (its GPU tests), but not faster: FlashAttention backward ran 319 against 321 TFLOP/s
-        (bench/NOTES.md stop 55), so it stays opt-in.
+        H200 (its GPU tests). Measured on FlashAttention backward only: no change while ptxas
+        serialized that kernel's wgmma (stop 55), +1-16% since (H200, bench/NOTES.md stop 58), so
+        that example asks for it in its jit; opt-in elsewhere until measured there.
     enable_early_gemm_issue: on sm_90a, a warp-specialized loop that neither the attention overlap
         nor the chain fits issues a wgmma gemm needing nothing computed since the gemm before it
         right after that one, and adjacent independent gemms in the order their results are read
         (hopper/consumer_schedule.issue_order; FlashAttention backward: dP with S, the exps under
-        dP). Opt-in: it keeps more accumulators live (FA backward D128: ptxas spills 624 B instead
-        of 192), which cost more than the overlap gains there (H100: 300 -> 259 TFLOP/s; bench/NOTES.md
-        stop 57); for kernels with registers to spare.
+        dP). Opt-in: it keeps more accumulators live. On FA backward (H200, bench/NOTES.md stop 58,
+        with every wgmma pipelined again) +3-11% at D128 and D64, -10% causal with the example's
+        register loads of lse and delta; stop 57's -14% was measured while ptxas serialized the
+        kernel and spilled 624 bytes for it.
     enable_overlap_block: on sm_90a, in an attention-like overlapped loop, the work between the
         wait for the first gemm and the wait for the previous iteration's last gemm (the softmax)
         becomes a basic block of its own, so that ptxas cannot hoist that second wgmma wait above
