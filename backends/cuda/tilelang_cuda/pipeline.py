@@ -208,11 +208,7 @@ class CudaBackend(Backend):
         result = compiler.build_shared_library(source, self.arch, Path(workdir), options)
         self.last_build = result
         for advice in compiler.performance_advisories(result.log):
-            names = ", ".join(sorted(gv.name_hint for gv, f in mod.functions.items() if isinstance(f, tirx.PrimFunc)))
-            hint = ("smaller tiles or fewer fragments live at once usually avoid it" if "register resources" in advice else
-                    "please report it with the kernel")
-            warnings.warn(f"kernel {names} ({self.arch}): ptxas: {advice.rstrip('.')}. The kernel computes the same "
-                          f"results, more slowly than its schedule asks for; {hint}", PerformanceWarning, stacklevel=2)
+            warnings.warn(_advisory_message(mod, self.arch, advice), PerformanceWarning, stacklevel=2)
         self.timings.update({f"build_{k}": v for k, v in result.timings.items()})
         return result.path.read_bytes()
 
@@ -237,3 +233,12 @@ class CudaBackend(Backend):
         from . import nvrtc
 
         return f"tvm-{tvm.__version__} {compiler.nvcc_version()} {nvrtc.version()} arch-{self.arch}"
+
+
+def _advisory_message(mod, arch: str, advice: str) -> str:
+    """The PerformanceWarning for one of ptxas's "Potential Performance Loss" lines."""
+    names = ", ".join(sorted(gv.name_hint for gv, f in mod.functions.items() if isinstance(f, tirx.PrimFunc)))
+    hint = ("smaller tiles or fewer fragments live at once usually avoid it" if "register resources" in advice else
+            "please report it with the kernel")
+    return (f"kernel {names} ({arch}): ptxas: {advice.rstrip('.')}. The kernel computes the same results, more "
+            f"slowly than its schedule asks for; {hint}")

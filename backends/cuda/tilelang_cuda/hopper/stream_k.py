@@ -69,15 +69,18 @@ OPAQUE = "tl_opaque_i32"
 FLOPS_PER_FIXUP_BYTE = 300
 
 
+def _gemms(loop_stmts) -> list:
+    """The Gemm tile ops among a loop body's statements."""
+    ops = (TileOp.from_stmt(stmt) for stmt in loop_stmts if is_tile_op(stmt))
+    return [op for op in ops if isinstance(op, Gemm)]
+
+
 def fixup_iterations(loop_stmts, carried) -> int:
     """Loop iterations a CTA could run in the time one partial-sum round trip costs: a tail is
     shared along K only where that saves more iterations per CTA than this. A loop's time is
     counted as its gemms' (attention's softmax makes the real count a little larger)."""
     work = 0.0
-    for stmt in loop_stmts:
-        op = TileOp.from_stmt(stmt) if is_tile_op(stmt) else None
-        if not isinstance(op, Gemm):
-            continue
+    for op in _gemms(loop_stmts):
         m, n = (int(e) for e in R.extents_of(op.C)[-2:])
         a = R.extents_of(op.A)[-2:]
         k = int(a[0] if op.transpose_A else a[1])
@@ -122,7 +125,7 @@ def with_stream_k(tiles, mode: str, declined: str, before, loop_stmts, after, n,
         # attention's key mask: in the tail's copy of the loop (iterations from a piece's own
         # start) ptxas 13.0 spilled 328 bytes and serialized every wgmma of the kernel (C7512)
         why = "the loop masks by its iteration index"
-    gemms = sum(isinstance(TileOp.from_stmt(s), Gemm) for s in loop_stmts if is_tile_op(s))
+    gemms = len(_gemms(loop_stmts))
     if not why and gemms > MAX_GEMMS:
         why = f"{gemms} gemms in the loop; the tail's copy of such a loop serializes every wgmma"
     if why:
