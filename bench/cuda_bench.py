@@ -617,22 +617,30 @@ def attention_bwd_rows(pass_configs):
              dict(block_M=128, block_N=64, num_stages=1, threads=256)]
     # lse / delta read where used: warp-specialized on sm_90a (the example's stats="global")
     tiles += [dict(t, stats="global") for t in tiles[:3]]
+    # FA3's D64 tile: all five gemms wgmma (at 64x128 D64's dQ gemm is mma.sync); 0.85x cuDNN at D64
+    # on the H100 (stop 59) against 0.61x for 64x128
+    tiles += [dict(block_M=128, block_N=128, num_stages=2, threads=256, stats="global")]
     if os.environ.get("ATTNBWD_TILES"):  # e.g. "2,6": a quick run of some of them (indices into tiles)
         tiles = [tiles[int(i)] for i in os.environ["ATTNBWD_TILES"].split(",")]
     rows = []
-    for B, H, S, D, causal in ((8, 16, 4096, 128, False), (8, 16, 4096, 128, True), (8, 16, 4096, 64, False)):
-        q, k, v, do = (torch.randn(B, S, H, D, device="cuda", dtype=torch.float16) for _ in range(4))
+    # (the last two: GQA, `groups` query heads per K/V head)
+    for B, H, S, D, causal, groups in ((8, 16, 4096, 128, False, 1), (8, 16, 4096, 128, True, 1),
+                                       (8, 16, 4096, 64, False, 1), (8, 16, 4096, 128, False, 4),
+                                       (8, 32, 4096, 128, True, 8)):
+        q, do = (torch.randn(B, S, H, D, device="cuda", dtype=torch.float16) for _ in range(2))
+        k, v = (torch.randn(B, S, H // groups, D, device="cuda", dtype=torch.float16) for _ in range(2))
         qt, kt, vt = (x.transpose(1, 2).detach().requires_grad_() for x in (q, k, v))
+        gqa = dict(enable_gqa=True) if groups > 1 else {}
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-            ot = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
-        scores = attention_lse(q, k, causal)
+            ot = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal, **gqa)
+        scores = attention_lse(q, k.repeat_interleave(groups, 2), causal)
         o = ot.detach().transpose(1, 2).contiguous()
         grads = torch.autograd.grad(ot, (qt, kt, vt), do.transpose(1, 2), retain_graph=True)
         ref = [g.transpose(1, 2).double() for g in grads]
 
         def sdpa_bwd(backend):
             with sdpa_kernel(backend):
-                out = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+                out = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal, **gqa)
             return lambda: torch.autograd.grad(out, (qt, kt, vt), do.transpose(1, 2), retain_graph=True)
 
         best = None
@@ -651,7 +659,7 @@ def attention_bwd_rows(pass_configs):
         flops = 10 * B * H * S * S * D / (2 if causal else 1)
         ms = side_by_side({"flash": sdpa_bwd(SDPBackend.FLASH_ATTENTION), "cudnn": sdpa_bwd(SDPBackend.CUDNN_ATTENTION)},
                           rounds=5)
-        name = f"attn bwd B{B} H{H} S{S} D{D}{' causal' if causal else ''}"
+        name = f"attn bwd B{B} H{H} S{S} D{D}{' causal' if causal else ''}{f' groups {groups}' if groups > 1 else ''}"
         if best is None:
             rows.append([name, "-", "none compiled", "-", f"{flops / ms['flash'] / 1e9:.0f}",
                          f"{flops / ms['cudnn'] / 1e9:.0f}", "-"])

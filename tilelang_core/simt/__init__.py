@@ -55,6 +55,11 @@ of buffer elements, aligned to the access size; ``N`` is 4, 8 or 16 (bytes).
     accesses as C++ does. ``value`` has T's type exactly (the kit casts it).
 ``T tl_atomic_<kind>_ret(T* addr, T value, int order)``   kind: add max min or and xor
     The same atomic, returning the value ``*addr`` held before (``return_prev=True``).
+``void AtomicAddx<N>(T* addr, T v0, ..., T v<N-1>[, int order])``   N: 2, 4
+    ``tl_atomic_add`` of ``v<k>`` into ``addr[k]`` for each k, in one instruction where the
+    hardware has one, each element's add atomic on its own; for the types and N of
+    ``dialect.vector_atomic_adds``, ``addr`` a global element N-aligned (vector_atomic_adds.py).
+    TileLang's names for them.
 ``T tl_atomic_load(T* addr, int order)``
     ``*addr`` read atomically (``dialect.atomic_dtypes["load"]``; order relaxed, consume, acquire
     or seq_cst).

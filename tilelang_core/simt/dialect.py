@@ -92,6 +92,9 @@ class SimtDialect:
         register reduction of 16-bit floats whose pairs of values fold into one output or into
         two adjacent ones uses them (paired_fold.py: CUDA's half2 instructions); empty: one value
         at a time.
+    vector_atomic_adds: per element type, the most consecutive global elements (2 or 4) one
+        ``AtomicAddx<N>`` helper adds at once (vector_atomic_adds.py; CUDA's half2 and sm_90's
+        vector reductions); empty: one ``tl_atomic_add`` per element.
     """
 
     kind: str
@@ -112,6 +115,7 @@ class SimtDialect:
     device_print: bool = False
     device_barrier: str = ""
     paired_folds: Mapping[str, str] = field(default_factory=dict)
+    vector_atomic_adds: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self):
         if not self.kind:
@@ -130,6 +134,10 @@ class SimtDialect:
             raise ValueError(f"SimtDialect.paired_folds takes the folds {', '.join(PAIRED_FOLDS)}; "
                              f"got {sorted(unknown)}")
         object.__setattr__(self, "paired_folds", MappingProxyType(dict(self.paired_folds)))
+        bad = {k: v for k, v in dict(self.vector_atomic_adds).items() if v not in (2, 4)}
+        if bad:
+            raise ValueError(f"SimtDialect.vector_atomic_adds maps element types to 2 or 4 lanes; got {bad}")
+        object.__setattr__(self, "vector_atomic_adds", MappingProxyType(dict(self.vector_atomic_adds)))
         object.__setattr__(self, "atomic_orders", tuple(self.atomic_orders))
 
     def __hash__(self):
@@ -137,4 +145,4 @@ class SimtDialect:
                      tuple(sorted(self.atomic_dtypes.items())), tuple(sorted(self.warp_reduce.items())),
                      self.atomic_orders, self.block_votes, self.vector_bytes, self.named_barriers, self.mbarriers,
                      self.max_nreg, self.grid_dependency, self.grid_sync, self.clusters, self.device_print,
-                     tuple(sorted(self.paired_folds.items()))))
+                     tuple(sorted(self.paired_folds.items())), tuple(sorted(self.vector_atomic_adds.items()))))

@@ -445,6 +445,8 @@ class Interpreter:
             return None
         if name.startswith("tl_atomic_"):
             return self._atomic(name, args, mask)
+        if name in ("AtomicAddx2", "AtomicAddx4"):  # vector_atomic_adds.py: lane by lane, element by element
+            return self._atomic_vector(int(name[-1]), args, mask)
         if name == "tl_device_assert":  # T.device_assert: the kernel stops where a lane's check fails
             ok = np.broadcast_to(self.expr(args[0]), (self.lanes,)).astype(bool)
             if not ok[mask].all():
@@ -497,6 +499,17 @@ class Interpreter:
             out[lane] = view[at]
             view[at] = combine(view[at], value[lane])
         return out if returns else None
+
+    def _atomic_vector(self, n: int, args, mask):
+        """``AtomicAddx<n>(&dst[i], v0, .., v<n-1>[, order])``: dst[i + k] += vk, every lane's in
+        lane order (the adds are atomic per element, as ``tl_atomic_add``'s)."""
+        ptr = self.pointer(args[0])
+        view = ptr.storage.array.reshape(-1)
+        values = [np.broadcast_to(self.expr(a), (self.lanes,)).astype(view.dtype) for a in args[1:n + 1]]
+        for lane in np.nonzero(mask)[0]:
+            for k in range(n):
+                view[ptr.index[lane] + k] = view[ptr.index[lane] + k] + values[k][lane]
+        return None
 
     def device_helper(self, name: str, args, mask):
         """A backend's own helpers (matrix loads and instructions): subclasses override this and

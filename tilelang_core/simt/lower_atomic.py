@@ -26,9 +26,10 @@ from tilelang_core.lowering import in_bounds as all_in_bounds
 
 from . import intrinsics as I
 from .lowering import (FRAGMENT, GLOBAL, PER_THREAD, cast, dtype, in_bounds, load, region_index,
-                       require_whole_fragment, scope, spread_over_threads, state_of, tile_dims,
+                       require_whole_fragment, row_aligned, scope, spread_over_threads, state_of, tile_dims,
                        tile_extents)
 from .transform.state import if_then, loop
+from .vector_atomic_adds import tile_runs, vector_loop, vector_run
 
 #: memory order -> the id the helpers take (cuda::memory_order's, and C11's __ATOMIC_* values)
 ORDER_IDS = {name: i for i, name in enumerate(MEMORY_ORDERS)}
@@ -128,6 +129,11 @@ def _per_thread(op: Atomic, st, helper: str, dt: str):
     return stmt if pred is None else tirx.IfThenElse(pred, stmt, None)
 
 
+def _same(a, b) -> bool:
+    """Two lists of constant extents that are equal."""
+    return len(a) == len(b) and all(R.as_int(x) is not None and R.as_int(x) == R.as_int(y) for x, y in zip(a, b))
+
+
 def lower_atomic(call, ctx):
     op: Atomic = TileOp.from_stmt(call)
     st = state_of(ctx)
@@ -145,7 +151,12 @@ def lower_atomic(call, ctx):
             idx = [st.simplify(e) for e in layout.index_of(st.thread_var, l)]
             return emit(region_index(op.dst, idx), tirx.BufferLoad(regs, [l]))
 
-        stmt = loop("l", layout.local_size, body, tirx.ForKind.UNROLLED)
+        stmt = None
+        if op.kind == "add" and layout.register_run > 1:  # runs of registers as vector atomics
+            l_var = tirx.Var("l", "int32")
+            stmt = vector_loop(body(l_var), l_var, layout.local_size, layout.register_run, st)
+        if stmt is None:
+            stmt = loop("l", layout.local_size, body, tirx.ForKind.UNROLLED)
         return if_then(layout.replica_of(st.thread_var) == 0, stmt) if layout.replicas > 1 else stmt
 
     def element(index):
@@ -154,4 +165,14 @@ def lower_atomic(call, ctx):
                                           else [])) if op.src_is_region else op.src
         return emit(dst_index, value), []
 
-    return spread_over_threads(st, tile_extents(op.dst) or [1], element)
+    extents = tile_extents(op.dst) or [1]
+    vec = tile_runs(st, dt, extents, lambda v: row_aligned(op.dst, v, st)) if op.kind == "add" \
+        and scope(op.dst) in GLOBAL and (not op.src_is_region or _same(tile_extents(op.src), extents)) else 1
+    if vec > 1:  # each thread adds runs of vec consecutive elements with one vector atomic
+        def run(index):
+            at = index[:-1] + [index[-1] * vec]
+            lanes = [element(at[:-1] + [at[-1] + k])[0] for k in range(vec)]
+            return vector_run(lanes, st, vec), []
+
+        return spread_over_threads(st, extents[:-1] + [extents[-1] // vec], run)
+    return spread_over_threads(st, extents, element)

@@ -10,6 +10,7 @@
 4. LowerTileOps        tile ops -> per-thread code (the rules registered for ``dialect.kind``)
 5. lower_parallel      T.Parallel nests -> per-thread register loops (each thread group first)
    lower_atomic_calls  atomics used as values (return_prev, T.atomic_load) -> helper calls
+   merge_adjacent      adjacent atomic adds into consecutive elements -> one vector atomic
 6. apply_layouts       fragments -> registers, shared -> flat swizzled arrays, scratch allocated
    lower_intrinsics    warp votes, shuffles, lane queries -> device helpers (checked before step 1)
 7. VerifyNoTileOps
@@ -43,6 +44,7 @@ from tilelang_core.transform.verify_no_tile_ops import verify_no_tile_ops
 from .dialect import SimtDialect
 from .intrinsics import call as simt_call
 from .lower_atomic_calls import lower_atomic_calls
+from .vector_atomic_adds import merge_adjacent
 from .lower_gemm_fma import fma_accumulator_layout
 from .transform import (KernelState, apply_layouts, block_swizzle, insert_barriers, longest_first,
                         lower_parallel, parallel_tile_ops, prefetch_fragments, software_pipeline, split_masked_fills,
@@ -165,6 +167,8 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
     func = run_pass(f"{kind}.LowerTileOps", lower_tile_ops, func, kind, options, context=ctx)
     func = run_pass(f"{kind}.LowerParallel", _on_body(_in_groups(lower_parallel)), func, st)
     func = run_pass(f"{kind}.LowerAtomicCalls", _on_body(lower_atomic_calls), func, st)
+    if dialect.vector_atomic_adds:  # T.atomic_addx2 / x4's lanes (vector_atomic_adds.py)
+        func = run_pass(f"{kind}.MergeAtomicAdds", _on_body(merge_adjacent), func, st)
     func = func.with_body(strip_thread_ranges(func.body))
     func = run_pass(f"{kind}.ApplyLayouts", _on_body(apply_layouts), func, st, st.annotated)
     if intrinsics:

@@ -24,6 +24,6 @@ def test_cuda_passes_are_dumped_in_order_with_timing(tmp_path, monkeypatch):
     ours = [n for n in names if n.startswith("cuda.")]
     assert ours == ["cuda.BlockSwizzle", "cuda.Specialize", "cuda.SplitMaskedFills", "cuda.SoftwarePipeline", "cuda.InsertBarriers",
                     "cuda.ParallelTileOps", "cuda.LowerTileOps", "cuda.LowerParallel", "cuda.LowerAtomicCalls",
-                    "cuda.ApplyLayouts", "cuda.PrefetchFragments",
+                    "cuda.MergeAtomicAdds", "cuda.ApplyLayouts", "cuda.PrefetchFragments",
                     "cuda.Finalize", "cuda.VerifyNoTileOps"]
     assert "cuda.LowerTileOps:" in (folder / "pass-timing.txt").read_text()

@@ -238,36 +238,45 @@ def _wgmma_d_fragment(tx, reg):
 
 
 @pytest.mark.parametrize("bound", [False, True])
-def test_sm90a_split_k_atomics_follow_the_wgmma_accumulator(bound):
-    lowered = lower(splitk_func(128, 128, 128, 2, bound, stages=2 if bound else 0), "sm_90a")
+@pytest.mark.parametrize("vector", [False, True])
+def test_sm90a_split_k_atomics_follow_the_wgmma_accumulator(bound, vector):
+    """Each accumulator register's atomic lands on its (row, col) of wgmma's D fragment; with
+    vector atomics (the default) a pair of registers (2 lo, 2 lo + 1: adjacent columns) goes out
+    as one AtomicAddx2 addressed at the first."""
+    lowered = lower(splitk_func(128, 128, 128, 2, bound, stages=2 if bound else 0), "sm_90a",
+                    disable_vector_atomics=not vector)
     assert "tl_wgmma" in lowered.script()
+    helper, loop_var, lanes = ("AtomicAddx2", "lo", 2) if vector else ("tl_atomic_add", "l", 1)
     atomics = []
 
     def on_eval(ev):
         call = ev.value
         if getattr(call, "op", None) is not None and getattr(call.op, "name", "") == "tirx.call_extern" \
-                and str(call.args[0].value) == "tl_atomic_add":
+                and str(call.args[0].value) == helper:
             atomics.append(call)
 
     def on_for(loop):
-        if str(loop.loop_var.name) == "l":
+        if str(loop.loop_var.name) == loop_var:
             loops.append(loop)
 
     loops = []
     tvm_ffi.structural_walk(lowered.body, [(tirx.Evaluate, on_eval), (tirx.For, on_for)])
-    assert len(atomics) == 1, "one atomic per accumulator register, in one unrolled loop"
-    address, value = atomics[0].args[1], atomics[0].args[2]
+    assert len(atomics) == 1, f"one {helper} per accumulator register run, in one unrolled loop"
+    address, values = atomics[0].args[1], atomics[0].args[2:2 + lanes]
     row_expr, col_expr = address.args[0].indices
-    assert str(value.source.name) == "C_local"
+    assert all(str(v.source.name) == "C_local" for v in values)
     extent = next(int(f.extent) for f in loops if any(c.same_as(atomics[0]) for c in _calls_in(f)))
-    tx, reg = np.meshgrid(np.arange(128), np.arange(extent), indexing="ij")
-    env = {"tx": tx, "l": reg, "bx": 0, "by": 0, "bz": 0}
+    tx, run = np.meshgrid(np.arange(128), np.arange(extent), indexing="ij")
+    env = {"tx": tx, loop_var: run, "bx": 0, "by": 0, "bz": 0}
     rows, cols = _evaluate(row_expr, env), _evaluate(col_expr, env)
-    assert np.array_equal(_evaluate(value.indices[0], env), reg)
-    want_rows, want_cols = _wgmma_d_fragment(tx, reg)
+    for k, value in enumerate(values):
+        assert np.array_equal(_evaluate(value.indices[0], env), run * lanes + k)
+    want_rows, want_cols = _wgmma_d_fragment(tx, run * lanes)
     np.testing.assert_array_equal(rows, want_rows)
     np.testing.assert_array_equal(cols, want_cols)
-    assert len(set(zip(rows.ravel(), cols.ravel()))) == 64 * 64 == rows.size  # each element once
+    if vector:  # the pair's second register is the next column of the same row
+        np.testing.assert_array_equal(_wgmma_d_fragment(tx, run * 2 + 1), (want_rows, want_cols + 1))
+    assert len(set(zip(rows.ravel(), cols.ravel()))) * lanes == 64 * 64 == rows.size * lanes  # each element once
     # ... by every consumer thread: no condition on the thread around it (it was `if tx < 1`)
     def on_if(node):
         if any(c.same_as(atomics[0]) for c in _calls_in(node.then_case)):

@@ -269,7 +269,7 @@ template <typename T> __device__ __forceinline__ T tl_atomic_load(const T* addr,
 }
 """
 #: the names kernels call _ATOMICS by (the whole block comes with any of them)
-_ATOMIC_NAMES = ("tl_atomic_store", "tl_atomic_load",
+_ATOMIC_NAMES = ("tl_atomic_store", "tl_atomic_load", "tl_fence_before", "tl_fence_after",
                  *(f"tl_atomic_{k}{r}" for k in ("add", "max", "min", "or", "and", "xor") for r in ("", "_ret")))
 
 
@@ -337,7 +337,7 @@ ON_DEMAND_HELPERS = {
 ON_DEMAND_HELPERS.update(WARP_HELPERS)
 ON_DEMAND_HELPERS.update(RNG_HELPERS)  # (the draws are macros these define)
 ON_DEMAND_HELPERS.update(MBARRIER_HELPERS)
-ON_DEMAND_HELPERS.update(VECTOR_ATOMIC_HELPERS)  # red.global.add.v4.f32 (vector_atomics.py)
+ON_DEMAND_HELPERS.update(VECTOR_ATOMIC_HELPERS)  # red.global.add.v4.f32, AtomicAddx2/x4 (vector_atomics.py)
 ON_DEMAND_HELPERS.update(VECTOR_CAST_HELPERS)  # paired conversions of vector casts (vector_casts.py)
 ON_DEMAND_HELPERS.update(PAIRED_FOLD_HELPERS)  # half2 folds of register reductions (paired_folds.py)
 

@@ -131,6 +131,9 @@ class CudaOptions(BackendOptions):
         attention S4096 D128 128x64 ran +1-2% staged non-causal and -3% staged causal (ptxas
         issues the softmax's ex2 back to back in the staged causal build; bench/NOTES.md, s11).
     enable_staged_epilogue: stage the epilogue after such a loop too (for comparisons).
+    disable_vector_atomics: one atomic instruction per element: no AtomicAddx2/x4 for a thread's
+        adds into consecutive global elements (tilelang_core/simt/vector_atomic_adds.py; for
+        comparisons, bench/atomic_add.py).
     disable_async_preload: keep a copy global -> shared before a pipelined loop (attention's Q)
         synchronous. By default it is issued as cp.async with the loop's first tiles and waited
         for with them (the kit's software_pipeline), instead of a load, store and barrier of its
@@ -192,6 +195,7 @@ class CudaOptions(BackendOptions):
     disable_staged_epilogue: bool = False
     enable_staged_epilogue: bool = False
     disable_async_preload: bool = False
+    disable_vector_atomics: bool = False
     extra_nvcc_flags: tuple = ()
 
     def __post_init__(self):

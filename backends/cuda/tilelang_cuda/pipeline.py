@@ -51,6 +51,7 @@ from .hopper.intrinsics import scratch_statements, with_kernel_attributes
 from .intrinsics import with_on_demand_helpers
 from .transform import fast_divide, fast_exp2
 from .transform.stage_epilogue import stage_epilogue
+from .vector_atomics import vector_atomic_adds
 from .layouts import mma_a_operand_layout, mma_accumulator_layout
 from .lower_gemm import gemm_shape, gemm_warps
 from .lowering import CUDA
@@ -108,7 +109,8 @@ def lower_function(func: tirx.PrimFunc, arch: str, options: CudaOptions) -> tirx
     check_threads(func, arch, capability(arch, "max_threads_per_block"))
     user_func = func
     # thread-block clusters (T.ClusterKernel) from sm_90; cp.async unless turned off
-    dialect = replace(CUDA, async_copy=not options.disable_cp_async, clusters=bool(capability(arch, "clusters")))
+    dialect = replace(CUDA, async_copy=not options.disable_cp_async, clusters=bool(capability(arch, "clusters")),
+                      vector_atomic_adds={} if options.disable_vector_atomics else vector_atomic_adds(arch))
     planner = HopperPlanner(arch, options, func)
     if not options.disable_staged_epilogue and (not planner.enabled or options.disable_warp_specialized):
         func = stage_epilogue(func, triangular=options.enable_staged_epilogue)  # WS: TMA stores instead

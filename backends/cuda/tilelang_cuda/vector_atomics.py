@@ -1,4 +1,15 @@
-"""Tile atomic adds of float32 from shared memory into a global tensor as 16-byte vector reductions
+"""Vector atomic adds: the ``AtomicAddx2`` / ``AtomicAddx4`` helpers of the SIMT kit
+(tilelang_core/simt/vector_atomic_adds.py: a thread's adds into 2 or 4 consecutive global elements
+as one instruction) and, below, the tile add of float32 from shared memory as 16-byte vector
+reductions.
+
+Which types take how many lanes (``vector_atomic_adds(arch)``, the dialect's map): float16 pairs
+everywhere (``atomicAdd`` of ``__half2``, sm_60 and up; a quad is two pairs); bfloat16 pairs and
+quads on sm_90 (``__nv_bfloat162``: below sm_90 CUDA emulates it with a compare-and-swap loop, as
+it does a single bfloat16 add, so nothing is gained); float32 pairs and quads on sm_90
+(``red.global.add.v2/v4.f32``). Each element's add is atomic on its own, as the scalar helper's.
+
+Tile atomic adds of float32 from shared memory into a global tensor as 16-byte vector reductions
 (``red.global.add.v4.f32``, sm_90 and up): TileLang's ``T.atomic_add(dQ[tile], dq_shared)``, the
 FlashAttention backward's dQ accumulation.
 
@@ -66,8 +77,73 @@ def lower_atomic(call, ctx):
     return spread_over_threads(st, extents[:-1] + [extents[-1] // VEC], element)
 
 
-#: the helper (intrinsics.ON_DEMAND_HELPERS): sm_90's vector reduction, four scalar atomics below
-HELPERS = {HELPER: ("__device__ __forceinline__ void tl_red_add_v4(float* dst, const float* src) {\n"
+def vector_atomic_adds(arch: str) -> dict[str, int]:
+    """SimtDialect.vector_atomic_adds for ``arch`` (module docstring)."""
+    lanes = {"float16": 4}
+    if capability(arch, "vector_red"):
+        lanes.update(bfloat16=4, float32=4)
+    return lanes
+
+
+#: AtomicAddx<N>(dst, v0, .., v<N-1>[, order]): dst 2N-byte (float16), 4N-byte (float32) aligned in
+#: global memory; an order goes around the relaxed adds as around the scalar helpers' (tl_fence_*)
+_ADDX = r"""// AtomicAddx2 / AtomicAddx4 (tilelang_core/simt/vector_atomic_adds.py): consecutive global
+// elements added by one reduction, each element's add atomic on its own. Inline PTX, not atomicAdd
+// of a __half2: that takes a generic pointer and compiles a shared-memory branch beside it.
+__device__ __forceinline__ unsigned tl_pack2(half a, half b) {
+  __half2 v = __halves2half2(a, b);
+  return *reinterpret_cast<unsigned*>(&v);
+}
+__device__ __forceinline__ void AtomicAddx2(half* dst, half a, half b) {
+  asm volatile("red.global.add.noftz.f16x2 [%0], %1;" :: "l"(dst), "r"(tl_pack2(a, b)) : "memory");
+}
+__device__ __forceinline__ void AtomicAddx4(half* dst, half a, half b, half c, half d) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("red.global.add.noftz.v2.f16x2 [%0], {%1, %2};" :: "l"(dst), "r"(tl_pack2(a, b)),
+               "r"(tl_pack2(c, d)) : "memory");
+#else
+  AtomicAddx2(dst, a, b);
+  AtomicAddx2(dst + 2, c, d);
+#endif
+}
+#if __CUDA_ARCH__ >= 900
+__device__ __forceinline__ unsigned tl_pack2(__nv_bfloat16 a, __nv_bfloat16 b) {
+  __nv_bfloat162 v = __halves2bfloat162(a, b);
+  return *reinterpret_cast<unsigned*>(&v);
+}
+__device__ __forceinline__ void AtomicAddx2(__nv_bfloat16* dst, __nv_bfloat16 a, __nv_bfloat16 b) {
+  asm volatile("red.global.add.noftz.bf16x2 [%0], %1;" :: "l"(dst), "r"(tl_pack2(a, b)) : "memory");
+}
+__device__ __forceinline__ void AtomicAddx4(__nv_bfloat16* dst, __nv_bfloat16 a, __nv_bfloat16 b,
+                                            __nv_bfloat16 c, __nv_bfloat16 d) {
+  asm volatile("red.global.add.noftz.v2.bf16x2 [%0], {%1, %2};" :: "l"(dst), "r"(tl_pack2(a, b)),
+               "r"(tl_pack2(c, d)) : "memory");
+}
+__device__ __forceinline__ void AtomicAddx2(float* dst, float a, float b) {
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" :: "l"(dst), "f"(a), "f"(b) : "memory");
+}
+__device__ __forceinline__ void AtomicAddx4(float* dst, float a, float b, float c, float d) {
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" :: "l"(dst), "f"(a), "f"(b), "f"(c), "f"(d)
+               : "memory");
+}
+#endif
+template <typename T>
+__device__ __forceinline__ void AtomicAddx2(T* dst, T a, T b, int order) {
+  tl_fence_before(order);
+  AtomicAddx2(dst, a, b);
+  tl_fence_after(order);
+}
+template <typename T>
+__device__ __forceinline__ void AtomicAddx4(T* dst, T a, T b, T c, T d, int order) {
+  tl_fence_before(order);
+  AtomicAddx4(dst, a, b, c, d);
+  tl_fence_after(order);
+}
+"""
+
+#: the helpers (intrinsics.ON_DEMAND_HELPERS): sm_90's vector reduction of a float4 from shared
+#: memory (four scalar atomics below), and the AtomicAddx family (one block: x4 calls x2)
+HELPERS = {"AtomicAddx2": _ADDX, "AtomicAddx4": _ADDX, HELPER: ("__device__ __forceinline__ void tl_red_add_v4(float* dst, const float* src) {\n"
                     "  const float4 v = *reinterpret_cast<const float4*>(src);\n"
                     "#if __CUDA_ARCH__ >= 900\n"
                     "  asm volatile(\"red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\" :: \"l\"(dst), \"f\"(v.x), "

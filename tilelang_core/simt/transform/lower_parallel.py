@@ -357,6 +357,12 @@ def _emit(nest, st: KernelState, anchor, guard_replicas: bool):
         vectorized = _vectorized(body, l_var, anchor.local_size, vec, st)
         if vectorized is not None:
             return vectorized, True
+    if st.dialect.vector_atomic_adds and anchor.register_run > 1:  # a body of atomic adds
+        from ..vector_atomic_adds import vector_loop  # (it imports this package)
+
+        vectorized = vector_loop(body, l_var, anchor.local_size, anchor.register_run, st)
+        if vectorized is not None:
+            return vectorized, True
     return tirx.For(l_var, tirx.const(0, "int32"), tirx.const(anchor.local_size, "int32"),
                     tirx.ForKind.UNROLLED, body), False
 
