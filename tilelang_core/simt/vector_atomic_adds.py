@@ -32,7 +32,7 @@ import tvm_ffi
 from tvm import tirx
 
 from tilelang_core.ir import region as R
-from tilelang_core.transform.bindings import calls_above
+from tilelang_core.transform.bindings import calls_above, is_pure
 
 from . import intrinsics as I
 from .lowering import GLOBAL, cast
@@ -85,22 +85,27 @@ def _effects(expr) -> bool:
     return calls_above(expr, 1)  # 1: CallEffectKind kPure
 
 
-def _vector_add(lanes: list, st, vec: int):
+def _vector_add(lanes: list, st, vec: int, known: dict | None = None):
     """The vector form of ``lanes`` (the same add, lane k's destination k elements after lane
-    0's), or None when they do not make an aligned run the backend can add at once."""
+    0's), or None when they do not make an aligned run the backend can add at once. ``known``:
+    values of bound names the indices use (``idx_j = by * 16 + j * 2``), for the proofs only."""
     first = lanes[0]
     buffer, dt = first.buffer, str(first.buffer.ty.dtype)
     if vec < 2 or widest(st, dt) < vec or str(buffer.ty.storage_scope) not in GLOBAL:
         return None
     ana = st.analyzer
-    *outer, last = list(first.load.indices)
+
+    def proof(expr):
+        return st.simplify(substitute(expr, known)) if known else expr
+
+    *outer, last = [proof(i) for i in first.load.indices]
     for k, lane in enumerate(lanes):
         if not lane.buffer.same_as(buffer) or _reads(lane.value, [buffer]) or _effects(lane.value):
             return None
         if (lane.order is None) != (first.order is None) or (
                 lane.order is not None and int(lane.order.value) != int(first.order.value)):
             return None
-        *o, x = list(lane.load.indices)
+        *o, x = [proof(i) for i in lane.load.indices]
         if not all(ana.can_prove(st.simplify(a - b) == 0) for a, b in zip(o, outer, strict=True)):
             return None
         if not ana.can_prove(st.simplify(x - last) == k):
@@ -205,12 +210,13 @@ def merge_adjacent(body, st):
     lanes (each lane's value, read first) move before the vector atomic, which reads them all."""
     if not st.dialect.vector_atomic_adds:
         return body
+    known = _pure_bindings(body)
 
     def on_seq(seq):
         stmts = _flatten(seq)
         out, i, changed = [], 0, False
         while i < len(stmts):
-            took = _merge_at(stmts, i, st)
+            took = _merge_at(stmts, i, st, known)
             if took is None:
                 out.append(stmts[i])
                 i += 1
@@ -224,7 +230,23 @@ def merge_adjacent(body, st):
     return tvm_ffi.structural_map(body, [(tirx.SeqStmt, on_seq)])
 
 
-def _merge_at(stmts: list, i: int, st):
+def _pure_bindings(body) -> dict:
+    """Every binding of ``body`` whose value reads no memory, by variable, each in terms of the
+    variables no binding defines (a bound name means its value wherever it is in scope)."""
+    known = {}
+    for bind in _binds(body):
+        if is_pure(bind.value):
+            known[bind.var] = substitute(bind.value, known) if known else bind.value
+    return known
+
+
+def _binds(body) -> list:
+    found = []
+    tvm_ffi.structural_walk(body, [(tirx.Bind, found.append)], order="pre")
+    return found
+
+
+def _merge_at(stmts: list, i: int, st, known: dict):
     """(vector atomic, bindings to put before it, index after the run) for the run of lanes that
     starts at ``stmts[i]``, or None."""
     adds, binds, j = [], [], i
@@ -243,7 +265,7 @@ def _merge_at(stmts: list, i: int, st):
             end, nbinds = adds[vec - 1][1], adds[vec - 1][2]
             before = binds[:nbinds]
             if not any(_reads(b.value, [lanes[0].buffer]) or _effects(b.value) for b in before):
-                merged = _vector_add(lanes, st, vec)
+                merged = _vector_add(lanes, st, vec, known)
                 if merged is not None:
                     return merged, before, end
         vec //= 2

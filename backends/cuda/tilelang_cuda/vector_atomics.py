@@ -89,21 +89,24 @@ def vector_atomic_adds(arch: str) -> dict[str, int]:
 #: global memory; an order goes around the relaxed adds as around the scalar helpers' (tl_fence_*)
 _ADDX = r"""// AtomicAddx2 / AtomicAddx4 (tilelang_core/simt/vector_atomic_adds.py): consecutive global
 // elements added by one reduction, each element's add atomic on its own. Inline PTX, not atomicAdd
-// of a __half2: that takes a generic pointer and compiles a shared-memory branch beside it.
+// of a __half2: that takes a generic pointer and compiles a shared-memory branch beside it. Defined
+// as tl_atomic_addx2/x4; kernels call them by TileLang's names, so their source reads as TileLang's.
+#define AtomicAddx2 tl_atomic_addx2
+#define AtomicAddx4 tl_atomic_addx4
 __device__ __forceinline__ unsigned tl_pack2(half a, half b) {
   __half2 v = __halves2half2(a, b);
   return *reinterpret_cast<unsigned*>(&v);
 }
-__device__ __forceinline__ void AtomicAddx2(half* dst, half a, half b) {
+__device__ __forceinline__ void tl_atomic_addx2(half* dst, half a, half b) {
   asm volatile("red.global.add.noftz.f16x2 [%0], %1;" :: "l"(dst), "r"(tl_pack2(a, b)) : "memory");
 }
-__device__ __forceinline__ void AtomicAddx4(half* dst, half a, half b, half c, half d) {
+__device__ __forceinline__ void tl_atomic_addx4(half* dst, half a, half b, half c, half d) {
 #if __CUDA_ARCH__ >= 900
   asm volatile("red.global.add.noftz.v2.f16x2 [%0], {%1, %2};" :: "l"(dst), "r"(tl_pack2(a, b)),
                "r"(tl_pack2(c, d)) : "memory");
 #else
-  AtomicAddx2(dst, a, b);
-  AtomicAddx2(dst + 2, c, d);
+  tl_atomic_addx2(dst, a, b);
+  tl_atomic_addx2(dst + 2, c, d);
 #endif
 }
 #if __CUDA_ARCH__ >= 900
@@ -111,32 +114,32 @@ __device__ __forceinline__ unsigned tl_pack2(__nv_bfloat16 a, __nv_bfloat16 b) {
   __nv_bfloat162 v = __halves2bfloat162(a, b);
   return *reinterpret_cast<unsigned*>(&v);
 }
-__device__ __forceinline__ void AtomicAddx2(__nv_bfloat16* dst, __nv_bfloat16 a, __nv_bfloat16 b) {
+__device__ __forceinline__ void tl_atomic_addx2(__nv_bfloat16* dst, __nv_bfloat16 a, __nv_bfloat16 b) {
   asm volatile("red.global.add.noftz.bf16x2 [%0], %1;" :: "l"(dst), "r"(tl_pack2(a, b)) : "memory");
 }
-__device__ __forceinline__ void AtomicAddx4(__nv_bfloat16* dst, __nv_bfloat16 a, __nv_bfloat16 b,
+__device__ __forceinline__ void tl_atomic_addx4(__nv_bfloat16* dst, __nv_bfloat16 a, __nv_bfloat16 b,
                                             __nv_bfloat16 c, __nv_bfloat16 d) {
   asm volatile("red.global.add.noftz.v2.bf16x2 [%0], {%1, %2};" :: "l"(dst), "r"(tl_pack2(a, b)),
                "r"(tl_pack2(c, d)) : "memory");
 }
-__device__ __forceinline__ void AtomicAddx2(float* dst, float a, float b) {
+__device__ __forceinline__ void tl_atomic_addx2(float* dst, float a, float b) {
   asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" :: "l"(dst), "f"(a), "f"(b) : "memory");
 }
-__device__ __forceinline__ void AtomicAddx4(float* dst, float a, float b, float c, float d) {
+__device__ __forceinline__ void tl_atomic_addx4(float* dst, float a, float b, float c, float d) {
   asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" :: "l"(dst), "f"(a), "f"(b), "f"(c), "f"(d)
                : "memory");
 }
 #endif
 template <typename T>
-__device__ __forceinline__ void AtomicAddx2(T* dst, T a, T b, int order) {
+__device__ __forceinline__ void tl_atomic_addx2(T* dst, T a, T b, int order) {
   tl_fence_before(order);
-  AtomicAddx2(dst, a, b);
+  tl_atomic_addx2(dst, a, b);
   tl_fence_after(order);
 }
 template <typename T>
-__device__ __forceinline__ void AtomicAddx4(T* dst, T a, T b, T c, T d, int order) {
+__device__ __forceinline__ void tl_atomic_addx4(T* dst, T a, T b, T c, T d, int order) {
   tl_fence_before(order);
-  AtomicAddx4(dst, a, b, c, d);
+  tl_atomic_addx4(dst, a, b, c, d);
   tl_fence_after(order);
 }
 """
