@@ -97,3 +97,23 @@ def dynamic_grid():
                 A[bx * 32 + tx] = T.block_rank_in_cluster()
 
     return k
+
+
+def multicast_ring(iters=8, slots=4, tile=64, blocks=2, mask=0b11):
+    """Each block of a cluster of ``blocks`` receives tile k of A through T.tma_copy(cluster_mask=...)
+    in a ring of ``slots`` mbarrier slots (each reused under both parities) and writes it to B[rank, k];
+    blocks outside ``mask`` load their own (TileLang's multicast test kernel, generalized)."""
+    @T.prim_func
+    def main(A: T.Tensor((iters, tile, tile), "float32"), B: T.Tensor((blocks, iters, tile, tile), "float32")):
+        with T.ClusterKernel(blocks, threads=128, cluster_dims=(blocks, 1, 1)) as pid:
+            a_shared = T.alloc_shared((slots, tile, tile), dtype="float32")
+            mbars = T.alloc_barrier([128] * slots)
+            for k in T.serial(iters):
+                slot = k % slots
+                parity = (k // slots) % 2
+                T.tma_copy(A[k, :, :], a_shared[slot, :, :], barrier=mbars[slot], cluster_mask=mask)
+                T.mbarrier_arrive(mbarrier=mbars[slot])
+                T.mbarrier_wait_parity(mbarrier=mbars[slot], parity=parity)
+                T.copy(a_shared[slot, :, :], B[pid, k, :, :])
+
+    return main

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 import tilelang_core as tl
 import tilelang_core.language as T
 from tilelang_core.errors import TileLangError
-from cluster_kernels import CASES, dynamic_grid, exchange, expected_ranks, gemm, ranks, remote_barrier
+from cluster_kernels import (CASES, dynamic_grid, exchange, expected_ranks, gemm, multicast_ring, ranks,
+                             remote_barrier)
 
 
 @pytest.mark.parametrize("grid,dims", CASES)
@@ -179,3 +180,41 @@ def test_gemm_in_a_cluster_kernel_on_cpu():
     c = torch.zeros(256, 256)
     tl.compile(gemm(256, 256, 96), target="cpu")(torch.from_numpy(a), torch.from_numpy(b), c)
     np.testing.assert_allclose(c.numpy(), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("blocks, mask", [(2, 0b11), (4, 0b0110), (4, 0b1111), (2, 0b01)])
+def test_tma_copy_with_a_cluster_mask_gives_every_block_the_tile(blocks, mask):
+    """TileLang's multicast (T.tma_copy(..., cluster_mask=)): every block in the mask holds the tile
+    when its own barrier's phase completes, and a block outside it loads its own; a ring of 4 slots
+    cycled 8 times reuses each slot under both parities. The sm_90a interpreter, against A."""
+    from tilelang_core.testing.oracle import run
+
+    a = np.random.default_rng(mask).standard_normal((8, 64, 64)).astype(np.float32)
+    out = run("cuda:sm_90a", multicast_ring(blocks=blocks, mask=mask), A=a,
+              B=np.full((blocks, 8, 64, 64), np.nan, np.float32))["B"]
+    for rank in range(blocks):
+        np.testing.assert_array_equal(out[rank], a)
+
+
+@pytest.mark.parametrize("mask, why", [
+    (0b111, "cluster_mask=0b111 names block rank 2, but the cluster has 2 blocks"),
+    (0, "cluster_mask must be a positive integer bitmask"),
+    (True, "cluster_mask must be a positive integer bitmask")])
+def test_a_cluster_mask_outside_the_cluster_is_refused(mask, why):
+    with pytest.raises(TileLangError, match=why):
+        multicast_ring(mask=mask)
+
+
+def test_a_cluster_mask_on_a_store_is_refused():
+    with pytest.raises(TileLangError, match="a store takes no mask"):
+        @T.prim_func
+        def k(A: T.Tensor((64,), "float32")):
+            with T.ClusterKernel(2, threads=32, cluster_dims=2):
+                s = T.alloc_shared((64,), "float32")
+                T.tma_copy(s, A, cluster_mask=0b11)
+
+
+def test_tma_copy_with_a_cluster_mask_builds_for_sm90a(tmp_path):
+    from test_printer_limits import _cuda_source
+
+    assert "__cluster_dims__(2, 1, 1)" in _cuda_source(multicast_ring(), "sm_90a", tmp_path)

@@ -96,7 +96,7 @@ def tma_kernel(form):
 
 @pytest.mark.parametrize("form,message", [
     ("no barrier", "a load needs barrier="),
-    ("multicast", "TMA multicast is not supported"),
+    ("multicast", "cluster_mask=0b11 names block rank 1, but the cluster has 1 block"),
     ("not a barrier", "'fake' is not a barrier; allocate it with T.alloc_barrier"),
     ("expect_tx", "counting transaction bytes by hand is not supported"),
     ("arrive_expect_tx", "counting transaction bytes by hand is not supported"),

@@ -235,10 +235,16 @@ def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=
     A store (``src`` shared, ``dst`` global, no barrier) is TileLang's asynchronous TMA store,
     which the kernel later waits for with ``T.tma_store_wait()``. Here it is the copy itself
     (``T.copy``: done when the statement is), which gives every program that waits where TileLang
-    requires it the same values; the wait then has nothing left to wait for."""
+    requires it the same values; the wait then has nothing left to wait for.
+
+    ``cluster_mask`` (a load in a T.ClusterKernel): TileLang's multicast, in which the lowest-ranked
+    block of the mask loads the tile into the shared memory of every block of the mask, each counting
+    it on its own ``barrier``. Here every block loads its own copy, so each block of the mask holds
+    the tile when its barrier's phase completes, as there (without the multicast's saving of L2
+    traffic). A mask naming ranks the cluster does not have is refused."""
     del eviction_policy, annotations  # cache hints
     if cluster_mask is not None:
-        raise FrontendError("T.tma_copy(cluster_mask=...): TMA multicast is not supported")
+        _check_cluster_mask(cluster_mask, barrier)
     if leader_scope_threads is not None:
         raise FrontendError("T.tma_copy(leader_scope_threads=...) is not supported: the threads that reach "
                             "the copy issue it once")
@@ -254,6 +260,22 @@ def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=
                             "consumers wait on)")
     bar = _barrier(barrier, "T.tma_copy")
     emit(TmaCopy(src_r, dst_r, R.make_region(bar.source, list(bar.indices), [1])))
+
+
+def _check_cluster_mask(mask, barrier) -> None:
+    kernel = current_kernel("T.tma_copy")
+    if isinstance(mask, bool) or not isinstance(mask, int) or mask <= 0:
+        raise FrontendError(f"T.tma_copy: cluster_mask must be a positive integer bitmask of block ranks, "
+                            f"got {mask!r}")
+    if barrier is None:
+        raise FrontendError("T.tma_copy: cluster_mask multicasts a load (global -> shared with barrier=); "
+                            "a store takes no mask")
+    dims = kernel.cluster_dims or (1, 1, 1)
+    blocks = dims[0] * dims[1] * dims[2]
+    if mask >> blocks:
+        raise FrontendError(f"T.tma_copy: cluster_mask={mask:#b} names block rank {mask.bit_length() - 1}, but "
+                            f"the cluster has {blocks} block{'s' if blocks > 1 else ''} (ranks 0..{blocks - 1}; "
+                            f"T.ClusterKernel(..., cluster_dims=...) sets its shape)")
 
 
 def tma_store_arrive():

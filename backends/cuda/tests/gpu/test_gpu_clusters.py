@@ -14,7 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "tests" / "language
 
 import tilelang_core as tl  # noqa: E402
 from tilelang_core.errors import TileLangError  # noqa: E402
-from cluster_kernels import CASES, dynamic_grid, exchange, expected_ranks, gemm, ranks, remote_barrier  # noqa: E402
+from cluster_kernels import (CASES, dynamic_grid, exchange, expected_ranks, gemm, multicast_ring, ranks,  # noqa: E402
+                             remote_barrier)
 
 
 @pytest.mark.parametrize("grid,dims", CASES)
@@ -59,3 +60,14 @@ def test_a_dynamic_grid_the_cluster_does_not_divide_is_refused_at_the_call():
     assert a.tolist() == [(i // 32) % 2 for i in range(100)]
     with pytest.raises(TileLangError, match="not a multiple of the cluster's 2"):
         kernel(torch.zeros(90, dtype=torch.int32, device="cuda"))
+
+
+@pytest.mark.parametrize("blocks, mask", [(2, 0b11), (4, 0b0110)])
+def test_tma_copy_with_a_cluster_mask(blocks, mask):
+    """TileLang's multicast test kernel (each block its own copy here): every block holds every tile."""
+    kernel = tl.compile(multicast_ring(blocks=blocks, mask=mask), target="cuda")
+    a = torch.randn(8, 64, 64, device="cuda")
+    b = torch.full((blocks, 8, 64, 64), float("nan"), device="cuda")
+    kernel(a, b)
+    for rank in range(blocks):
+        torch.testing.assert_close(b[rank], a, rtol=0, atol=0)
