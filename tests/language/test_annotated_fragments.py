@@ -113,3 +113,36 @@ def test_an_annotation_that_contradicts_a_gemm_is_refused():
 def test_t_fragment_needs_a_function():
     with pytest.raises(FrontendError, match="needs forward_fn"):
         T.Fragment((4, 4))
+
+
+def built_by_repeat():
+    """TileLang's way of building a layout: an 8x8 base (4 lanes per row, 2 values each), its rows
+    repeated in registers and its 16x8 tile repeated over 4 warps' threads, then replicated."""
+    base = T.Fragment((8, 8), forward_fn=lambda i, j: (i * 4 + j // 2, j % 2))
+    warp = base.repeat([2, 1], repeat_on_thread=False)  # 16 x 8 per warp, 4 values per lane
+    block = warp.repeat([2, 2], repeat_on_thread=True, lower_dim_first=False).replicate(2)  # 32 x 16, 256 threads
+
+    @T.prim_func
+    def k(X: T.Tensor((32, 16), "float32"), W: T.Tensor((32, 16), "int32")):
+        with T.Kernel(1, threads=256):
+            x = T.alloc_fragment((32, 16), "float32")
+            tx = T.get_thread_binding()
+            T.annotate_layout({x: block})
+            for i, j in T.Parallel(32, 16):
+                x[i, j] = X[i, j]
+            for i, j in T.Parallel(32, 16):
+                W[i, j] = T.if_then_else(x[i, j] > -1e30, tx, -1)
+
+    return k, block
+
+
+@pytest.mark.parametrize("path", ["cuda:sm_80", "hip:gfx942"])
+def test_a_layout_built_with_repeat_and_replicate_is_followed(path):
+    """Which thread writes each element (the first copy's: threads 0..127) is the layout's, by
+    TileLang's repeat rule (tests/layout/test_fragment.py checks the rule itself)."""
+    kernel, layout = built_by_repeat()
+    assert (layout.shape, layout.num_threads, layout.local_size, layout.replicas) == ((32, 16), 256, 4, 2)
+    w = np.full((32, 16), -7, np.int32)
+    run(path, kernel, X=RNG.random((32, 16)).astype(np.float32), W=w)
+    want = np.fromfunction(np.vectorize(lambda i, j: layout.thread_of(int(i), int(j))), (32, 16))
+    np.testing.assert_array_equal(w, want)

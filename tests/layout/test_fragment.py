@@ -1,6 +1,7 @@
 """Fragment and Layout: bijectivity, reductions, swizzles, and the mma.sync tables of the PTX ISA."""
 
 import itertools
+import math
 
 import pytest
 
@@ -159,3 +160,71 @@ def test_gemm_fragment_8x8_places_pairs_of_a_row_in_one_lane():
             assert (f.thread_of(i, j), f.local_of(i, j)) == (4 * i + j // 2, j % 2)
             assert (t.thread_of(i, j), t.local_of(i, j)) == (4 * j + i // 2, i % 2)
             assert f.index_of(4 * i + j // 2, j % 2) == [i, j]
+
+
+# -- TileLang's layout algebra: repeat, replicate, condense_rep_var, is_equal ---------------------
+def _base(shape, threads, vector, copies):
+    return Fragment.spread(shape, threads, vector).replicate(copies)
+
+
+def _repeat_reference(base, repeats, on_thread, lower_dim_first, idx, replica=0):
+    """TileLang's rule, written out: element idx is element idx % shape of copy idx // shape; the
+    copies numbered in mixed radix (last dimension fastest with lower_dim_first) above the
+    existing threads or registers."""
+    inner = [i % s for i, s in zip(idx, base.shape)]
+    block = [i // s for i, s in zip(idx, base.shape)]
+    order = list(reversed(range(len(idx)))) if lower_dim_first else list(range(len(idx)))
+    number, place = 0, 1
+    for d in order:
+        number += block[d] * place
+        place *= repeats[d]
+    thread, local = base.thread_of(*inner, replica=replica), base.local_of(*inner)
+    if on_thread:
+        return thread + base.num_threads * number, local
+    return thread, local + base.local_size * number
+
+
+@pytest.mark.parametrize("shape, threads, vector, copies", [((4, 8), 8, 2, 1), ((8, 8), 32, 2, 2), ((2, 3), 2, 1, 1),
+                                                            ((16,), 4, 4, 3)])
+@pytest.mark.parametrize("on_thread", [False, True])
+@pytest.mark.parametrize("lower_dim_first", [False, True])
+def test_repeat_follows_tilelangs_rule(shape, threads, vector, copies, on_thread, lower_dim_first):
+    base = _base(shape, threads, vector, copies)
+    repeats = [2, 3][:len(shape)] if len(shape) == 2 else [3]
+    f = base.repeat(repeats, repeat_on_thread=on_thread, lower_dim_first=lower_dim_first)
+    assert f.shape == tuple(s * r for s, r in zip(shape, repeats))
+    assert f.num_threads == base.num_threads * (math.prod(repeats) if on_thread else 1)
+    assert f.local_size == base.local_size * (1 if on_thread else math.prod(repeats))
+    seen = set()
+    for idx in itertools.product(*(range(n) for n in f.shape)):
+        for r in range(f.replicas):
+            got = (f.thread_of(*idx, replica=r), f.local_of(*idx))
+            assert got == _repeat_reference(base, repeats, on_thread, lower_dim_first, idx, r), idx
+            seen.add(got)
+    assert len(seen) == math.prod(f.shape) * f.replicas  # each (thread, register) once
+
+
+def test_replicate_puts_each_copy_on_new_threads():
+    base = Fragment.spread((4, 8), 8, 2)
+    f = base.replicate(3)
+    assert (f.num_threads, f.replicas, f.local_size) == (24, 3, base.local_size)
+    for idx in itertools.product(range(4), range(8)):
+        for c in range(3):
+            assert f.thread_of(*idx, replica=c) == base.thread_of(*idx) + 8 * c
+    twice = f.replicate(2)  # copies of copies: copy c2 of copy c1 on threads (c2 * 3 + c1) * 8 + t
+    assert twice.thread_of(1, 2, replica=4) == base.thread_of(1, 2) + 8 * 4
+    with pytest.raises(LayoutError, match="positive integer"):
+        base.replicate(0)
+
+
+def test_is_equal_and_condense_compare_mappings_not_spellings():
+    f = Fragment.spread((8, 8), 16, 2)
+    split = f.reshape((8, 8))  # the same digits, possibly split differently
+    assert f.is_equal(split) and f.condense_rep_var().is_equal(f)
+    assert not f.is_equal(Fragment.spread((8, 8), 16, 4))
+    assert f.get_thread_size() == 16 and f.map_forward_thread([3, 5]) == f.thread_of(3, 5)
+
+
+def test_repeat_of_the_wrong_rank_is_refused():
+    with pytest.raises(LayoutError, match="one per dimension"):
+        Fragment.spread((4, 8), 8).repeat([2])

@@ -51,12 +51,13 @@ class Fragment:
     """A thread -> element mapping of a tile (see the module docstring).
 
     ``digits[d]`` lists the digits of dimension ``d``, most significant first; their extents
-    multiply to ``shape[d]``. ``replicate`` digits are thread digits that no index selects.
+    multiply to ``shape[d]``. ``replica_digits`` are thread digits that no index selects (the
+    copies' threads; ``replicate(n)`` is TileLang's method that adds ``n`` copies).
     """
 
     shape: tuple[int, ...]
     digits: tuple[tuple[Digit, ...], ...]
-    replicate: tuple[Digit, ...] = ()
+    replica_digits: tuple[Digit, ...] = ()
     name: str = field(default="", compare=False)
 
     def __post_init__(self):
@@ -67,7 +68,7 @@ class Fragment:
             if math.prod(x.extent for x in digits) != extent:
                 raise LayoutError(f"fragment {self.name or ''}: digits of dim {d} cover "
                                   f"{math.prod(x.extent for x in digits)} values, not {extent}")
-        if any(r.space != THREAD for r in self.replicate):
+        if any(r.space != THREAD for r in self.replica_digits):
             raise LayoutError("replicate digits must be thread digits")
         self._check_dense(THREAD)
         self._check_dense(LOCAL)
@@ -76,7 +77,7 @@ class Fragment:
     def _space_digits(self, space: str) -> list[Digit]:
         out = [x for dims in self.digits for x in dims if x.space == space]
         if space == THREAD:
-            out += list(self.replicate)
+            out += list(self.replica_digits)
         return out
 
     @property
@@ -89,7 +90,7 @@ class Fragment:
 
     @property
     def replicas(self) -> int:
-        return math.prod(x.extent for x in self.replicate)
+        return math.prod(x.extent for x in self.replica_digits)
 
     @property
     def register_run(self) -> int:
@@ -128,9 +129,9 @@ class Fragment:
             for x, place in zip(self.digits[d], self._places(d)):
                 if x.space == space and x.extent > 1:
                     total = total + ((index // place) % x.extent) * x.stride
-        if space == THREAD and self.replicate:
+        if space == THREAD and self.replica_digits:
             place = 1
-            for x in reversed(self.replicate):
+            for x in reversed(self.replica_digits):
                 total = total + ((replica // place) % x.extent) * x.stride
                 place *= x.extent
         return total
@@ -161,7 +162,7 @@ class Fragment:
     def replica_of(self, thread):
         """Which copy ``thread`` holds (0 when there is no replication)."""
         value, place = 0, 1
-        for x in reversed(self.replicate):
+        for x in reversed(self.replica_digits):
             value = value + ((thread // x.stride) % x.extent) * place
             place *= x.extent
         return value
@@ -177,7 +178,7 @@ class Fragment:
         local digits disappear (registers are renumbered densely, keeping their order)."""
         dim = dim % len(self.shape)
         dropped = self.digits[dim]
-        replicate = tuple(self.replicate) + tuple(x for x in dropped if x.space == THREAD)
+        replicate = tuple(self.replica_digits) + tuple(x for x in dropped if x.space == THREAD)
         kept = [list(ds) for i, ds in enumerate(self.digits) if i != dim]
         shape = [s for i, s in enumerate(self.shape) if i != dim]
         kept = _renumber_local(kept)
@@ -215,7 +216,7 @@ class Fragment:
                     flat.append(Digit(x.extent // take, x.space, x.stride * take))
                 need //= take
             dims.insert(0, tuple(mine) or (Digit(1, LOCAL, 0),))
-        return Fragment(shape, tuple(dims), self.replicate, name=self.name)
+        return Fragment(shape, tuple(dims), self.replica_digits, name=self.name)
 
     def permute(self, order: Sequence[int]) -> Fragment:
         """The same mapping with dimensions reordered: dimension ``k`` of the result is dimension
@@ -225,7 +226,7 @@ class Fragment:
             raise LayoutError(f"fragment {self.name or ''}: {order} is not a permutation of its "
                               f"{len(self.shape)} dimensions")
         return Fragment(tuple(self.shape[o] for o in order), tuple(self.digits[o] for o in order),
-                        self.replicate, name=self.name)
+                        self.replica_digits, name=self.name)
 
     def broadcast(self, dims: Sequence[int], extents: Sequence[int]) -> Fragment:
         """The layout of a loop over ``extents`` whose dimensions ``dims`` (in order) index this
@@ -239,7 +240,7 @@ class Fragment:
             raise LayoutError(f"fragment {self.name or ''} of shape {list(self.shape)} cannot be "
                               f"read as dims {dims} of a loop over {extents}")
         missing = [k for k in range(len(extents)) if k not in dims]
-        replicas = [x for x in self.replicate if x.extent > 1]
+        replicas = [x for x in self.replica_digits if x.extent > 1]
         total = math.prod(x.extent for x in replicas)
         split = next((k for k in reversed(missing) if total > 1 and extents[k] % total == 0), None)
         # new registers take the low numbers, innermost loop dimension first: consecutive j
@@ -258,7 +259,7 @@ class Fragment:
                 digits.append(tuple(replicas) + (new_local[k],))
             else:
                 digits.append((new_local[k],))
-        return Fragment(tuple(extents), tuple(digits), () if split is not None else self.replicate,
+        return Fragment(tuple(extents), tuple(digits), () if split is not None else self.replica_digits,
                         name=self.name)
 
     def canonical(self) -> Fragment:
@@ -280,13 +281,71 @@ class Fragment:
         # merged where one continues another (16t@1 x 8t@16 holds the copies 128t@1 does: a
         # reduction's replicas and a broadcast's, TileKernels' swiglu cast)
         replicate: list[Digit] = []
-        for x in sorted((x for x in self.replicate if x.extent > 1), key=lambda x: x.stride):
+        for x in sorted((x for x in self.replica_digits if x.extent > 1), key=lambda x: x.stride):
             if replicate and replicate[-1].stride * replicate[-1].extent == x.stride:
                 low = replicate.pop()
                 x = Digit(low.extent * x.extent, THREAD, low.stride)
             replicate.append(x)
         replicate = tuple(reversed(replicate))
         return Fragment(self.shape, tuple(dims), replicate, name=self.name)
+
+    # -- TileLang's layout algebra (tilelang.layout.Fragment's methods) ----------------------------
+    def repeat(self, repeats: Sequence[int], repeat_on_thread: bool = False,
+               lower_dim_first: bool = True) -> Fragment:
+        """This layout tiled ``repeats[d]`` times along each dimension ``d``: element ``i`` of a
+        dimension is element ``i % shape[d]`` of copy ``i // shape[d]``. The copies, numbered in
+        mixed radix over the dimensions (the last one fastest with ``lower_dim_first``, else the
+        first), go to new threads above the existing ones (``repeat_on_thread``) or to new
+        registers above the existing ones. TileLang builds mma layouts this way (an 8x8 base,
+        repeated over a warp's tiles, then over the block's warps on threads).
+
+        Example::
+
+            base = T.Fragment((8, 8), forward_fn=lambda i, j: (i * 4 + j // 2, j % 2))
+            warp = base.repeat([2, 2], repeat_on_thread=False, lower_dim_first=False)  # 16 x 16
+        """
+        repeats = [int(r) for r in repeats]
+        if len(repeats) != len(self.shape) or any(r < 1 for r in repeats):
+            raise LayoutError(f"Fragment.repeat: repeats must be {len(self.shape)} positive integers (one per "
+                              f"dimension of {list(self.shape)}), got {repeats}")
+        space = THREAD if repeat_on_thread else LOCAL
+        stride = self.num_threads if repeat_on_thread else self.local_size
+        order = reversed(range(len(repeats))) if lower_dim_first else range(len(repeats))
+        top = {}
+        for d in order:
+            top[d] = Digit(repeats[d], space, stride if repeats[d] > 1 else 0)
+            stride *= repeats[d]
+        digits = tuple((top[d],) + tuple(ds) for d, ds in enumerate(self.digits))
+        shape = tuple(n * r for n, r in zip(self.shape, repeats))
+        return Fragment(shape, digits, self.replica_digits, name=self.name).canonical()
+
+    def replicate(self, count: int) -> Fragment:
+        """This layout held by ``count`` times the threads: copy ``c`` on threads ``c *
+        num_threads + t`` (TileLang's ``Fragment.replicate``)."""
+        count = int(count)
+        if count < 1:
+            raise LayoutError(f"Fragment.replicate: the count must be a positive integer, got {count}")
+        if count == 1:
+            return self
+        copies = (Digit(count, THREAD, self.num_threads),) + tuple(self.replica_digits)
+        return Fragment(self.shape, self.digits, copies, name=self.name)
+
+    def condense_rep_var(self) -> Fragment:
+        """TileLang's normalization of the replica variable: the replicate digits here are already
+        their own mixed radix, so this is the canonical form of the same mapping."""
+        return self.canonical()
+
+    def get_thread_size(self) -> int:
+        """Threads the layout spans, replicas included (TileLang's ``get_thread_size``)."""
+        return self.num_threads
+
+    def map_forward_thread(self, indices: Sequence):
+        """The thread of element ``indices`` (TileLang's spelling of ``thread_of``)."""
+        return self.thread_of(*indices)
+
+    def is_equal(self, other: Fragment) -> bool:
+        """Whether both map every element to the same thread and register (and the same copies)."""
+        return isinstance(other, Fragment) and self.canonical() == other.canonical()
 
     # -- constructors -----------------------------------------------------------------------------
     @staticmethod
@@ -342,8 +401,8 @@ class Fragment:
         for d, ds in enumerate(self.digits):
             parts.append(f"i{d}:" + "x".join(f"{x.extent}{'t' if x.space == THREAD else 'l'}"
                                              f"@{x.stride}" for x in ds))
-        if self.replicate:
-            parts.append("rep:" + "x".join(f"{x.extent}t@{x.stride}" for x in self.replicate))
+        if self.replica_digits:
+            parts.append("rep:" + "x".join(f"{x.extent}t@{x.stride}" for x in self.replica_digits))
         return " ".join(parts)
 
     @staticmethod

@@ -54,7 +54,7 @@ def same_placement(a, b) -> bool:
     Equal digits do; so do two layouts that hold the tile whole in every thread in one register
     order (a reduced row statistic, and a T.alloc_reducer accumulator that plain code also reads,
     are both that, spelled with different replicate digits)."""
-    if a.digits == b.digits and a.replicate == b.replicate:
+    if a.digits == b.digits and a.replica_digits == b.replica_digits:
         return True
     if tuple(a.shape) != tuple(b.shape) or not (a.is_whole and b.is_whole):
         return False

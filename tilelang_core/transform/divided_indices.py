@@ -93,7 +93,7 @@ def _divide(fragment: Fragment, d: int, c: int) -> Fragment | None:
     digits = tuple(tuple(renumbered.get(id(x), x) for x in ds) for ds in digits)
     shape = list(fragment.shape)
     shape[d] //= c
-    return Fragment(tuple(shape), digits, tuple(fragment.replicate) + tuple(moved), name=fragment.name)
+    return Fragment(tuple(shape), digits, tuple(fragment.replica_digits) + tuple(moved), name=fragment.name)
 
 
 __all__ = ["divided_access", "divided_layout", "spans"]

@@ -549,7 +549,7 @@ def _with_unit_dims(layout: Fragment, shape: tuple[int, ...]) -> Fragment:
         else:
             digits.append(layout.digits[k])
             k += 1
-    return Fragment(tuple(shape), tuple(digits), layout.replicate, name=layout.name)
+    return Fragment(tuple(shape), tuple(digits), layout.replica_digits, name=layout.name)
 
 
 def _allocated_fragments(stmt) -> list:

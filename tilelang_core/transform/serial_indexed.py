@@ -86,7 +86,7 @@ def with_serial_dims(layout: Fragment, dims, shape) -> Fragment:
     digits, part = [], iter(layout.digits)
     for p, extent in enumerate(shape):
         digits.append((Digit(extent, LOCAL, strides[p]),) if dims[p] is None else next(part))
-    return Fragment(tuple(shape), tuple(digits), layout.replicate, name=layout.name)
+    return Fragment(tuple(shape), tuple(digits), layout.replica_digits, name=layout.name)
 
 
 __all__ = ["loop_shape", "serial_indexed", "with_serial_dims"]

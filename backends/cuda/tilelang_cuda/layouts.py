@@ -80,7 +80,7 @@ def mma_a_operand_layout(m: int, k: int, m_warp: int, n_warp: int, bits: int, na
             Digit(2, LOCAL, p), Digit(8, THREAD, 4))
     cols = _digits(Digit(ks, LOCAL, per_row), Digit(2, LOCAL, 2 * p), Digit(4, THREAD, 1), Digit(p, LOCAL, 1))
     replicate = (Digit(n_warp, THREAD, WARP),) if n_warp > 1 else ()
-    return Fragment((m, k), (rows, cols), replicate=replicate, name=name)
+    return Fragment((m, k), (rows, cols), replica_digits=replicate, name=name)
 
 
 def mma_b_layout(bits: int = 16) -> Fragment:

@@ -121,9 +121,9 @@ def instruction_layouts(core: MatrixCore) -> dict[str, Fragment]:
         d_rows = (Digit(s // (4 * g), LOCAL, 4), Digit(g, THREAD, s), Digit(4, LOCAL, 1))
     else:
         a = Fragment((s, k), ((Digit(s, THREAD, 1),), (Digit(k, LOCAL, 1),)),
-                     replicate=(Digit(g, THREAD, s),), name="A")
+                     replica_digits=(Digit(g, THREAD, s),), name="A")
         b = Fragment((k, s), ((Digit(k, LOCAL, 1),), (Digit(s, THREAD, 1),)),
-                     replicate=(Digit(g, THREAD, s),), name="B")
+                     replica_digits=(Digit(g, THREAD, s),), name="B")
         d_rows = (Digit(s // g, LOCAL, 1), Digit(g, THREAD, s))
     d = Fragment((s, s), (d_rows, (Digit(s, THREAD, 1),)), name="D")
     return {"A": a, "B": b, "D": d}

@@ -164,7 +164,7 @@ def annotated_fragments(body, kernel: str, num_threads: int) -> dict:
                                   f"must divide the block's)")
             if layout.num_threads < num_threads:
                 extra = Digit(num_threads // layout.num_threads, THREAD, layout.num_threads)
-                layout = Fragment(layout.shape, layout.digits, (extra,) + layout.replicate, name=layout.name)
+                layout = Fragment(layout.shape, layout.digits, (extra,) + layout.replica_digits, name=layout.name)
             found[buf] = layout
 
     tvm_ffi.structural_walk(body, [(tirx.AttrStmt, on_attr)])

@@ -222,7 +222,7 @@ def wgmma_operand_layout(m: int, k: int, plan: WgmmaPlan, name: str = "") -> Fra
     rows = (Digit(plan.wg_m, THREAD, WARPGROUP * plan.wg_n), Digit(plan.m_wg // WGMMA_M, LOCAL, k // 2),
             Digit(4, THREAD, 32), Digit(2, LOCAL, 2), Digit(8, THREAD, 4))
     cols = (Digit(k // 8, LOCAL, 4), Digit(4, THREAD, 1), Digit(2, LOCAL, 1))
-    return Fragment((m, k), (rows, cols), replicate=(Digit(plan.wg_n, THREAD, WARPGROUP),), name=name)
+    return Fragment((m, k), (rows, cols), replica_digits=(Digit(plan.wg_n, THREAD, WARPGROUP),), name=name)
 
 
 #: gemm options set by the consumer schedule (consumer_schedule.py): WGMMA_PHASE "issue" (fence,
