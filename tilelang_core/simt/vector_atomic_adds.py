@@ -151,8 +151,8 @@ def vector_loop(body, l_var, local_size: int, vec: int, st):
         return None  # several ordered adds: their order across the lanes would change
     destinations = [a.buffer for a in adds]
     binds = [s for s in items if isinstance(s, tirx.Bind)]
-    if any(_reads(b.value, destinations) or _effects(b.value) for b in binds):
-        return None
+    if any(_reads(x, destinations) or _effects(x) for x in [b.value for b in binds] + [a.value for a in adds]):
+        return None  # (each add's run is issued whole, before the next add's: no value may see them)
     vec = min(vec, *(widest(st, str(b.ty.dtype)) for b in destinations))
     vec = 1 << (vec.bit_length() - 1) if vec > 0 else 1
     while vec > 1 and local_size % vec:

@@ -181,6 +181,19 @@ def test_value_reading_the_destination_stays_scalar():
     assert "AtomicAddx" not in body(source(main, "sm_90a"))
 
 
+def test_a_value_reading_another_adds_destination_stays_scalar():
+    """Two adds per element, the second's value read from the first's tensor: vectorized, each
+    add's run would go out whole before the next add's values are read."""
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32"), C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=32):
+            for i, j in T.Parallel(64, 64):
+                T.atomic_add(B[i, j], A[i, j])
+                T.atomic_add(C[i, j], B[i, j] * 2)
+
+    assert "AtomicAddx" not in body(source(main, "sm_90a"))
+
+
 # -- numerics ------------------------------------------------------------------------------------
 @settings(max_examples=6, deadline=None)
 @given(M=st.integers(1, 90), N=st.integers(1, 100), K=st.integers(1, 3), seed=st.integers(0, 99),
