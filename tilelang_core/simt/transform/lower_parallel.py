@@ -16,7 +16,7 @@ from tvm import tirx
 from tilelang_core.layout import THREAD, Fragment
 from tilelang_core.ir import region as R
 from tilelang_core.lowering import in_bounds
-from tilelang_core.transform.bindings import bound_vars, drop_bindings, is_pure
+from tilelang_core.transform.bindings import bound_vars, calls_above, drop_bindings, is_pure, written_buffers
 from tilelang_core.transform.safe_values import padding_for
 from tilelang_core.transform.divided_indices import divided_access, divided_layout
 from tilelang_core.transform.fragment_windows import window_access, window_owned
@@ -454,13 +454,15 @@ def _printable(run: int, body) -> int:
 def _vectorized(body, l_var, local_size: int, vec: int, st: KernelState):
     """``for lo: for vi in vectorized(vec): body[l = lo * vec + vi]`` when every memory access in
     it is a provably aligned, contiguous run along vi; else None (the scalar loop is kept)."""
-    body = _inline_pure_bindings(body)
+    body = _inline_bindings(body)
     if body is None:
         return None
     lo, vi = tirx.Var("lo", "int32"), tirx.Var("vi", "int32")
     st.analyzer.bind(lo, tvm.ir.Range.from_min_extent(0, local_size // vec))
     st.analyzer.bind(vi, tvm.ir.Range.from_min_extent(0, vec))
-    candidate = substitute(body, {l_var: lo * vec + vi})
+    # indices simplified under vi's range: a spread layout's (lo * 4 + vi) // 4 is lo, and
+    # (lo * 4 + vi) % 4 is vi, which the checks below must see to find a run
+    candidate = _simplified_indices(substitute(body, {l_var: lo * vec + vi}), st)
     ok = [True]
 
     def uses_vi(expr) -> bool:
@@ -520,23 +522,45 @@ def _vectorized(body, l_var, local_size: int, vec: int, st: KernelState):
                     tirx.ForKind.UNROLLED, inner)
 
 
-def _inline_pure_bindings(body):
-    """``body`` with its pure bindings (``q_idx = bx * 64 + i``) inlined, ready to become vector
-    lanes; None when a binding reads memory. TVM 0.27's VectorizeLoop turns a Bind into a vector
-    binding and then, where it must scalarize a statement (an ``if_then_else`` whose condition is
-    a vector), emits the scalar copy with the original, now unbound, name: the kernel then fails
-    in codegen ("variables (k_idx, q_idx) are used, but are not passed in as API arguments").
-    A binding that reads memory stays a binding, in the scalar loop."""
+def _simplified_indices(body, st: KernelState):
+    """``body`` with the indices of its memory accesses simplified by the kernel's analyzer."""
+    def on_load(load):
+        return tirx.BufferLoad(load.source, [st.simplify(i) for i in load.indices])
+
+    def on_store(store):
+        return tirx.BufferStore(store.buffer, store.value, [st.simplify(i) for i in store.indices])
+
+    body = tvm_ffi.structural_map(body, [(tvm.ir.TensorLoad, on_load)])
+    return tvm_ffi.structural_map(body, [(tirx.BufferStore, on_store)])
+
+
+def _inline_bindings(body):
+    """``body`` with its bindings inlined, ready to become vector lanes: the pure ones (``q_idx = bx
+    * 64 + i``), and those that only read memory the body does not write (``x = A[i, j] * 2``: the
+    read moves to where ``x`` is used, with no store in between that could change it); None when
+    a binding reads memory the body writes, or calls anything with effects. TVM 0.27's
+    VectorizeLoop turns a Bind into a vector binding and then, where it must scalarize a statement
+    (an ``if_then_else`` whose condition is a vector), emits the scalar copy with the original, now
+    unbound, name: the kernel then fails in codegen ("variables (k_idx, q_idx) are used, but are
+    not passed in as API arguments"). A binding that cannot be inlined keeps the loop scalar."""
     variables = bound_vars(body)
     if not variables:
         return body
+    written = written_buffers(body)
     values = {}
     for bind in _binds_in_order(body):
         value = substitute(bind.value, values)
-        if not is_pure(value):
+        if not is_pure(value) and (calls_above(value, 1) or _reads_any(value, written)):  # 1: kPure
             return None
         values[bind.var] = value
     return substitute(drop_bindings(body, variables), values)
+
+
+def _reads_any(expr, buffers) -> bool:
+    found = []
+    tvm_ffi.structural_walk(expr, [(tvm.ir.TensorLoad, lambda ld: found.append(
+        any(ld.source.same_as(b) for b in buffers)))])
+    return any(found)
 
 
 def _binds_in_order(body) -> list:
