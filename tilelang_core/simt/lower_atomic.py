@@ -13,6 +13,10 @@ T.Parallel body an atomic is per element instead (``atomic_per_element``, applie
 transform/parallel_tile_ops.py before LowerTileOps): the thread of each element adds its value.
 
 A non-relaxed memory order is the helper's last argument, its id in ORDER_IDS.
+
+Adds into consecutive global elements go out as vector atomics where the backend has them
+(vector_atomic_adds.py): a fragment source by runs of its registers, any other source dealt over
+the threads in runs of 2 or 4 elements instead of one.
 """
 
 from __future__ import annotations
