@@ -148,13 +148,18 @@ def serial(start, stop=None, step=None, annotations=None):
                     step=step, annotations=annotations)
 
 
+#: the loop annotation that carries T.unroll's unroll_factor (TileLang's name for it)
+UNROLL_FACTOR = "pragma_unroll_factor"
+
+
 def unroll(start, stop=None, step=None, explicit: bool = False, unroll_factor: int | None = None,
            annotations=None):
     """A loop to unroll fully. With ``unroll_factor`` (TileLang's partial unroll, a hint that
-    changes no value) the loop stays sequential and nvcc chooses how far to unroll it: TVM's
-    printers have no ``#pragma unroll N``."""
+    changes no value) the loop stays sequential, annotated ``pragma_unroll_factor``: the cuda
+    backend prints ``#pragma unroll N`` before it (tilelang_cuda/unroll_pragmas.py); the others
+    leave the choice to their compiler."""
     annotations = dict(annotations or {})
-    annotated = annotations.pop("pragma_unroll_factor", None)  # TileLang's spelling of the factor
+    annotated = annotations.pop(UNROLL_FACTOR, None)  # TileLang's spelling of the factor
     unroll_factor = annotated if unroll_factor is None else unroll_factor
     if unroll_factor is None:
         return B.unroll(_bound(start, "T.unroll start"),
@@ -164,7 +169,7 @@ def unroll(start, stop=None, step=None, explicit: bool = False, unroll_factor: i
         raise FrontendError("T.unroll's explicit and unroll_factor params are mutually exclusive.")
     if isinstance(unroll_factor, bool) or not isinstance(unroll_factor, int) or unroll_factor < 1:
         raise FrontendError(f"T.unroll: unroll_factor must be a positive integer, got {unroll_factor!r}")
-    return serial(start, stop, step, annotations=annotations or None)
+    return serial(start, stop, step, annotations={**annotations, UNROLL_FACTOR: unroll_factor})
 
 
 def Unroll(start, stop=None, step=None, explicit: bool = False, unroll_factor: int | None = None,  # noqa: N802

@@ -51,6 +51,7 @@ from .hopper.intrinsics import scratch_statements, with_kernel_attributes
 from .intrinsics import with_on_demand_helpers
 from .transform import fast_divide, fast_exp2
 from .transform.stage_epilogue import stage_epilogue
+from .unroll_pragmas import mark_unroll_factors, with_unroll_pragmas
 from .vector_atomics import vector_atomic_adds
 from .layouts import mma_a_operand_layout, mma_accumulator_layout
 from .lower_gemm import gemm_shape, gemm_warps
@@ -198,10 +199,11 @@ class CudaBackend(Backend):
         options = options or CudaOptions()
         mod = mod if options.precise_exp2 else fast_exp2(mod)
         mod = fast_divide(mod) if options.fast_div else mod
+        mod = mark_unroll_factors(mod)
         lib = codegen.build_tvm_module(mod, self.arch)
-        source = schedule_comment(mod) + with_kernel_attributes(with_on_demand_helpers(
+        source = schedule_comment(mod) + with_unroll_pragmas(with_kernel_attributes(with_on_demand_helpers(
             codegen.insert_imported_sources(codegen.export_source(lib, tensor_alignments(mod)),
-                                            imported_sources(mod))))
+                                            imported_sources(mod)))))
         self.timings["codegen"] = time.perf_counter() - start
         return source
 
