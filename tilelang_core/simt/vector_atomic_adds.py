@@ -32,7 +32,8 @@ import tvm_ffi
 from tvm import tirx
 
 from tilelang_core.ir import region as R
-from tilelang_core.transform.bindings import calls_above, is_pure
+from tilelang_core.transform.bindings import calls_above, is_pure, reads_any
+from tilelang_core.transform.structural import seq
 
 from . import intrinsics as I
 from .lowering import GLOBAL, cast
@@ -72,13 +73,6 @@ def widest(st, dt: str) -> int:
     return int(st.dialect.vector_atomic_adds.get(dt, 1))
 
 
-def _reads(expr, buffers) -> bool:
-    found = []
-    tvm_ffi.structural_walk(expr, [(tvm.ir.TensorLoad, lambda ld: found.append(
-        any(ld.source.same_as(b) for b in buffers)))])
-    return any(found)
-
-
 def _effects(expr) -> bool:
     """Whether evaluating ``expr`` does more than compute and read (an atomic, a helper call):
     the vector form evaluates every lane's value before any lane's add."""
@@ -100,7 +94,7 @@ def _vector_add(lanes: list, st, vec: int, known: dict | None = None):
 
     *outer, last = [proof(i) for i in first.load.indices]
     for k, lane in enumerate(lanes):
-        if not lane.buffer.same_as(buffer) or _reads(lane.value, [buffer]) or _effects(lane.value):
+        if not lane.buffer.same_as(buffer) or reads_any(lane.value, [buffer]) or _effects(lane.value):
             return None
         if (lane.order is None) != (first.order is None) or (
                 lane.order is not None and int(lane.order.value) != int(first.order.value)):
@@ -130,10 +124,6 @@ def _vector_add(lanes: list, st, vec: int, known: dict | None = None):
     return tirx.IfThenElse(st.simplify(every), call, tirx.SeqStmt([lane.stmt for lane in lanes]))
 
 
-def _seq(stmts: list):
-    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
-
-
 def _flatten(stmt) -> list:
     return [s for part in stmt.seq for s in _flatten(part)] if isinstance(stmt, tirx.SeqStmt) else [stmt]
 
@@ -151,7 +141,7 @@ def vector_loop(body, l_var, local_size: int, vec: int, st):
         return None  # several ordered adds: their order across the lanes would change
     destinations = [a.buffer for a in adds]
     binds = [s for s in items if isinstance(s, tirx.Bind)]
-    if any(_reads(x, destinations) or _effects(x) for x in [b.value for b in binds] + [a.value for a in adds]):
+    if any(reads_any(x, destinations) or _effects(x) for x in [b.value for b in binds] + [a.value for a in adds]):
         return None  # (each add's run is issued whole, before the next add's: no value may see them)
     vec = min(vec, *(widest(st, str(b.ty.dtype)) for b in destinations))
     vec = 1 << (vec.bit_length() - 1) if vec > 0 else 1
@@ -163,7 +153,7 @@ def vector_loop(body, l_var, local_size: int, vec: int, st):
         lanes = [_lane_adds(items, {l_var: lo * vec + k}) for k in range(vec)]
         vectors = [_vector_add([lane[i] for lane in lanes], st, vec) for i in range(len(adds))]
         if all(v is not None for v in vectors):
-            stmt = _seq(vectors)
+            stmt = seq(vectors)
             return tirx.For(lo, tirx.const(0, "int32"), tirx.const(local_size // vec, "int32"),
                             tirx.ForKind.UNROLLED, stmt)
         vec //= 2
@@ -186,7 +176,7 @@ def vector_run(stmts: list, st, vec: int):
     or the statements as they are."""
     adds = [_Add.parse(s) for s in stmts]
     merged = _vector_add(adds, st, vec) if all(a is not None for a in adds) else None
-    return merged if merged is not None else _seq(list(stmts))
+    return merged if merged is not None else seq(list(stmts))
 
 
 def tile_runs(st, dst_dtype: str, extents, last_aligned) -> int:
@@ -212,8 +202,8 @@ def merge_adjacent(body, st):
         return body
     known = _pure_bindings(body)
 
-    def on_seq(seq):
-        stmts = _flatten(seq)
+    def on_seq(node):
+        stmts = _flatten(node)
         out, i, changed = [], 0, False
         while i < len(stmts):
             took = _merge_at(stmts, i, st, known)
@@ -225,7 +215,7 @@ def merge_adjacent(body, st):
             out.extend(binds)
             out.append(merged)
             changed = True
-        return _seq(out) if changed else seq
+        return seq(out) if changed else node
 
     return tvm_ffi.structural_map(body, [(tirx.SeqStmt, on_seq)])
 
@@ -249,13 +239,15 @@ def _binds(body) -> list:
 def _merge_at(stmts: list, i: int, st, known: dict):
     """(vector atomic, bindings to put before it, index after the run) for the run of lanes that
     starts at ``stmts[i]``, or None."""
-    adds, binds, j = [], [], i
-    while j < len(stmts) and (isinstance(stmts[j], tirx.Bind) or _Add.parse(stmts[j]) is not None):
+    adds, binds = [], []
+    for j in range(i, len(stmts)):
         if isinstance(stmts[j], tirx.Bind):
             binds.append(stmts[j])
-        else:
-            adds.append((_Add.parse(stmts[j]), j + 1, len(binds)))
-        j += 1
+            continue
+        add = _Add.parse(stmts[j])
+        if add is None:
+            break
+        adds.append((add, j + 1, len(binds)))
     if not adds or any(a.order is not None for a, _, _ in adds):
         return None
     vec = widest(st, str(adds[0][0].buffer.ty.dtype))
@@ -264,7 +256,7 @@ def _merge_at(stmts: list, i: int, st, known: dict):
             lanes = [a for a, _, _ in adds[:vec]]
             end, nbinds = adds[vec - 1][1], adds[vec - 1][2]
             before = binds[:nbinds]
-            if not any(_reads(b.value, [lanes[0].buffer]) or _effects(b.value) for b in before):
+            if not any(reads_any(b.value, [lanes[0].buffer]) or _effects(b.value) for b in before):
                 merged = _vector_add(lanes, st, vec, known)
                 if merged is not None:
                     return merged, before, end

@@ -66,6 +66,14 @@ def is_pure(expr) -> bool:
     return not loads and not calls_above(expr, _PURE_EFFECT)
 
 
+def reads_any(expr, buffers) -> bool:
+    """Whether ``expr`` loads an element of any of ``buffers``."""
+    found = []
+    tvm_ffi.structural_walk(expr, [(tvm.ir.TensorLoad, lambda ld: found.append(
+        any(ld.source.same_as(b) for b in buffers)))])
+    return any(found)
+
+
 def written_buffers(stmt) -> list:
     """Buffers ``stmt`` may write: stores, tile-op destinations, and any buffer whose address a
     helper call takes (atomics)."""
@@ -225,5 +233,5 @@ def drop_bindings(stmt, variables):
     return tvm_ffi.structural_map(stmt, [(tirx.Bind, on_bind)])
 
 
-__all__ = ["bound_vars", "call_effect", "calls_above", "drop_bindings", "is_invariant", "is_pure", "unique_bindings", "uses_any",
-           "written_buffers"]
+__all__ = ["bound_vars", "call_effect", "calls_above", "drop_bindings", "is_invariant", "is_pure", "reads_any",
+           "unique_bindings", "uses_any", "written_buffers"]

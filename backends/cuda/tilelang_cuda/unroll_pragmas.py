@@ -18,6 +18,8 @@ from tvm import tirx
 
 from tilelang_core.language.loops import UNROLL_FACTOR
 
+from .transform.prim_funcs import map_prim_funcs
+
 MARK = "tl_unroll_pragma"
 _MARK_LINE = re.compile(r"^([ \t]*)" + MARK + r"\((\d+)\);[ \t]*\n", re.M)
 
@@ -33,12 +35,7 @@ def mark_unroll_factors(mod: tvm.IRModule) -> tvm.IRModule:
         mark = tirx.Evaluate(tirx.call_extern("void", MARK, tirx.const(int(factor), "int32")))
         return tirx.SeqStmt([mark, plain])
 
-    out = tvm.IRModule({})
-    for gvar, func in mod.functions.items():
-        if isinstance(func, tirx.PrimFunc):
-            func = func.with_body(tvm_ffi.structural_map(func.body, [(tirx.For, on_for)]))
-        out[gvar] = func
-    return out
+    return map_prim_funcs(mod, lambda func: func.with_body(tvm_ffi.structural_map(func.body, [(tirx.For, on_for)])))
 
 
 def with_unroll_pragmas(source: str) -> str:

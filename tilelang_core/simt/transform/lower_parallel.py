@@ -16,7 +16,8 @@ from tvm import tirx
 from tilelang_core.layout import THREAD, Fragment
 from tilelang_core.ir import region as R
 from tilelang_core.lowering import in_bounds
-from tilelang_core.transform.bindings import bound_vars, calls_above, drop_bindings, is_pure, written_buffers
+from tilelang_core.transform.bindings import (bound_vars, calls_above, drop_bindings, is_pure, reads_any,
+                                              written_buffers)
 from tilelang_core.transform.safe_values import padding_for
 from tilelang_core.transform.divided_indices import divided_access, divided_layout
 from tilelang_core.transform.fragment_windows import window_access, window_owned
@@ -550,17 +551,10 @@ def _inline_bindings(body):
     values = {}
     for bind in _binds_in_order(body):
         value = substitute(bind.value, values)
-        if not is_pure(value) and (calls_above(value, 1) or _reads_any(value, written)):  # 1: kPure
+        if not is_pure(value) and (calls_above(value, 1) or reads_any(value, written)):  # 1: kPure
             return None
         values[bind.var] = value
     return substitute(drop_bindings(body, variables), values)
-
-
-def _reads_any(expr, buffers) -> bool:
-    found = []
-    tvm_ffi.structural_walk(expr, [(tvm.ir.TensorLoad, lambda ld: found.append(
-        any(ld.source.same_as(b) for b in buffers)))])
-    return any(found)
 
 
 def _binds_in_order(body) -> list:

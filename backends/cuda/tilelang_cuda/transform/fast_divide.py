@@ -31,6 +31,7 @@ import tvm_ffi
 from tvm import tirx
 
 from ..hopper.tile_scheduler import CLAIM
+from .prim_funcs import map_prim_funcs
 
 
 def _divisions(stmt):
@@ -58,9 +59,9 @@ def fast_divide(mod: tvm.IRModule) -> tvm.IRModule:
             return _divisions(attr)
         return attr
 
-    out = tvm.IRModule({})
-    for gvar, func in mod.functions.items():
-        if isinstance(func, tirx.PrimFunc) and not _claims_tiles(func):
-            func = func.with_body(tvm_ffi.structural_map(func.body, [(tirx.AttrStmt, on_attr)]))
-        out[gvar] = func
-    return out
+    def rewrite(func):
+        if _claims_tiles(func):
+            return func
+        return func.with_body(tvm_ffi.structural_map(func.body, [(tirx.AttrStmt, on_attr)]))
+
+    return map_prim_funcs(mod, rewrite)

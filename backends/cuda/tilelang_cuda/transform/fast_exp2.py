@@ -15,6 +15,8 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from .prim_funcs import map_prim_funcs
+
 
 def fast_exp2(mod: tvm.IRModule) -> tvm.IRModule:
     exp2 = tvm.ir.Op.get("tirx.exp2")
@@ -24,9 +26,4 @@ def fast_exp2(mod: tvm.IRModule) -> tvm.IRModule:
             return tirx.call_pure_extern("float32", "tl_exp2", call.args[0])
         return call
 
-    out = tvm.IRModule({})
-    for gvar, func in mod.functions.items():
-        if isinstance(func, tirx.PrimFunc):
-            func = func.with_body(tvm_ffi.structural_map(func.body, [(tvm.ir.Call, on_call)]))
-        out[gvar] = func
-    return out
+    return map_prim_funcs(mod, lambda func: func.with_body(tvm_ffi.structural_map(func.body, [(tvm.ir.Call, on_call)])))
