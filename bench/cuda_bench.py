@@ -318,6 +318,18 @@ def rowwise_rows(pass_configs):
     ours, torch_gbs = gbs(ms["ours"]), gbs(ms["torch"])
     rows.append([f"rms_norm {M}x{N} f32", f"{err:.1e}", f"{ours:.0f}", f"{torch_gbs:.0f}",
                  f"{ours / torch_gbs:.2f}x", f"{secs:.2f}"])
+    add = example("elementwise/scale_add.py")
+    for dtype in (torch.float32, torch.bfloat16):
+        name = str(dtype).split(".")[-1]
+        kernel, secs = compile_timed(add.scale_add, M, 4 * N, 0.5, dtype=name, pass_configs=pass_configs)
+        a, b = torch.randn(M, 4 * N, device="cuda", dtype=dtype), torch.randn(M, 4 * N, device="cuda", dtype=dtype)
+        err = (kernel(a, b).double() - (0.5 * a.double() + b.double())).abs().max().item()
+        ms = side_by_side({"ours": lambda: kernel(a, b), "torch": lambda: a * 0.5 + b}, per_round=10)
+        moved = lambda t: 3 * a.numel() * a.element_size() / t / 1e6  # noqa: E731
+        vector = "float4" in kernel.get_kernel_source() or "uint4" in kernel.get_kernel_source()
+        rows.append([f"scale_add {M}x{4 * N} {name}{' (vector)' if vector else ''}", f"{err:.1e}",
+                     f"{moved(ms['ours']):.0f}", f"{moved(ms['torch']):.0f}", f"{ms['torch'] / ms['ours']:.2f}x",
+                     f"{secs:.2f}"])
     for r in rows:
         print(" | ".join(r), flush=True)
     return ["case", "max err", "ours GB/s", "torch GB/s", "ratio", "compile s"], rows

@@ -26,6 +26,7 @@ from tilelang_core.transform.layout_inference import (access_dims, access_layout
 from tilelang_core.transform.owned_accesses import not_owned, owned_access
 
 from .. import intrinsics as I
+from .lane_guards import split_lane_guards
 from .shifted_reads import emit_by_registers, shifted_read
 from .state import KernelState, if_then, loop_layout_guard, substitute
 
@@ -335,7 +336,7 @@ def _emit(nest, st: KernelState, anchor, guard_replicas: bool):
     body = tvm_ffi.structural_map(inner, [(tvm.ir.TensorLoad, on_load)])
     body = tvm_ffi.structural_map(body, [(tirx.BufferStore, on_store)])
     body = substitute(body, dict(zip(nest.loop_vars, index)))
-    body, needs_guards = guard_global_accesses(body, st)
+    body, _ = guard_global_accesses(body, st)
     if guard_replicas and anchor.replicas > 1:
         body = if_then(anchor.replica_of(st.thread_var) == 0, body)
     elif anchor.replicas > 1:
@@ -354,7 +355,7 @@ def _emit(nest, st: KernelState, anchor, guard_replicas: bool):
     # (an access at any other index may give several iterations one element: they stay in order)
     general = any(not st.layouts[b].is_whole and access_dims(nest, idx) is None
                   and is_owned_form(nest, idx, st.layouts[b]) for b, idx in nest.accesses)
-    if vec > 1 and not needs_guards and not general:
+    if vec > 1 and not general:
         vectorized = _vectorized(body, l_var, anchor.local_size, vec, st)
         if vectorized is not None:
             return vectorized, True
@@ -464,6 +465,10 @@ def _vectorized(body, l_var, local_size: int, vec: int, st: KernelState):
     # indices simplified under vi's range: a spread layout's (lo * 4 + vi) // 4 is lo, and
     # (lo * 4 + vi) % 4 is vi, which the checks below must see to find a run
     candidate = _simplified_indices(substitute(body, {l_var: lo * vec + vi}), st)
+    split = split_lane_guards(candidate, vi, vec, st)  # a ragged edge's guards (lane_guards.py)
+    if split is None:
+        return None
+    fast, every, outer = split
     ok = [True]
 
     def uses_vi(expr) -> bool:
@@ -511,14 +516,19 @@ def _vectorized(body, l_var, local_size: int, vec: int, st: KernelState):
         if not isinstance(ev.value, tirx.IntImm):  # (a dropped binding leaves a no-op)
             ok[0] = False
 
-    tvm_ffi.structural_walk(candidate, [(tvm.ir.TensorLoad, lambda l: check(l.source, l.indices)),
-                                        (tirx.BufferStore, on_store),
-                                        (tirx.IfThenElse, lambda _: ok.__setitem__(0, False)),
-                                        (tirx.Evaluate, on_call)])
+    tvm_ffi.structural_walk(fast, [(tvm.ir.TensorLoad, lambda l: check(l.source, l.indices)),
+                                   (tirx.BufferStore, on_store),
+                                   (tirx.IfThenElse, lambda _: ok.__setitem__(0, False)),
+                                   (tirx.Evaluate, on_call)])
     if not ok[0]:
         return None
-    inner = tirx.For(vi, tirx.const(0, "int32"), tirx.const(vec, "int32"), tirx.ForKind.VECTORIZED,
-                     candidate)
+    inner = tirx.For(vi, tirx.const(0, "int32"), tirx.const(vec, "int32"), tirx.ForKind.VECTORIZED, fast)
+    if every is not None:  # the ragged edge: each lane with its own guards
+        lane = tirx.Var("vs", "int32")
+        inner = tirx.IfThenElse(every, inner, tirx.For(lane, tirx.const(0, "int32"), tirx.const(vec, "int32"),
+                                                       tirx.ForKind.SERIAL, substitute(candidate, {vi: lane})))
+    if outer is not None:  # guards the same on every lane (a ragged tile's rows)
+        inner = tirx.IfThenElse(outer, inner, None)
     return tirx.For(lo, tirx.const(0, "int32"), tirx.const(local_size // vec, "int32"),
                     tirx.ForKind.UNROLLED, inner)
 

@@ -1,0 +1,80 @@
+"""On a GPU: T.Parallel loops with no fragment to follow, which now become vector accesses
+(simt/transform/lower_parallel.py; tests/simt/test_spread_loops_vectorize.py checks the same kernels
+on every interpreter), guarded ones split into vector runs and a ragged edge lane by lane
+(lane_guards.py; tests/simt/test_lane_guards.py), and ``T.unroll(unroll_factor=N)``'s loops
+(tilelang_cuda/unroll_pragmas.py), against torch in float64; ragged shapes and unaligned starts
+included."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+sys.path.append(str(Path(__file__).parents[4] / "tests" / "simt"))
+
+import tilelang_core as tl  # noqa: E402
+from test_lane_guards import flat_scale, guarded_add  # noqa: E402
+from test_spread_loops_vectorize import elementwise, read_what_it_writes  # noqa: E402
+from test_unroll_pragmas import partially_unrolled  # noqa: E402
+
+
+@pytest.mark.parametrize("bound", [False, True])
+@pytest.mark.parametrize("M, N, offset", [(256, 256, 0), (70, 100, 0), (1, 4, 0), (33, 64, 1), (65, 12, 4)])
+def test_elementwise(M, N, offset, bound):
+    kernel = tl.compile(elementwise(M, N, 16, bound, offset), target="cuda")
+    a = torch.randn(M, N + offset, device="cuda")
+    b = torch.full((M, N), float("nan"), device="cuda")
+    kernel(a, b)
+    torch.cuda.synchronize()
+    want = a.double().cpu()[:, offset:] * 2 + 1
+    assert (b.double().cpu() - want).abs().max().item() <= 1e-5
+
+
+def test_a_binding_of_memory_the_body_writes():
+    kernel = tl.compile(read_what_it_writes(256), target="cuda")
+    a = torch.randn(256, device="cuda")
+    a0 = a.double().cpu()
+    b = torch.zeros(256, device="cuda")
+    kernel(a, b)
+    torch.cuda.synchronize()
+    assert (a.double().cpu() - a0 * 3).abs().max().item() <= 1e-5
+    assert (b.double().cpu() - a0 * 4).abs().max().item() <= 1e-5
+
+
+@pytest.mark.parametrize("factor", [2, 4, 16])
+def test_partially_unrolled(factor):
+    kernel = tl.compile(partially_unrolled(factor=factor), target="cuda")
+    assert f"#pragma unroll {factor}" in kernel.get_kernel_source()
+    a = torch.randn(8, 16, device="cuda")
+    b = torch.zeros(8, 16, device="cuda")
+    kernel(a, b)
+    torch.cuda.synchronize()
+    r = torch.arange(8, dtype=torch.float64)[:, None] * torch.arange(16, dtype=torch.float64)[None, :]
+    assert (b.double().cpu() - (a.double().cpu() * 2 + r)).abs().max().item() <= 1e-5
+
+
+@pytest.mark.parametrize("N", [1, 3, 130, 1001, 4099, 65536])
+def test_ragged_flat(N):
+    kernel = tl.compile(flat_scale(N, 128), target="cuda")
+    a = torch.randn(N, device="cuda")
+    b = torch.full((N + 8,), float("nan"), device="cuda")  # (past N: must stay untouched)
+    kernel(a, b[:N])
+    torch.cuda.synchronize()
+    assert (b[:N].double().cpu() - (a.double().cpu() * 2 + 1)).abs().max().item() <= 1e-5
+    assert torch.isnan(b[N:]).all()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("M, N", [(37, 96), (100, 64), (1, 8), (33, 200)])
+def test_guarded_add(M, N, dtype):
+    kernel = tl.compile(guarded_add(M, N, 16, 64, dtype), target="cuda")
+    t = {"float32": torch.float32, "float16": torch.float16}[dtype]
+    a, b = torch.randn(M, N, device="cuda").to(t), torch.randn(M, N, device="cuda").to(t)
+    c = torch.full((M, N), float("nan"), device="cuda").to(t)
+    kernel(a, b, c)
+    torch.cuda.synchronize()
+    want = 0.5 * a.double().cpu() + b.double().cpu()
+    assert (c.double().cpu() - want).abs().max().item() <= (1e-5 if dtype == "float32" else 5e-3)
