@@ -65,12 +65,14 @@ def region_index(region, tile_index) -> list:
 
 def in_bounds(st: KernelState, region, index: list):
     """Predicate that ``index`` lies inside the buffer; None when provably always true. Regions on
-    global tensors may overhang (ragged tiles). Vector accesses check their first element only:
-    callers vectorize only where rows and starts are multiples of the vector width."""
+    global tensors may overhang (ragged tiles), in their unit dimensions too (``A[row, 0:K]`` with
+    ``row`` past the last row of a ragged tensor: TileLang guards it as well). Vector accesses
+    check their first element only: callers vectorize only where rows and starts are multiples of
+    the vector width."""
     if scope(region) not in GLOBAL:
         return None
     conds = []
-    for d in tile_dims(region):
+    for d in range(len(index)):
         shape = region.source.ty.shape[d]
         cond = index[d] < shape
         if st.analyzer.can_prove(cond):
