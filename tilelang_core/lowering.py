@@ -124,7 +124,8 @@ class LoweringContext:
     tile op being lowered (set by LowerTileOps), whose source line ``error`` reports.
     ``thread_group`` is None for ops the whole block performs, and ``(thread_var, num_threads)``
     for ops under a condition that selects a range of threads (transform/thread_ranges.py):
-    ``thread_var`` counts from 0 within the group.
+    ``thread_var`` counts from 0 within the group. ``memory_bindings`` maps the names the kernel
+    binds to values read from memory (transform/bindings.py), which the analyzer does not know.
     """
 
     backend_kind: str
@@ -133,6 +134,7 @@ class LoweringContext:
     options: Any = None
     call: Any = None
     thread_group: Any = None
+    memory_bindings: Any = None
 
     def narrowed(self, thread_var, num_threads: int) -> "LoweringContext":
         """This context for the ops of a group of ``num_threads`` threads indexed by ``thread_var``

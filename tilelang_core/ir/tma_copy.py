@@ -29,11 +29,16 @@ from .registry import register_tile_op
 @dataclass(eq=False)
 class TmaCopy(TileOp):
     """``dst = src`` (global -> shared), its completion counted on the mbarrier element ``barrier``
-    (a 1-element region of a ``T.alloc_barrier`` buffer)."""
+    (a 1-element region of a ``T.alloc_barrier`` buffer).
+
+    ``leader_scope`` (TileLang's ``leader_scope_threads``): every group of that many consecutive
+    threads issues its own copy, with the regions its first thread (the leader TileLang elects)
+    computes; 0 is one copy for all the threads that reach it."""
 
     src: TensorRegion
     dst: TensorRegion
     barrier: TensorRegion
+    leader_scope: int = 0
     name: ClassVar[str] = "tma_copy"
 
     def __post_init__(self):
@@ -51,9 +56,12 @@ class TmaCopy(TileOp):
     def args(self):
         return [self.src, self.dst, self.barrier]
 
+    def config(self):
+        return {"leader_scope_threads": self.leader_scope} if self.leader_scope else {}
+
     @classmethod
     def _from_parts(cls, args, config):
-        return cls(args[0], args[1], args[2])
+        return cls(args[0], args[1], args[2], int(config.get("leader_scope_threads", 0)))
 
     def as_copy(self) -> Copy:
         """The plain copy it performs."""

@@ -241,13 +241,17 @@ def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=
     block of the mask loads the tile into the shared memory of every block of the mask, each counting
     it on its own ``barrier``. Here every block loads its own copy, so each block of the mask holds
     the tile when its barrier's phase completes, as there (without the multicast's saving of L2
-    traffic). A mask naming ranks the cluster does not have is refused."""
+    traffic). A mask naming ranks the cluster does not have is refused.
+
+    ``leader_scope_threads=S``: each group of S consecutive threads issues its own copy (a warp
+    each: ``A[row_of_my_warp, :]`` into ``shared[warp_idx, :]``), the regions being those its
+    first thread computes, as TileLang's elected leader's are. S must divide the threads that
+    reach the copy. Without it, the threads that reach it issue one copy, with the first one's
+    regions."""
     del eviction_policy, annotations  # cache hints
     if cluster_mask is not None:
         _check_cluster_mask(cluster_mask, barrier)
-    if leader_scope_threads is not None:
-        raise FrontendError("T.tma_copy(leader_scope_threads=...) is not supported: the threads that reach "
-                            "the copy issue it once")
+    scope = _leader_scope(leader_scope_threads)
     src_r, dst_r = pair_regions(src, dst, "T.tma_copy source", "T.tma_copy destination")
     if barrier is None:
         if R.scope_of(src_r) in ("shared", "shared.dyn") and R.scope_of(dst_r) == "global":
@@ -259,7 +263,18 @@ def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=
         raise FrontendError("T.tma_copy: a load needs barrier= (an mbarrier from T.alloc_barrier that the "
                             "consumers wait on)")
     bar = _barrier(barrier, "T.tma_copy")
-    emit(TmaCopy(src_r, dst_r, R.make_region(bar.source, list(bar.indices), [1])))
+    emit(TmaCopy(src_r, dst_r, R.make_region(bar.source, list(bar.indices), [1]), scope))
+
+
+def _leader_scope(threads) -> int:
+    """TileLang's rule for ``leader_scope_threads``: None (the threads that reach the copy issue
+    it once), or a positive multiple of the warp size (each group of that many issues its own)."""
+    if threads is None:
+        return 0
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads <= 0 or threads % 32:
+        raise FrontendError(f"T.tma_copy: leader_scope_threads must be a positive multiple of the warp size "
+                            f"(32), got {threads!r}")
+    return threads
 
 
 def _check_cluster_mask(mask, barrier) -> None:

@@ -122,7 +122,7 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
                             annotated=annotated_fragments(func.body, name, num_threads))
     st = KernelState(kernel=name, thread_var=tx, num_threads=num_threads, dialect=dialect,
                      layouts=layouts, options=options, backend=backend, safe_values=safe_values,
-                     views=views, block_threads=num_threads)
+                     views=views, block_threads=num_threads, block_thread_var=tx)
     for buffer, layout in layouts.items():
         if buffer not in views:
             st.locals[buffer] = tirx.decl_buffer((layout.local_size,), str(buffer.ty.dtype),

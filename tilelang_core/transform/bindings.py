@@ -132,6 +132,20 @@ def bound_vars(stmt) -> list:
     return found
 
 
+def memory_bindings(stmt) -> dict:
+    """``{var: value}`` of the Binds in ``stmt`` whose values read memory or call anything impure
+    (``e = expert_ids[bx]``): the analyzer knows nothing of these names (LowerTileOps binds only
+    pure values), so a rule that must know what one depends on looks its value up here."""
+    found = {}
+
+    def on_bind(bind):
+        if isinstance(bind.value.ty, tvm.ir.PrimType) and not is_pure(bind.value):
+            found[bind.var] = bind.value
+
+    tvm_ffi.structural_walk(stmt, [(tirx.Bind, on_bind)])
+    return found
+
+
 def uses_any(node, variables) -> bool:
     """Whether any of ``variables`` (matched by identity) occurs in ``node``."""
     if not variables:
@@ -233,5 +247,6 @@ def drop_bindings(stmt, variables):
     return tvm_ffi.structural_map(stmt, [(tirx.Bind, on_bind)])
 
 
-__all__ = ["bound_vars", "call_effect", "calls_above", "drop_bindings", "is_invariant", "is_pure", "reads_any",
+__all__ = ["bound_vars", "call_effect", "calls_above", "drop_bindings", "is_invariant", "is_pure", "memory_bindings",
+           "reads_any",
            "unique_bindings", "uses_any", "written_buffers"]

@@ -13,7 +13,7 @@ from tvm import tirx
 
 from ..errors import LoweringError
 from ..lowering import LoweringContext, get_lowering, source_location
-from .bindings import is_pure, unique_bindings, uses_any
+from .bindings import is_pure, memory_bindings, unique_bindings, uses_any
 from .structural import structural_map
 from .thread_ranges import THREAD_RANGE, in_thread_ranges, region_thread_var
 
@@ -86,6 +86,7 @@ def lower_tile_ops(func: tirx.PrimFunc, backend_kind: str, options=None,
                                      analyzer=tvm.sym.Analyzer(), options=options)
     func = func.with_body(unique_bindings(func.body))
     bind_loop_ranges(ctx.analyzer, func.body)
+    ctx.memory_bindings = memory_bindings(func.body)
 
     def lower_all(body, context):
         def rewrite(call):

@@ -34,6 +34,7 @@ from tilelang_core.ir.tma_copy import TmaCopy
 from tilelang_core.lowering import get_lowering, source_location
 
 from .. import intrinsics as SI
+from .leader_scopes import leader_scoped
 from .state import KernelState
 
 #: intrinsic name -> (helper, number of operands after the barrier)
@@ -125,16 +126,18 @@ def lower_mbarrier(st: KernelState, name: str, args, fail):
 
 
 def lower_tma_copy(call, ctx):
-    """The kit's rule for T.tma_copy: the copy as async copies by the threads that reach it, each
-    thread then making the barrier's current phase wait for its copies (``tl_mbarrier_track``):
-    like TMA's bytes, they complete the phase whoever arrives."""
+    """The kit's rule for T.tma_copy: the copy as async copies by the threads of its leader scope
+    (leader_scopes.py), each thread then making the barrier's current phase wait for its copies
+    (``tl_mbarrier_track``): like TMA's bytes, they complete the phase whoever arrives."""
     from .. import lowering as L  # the copy rule's helpers (simt/lowering.py imports this package)
 
     op = TmaCopy.from_stmt(call)
     st = ctx.state
-    copy = op.as_copy()
     if not st.dialect.mbarriers or not st.dialect.async_copy:
         raise _refuse(st, call, f"T.tma_copy: the {st.dialect.kind} backend has no mbarriers")
+    # the scope's lanes perform the copy its leader issues, with the leader's regions (leader_scopes.py)
+    copy, barrier, st, prefix = leader_scoped(op, st, getattr(ctx, "memory_bindings", None),
+                                              lambda message: _refuse(st, call, message))
     vec = L.copy_vector_width(copy, st)
     if vec * L.elem_bytes(copy.src) < 4:
         raise _refuse(st, call, f"T.tma_copy {R.fmt_region(copy.src)} -> '{copy.dst.source.name}': the rows of "
@@ -143,8 +146,8 @@ def lower_tma_copy(call, ctx):
                                 f"{max(1, 4 // L.elem_bytes(copy.src))} elements, or use T.copy")
     moves = L.copy_vectorized(copy, st, vec, use_async=True)
     track = SI.call("tl_mbarrier_track", tirx.address_of(
-        tirx.BufferLoad(op.barrier.source, [r.min for r in op.barrier.region])))
-    return tirx.SeqStmt([moves, track])
+        tirx.BufferLoad(barrier.source, [r.min for r in barrier.region])))
+    return tirx.SeqStmt([*prefix, moves, track])
 
 
 __all__ = ["MBARRIER_OPS", "barrier_buffers", "lower_barrier_inits", "lower_mbarrier", "lower_tma_copy"]

@@ -58,6 +58,8 @@ class KernelState:
     safe_values: list = field(default_factory=list)
     #: threads of the whole block (``num_threads`` is a thread group's inside ``for_group``)
     block_threads: int = 0
+    #: the block's thread index (``thread_var`` is a thread group's inside ``for_group``)
+    block_thread_var: object = None
     #: block-wide shared workspaces each use of which ends at a barrier (written, barrier, read,
     #: barrier): they may share bytes with one another (shared_pool.py)
     scratch: set = field(default_factory=set)

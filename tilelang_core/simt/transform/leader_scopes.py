@@ -1,0 +1,108 @@
+"""Who issues a ``T.tma_copy``, and with whose regions (TileLang's leader scopes).
+
+TileLang issues a TMA load from one elected thread per *leader scope*: by default the threads
+that reach the copy (the block, or a ``T.ws`` group), with ``leader_scope_threads=S`` every group
+of S consecutive threads. The leader is the scope's first thread, and the regions are the ones it
+computes. A per-warp copy therefore reads its warp's row::
+
+    warp = tid // 32
+    T.tma_copy(A[pid * 8 + warp, 0:K], s[warp, 0:K], barrier=bars[warp], leader_scope_threads=32)
+
+Here the scope's threads perform the copy together (mbarriers.py), lane ``tid % S`` of the
+scope taking its share, so every thread must use the leader's regions: the region expressions
+are evaluated at ``tid = tid // S * S``. A region that depends on a value read from memory
+(``row = rows[tid]``) cannot be evaluated at another thread without reading that memory again,
+so one that may differ between the threads of a scope is refused; one the same for all of them
+(``e = experts[tid // 32]`` with S = 32) is used as it stands.
+"""
+
+from __future__ import annotations
+
+import tvm
+import tvm_ffi
+from tvm import tirx
+
+from tilelang_core.ir import region as R
+from tilelang_core.ir.ops import Copy
+from tilelang_core.transform.bindings import uses_any
+
+from .state import KernelState, substitute
+
+
+def _vars(expr) -> list:
+    found = []
+    tvm_ffi.structural_walk(expr, [(tvm.ir.Var, found.append)])
+    return found
+
+
+class _Scope:
+    """The leader scope of one copy: ``size`` threads indexed by ``st.thread_var``."""
+
+    def __init__(self, st: KernelState, size: int, memory_bindings: dict, fail):
+        self.st, self.size, self.fail = st, size, fail
+        self.memory = {v.__chandle__(): value for v, value in (memory_bindings or {}).items()}
+        tx = st.thread_var
+        self.group, self.lane = tirx.Var("scope_group", "int32"), tirx.Var("scope_lane", "int32")
+        st.analyzer.bind(self.group, tvm.ir.Range.from_min_extent(0, max(1, st.num_threads // size)))
+        st.analyzer.bind(self.lane, tvm.ir.Range.from_min_extent(0, size))
+        self.split = {tx: self.group * size + self.lane}  # a thread as (its scope, its lane)
+        self.leader = {tx: tirx.floordiv(tx, size) * size}
+
+    def _simplified(self, expr):
+        """``expr`` simplified, the indices of its loads too (the analyzer leaves those alone)."""
+        st = self.st
+        expr = tvm_ffi.structural_map(expr, [(tvm.ir.TensorLoad, lambda l: tirx.BufferLoad(
+            l.source, [st.simplify(i) for i in l.indices]))])
+        return st.simplify(expr)
+
+    def varies(self, expr, depth: int = 0) -> bool:
+        """Whether ``expr`` may differ between two threads of one scope (names bound from memory
+        followed to their values, a few levels deep; deeper is assumed to vary)."""
+        if depth > 4:
+            return True
+        if uses_any(self._simplified(substitute(self.st.simplify(expr), self.split)), [self.lane]):
+            return True
+        return any(self.varies(self.memory[v.__chandle__()], depth + 1)
+                   for v in _vars(expr) if v.__chandle__() in self.memory)
+
+    def at_leader(self, expr):
+        """``expr`` as the scope's first thread computes it."""
+        st = self.st
+        expr = st.simplify(expr)
+        block = st.block_thread_var
+        if block is not None and not block.same_as(st.thread_var) and uses_any(expr, [block]):
+            raise self.fail("T.tma_copy inside a branch on the thread index (a thread range) uses the block's "
+                            "thread index in its regions; compute them from values the same for the branch's threads")
+        memory = [v for v in _vars(expr) if v.__chandle__() in self.memory]
+        if any(self.varies(self.memory[v.__chandle__()]) for v in memory):
+            names = ", ".join(sorted({str(v.name) for v in memory}))
+            raise self.fail(f"T.tma_copy: its regions use {names}, read from memory, which may differ between "
+                            f"the {self.size} threads that issue one copy (TileLang uses its leader thread's "
+                            f"value); bind it from indices the same for those threads, or set leader_scope_threads= "
+                            f"to groups of threads that agree on it (each group issues its own copy)")
+        return self.st.simplify(substitute(expr, self.leader))
+
+    def region(self, region):
+        return R.make_region(region.source, [self.at_leader(m) for m in R.mins_of(region)],
+                             [self.at_leader(e) for e in R.extents_of(region)])
+
+
+def leader_scoped(op, st: KernelState, memory_bindings: dict, fail):
+    """``(copy, barrier, lanes, prefix)`` for the TmaCopy ``op``: the copy and barrier with the
+    leader's regions, the state whose ``thread_var``/``num_threads`` are the lanes of one scope that
+    perform the copy, and the statements that bind those lanes (put before the copy)."""
+    size = op.leader_scope or st.num_threads
+    if size > st.num_threads or st.num_threads % size:
+        raise fail(f"T.tma_copy: leader_scope_threads={size} does not divide the {st.num_threads} threads that "
+                   f"reach the copy; pass a divisor of it (a multiple of 32)")
+    scope = _Scope(st, size, memory_bindings, fail)
+    copy = Copy(scope.region(op.src), scope.region(op.dst))
+    barrier = scope.region(op.barrier)
+    if size == st.num_threads:
+        return copy, barrier, st, []
+    lane = tirx.Var("scope_tx", "int32")
+    st.analyzer.bind(lane, tvm.ir.Range.from_min_extent(0, size))
+    return copy, barrier, st.for_group(lane, size), [tirx.Bind(lane, tirx.floormod(st.thread_var, size))]
+
+
+__all__ = ["leader_scoped"]
