@@ -121,8 +121,49 @@ def test_scopes_of_two_warps():
     np.testing.assert_array_equal(out["B"], a)
 
 
+def from_a_register(scope, step=False):
+    """The row from a per-thread variable: ``w = tid // 32`` (the same within a warp), or with
+    ``step`` a counter every thread sets and steps alike (the same for the block)."""
+    @T.prim_func
+    def main(A: T.Tensor((8, K), "float32"), B: T.Tensor((8, K), "float32")):
+        with T.Kernel(1, threads=WARPS * 32):
+            tid = T.get_thread_binding()
+            w = T.alloc_var("int32")
+            if step:
+                w = 2
+                w = w + 1
+            else:
+                w = tid // 32
+            s = T.alloc_shared((WARPS, K), "float32")
+            bars = T.alloc_barrier([32] * WARPS)
+            T.tma_copy(A[w, 0:K], s[tid // 32, 0:K], barrier=bars[tid // 32], leader_scope_threads=scope)
+            T.mbarrier_arrive(bars[tid // 32])
+            T.mbarrier_wait_parity(bars[tid // 32], 0)
+            for c in T.serial(K // 32):
+                B[tid // 32, c * 32 + tid % 32] = s[tid // 32, c * 32 + tid % 32]
+
+    return main
+
+
+def test_a_register_the_same_within_each_warp():
+    a = np.random.default_rng(3).standard_normal((8, K)).astype(np.float32)
+    out = run("cuda:sm_80", from_a_register(32), A=a, B=np.zeros((8, K), np.float32))
+    np.testing.assert_array_equal(out["B"][:WARPS], a[:WARPS])
+
+
+def test_a_register_every_thread_steps_alike():
+    a = np.random.default_rng(4).standard_normal((8, K)).astype(np.float32)
+    out = run("cuda:sm_80", from_a_register(32, step=True), A=a, B=np.zeros((8, K), np.float32))
+    np.testing.assert_array_equal(out["B"][:WARPS], np.repeat(a[3:4], WARPS, 0))
+
+
+def test_a_register_that_differs_between_warps_is_refused_for_the_block():
+    with pytest.raises(LoweringError, match=r"regions use w, per-thread values"):
+        lower("cuda:sm_80", from_a_register(128))
+
+
 def test_a_region_that_may_differ_within_a_scope_is_refused():
-    with pytest.raises(LoweringError, match=r"regions use row, read from memory, which may differ between the 32 threads"):
+    with pytest.raises(LoweringError, match=r"regions use row, per-thread values .* which may differ between the 32 threads"):
         lower("cuda:sm_80", per_warp(rows_from="thread"))
 
 

@@ -146,6 +146,21 @@ def memory_bindings(stmt) -> dict:
     return found
 
 
+def register_stores(stmt) -> dict:
+    """``{buffer: [values]}``: every value ``stmt`` stores into a per-thread buffer (``T.alloc_var``,
+    ``T.alloc_local``; scopes ``local*``), keyed by the buffer's handle. What such a variable can
+    hold is one of these (or its initial value, also a store); a rule asking whether it is the same
+    for several threads asks of them."""
+    found: dict = {}
+
+    def on_store(store):
+        if str(store.buffer.ty.storage_scope).startswith("local"):
+            found.setdefault(store.buffer.__chandle__(), []).append(store.value)
+
+    tvm_ffi.structural_walk(stmt, [(tirx.BufferStore, on_store)])
+    return found
+
+
 def uses_any(node, variables) -> bool:
     """Whether any of ``variables`` (matched by identity) occurs in ``node``."""
     if not variables:
@@ -248,5 +263,5 @@ def drop_bindings(stmt, variables):
 
 
 __all__ = ["bound_vars", "call_effect", "calls_above", "drop_bindings", "is_invariant", "is_pure", "memory_bindings",
-           "reads_any",
+           "reads_any", "register_stores",
            "unique_bindings", "uses_any", "written_buffers"]

@@ -13,7 +13,7 @@ from tvm import tirx
 
 from ..errors import LoweringError
 from ..lowering import LoweringContext, get_lowering, source_location
-from .bindings import is_pure, memory_bindings, unique_bindings, uses_any
+from .bindings import is_pure, memory_bindings, register_stores, unique_bindings, uses_any
 from .structural import structural_map
 from .thread_ranges import THREAD_RANGE, in_thread_ranges, region_thread_var
 
@@ -87,6 +87,7 @@ def lower_tile_ops(func: tirx.PrimFunc, backend_kind: str, options=None,
     func = func.with_body(unique_bindings(func.body))
     bind_loop_ranges(ctx.analyzer, func.body)
     ctx.memory_bindings = memory_bindings(func.body)
+    ctx.register_stores = register_stores(func.body)
 
     def lower_all(body, context):
         def rewrite(call):

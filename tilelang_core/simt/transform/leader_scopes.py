@@ -11,9 +11,10 @@ computes. A per-warp copy therefore reads its warp's row::
 Here the scope's threads perform the copy together (mbarriers.py), lane ``tid % S`` of the
 scope taking its share, so every thread must use the leader's regions: the region expressions
 are evaluated at ``tid = tid // S * S``. A region that depends on a value read from memory
-(``row = rows[tid]``) cannot be evaluated at another thread without reading that memory again,
-so one that may differ between the threads of a scope is refused; one the same for all of them
-(``e = experts[tid // 32]`` with S = 32) is used as it stands.
+(``row = rows[tid]``) or held in a per-thread variable (``T.alloc_var``) cannot be evaluated at
+another thread, so one that may differ between the threads of a scope is refused; one the same
+for all of them (``e = experts[tid // 32]`` with S = 32, a tile counter every thread steps alike)
+is used as it stands.
 """
 
 from __future__ import annotations
@@ -38,9 +39,10 @@ def _vars(expr) -> list:
 class _Scope:
     """The leader scope of one copy: ``size`` threads indexed by ``st.thread_var``."""
 
-    def __init__(self, st: KernelState, size: int, memory_bindings: dict, fail):
+    def __init__(self, st: KernelState, size: int, ctx, fail):
         self.st, self.size, self.fail = st, size, fail
-        self.memory = {v.__chandle__(): value for v, value in (memory_bindings or {}).items()}
+        self.memory = {v.__chandle__(): value for v, value in (getattr(ctx, "memory_bindings", None) or {}).items()}
+        self.stores = getattr(ctx, "register_stores", None) or {}
         tx = st.thread_var
         self.group, self.lane = tirx.Var("scope_group", "int32"), tirx.Var("scope_lane", "int32")
         st.analyzer.bind(self.group, tvm.ir.Range.from_min_extent(0, max(1, st.num_threads // size)))
@@ -55,15 +57,32 @@ class _Scope:
             l.source, [st.simplify(i) for i in l.indices]))])
         return st.simplify(expr)
 
-    def varies(self, expr, depth: int = 0) -> bool:
-        """Whether ``expr`` may differ between two threads of one scope (names bound from memory
-        followed to their values, a few levels deep; deeper is assumed to vary)."""
-        if depth > 4:
+    def _sources(self, expr) -> list:
+        """(name, values) of the per-thread values ``expr`` reads that the analyzer cannot see
+        through: names bound from memory (their value), per-thread variables (every value stored
+        into them; None for a register no statement stores, a fragment a tile op fills)."""
+        out = [(str(v.name), [self.memory[v.__chandle__()]]) for v in _vars(expr) if v.__chandle__() in self.memory]
+        loads = []
+        tvm_ffi.structural_walk(expr, [(tvm.ir.TensorLoad, loads.append)])
+        for load in loads:
+            if str(load.source.ty.storage_scope).startswith("local"):
+                out.append((str(load.source.name), self.stores.get(load.source.__chandle__())))
+        return out
+
+    def varies(self, expr, seen: frozenset = frozenset()) -> bool:
+        """Whether ``expr`` may differ between two threads of one scope: through the thread index,
+        or through a per-thread value whose values may (followed a few levels deep; a variable's
+        own earlier value, ``x = x + 1``, counts as the same for all)."""
+        if len(seen) > 6:
             return True
         if uses_any(self._simplified(substitute(self.st.simplify(expr), self.split)), [self.lane]):
             return True
-        return any(self.varies(self.memory[v.__chandle__()], depth + 1)
-                   for v in _vars(expr) if v.__chandle__() in self.memory)
+        for name, values in self._sources(expr):
+            if name in seen:
+                continue
+            if values is None or any(self.varies(v, seen | {name}) for v in values):
+                return True
+        return False
 
     def at_leader(self, expr):
         """``expr`` as the scope's first thread computes it."""
@@ -73,13 +92,14 @@ class _Scope:
         if block is not None and not block.same_as(st.thread_var) and uses_any(expr, [block]):
             raise self.fail("T.tma_copy inside a branch on the thread index (a thread range) uses the block's "
                             "thread index in its regions; compute them from values the same for the branch's threads")
-        memory = [v for v in _vars(expr) if v.__chandle__() in self.memory]
-        if any(self.varies(self.memory[v.__chandle__()]) for v in memory):
-            names = ", ".join(sorted({str(v.name) for v in memory}))
-            raise self.fail(f"T.tma_copy: its regions use {names}, read from memory, which may differ between "
-                            f"the {self.size} threads that issue one copy (TileLang uses its leader thread's "
-                            f"value); bind it from indices the same for those threads, or set leader_scope_threads= "
-                            f"to groups of threads that agree on it (each group issues its own copy)")
+        varying = sorted({name for name, values in self._sources(expr)
+                          if values is None or any(self.varies(v, frozenset([name])) for v in values)})
+        if varying:
+            raise self.fail(f"T.tma_copy: its regions use {', '.join(varying)}, per-thread values (read from memory or "
+                            f"held in a register) which may differ between the {self.size} threads that issue one "
+                            f"copy (TileLang uses its leader thread's value); compute them from values the same for "
+                            f"those threads, or set leader_scope_threads= to groups of threads that agree on them "
+                            f"(each group issues its own copy)")
         return self.st.simplify(substitute(expr, self.leader))
 
     def region(self, region):
@@ -87,7 +107,7 @@ class _Scope:
                              [self.at_leader(e) for e in R.extents_of(region)])
 
 
-def leader_scoped(op, st: KernelState, memory_bindings: dict, fail):
+def leader_scoped(op, st: KernelState, ctx, fail):
     """``(copy, barrier, lanes, prefix)`` for the TmaCopy ``op``: the copy and barrier with the
     leader's regions, the state whose ``thread_var``/``num_threads`` are the lanes of one scope that
     perform the copy, and the statements that bind those lanes (put before the copy)."""
@@ -95,7 +115,7 @@ def leader_scoped(op, st: KernelState, memory_bindings: dict, fail):
     if size > st.num_threads or st.num_threads % size:
         raise fail(f"T.tma_copy: leader_scope_threads={size} does not divide the {st.num_threads} threads that "
                    f"reach the copy; pass a divisor of it (a multiple of 32)")
-    scope = _Scope(st, size, memory_bindings, fail)
+    scope = _Scope(st, size, ctx, fail)
     copy = Copy(scope.region(op.src), scope.region(op.dst))
     barrier = scope.region(op.barrier)
     if size == st.num_threads:

@@ -136,8 +136,7 @@ def lower_tma_copy(call, ctx):
     if not st.dialect.mbarriers or not st.dialect.async_copy:
         raise _refuse(st, call, f"T.tma_copy: the {st.dialect.kind} backend has no mbarriers")
     # the scope's lanes perform the copy its leader issues, with the leader's regions (leader_scopes.py)
-    copy, barrier, st, prefix = leader_scoped(op, st, getattr(ctx, "memory_bindings", None),
-                                              lambda message: _refuse(st, call, message))
+    copy, barrier, st, prefix = leader_scoped(op, st, ctx, lambda message: _refuse(st, call, message))
     vec = L.copy_vector_width(copy, st)
     if vec * L.elem_bytes(copy.src) < 4:
         raise _refuse(st, call, f"T.tma_copy {R.fmt_region(copy.src)} -> '{copy.dst.source.name}': the rows of "
