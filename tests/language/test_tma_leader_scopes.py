@@ -186,3 +186,41 @@ def test_the_scope_survives_the_ir():
     tvm_ffi.structural_walk(per_warp().body, [(tirx.TilePrimitiveCall, calls.append)])
     (op,) = [TileOp.from_stmt(c) for c in calls if "tma_copy" in str(c.op.name)]
     assert op.leader_scope == 32
+
+
+def in_a_warpgroup_branch():
+    """A T.ws branch (a thread range) whose copy names the block's thread index."""
+    @T.prim_func
+    def main(A: T.Tensor((8, K), "float32"), B: T.Tensor((8, K), "float32")):
+        with T.Kernel(1, threads=256):
+            tid = T.get_thread_binding()
+            s = T.alloc_shared((K,), "float32")
+            bar = T.alloc_barrier(128)
+            with T.ws(1):
+                T.tma_copy(A[tid // 128, 0:K], s[0:K], barrier=bar)
+                T.mbarrier_arrive(bar)
+                T.mbarrier_wait_parity(bar, 0)
+                T.copy(s, B[1, 0:K])
+
+    return main
+
+
+def test_a_branch_region_naming_the_block_thread_index_is_refused():
+    with pytest.raises(LoweringError, match="inside a branch on the thread index"):
+        lower("cuda:sm_80", in_a_warpgroup_branch())
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("make", [per_warp, per_pair, block_wide, lambda: from_a_register(32)],
+                         ids=["per_warp", "per_pair", "block_wide", "register"])
+def test_nvcc_builds(make, arch, tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.append(str(Path(__file__).parents[2] / "backends" / "cuda" / "tests"))
+    from test_language_fidelity_build import compiles, needs_nvcc
+
+    if needs_nvcc.args[0]:
+        pytest.skip("nvcc (CUDA toolkit) is not installed")
+    source = compiles(make(), arch, tmp_path)
+    assert "tl_mbarrier_track" in source
