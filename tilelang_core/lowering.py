@@ -126,7 +126,8 @@ class LoweringContext:
     for ops under a condition that selects a range of threads (transform/thread_ranges.py):
     ``thread_var`` counts from 0 within the group. ``memory_bindings`` maps the names the kernel
     binds to values read from memory (transform/bindings.py), which the analyzer does not know;
-    ``register_stores`` the values stored into per-thread variables (T.alloc_var), by buffer.
+    ``register_stores`` the values stored into per-thread variables (T.alloc_var), by buffer;
+    ``group_firsts`` the block thread index of each thread group's first thread, by group index.
     """
 
     backend_kind: str
@@ -137,6 +138,7 @@ class LoweringContext:
     thread_group: Any = None
     memory_bindings: Any = None
     register_stores: Any = None
+    group_firsts: Any = None
 
     def narrowed(self, thread_var, num_threads: int) -> "LoweringContext":
         """This context for the ops of a group of ``num_threads`` threads indexed by ``thread_var``

@@ -189,7 +189,8 @@ def test_the_scope_survives_the_ir():
 
 
 def in_a_warpgroup_branch():
-    """A T.ws branch (a thread range) whose copy names the block's thread index."""
+    """A T.ws branch (threads 128..255) whose copy names the block's thread index: its first
+    thread, 128, names row 1."""
     @T.prim_func
     def main(A: T.Tensor((8, K), "float32"), B: T.Tensor((8, K), "float32")):
         with T.Kernel(1, threads=256):
@@ -205,14 +206,15 @@ def in_a_warpgroup_branch():
     return main
 
 
-def test_a_branch_region_naming_the_block_thread_index_is_refused():
-    with pytest.raises(LoweringError, match="inside a branch on the thread index"):
-        lower("cuda:sm_80", in_a_warpgroup_branch())
+def test_a_branch_copies_its_first_threads_row():
+    a = np.random.default_rng(5).standard_normal((8, K)).astype(np.float32)
+    out = run("cuda:sm_80", in_a_warpgroup_branch(), A=a, B=np.zeros((8, K), np.float32))
+    np.testing.assert_array_equal(out["B"][1], a[1])
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
-@pytest.mark.parametrize("make", [per_warp, per_pair, block_wide, lambda: from_a_register(32)],
-                         ids=["per_warp", "per_pair", "block_wide", "register"])
+@pytest.mark.parametrize("make", [per_warp, per_pair, block_wide, lambda: from_a_register(32), in_a_warpgroup_branch],
+                         ids=["per_warp", "per_pair", "block_wide", "register", "warpgroup_branch"])
 def test_nvcc_builds(make, arch, tmp_path):
     import sys
     from pathlib import Path

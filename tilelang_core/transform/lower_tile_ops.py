@@ -15,7 +15,7 @@ from ..errors import LoweringError
 from ..lowering import LoweringContext, get_lowering, source_location
 from .bindings import is_pure, memory_bindings, register_stores, unique_bindings, uses_any
 from .structural import structural_map
-from .thread_ranges import THREAD_RANGE, in_thread_ranges, region_thread_var
+from .thread_ranges import THREAD_RANGE, group_firsts, in_thread_ranges, region_thread_var
 
 
 def bind_loop_ranges(analyzer, stmt, _elementwise=None) -> None:
@@ -88,6 +88,7 @@ def lower_tile_ops(func: tirx.PrimFunc, backend_kind: str, options=None,
     bind_loop_ranges(ctx.analyzer, func.body)
     ctx.memory_bindings = memory_bindings(func.body)
     ctx.register_stores = register_stores(func.body)
+    ctx.group_firsts = group_firsts(func.body)
 
     def lower_all(body, context):
         def rewrite(call):

@@ -66,6 +66,22 @@ def region_thread_var(region: tirx.AttrStmt) -> tirx.Var:
     return first.var
 
 
+def group_firsts(body) -> dict:
+    """``{group thread index: the block thread index of its first thread}`` (``lo`` of
+    ``Bind(tx_r, tx - lo)``) for every THREAD_RANGE region of ``body``, keyed by the group index's
+    handle: where a rule must evaluate an expression of the block's thread index at a thread of
+    the group (T.tma_copy's leader, simt/transform/leader_scopes.py)."""
+    found = {}
+
+    def on_attr(attr):
+        if attr.attr_key == THREAD_RANGE:
+            first = attr.body.seq[0] if isinstance(attr.body, tirx.SeqStmt) else attr.body
+            found[first.var.__chandle__()] = tvm.sym.Analyzer().simplify(attr.node - first.value)
+
+    tvm_ffi.structural_walk(body, [(tirx.AttrStmt, on_attr)])
+    return found
+
+
 def _conjuncts(cond) -> list:
     if isinstance(cond, tirx.And):
         return _conjuncts(cond.a) + _conjuncts(cond.b)

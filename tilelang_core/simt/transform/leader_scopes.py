@@ -10,7 +10,8 @@ computes. A per-warp copy therefore reads its warp's row::
 
 Here the scope's threads perform the copy together (mbarriers.py), lane ``tid % S`` of the
 scope taking its share, so every thread must use the leader's regions: the region expressions
-are evaluated at ``tid = tid // S * S``. A region that depends on a value read from memory
+are evaluated at ``tid = tid // S * S`` (in a thread group's branch, ``T.ws(1)``, the scope counts
+from the group's first thread, 128). A region that depends on a value read from memory
 (``row = rows[tid]``) or held in a per-thread variable (``T.alloc_var``) cannot be evaluated at
 another thread, so one that may differ between the threads of a scope is refused; one the same
 for all of them (``e = experts[tid // 32]`` with S = 32, a tile counter every thread steps alike)
@@ -43,6 +44,11 @@ class _Scope:
         self.st, self.size, self.fail = st, size, fail
         self.memory = {v.__chandle__(): value for v, value in (getattr(ctx, "memory_bindings", None) or {}).items()}
         self.stores = getattr(ctx, "register_stores", None) or {}
+        # inside a thread group (T.ws, `if tx >= 128`): the block's index is the group's plus its first
+        first = (getattr(ctx, "group_firsts", None) or {}).get(st.thread_var.__chandle__())
+        block = st.block_thread_var
+        self.block = {} if first is None or block is None or block.same_as(st.thread_var) else {
+            block: st.thread_var + first}
         tx = st.thread_var
         self.group, self.lane = tirx.Var("scope_group", "int32"), tirx.Var("scope_lane", "int32")
         st.analyzer.bind(self.group, tvm.ir.Range.from_min_extent(0, max(1, st.num_threads // size)))
@@ -75,7 +81,8 @@ class _Scope:
         own earlier value, ``x = x + 1``, counts as the same for all)."""
         if len(seen) > 6:
             return True
-        if uses_any(self._simplified(substitute(self.st.simplify(expr), self.split)), [self.lane]):
+        expr = substitute(self.st.simplify(expr), self.block)
+        if uses_any(self._simplified(substitute(expr, self.split)), [self.lane]):
             return True
         for name, values in self._sources(expr):
             if name in seen:
@@ -87,7 +94,7 @@ class _Scope:
     def at_leader(self, expr):
         """``expr`` as the scope's first thread computes it."""
         st = self.st
-        expr = st.simplify(expr)
+        expr = st.simplify(substitute(expr, self.block))
         block = st.block_thread_var
         if block is not None and not block.same_as(st.thread_var) and uses_any(expr, [block]):
             raise self.fail("T.tma_copy inside a branch on the thread index (a thread range) uses the block's "
