@@ -25,6 +25,7 @@ from tvm import tirx
 from tilelang_core.errors import LoweringError
 from tilelang_core.ir.atomic_calls import RMW_OP, atomic_calls, fmt_element, is_atomic_call, user_name
 from tilelang_core.lowering import in_bounds, source_location
+from tilelang_core.transform.safe_values import guarded_load
 
 from . import intrinsics as I
 from .lower_atomic import ORDER_IDS, check_atomic
@@ -54,10 +55,7 @@ def _destination(arg):
     LowerParallel guarded it (``if_then_else(cond, A[i], 0)``)."""
     if isinstance(arg, tvm.ir.TensorLoad):
         return arg, None
-    if isinstance(arg, tvm.ir.Call) and str(arg.op.name) in ("tirx.if_then_else", "prim.if_then_else") \
-            and isinstance(arg.args[1], tvm.ir.TensorLoad):
-        return arg.args[1], arg.args[0]
-    return None, None
+    return guarded_load(arg) or (None, None)
 
 
 def _parts(call):

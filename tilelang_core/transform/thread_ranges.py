@@ -61,9 +61,14 @@ def region_thread_var(region: tirx.AttrStmt) -> tirx.Var:
     """The group-relative thread index of a THREAD_RANGE region: its body's first Bind. (Read
     from the body, not kept on the attribute: a pass that copies code renames the Bind's variable
     and must not leave the attribute pointing at the old one.)"""
+    return _thread_bind(region).var
+
+
+def _thread_bind(region: tirx.AttrStmt) -> tirx.Bind:
+    """A THREAD_RANGE region's first statement, ``Bind(tx_r, tx - lo)``."""
     first = region.body.seq[0] if isinstance(region.body, tirx.SeqStmt) else region.body
     assert isinstance(first, tirx.Bind), "THREAD_RANGE region without its thread binding"
-    return first.var
+    return first
 
 
 def group_firsts(body) -> dict:
@@ -75,8 +80,8 @@ def group_firsts(body) -> dict:
 
     def on_attr(attr):
         if attr.attr_key == THREAD_RANGE:
-            first = attr.body.seq[0] if isinstance(attr.body, tirx.SeqStmt) else attr.body
-            found[first.var.__chandle__()] = tvm.sym.Analyzer().simplify(attr.node - first.value)
+            bind = _thread_bind(attr)
+            found[bind.var.__chandle__()] = tvm.sym.Analyzer().simplify(attr.node - bind.value)
 
     tvm_ffi.structural_walk(body, [(tirx.AttrStmt, on_attr)])
     return found

@@ -32,16 +32,12 @@ import tvm_ffi
 from tvm import tirx
 
 from tilelang_core.transform.bindings import reads_any, uses_any, written_buffers
+from tilelang_core.transform.safe_values import guarded_load
 
 from .state import KernelState, substitute
 
-_IF_THEN_ELSE = ("tirx.if_then_else", "prim.if_then_else")
 _ORDERED = (tirx.LT, tirx.LE, tirx.GT, tirx.GE, tirx.EQ)
 _LANES = object()  # a guard dropped from the vector run, its every-lane condition recorded
-
-
-def _global_load(expr) -> bool:
-    return isinstance(expr, tvm.ir.TensorLoad) and str(expr.source.ty.storage_scope) in ("global", "")
 
 
 def _defined_vars(body) -> list:
@@ -91,7 +87,7 @@ def split_lane_guards(body, vi, vec: int, st: KernelState):
                 outer.append(cond)
                 known.enter_context(st.analyzer.constraint_scope(cond))
             body = body.then_case
-        split = _drop_lane_guards(body, vi, vec, st)
+        split = _drop_lane_guards(body, vi, vec, st, written)
     if split is None:
         return None
     return split[0], split[1], _conjunction(outer)
@@ -104,10 +100,10 @@ def _conjunction(conds):
     return out
 
 
-def _drop_lane_guards(body, vi, vec: int, st: KernelState):
-    """(body without its lane-varying guards, every_lane of them) or None; see split_lane_guards."""
+def _drop_lane_guards(body, vi, vec: int, st: KernelState, written: list):
+    """(body without its lane-varying guards, every_lane of them) or None; see split_lane_guards.
+    ``written``: the buffers the body writes."""
     inner_vars = _defined_vars(body)
-    written = written_buffers(body)
     conditions, ok = [], [True]
 
     def decide(cond):
@@ -138,11 +134,13 @@ def _drop_lane_guards(body, vi, vec: int, st: KernelState):
         # only a guarded load of global memory (``if_then_else(in bounds, A[i], padding)``); a
         # select of values (a causal mask's ``if_then_else(q >= k, 0, -inf)``) vectorizes as a
         # select, and passes after this one recognize it in that form
-        if str(getattr(call.op, "name", "")) not in _IF_THEN_ELSE or not _global_load(call.args[1]):
+        guarded = guarded_load(call)
+        if guarded is None or str(guarded[0].source.ty.storage_scope) not in ("global", ""):
             return call
-        verdict = decide(call.args[0])
+        load, condition = guarded
+        verdict = decide(condition)
         if verdict is True or verdict is _LANES:
-            return call.args[1]
+            return load
         return call.args[2] if verdict is False else call
 
     out = tvm_ffi.structural_map(body, [(tvm.ir.Call, on_call)])

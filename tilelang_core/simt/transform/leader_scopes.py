@@ -56,13 +56,6 @@ class _Scope:
         self.split = {tx: self.group * size + self.lane}  # a thread as (its scope, its lane)
         self.leader = {tx: tirx.floordiv(tx, size) * size}
 
-    def _simplified(self, expr):
-        """``expr`` simplified, the indices of its loads too (the analyzer leaves those alone)."""
-        st = self.st
-        expr = tvm_ffi.structural_map(expr, [(tvm.ir.TensorLoad, lambda l: tirx.BufferLoad(
-            l.source, [st.simplify(i) for i in l.indices]))])
-        return st.simplify(expr)
-
     def _sources(self, expr) -> list:
         """(name, values) of the per-thread values ``expr`` reads that the analyzer cannot see
         through: names bound from memory (their value), per-thread variables (every value stored
@@ -82,7 +75,7 @@ class _Scope:
         if len(seen) > 6:
             return True
         expr = substitute(self.st.simplify(expr), self.block)
-        if uses_any(self._simplified(substitute(expr, self.split)), [self.lane]):
+        if uses_any(self.st.simplify(self.st.simplify_indices(substitute(expr, self.split))), [self.lane]):
             return True
         for name, values in self._sources(expr):
             if name in seen:

@@ -464,7 +464,7 @@ def _vectorized(body, l_var, local_size: int, vec: int, st: KernelState):
     st.analyzer.bind(vi, tvm.ir.Range.from_min_extent(0, vec))
     # indices simplified under vi's range: a spread layout's (lo * 4 + vi) // 4 is lo, and
     # (lo * 4 + vi) % 4 is vi, which the checks below must see to find a run
-    candidate = _simplified_indices(substitute(body, {l_var: lo * vec + vi}), st)
+    candidate = st.simplify_indices(substitute(body, {l_var: lo * vec + vi}))
     split = split_lane_guards(candidate, vi, vec, st)  # a ragged edge's guards (lane_guards.py)
     if split is None:
         return None
@@ -531,18 +531,6 @@ def _vectorized(body, l_var, local_size: int, vec: int, st: KernelState):
         inner = tirx.IfThenElse(outer, inner, None)
     return tirx.For(lo, tirx.const(0, "int32"), tirx.const(local_size // vec, "int32"),
                     tirx.ForKind.UNROLLED, inner)
-
-
-def _simplified_indices(body, st: KernelState):
-    """``body`` with the indices of its memory accesses simplified by the kernel's analyzer."""
-    def on_load(load):
-        return tirx.BufferLoad(load.source, [st.simplify(i) for i in load.indices])
-
-    def on_store(store):
-        return tirx.BufferStore(store.buffer, store.value, [st.simplify(i) for i in store.indices])
-
-    body = tvm_ffi.structural_map(body, [(tvm.ir.TensorLoad, on_load)])
-    return tvm_ffi.structural_map(body, [(tirx.BufferStore, on_store)])
 
 
 def _inline_bindings(body):

@@ -80,6 +80,18 @@ class KernelState:
             return expr
         return self.analyzer.simplify(expr)
 
+    def simplify_indices(self, node):
+        """``node`` with the indices of its loads and stores simplified (the analyzer's
+        ``simplify`` leaves a load's indices as they are)."""
+        def on_load(load):
+            return tirx.BufferLoad(load.source, [self.simplify(i) for i in load.indices])
+
+        def on_store(store):
+            return tirx.BufferStore(store.buffer, store.value, [self.simplify(i) for i in store.indices])
+
+        node = tvm_ffi.structural_map(node, [(tvm.ir.TensorLoad, on_load)])
+        return tvm_ffi.structural_map(node, [(tirx.BufferStore, on_store)])
+
     def local_buffer(self, fragment):
         try:
             return self.locals[fragment]
