@@ -77,6 +77,10 @@ class SimtDialect:
         a T.ClusterKernel of more than one block a cluster and the cluster barriers are refused.
     vector_bytes: the widest vector load/store the codegen prints (T.ldg256 moves 32 bytes; MSL
         vectors hold 16); wider explicit accesses are refused at the user's line.
+    value_vector_bytes: the widest vector of computed values the codegen prints. A T.Parallel run
+        of 8 half lanes widened to float32 holds 32 bytes (CUDA prints ``ulonglong4``, and its
+        intrinsics overload an 8-float ``make_ulonglong4`` for TVM's broadcasts); where a run's
+        values are wider than this its lanes are halved, and its loads and stores with them.
     device_print: the backend defines ``tl_print_msg`` and ``tl_print_int/uint/float/bool`` (T.print,
         language/debug_print.py: the device's printf of a message alone, or of a value widened to
         long long, unsigned long long, double or bool with its dtype name, buffer name and
@@ -106,6 +110,7 @@ class SimtDialect:
     atomic_orders: tuple = ALL_MEMORY_ORDERS
     block_votes: bool = True
     vector_bytes: int = 32
+    value_vector_bytes: int = 16
     named_barriers: bool = False
     mbarriers: bool = False
     max_nreg: bool = False
@@ -143,6 +148,6 @@ class SimtDialect:
     def __hash__(self):
         return hash((self.kind, self.warp_size, self.async_copy, self.shuffle_xor,
                      tuple(sorted(self.atomic_dtypes.items())), tuple(sorted(self.warp_reduce.items())),
-                     self.atomic_orders, self.block_votes, self.vector_bytes, self.named_barriers, self.mbarriers,
-                     self.max_nreg, self.grid_dependency, self.grid_sync, self.clusters, self.device_print,
+                     self.atomic_orders, self.block_votes, self.vector_bytes, self.value_vector_bytes,
+                     self.named_barriers, self.mbarriers, self.max_nreg, self.grid_dependency, self.grid_sync, self.clusters, self.device_print,
                      tuple(sorted(self.paired_folds.items())), tuple(sorted(self.vector_atomic_adds.items()))))

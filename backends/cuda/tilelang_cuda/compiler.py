@@ -35,8 +35,8 @@ from .codegen import split_source
 from .options import CudaOptions
 
 # warnings generated code always triggers: no-effect statements, unused CSE variables, inexact
-# float literals
-_QUIET = ("-diag-suppress", "174,177,550,1046")
+# float literals, CUDA 13's deprecation of ulonglong4 (TVM's type for 32-byte vectors)
+_QUIET = ("-diag-suppress", "174,177,550,1046,1444")
 
 
 @dataclass

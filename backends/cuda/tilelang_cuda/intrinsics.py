@@ -325,6 +325,17 @@ ON_DEMAND_HELPERS = {
                "  asm(\"ex2.approx.ftz.f32 %0, %1;\\n\" : \"=f\"(y) : \"f\"(x));\n"
                "  return y;\n"
                "}\n",
+    # TVM prints a vector of 8 float32 (a T.Parallel run of 8 half values computed in float32) as
+    # ulonglong4 and its broadcast as make_ulonglong4 of 8 floats: this overload builds it, the
+    # lanes in order in the 32 bytes, as TVM's element accesses ((float2*)&v.y)->x read them
+    "make_ulonglong4": "__device__ __forceinline__ ulonglong4 make_ulonglong4(float a, float b, float c, float d,\n"
+                       "                                                  float e, float f, float g, float h) {\n"
+                       "  ulonglong4 v;\n"
+                       "  float2* pairs = (float2*)&v;\n"
+                       "  pairs[0] = make_float2(a, b); pairs[1] = make_float2(c, d);\n"
+                       "  pairs[2] = make_float2(e, f); pairs[3] = make_float2(g, h);\n"
+                       "  return v;\n"
+                       "}\n",
     # float32 / in device code (fast_divide.py): 2 ulp over the full range, no slow-path branch
     "tl_div": "__device__ __forceinline__ float tl_div(float a, float b) {\n"
               "  float y;\n"

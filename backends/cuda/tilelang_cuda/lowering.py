@@ -15,8 +15,10 @@ from .vector_atomics import lower_atomic
 
 KIND = "cuda"
 
-#: 32-lane warps, cp.async from sm_80 on (every arch this backend supports), the prelude's helpers
+#: 32-lane warps, cp.async from sm_80 on (every arch this backend supports), the prelude's helpers;
+#: 8 float32 values in a vector (intrinsics.py's make_ulonglong4 of 8 floats)
 CUDA = SimtDialect(kind=KIND, warp_size=32, async_copy=True, named_barriers=True, mbarriers=True, max_nreg=True,
-                   grid_dependency=True, grid_sync=True, device_print=True, paired_folds=PAIRED_FOLDS)
+                   grid_dependency=True, grid_sync=True, device_print=True, paired_folds=PAIRED_FOLDS,
+                   value_vector_bytes=32)
 
 register_simt_rules(KIND, gemm=lower_gemm, atomic=lower_atomic)

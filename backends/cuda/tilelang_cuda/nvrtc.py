@@ -127,7 +127,7 @@ def slower_than_nvcc() -> bool:
 
 def options_for(arch: str, options: CudaOptions, include_dirs: list[str]) -> list[str]:
     flags = [f"--gpu-architecture={arch}", "-std=c++17", "-default-device",
-             "--diag-suppress=174,177,550,1046"]
+             "--diag-suppress=174,177,550,1046,1444"]
     flags += [f"-I{d}" for d in include_dirs]
     if options.fast_math:
         flags.append("--use_fast_math")

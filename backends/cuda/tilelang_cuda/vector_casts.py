@@ -20,6 +20,8 @@ _SHORT = {"float32": "float", "float16": "half", "bfloat16": "bfloat16", **{k: f
 
 
 def _vector_type(dtype: str, lanes: int) -> str:
+    if lanes == 8:  # TVM's spelling of 32 and 16 bytes (fp8: 8 bytes)
+        return {"float32": "ulonglong4", "float16": "uint4", "bfloat16": "uint4"}.get(dtype, "uint2")
     if dtype in _FP8:
         return f"__nv_fp8x{lanes}_{_FP8[dtype]}"
     return {"float32": "float", "float16": "half", "bfloat16": "nv_bfloat16"}[dtype] + str(lanes)
@@ -85,16 +87,16 @@ def _store(src: str, dst: str, lanes: int) -> str:
 
 
 #: on-demand helper definitions (intrinsics.ON_DEMAND_HELPERS): pairs first, then the stores using them
-HELPERS = {**_PAIR_DEFS, **{_store_name(s, d, n): _store(s, d, n) for s, d in PAIRS for n in (2, 4)}}
+HELPERS = {**_PAIR_DEFS, **{_store_name(s, d, n): _store(s, d, n) for s, d in PAIRS for n in (2, 4, 8)}}
 
 
 class CudaVectorCasts:
-    """The VectorCasts of the cuda backend: 2 and 4 lanes of the pairs above."""
+    """The VectorCasts of the cuda backend: 2, 4 and 8 lanes of the pairs above."""
 
     name = "cuda"
 
     def helper(self, src: str, dst: str, lanes: int) -> str | None:
-        if (src, dst) not in PAIRS or lanes not in (2, 4):
+        if (src, dst) not in PAIRS or lanes not in (2, 4, 8):
             return None
         return _store_name(src, dst, lanes)
 

@@ -351,14 +351,15 @@ def _emit(nest, st: KernelState, anchor, guard_replicas: bool):
             body = _memory_on_one_replica(body, first)
     if anchor.local_size == 1:
         return substitute(body, {l_var: tirx.const(0, "int32")}), False
-    vec = _printable(anchor.register_run, body)
+    vec = _printable(anchor.register_run, body, st)
     # (an access at any other index may give several iterations one element: they stay in order)
     general = any(not st.layouts[b].is_whole and access_dims(nest, idx) is None
                   and is_owned_form(nest, idx, st.layouts[b]) for b, idx in nest.accesses)
-    if vec > 1 and not general:
+    while vec > 1 and not general:  # (rows of 8 halves may not align where rows of 4 do)
         vectorized = _vectorized(body, l_var, anchor.local_size, vec, st)
         if vectorized is not None:
             return vectorized, True
+        vec //= 2
     if st.dialect.vector_atomic_adds and anchor.register_run > 1:  # a body of atomic adds
         from ..vector_atomic_adds import vector_loop  # (it imports this package)
 
@@ -432,23 +433,25 @@ def _refuse_replicated_read_write(nest, st: KernelState) -> None:
             f"'{clash.name}' in another" + (f"\n  --> {where}" if where else ""))
 
 
-def _printable(run: int, body) -> int:
-    """The widest vector of at most 16 bytes per value that splits ``run`` evenly: a fragment held
-    whole has a run of all its registers (128 floats), which no C type spells. Values computed
-    wider than they are stored count too: half values scaled by a float literal become a float32
-    vector, and TVM prints a 32-byte float vector as ``ulonglong4`` (uncompilable)."""
-    widest = [1]
+def _printable(run: int, body, st: KernelState) -> int:
+    """The widest vector that splits ``run`` evenly whose loads and stores move at most 16 bytes a
+    value and whose computed values fit the dialect's ``value_vector_bytes``: a fragment held
+    whole has a run of all its registers (128 floats), which no C type spells, and half values
+    scaled by a float literal become a float32 vector twice as wide as their loads (CUDA prints
+    8 floats as ``ulonglong4``; a backend whose printer cannot stops at 16 bytes)."""
+    widest = {"access": 1, "value": 1}
 
-    def widen(dtype):
-        widest[0] = max(widest[0], tvm.runtime.DataType(str(dtype)).bits // 8)
+    def widen(kind, dtype):
+        widest[kind] = max(widest[kind], tvm.runtime.DataType(str(dtype)).bits // 8)
 
     def on_access(node):
-        widen((node.buffer if isinstance(node, tirx.BufferStore) else node.source).ty.dtype)
+        widen("access", (node.buffer if isinstance(node, tirx.BufferStore) else node.source).ty.dtype)
 
     tvm_ffi.structural_walk(body, [(tvm.ir.TensorLoad, on_access), (tirx.BufferStore, on_access),
-                                   (tirx.Cast, lambda c: widen(c.dtype))])
+                                   (tirx.Cast, lambda c: widen("value", c.dtype))])
     vec = run
-    while vec > 1 and (vec * widest[0] > 16 or run % vec):
+    while vec > 1 and (vec * widest["access"] > 16 or vec * widest["value"] > st.dialect.value_vector_bytes
+                       or run % vec):
         vec //= 2
     return vec
 

@@ -2,8 +2,8 @@
 (simt/transform/lower_parallel.py; tests/simt/test_spread_loops_vectorize.py checks the same kernels
 on every interpreter), guarded ones split into vector runs and a ragged edge lane by lane
 (lane_guards.py; tests/simt/test_lane_guards.py), and ``T.unroll(unroll_factor=N)``'s loops
-(tilelang_cuda/unroll_pragmas.py), against torch in float64; ragged shapes and unaligned starts
-included."""
+(tilelang_cuda/unroll_pragmas.py), and runs of 8 half lanes computed in float32 (test_wide_value_vectors.py),
+against torch in float64; ragged shapes and unaligned starts included."""
 
 import sys
 from pathlib import Path
@@ -19,6 +19,7 @@ import tilelang_core as tl  # noqa: E402
 from test_lane_guards import flat_scale, guarded_add  # noqa: E402
 from test_spread_loops_vectorize import elementwise, read_what_it_writes  # noqa: E402
 from test_unroll_pragmas import partially_unrolled  # noqa: E402
+import test_wide_value_vectors as wide  # noqa: E402
 
 
 @pytest.mark.parametrize("bound", [False, True])
@@ -78,3 +79,41 @@ def test_guarded_add(M, N, dtype):
     torch.cuda.synchronize()
     want = 0.5 * a.double().cpu() + b.double().cpu()
     assert (c.double().cpu() - want).abs().max().item() <= (1e-5 if dtype == "float32" else 5e-3)
+
+
+_TORCH = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float8_e4m3fn": torch.float8_e4m3fn}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("M, N", [(256, 256), (37, 200), (64, 196), (1, 8), (5, 1)])
+def test_eight_half_lanes_in_float32(M, N, dtype):
+    """Runs of 8 half / bfloat16 lanes computed as float32x8 (tests/simt/test_wide_value_vectors.py):
+    the broadcast 0.5 is the 8-float make_ulonglong4 overload."""
+    kernel = tl.compile(wide.scale_add(M, N, dtype), target="cuda")
+    t = _TORCH[dtype]
+    a, b = torch.randn(M, N, device="cuda").to(t), torch.randn(M, N, device="cuda").to(t)
+    c = torch.full((M, N), float("nan"), device="cuda").to(t)
+    kernel(a, b, c)
+    torch.cuda.synchronize()
+    want = 0.5 * a.double().cpu() + b.double().cpu()
+    # one rounding of a float32 result to the 16-bit type
+    tol = (4e-3 if dtype == "float16" else 3e-2) * want.abs().max().item() + 1e-3
+    assert (c.double().cpu() - want).abs().max().item() <= tol
+
+
+@pytest.mark.parametrize("dtype, out", [("bfloat16", "bfloat16"), ("float16", "float16"), ("bfloat16", "float8_e4m3fn")])
+@pytest.mark.parametrize("M, N", [(256, 256), (33, 136)])
+def test_eight_lane_swiglu(M, N, dtype, out):
+    """silu(A) * B over 8 lanes, stored by the 8-lane paired conversions (tl_cvt_floatx8_to_*)."""
+    kernel = tl.compile(wide.swiglu(M, N, dtype, out), target="cuda")
+    t = _TORCH[dtype]
+    a, b = torch.randn(M, N, device="cuda").to(t), torch.randn(M, N, device="cuda").to(t)
+    c = torch.zeros(M, N, device="cuda").to(_TORCH[out])
+    kernel(a, b, c)
+    torch.cuda.synchronize()
+    a64, b64 = a.double().cpu(), b.double().cpu()
+    want = a64 / (1 + torch.exp(-a64)) * b64
+    # the reference rounded to the output type the same way: the cast is exact up to one rounding
+    rounded = want.float().to(_TORCH[out]).double()
+    step = {"float16": 1e-3, "bfloat16": 8e-3, "float8_e4m3fn": 7e-2}[out]
+    assert (c.double().cpu() - rounded).abs().max().item() <= step * want.abs().max().item() + 1e-3
