@@ -63,7 +63,7 @@ CASES = {
                    {"HMMA", "LDGSTS"}, {"HGMMA", "UTMALDG"}),
     "flash_attention_bwd": (lambda: example("attention/flash_attention_bwd.py").flash_bwd.get_tir(
         2, 4, 1000, 64, True, block_M=64, block_N=64, num_stages=2, threads=128),
-        {"HMMA", "LDSM", "LDGSTS", "RED"}, {"HGMMA", "LDGSTS", "RED"}),
+        {"HMMA", "LDSM", "LDGSTS", "RED"}, {"HGMMA", "UTMALDG", "RED"}),  # (lse and delta: 1-D TMA boxes)
     # grouped-query attention: the group's query heads in one pipelined loop (TMA coordinates from
     # the iteration's head and block)
     "flash_attention_bwd_gqa": (lambda: example("attention/flash_attention_bwd.py").flash_bwd.get_tir(

@@ -424,7 +424,12 @@ def test_gemms_tied_to_an_mma_sync_gemm_match_torch(tmp_path, tie):
     # grouped-query attention: one loop over the group's heads, dK and dV summed in registers
     (2, 8, 1000, 128, False, dict(block_M=64, block_N=128, num_stages=2, threads=256, stats="global", groups=4)),
     (1, 6, 777, 64, True, dict(block_M=64, block_N=128, num_stages=2, threads=256, stats="global", groups=3)),
-    (2, 4, 300, 64, True, dict(groups=2))])
+    (2, 4, 300, 64, True, dict(groups=2)),
+    # stats="shared" at the bench tile: lse and delta by 1-D TMA boxes (test_linear_tma_boxes.py),
+    # ragged lengths zero-filled past the end
+    (2, 4, 1000, 128, False, dict(block_M=64, block_N=128, num_stages=2, threads=256)),
+    (1, 6, 776, 128, True, dict(block_M=64, block_N=128, num_stages=2, threads=256, groups=3)),
+    (2, 4, 1000, 64, True, dict(block_M=128, block_N=128, num_stages=2, threads=256))])
 def test_flash_attention_backward_matches_autograd(B, H, S, D, causal, tiles):
     """examples/attention/flash_attention_bwd.py on the default sm_90a schedule: dQ, dK, dV against
     torch autograd in float64, ragged lengths and causal included."""
@@ -521,3 +526,24 @@ def test_swizzle_annotated_gemm_matches_torch(tmp_path, maker_name, block_K):
     torch.cuda.synchronize()
     ref = a.double() @ b.double().T
     assert ((c.double() - ref).norm() / ref.norm()).item() < 1e-4
+
+
+@pytest.mark.parametrize("tiles, w_len", [(8, None), (8, 8 * 64 - 24), (3, None)])
+def test_linear_box_scales(tiles, w_len, tmp_path):
+    """A float32 run loaded by a 1-D TMA box each iteration (test_linear_tma_boxes.py's kernel):
+    out[i, j] = sum_t (K Q_t^T)[i, j] W[t*64 + j], W past its end read as 0, against float64."""
+    import test_linear_tma_boxes as linear
+
+    kernel, source = build(linear.scaled_scores(tiles, w_len=w_len), tmp_path)
+    assert "tl_tma_load<1>((&(((float*)smem_ptr)" in source
+    n = w_len or tiles * 64
+    k, q = (torch.randn(r, 64, device="cuda", dtype=torch.float16) for r in (64, tiles * 64))
+    w = torch.randn(n + 64, device="cuda")  # (only the first n are the tensor's)
+    out = torch.full((64, 64), float("nan"), device="cuda")
+    kernel["main"](k, q, w[:n], out)
+    torch.cuda.synchronize()
+    wd = torch.zeros(tiles * 64, dtype=torch.float64)
+    wd[:n] = w[:n].double().cpu()
+    s = k.double().cpu() @ q.double().cpu().T  # (64, tiles * 64)
+    ref = (s * wd[None, :]).view(64, tiles, 64).sum(1)
+    assert ((out.double().cpu() - ref).norm() / ref.norm()).item() < 1e-5

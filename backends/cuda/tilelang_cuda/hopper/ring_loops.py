@@ -111,11 +111,11 @@ class ProducerLoads:
 
     def _strip_loads(self, box, mins, buf, lead, bar):
         """TMA loads of ``box`` (its region starting at ``mins``) into ``buf[*lead, 0, strip]``, one
-        per 64-column (128-byte) strip, completing on ``bar``; a box the cluster shares
+        per 128-byte strip (a linear box: one, into ``buf[*lead, 0]``), completing on ``bar``; a box the cluster shares
         (``multicast``) is loaded half by each CTA, into both."""
         out = []
         for j in range(box.cols // box.atom):
-            index = lead + [tirx.const(0, "int32"), tirx.const(j * box.atom, "int32")]
+            index = lead + box.strip_index(j)
             target = (tirx.address_of(tirx.BufferLoad(buf, index)), tirx.address_of(self.maps[(box.tensor, box.box)]),
                       bar)
             if box in self.multicast:

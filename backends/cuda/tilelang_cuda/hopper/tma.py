@@ -6,6 +6,11 @@ A box is one global tensor's tile: two of its dimensions (the innermost and one 
 tile, every other one is a single index. It moves in strips of 128 bytes (``atom`` columns) with
 the 128-byte swizzle, or, for a tile whose rows are 64 bytes, in one strip with the 64-byte
 swizzle; either way the shared side is ``wgmma_shared_layout`` of the tile.
+
+A 1-D tile (a run of the innermost dimension: FlashAttention backward's per-row statistics
+``LSE[b, h, q0:q0 + 64]``, float32) is a linear box: one load, no swizzle, the shared side row-major
+with its base and every pipeline stage 128-byte aligned. TMA zero-fills its elements past the
+tensor's end, as for the 2-D boxes.
 """
 
 from __future__ import annotations
@@ -24,9 +29,13 @@ TMA_DTYPES = {"float16": "float16", "bfloat16": "bfloat16", "float8_e4m3": "uint
               "float8_e5m2": "uint8", "uint8": "uint8", "int8": "uint8"}
 #: the tensor map's element type for every box (float32: the TMA reduce-adds of tma_reduce.py)
 DESCRIPTOR_DTYPES = {**TMA_DTYPES, "float32": "float32"}
+#: element types a linear (1-D, unswizzled) box loads: no wgmma reads it, so float32 too
+LINEAR_DTYPES = DESCRIPTOR_DTYPES
 MAX_BOX = 256
-#: swizzle width (bytes) -> CUtensorMapSwizzle (CU_TENSOR_MAP_SWIZZLE_64B / _128B)
-TMA_SWIZZLE = {64: 2, 128: 3}
+#: a linear box's bytes and its shared tile's alignment (every stage of its ring starts aligned)
+LINEAR_ALIGN = 128
+#: swizzle width (bytes) -> CUtensorMapSwizzle (CU_TENSOR_MAP_SWIZZLE_NONE / _64B / _128B)
+TMA_SWIZZLE = {0: 0, 64: 2, 128: 3}
 
 
 class NotSpecialized(Exception):
@@ -34,10 +43,11 @@ class NotSpecialized(Exception):
 
 
 class TmaBox:
-    """A tile of ``region`` (a global TensorRegion) of ``rows x cols``, rows along ``rows_dim``.
-    ``op``: the tile op it was found in."""
+    """A tile of ``region`` (a global TensorRegion) of ``rows x cols``, rows along ``rows_dim``;
+    ``rows_dim`` None: a linear box of ``cols`` elements (``rows`` 1). ``op``: the tile op it was
+    found in."""
 
-    def __init__(self, region, rows: int, cols: int, rows_dim: int, op=None):
+    def __init__(self, region, rows: int, cols: int, rows_dim: int | None, op=None):
         self.op = op
         self.region = region
         self.tensor = region.source
@@ -45,14 +55,26 @@ class TmaBox:
         self.rows_dim = rows_dim
         self.rows, self.cols = rows, cols
         self.elem_bytes = element_bits(str(self.tensor.ty.dtype)) // 8
-        self.swizzle = tile_swizzle(cols, 8 * self.elem_bytes)  # check_tile has accepted the width
-        self.atom = atom_cols(8 * self.elem_bytes, self.swizzle)
+        if rows_dim is None:  # one unswizzled load
+            self.swizzle, self.atom = 0, cols
+        else:
+            self.swizzle = tile_swizzle(cols, 8 * self.elem_bytes)  # check_tile has accepted the width
+            self.atom = atom_cols(8 * self.elem_bytes, self.swizzle)
         # box dims innermost first: atom columns, then the rows dim, 1 for every other dim
         box = []
         for d in reversed(range(self.rank)):
             box.append(self.atom if d == self.rank - 1 else rows if d == rows_dim else 1)
         self.box = tuple(box)
         self.bytes = rows * cols * self.elem_bytes
+
+    @property
+    def linear(self) -> bool:
+        return self.rows_dim is None
+
+    def strip_index(self, strip: int) -> list:
+        """The shared tile's index where strip ``strip`` lands."""
+        col = tirx.const(strip * self.atom, "int32")
+        return [col] if self.linear else [tirx.const(0, "int32"), col]
 
     def strip_coords(self, mins, strip: int) -> list:
         """The box coordinates (innermost first, int32) of 128-byte strip ``strip`` of the tile
@@ -61,8 +83,15 @@ class TmaBox:
         return [tirx.Cast("int32", c) if str(c.ty) != "int32" else c for c in coords]
 
 
-def check_tile(name: str, shape, dtype: str, verb: str) -> tuple[int, int]:
-    """(rows, cols) of a shared/register tile a box can carry; NotSpecialized(why) otherwise."""
+def check_tile(name: str, shape, dtype: str, verb: str, linear: bool = False) -> tuple[int, int]:
+    """(rows, cols) of a shared/register tile a box can carry; NotSpecialized(why) otherwise.
+    ``linear``: a 1-D tile is one too, (1, cols)."""
+    if linear and len(shape) == 1 and isinstance(shape[0], tirx.IntImm):
+        cols = int(shape[0])
+        if cols > MAX_BOX or (cols * element_bits(dtype) // 8) % LINEAR_ALIGN:
+            raise NotSpecialized(f"copy {verb} {name} ({cols}): a 1-D TMA box needs a multiple of "
+                                 f"{LINEAR_ALIGN} bytes, at most {MAX_BOX} elements")
+        return 1, cols
     if len(shape) != 2 or not all(isinstance(s, tirx.IntImm) for s in shape):
         raise NotSpecialized(f"copy {verb} {name}: not a 2-D tile of static shape")
     rows, cols = int(shape[0]), int(shape[1])
@@ -82,8 +111,12 @@ def global_box(region, rows: int, cols: int, tile_name: str, verb: str, op=None)
     if rank > 5 or tensor.ty.strides:
         raise NotSpecialized(f"copy {verb} {tensor.name}: rank {rank} or strided (TMA: rank <= 5, compact)")
     tile = [d for d, r in enumerate(region.region) if not (isinstance(r.extent, tirx.IntImm) and int(r.extent) == 1)]
+    linear = rows == 1 and len(tile) == 1  # (check_tile gave a 1-D tile rows 1)
+    if linear:
+        tile = [None] + tile
     if len(tile) != 2 or tile[1] != rank - 1:
-        raise NotSpecialized(f"copy {verb} {tensor.name}: the tile must span the innermost dimension and one other")
+        raise NotSpecialized(f"copy {verb} {tensor.name}: the tile must span the innermost dimension"
+                             + ("" if rows == 1 else " and one other"))
     # One thread computes the box coordinates: they may read global memory (indices of a
     # block-sparse layout) but not registers or shared memory other threads own.
     loads = []
@@ -91,7 +124,7 @@ def global_box(region, rows: int, cols: int, tile_name: str, verb: str, op=None)
         tvm_ffi.structural_walk(r.min, [(tvm.ir.TensorLoad, loads.append)])
     if any(str(load.source.ty.storage_scope) not in ("global", "") for load in loads):
         raise NotSpecialized(f"copy {verb} {tensor.name}: its coordinates read shared memory or registers")
-    ext = [region.region[d].extent for d in tile]
+    ext = [tirx.const(1, "int32") if d is None else region.region[d].extent for d in tile]
     if not all(isinstance(e, tirx.IntImm) for e in ext) or (int(ext[0]), int(ext[1])) != (rows, cols):
         raise NotSpecialized(f"copy {verb} {tensor.name}: a region of another shape than {tile_name}")
     # TMA needs 16-byte global strides: static shapes are checked here, dynamic ones by the driver
@@ -109,10 +142,12 @@ def load_box(stmt) -> TmaBox:
     """The TmaBox of a TMA-loadable copy global -> shared; NotSpecialized(why) otherwise."""
     op = TileOp.from_stmt(stmt)
     src, dst = op.src.source, op.dst.source
-    if str(src.ty.dtype) not in TMA_DTYPES or str(src.ty.dtype) != str(dst.ty.dtype):
-        raise NotSpecialized(f"copy into {dst.name}: {src.ty.dtype} -> {dst.ty.dtype} (TMA here: 16- and 8-bit types, no conversion)")
     dst_shape = list(dst.ty.shape)
-    rows, cols = check_tile(str(dst.name), dst_shape, str(src.ty.dtype), "into")
+    linear = len(dst_shape) == 1
+    if str(src.ty.dtype) not in (LINEAR_DTYPES if linear else TMA_DTYPES) or str(src.ty.dtype) != str(dst.ty.dtype):
+        raise NotSpecialized(f"copy into {dst.name}: {src.ty.dtype} -> {dst.ty.dtype} (TMA here: 16- and 8-bit types, "
+                             f"float32 into 1-D tiles, no conversion)")
+    rows, cols = check_tile(str(dst.name), dst_shape, str(src.ty.dtype), "into", linear=linear)
     if any(int(r.extent) != int(s) for r, s in zip(op.dst.region, dst_shape) if isinstance(r.extent, tirx.IntImm)):
         raise NotSpecialized(f"copy into part of {dst.name}")
     return global_box(op.src, rows, cols, str(dst.name), "from", op)
@@ -151,5 +186,5 @@ def _tensormap_var(name: str):
     return _script().Var(name, ty=_script().handle("tensormap").ty)
 
 
-__all__ = ["MAX_BOX", "TMA_DTYPES", "NotSpecialized", "TmaBox", "check_tile", "global_box", "load_box",
+__all__ = ["LINEAR_ALIGN", "MAX_BOX", "TMA_DTYPES", "NotSpecialized", "TmaBox", "check_tile", "global_box", "load_box",
            "tensor_maps"]

@@ -35,7 +35,7 @@ producer never reaches them. Shared tiles loaded by TMA take ``wgmma_shared_layo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import tvm
 import tvm_ffi
@@ -43,6 +43,7 @@ from tvm import tirx
 
 from tilelang_core.ir import Gemm, TileOp, is_tile_op
 from tilelang_core.ir.substitute import substitute_nested
+from tilelang_core.layout import Layout
 from tilelang_core.simt import intrinsics as I
 from tilelang_core.simt.transform.insert_barriers import accesses, insert_barriers, touched
 from tilelang_core.simt.transform.software_pipeline import (
@@ -58,7 +59,7 @@ from .persistent import persistent_tiles
 from .stream_k import StreamKTiles, stream_k_declined, with_stream_k
 from .pingpong import PINGPONG_LOOP, pingpong_overlap, strip_turns, wants_pingpong
 from .ring_loops import OVERLAP_REGION, ConsumerIteration, ProducerLoads, RingBarriers, consumer_iterations
-from .tma import NotSpecialized, load_box, tensor_maps
+from .tma import LINEAR_ALIGN, NotSpecialized, load_box, tensor_maps
 from .tma_reduce import lower_reduces, plan_reduces
 from .tma_store import lower_stores, plan_stores
 from .wgmma import WARPGROUP, element_bits, wgmma_shared_layout
@@ -192,15 +193,17 @@ def split_producers(body_stmts, in_place, declared) -> tuple[list, list, list]:
 
 
 def mark_tma_tiles(written, tile_boxes, body_stmts, hopper_layouts: dict, tma_loaded) -> set:
-    """The TMA-loaded tiles take wgmma_shared_layout (what a swizzled box writes); those only TMA
+    """The TMA-loaded tiles take wgmma_shared_layout (what a swizzled box writes), 1-D ones their
+    row-major order from a 128-byte aligned base (a linear box, tma.py); those only TMA
     writes go into ``tma_loaded`` (wgmma reading them needs no proxy fence). Returns the tiles the
     consumers also write in place."""
     rewritten = set()
     for stmt in body_stmts:
         rewritten |= accesses(stmt)[1]
     for buf in written + [b.op.dst.source for b in tile_boxes]:
-        hopper_layouts[str(buf.name)] = wgmma_shared_layout(int(buf.ty.shape[0]), int(buf.ty.shape[1]),
-                                                            element_bits(str(buf.ty.dtype)))
+        shape = [int(n) for n in buf.ty.shape]
+        hopper_layouts[str(buf.name)] = replace(Layout.row_major(shape), align_bytes=LINEAR_ALIGN) if len(shape) == 1 \
+            else wgmma_shared_layout(*shape, element_bits(str(buf.ty.dtype)))
         if tma_loaded is not None and buf not in rewritten:
             tma_loaded.add(str(buf.name))
     return rewritten
