@@ -133,10 +133,13 @@ def main():
     # paged cache (ragged sequence lengths, split KV plus the combine kernel); each example's own
     # check against torch float64
     bwd = example("attention/flash_attention_bwd.py")
-    for causal in (False, True):
-        error = bwd.check(1, 2, 200, 64, is_causal=causal, device="cuda")
+    # (stats in shared memory by 1-D TMA boxes, the default, and read where used; the bench tile)
+    bench_tile = dict(block_M=64, block_N=128, num_stages=2, threads=256)
+    for causal, tiles in ((False, {}), (True, {}), (True, dict(stats="global")), (True, bench_tile),
+                          (False, dict(bench_tile, groups=2))):
+        error = bwd.check(1, 4, 200, 64, is_causal=causal, device="cuda", **tiles)
         if not error < 1e-2:
-            failures.append(f"flash attention backward 1x2x200x64 causal={causal} (error {error:.2e})")
+            failures.append(f"flash attention backward 1x4x200x64 causal={causal} {tiles} (error {error:.2e})")
     mla = example("attention/mla_decode.py")
     error = mla.check(2, 64, 512, 64, 300, 2, device="cuda")
     if not error < 3e-3:

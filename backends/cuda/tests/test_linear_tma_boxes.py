@@ -93,25 +93,34 @@ def test_a_ragged_tensor_keeps_the_box():
     assert "tl_tma_load<1>((&(((float*)smem_ptr)" in kernel
 
 
-def test_a_row_stride_tma_cannot_address_keeps_cp_async():
-    """A 2-D float32 tensor whose rows are not 16-byte multiples: no box, the cp.async pipeline."""
+def weights_by_region(w_shape, region):
+    """acc += Q_t Q_t^T + w_t[j] over 4 tiles, ``w_t`` = ``region(W, t)`` (a 1-D float32 run that is
+    not a linear box: the loop keeps the cp.async pipeline)."""
     @T.prim_func
-    def main(Q: T.Tensor((256, 64), "float16"), W: T.Tensor((3, 255), "float32"), Out: T.Tensor((64, 64), "float32")):
+    def main(Q: T.Tensor((256, 64), "float16"), W: T.Tensor(w_shape, "float32"), Out: T.Tensor((64, 64), "float32")):
         with T.Kernel(1, threads=128):
             Q_s = T.alloc_shared((64, 64), "float16")
             w_s = T.alloc_shared((64,), "float32")
             acc = T.alloc_fragment((64, 64), "float32")
             T.clear(acc)
-            for t in T.Pipelined(3, num_stages=2):
+            for t in T.Pipelined(4, num_stages=2):
                 T.copy(Q[t * 64:(t + 1) * 64, :], Q_s)
-                T.copy(W[t, 0:64], w_s)
+                T.copy(region(W, t), w_s)
                 T.gemm(Q_s, Q_s, acc, transpose_B=True)
                 for i, j in T.Parallel(64, 64):
                     acc[i, j] += w_s[j]
             T.copy(acc, Out)
 
-    source, kernel = cuda_source(main)
-    assert "cp.async pipeline" in source[:source.find("#ifdef")] and "row stride of 1020 bytes" in source
+    return main
+
+
+@pytest.mark.parametrize("w_shape, region, why", [
+    ((4, 255), lambda W, t: W[t, 0:64], "row stride of 1020 bytes"),  # rows not 16-byte multiples
+    ((256, 4), lambda W, t: W[t * 64:(t + 1) * 64, 1], "the tile must span the innermost dimension")])  # a column
+def test_runs_tma_cannot_address_keep_cp_async(w_shape, region, why):
+    source, _ = cuda_source(weights_by_region(w_shape, region))
+    notes = source[:source.find("#ifdef")]
+    assert "cp.async pipeline" in notes and why in notes, notes
 
 
 @pytest.mark.parametrize("causal, groups", [(False, 1), (True, 1), (True, 3)])
