@@ -11,11 +11,14 @@ Sequence lengths that do not divide the tiles are masked; causal blocks start at
 Grouped-query attention (``groups`` query heads per K/V head, K and V with heads // groups heads):
 each block of a K/V head walks the query blocks of every head of its group in one pipelined loop,
 so dK and dV sum over the group in registers, with no atomics.
-``stats="global"`` reads lse and delta into registers (each thread its columns' values, from L1)
-before the first gemm of the iteration, whose latency then covers theirs, instead of copying their
-tiles to shared memory with Q and dO: the pipelined copies are then all 2-D tiles of 16-bit values,
-which sm_90a's TMA producer warpgroup carries, and the gemms whose results are read later run
-under the work in between (hopper/consumer_schedule.py, lazy waits). The kernel asks for
+The default ``stats="shared"`` copies each query block's lse and delta (a run of float32 per
+row) into shared memory with Q and dO: on sm_90a the TMA producer warpgroup loads them too (1-D
+boxes, hopper/tma.py), and the consumers read them from shared memory where they are used.
+``stats="global"`` reads them into registers instead (each thread its columns' values) before the
+first gemm of the iteration; that kept the loop on the TMA producer while float32 tiles did not,
+and is now slower (H100, B8 S4096, 64x128 tiles: D128 409 -> 438 TFLOP/s shared, causal 335 ->
+410, causal GQA 8 253 -> 359, bench/NOTES.md stop 61). Either way the gemms whose results are read
+later run under the work in between (hopper/consumer_schedule.py, lazy waits). The kernel asks for
 ``tl.enable_tma_reduce``: dQ's tile then goes from shared memory to global by TMA reduce-adds
 issued by one thread (H200, B8 H16 S4096 with the loads before the gemm: D128 386 -> 419 TFLOP/s,
 D64 278 -> 280, bench/NOTES.md stop 58).

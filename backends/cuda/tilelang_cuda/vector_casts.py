@@ -73,15 +73,25 @@ def _store_name(src: str, dst: str, lanes: int) -> str:
     return f"tl_cvt_{_SHORT[src]}x{lanes}_to_{_SHORT[dst]}x{lanes}"
 
 
+#: an unsigned type of each store width (bytes): the converted lanes leave in one store
+_WORD = {2: "unsigned short", 4: "unsigned int", 8: "uint2", 16: "uint4"}
+
+
 def _store(src: str, dst: str, lanes: int) -> str:
-    """``void f(dst* out, src-vector v)``: the pairs of lanes converted and stored (a vector of 4
-    is two vectors of 2 in memory). TVM prints a call returning a vector lane by lane, hence the
-    store inside."""
+    """``void f(dst* out, src-vector v)``: the pairs of lanes converted into a word of the whole
+    vector's width, stored at once (the vector store the call replaces assumed ``out`` aligned to
+    that width; one store per pair was 4 STG.E per 8 lanes where TVM's store is one STG.E.128).
+    TVM prints a call returning a vector lane by lane, hence the store inside."""
     s2, sv, d2 = _vector_type(src, 2), _vector_type(src, lanes), _vector_type(dst, 2)
+    total = lanes * (1 if dst in _FP8 else 4 if dst == "float32" else 2)
+    width = min(total, 16)  # (8 float32 lanes: two 16-byte stores)
+    word, words = _WORD[width], total // width
     pair = PAIRS[(src, dst)]
     body = (f"  const {s2}* s = reinterpret_cast<const {s2}*>(&v);\n"
-            f"  {d2}* d = reinterpret_cast<{d2}*>(out);\n")
+            f"  {word} r[{words}];\n"
+            f"  {d2}* d = reinterpret_cast<{d2}*>(r);\n")
     body += "".join(f"  d[{i}] = {pair}(s[{i}]);\n" for i in range(lanes // 2))
+    body += "".join(f"  reinterpret_cast<{word}*>(out)[{w}] = r[{w}];\n" for w in range(words))
     return (f"__device__ __forceinline__ void {_store_name(src, dst, lanes)}({_SCALAR[dst]}* out, {sv} v) {{\n"
             f"{body}}}\n")
 

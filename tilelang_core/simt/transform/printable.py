@@ -148,16 +148,83 @@ def _with_kind(loop, kind, annotations):
 
 def unroll_unprintable_vectors(body, vector_casts=None):
     """``body`` with every vectorized loop of the module docstring made an unrolled loop, or
-    unrolled runs of NARROW_LANES vectorized lanes."""
+    unrolled runs of NARROW_LANES vectorized lanes; an unrolled one keeps its narrow memory
+    accesses whole (``_staged``)."""
     def on_for(loop):
         if loop.kind != tirx.ForKind.VECTORIZED:
             return loop
         narrow = _narrow_vectors(loop)
-        if narrow == "unroll" or _needs_unrolling(loop, vector_casts):
+        if narrow == "unroll":
             return _with_kind(loop, tirx.ForKind.UNROLLED, loop.annotations)
+        if _needs_unrolling(loop, vector_casts):
+            return _staged(loop)
         return _in_runs(loop, NARROW_LANES) if narrow == "runs" else loop
 
     return tvm_ffi.structural_map(body, [(tirx.For, on_for)])
+
+
+def _staged(loop):
+    """``loop`` unrolled, its runs of elements in memory moved through registers by plain vector
+    copies: ``for v in vectorized(n): C[c + v] = f(A[a + v])`` becomes a copy of A[a:a + n] into a
+    register array, the lanes unrolled on it into a second one, and a copy of that to C[c:c + n]
+    (the printer prints plain copies of 8-bit vectors, not their conversions): an int8 -> half
+    dequantization of 8 lanes is one 8-byte load and one 16-byte store instead of 8 of each. A run
+    is a flat index ``base + v`` (FlattenBuffer ran) of 8-, 16- or 32-bit elements outside
+    registers, 16 bytes at most; a loaded buffer the loop also writes keeps its element accesses."""
+    lane = loop.loop_var
+    lanes = int(loop.extent.value) if isinstance(loop.extent, tirx.IntImm) else 0
+    unrolled = _with_kind(loop, tirx.ForKind.UNROLLED, loop.annotations)
+    if lanes < 2 or not isinstance(loop.body, tirx.BufferStore):
+        return unrolled
+    store = loop.body
+
+    def run_base(buffer, indices):
+        bits = tvm.DataType(str(buffer.ty.dtype)).bits
+        if len(indices) != 1 or bits not in (8, 16, 32) or lanes * bits > 128 or str(buffer.ty.dtype) == "bool" \
+                or str(buffer.ty.storage_scope).startswith("local"):
+            return None
+        base = substitute(indices[0], {lane: tirx.const(0, str(lane.dtype))})
+        same = tvm.sym.Analyzer().can_prove(indices[0] - base == lane) if uses_var(indices[0], lane) else False
+        return base if same and not uses_var(base, lane) else None
+
+    staged, copies_in = {}, []
+
+    def on_load(load):
+        if load.source.same_as(store.buffer):
+            return load
+        base = run_base(load.source, load.indices)
+        if base is None:
+            return load
+        key = (load.source.__chandle__(), str(base))
+        if key not in staged:
+            reg = tirx.decl_buffer((lanes,), str(load.source.ty.dtype), name=f"{load.source.name}_run", scope="local")
+            staged[key] = reg
+            v = tirx.Var("v", str(lane.dtype))
+            copies_in.append(tirx.For(v, tirx.const(0, str(lane.dtype)), loop.extent, tirx.ForKind.VECTORIZED,
+                                      tirx.BufferStore(reg, tirx.BufferLoad(load.source, [base + v]), [v])))
+        return tirx.BufferLoad(staged[key], [lane - loop.min] if not _is_zero(loop.min) else [lane])
+
+    value = tvm_ffi.structural_map(store.value, [(tvm.ir.TensorLoad, on_load)])
+    out_base = run_base(store.buffer, store.indices)
+    if not staged and out_base is None:
+        return unrolled
+    allocs = list(staged.values())
+    if out_base is None:
+        computed = tirx.BufferStore(store.buffer, value, store.indices)
+        copy_out = []
+    else:
+        out = tirx.decl_buffer((lanes,), str(store.buffer.ty.dtype), name=f"{store.buffer.name}_run", scope="local")
+        allocs.append(out)
+        computed = tirx.BufferStore(out, value, [lane])
+        v = tirx.Var("v", str(lane.dtype))
+        copy_out = [tirx.For(v, tirx.const(0, str(lane.dtype)), loop.extent, tirx.ForKind.VECTORIZED,
+                             tirx.BufferStore(store.buffer, tirx.BufferLoad(out, [v]), [out_base + v]))]
+    compute = tirx.For(lane, loop.min, loop.extent, tirx.ForKind.UNROLLED, computed, None, loop.annotations)
+    return tirx.SeqStmt([*(tirx.AllocBuffer(b) for b in allocs), *copies_in, compute, *copy_out])
+
+
+def _is_zero(expr) -> bool:
+    return isinstance(expr, tirx.IntImm) and int(expr.value) == 0
 
 
 def _is_fp8(dtype) -> bool:

@@ -117,3 +117,34 @@ def test_eight_lane_swiglu(M, N, dtype, out):
     rounded = want.float().to(_TORCH[out]).double()
     step = {"float16": 1e-3, "bfloat16": 8e-3, "float8_e4m3fn": 7e-2}[out]
     assert (c.double().cpu() - rounded).abs().max().item() <= step * want.abs().max().item() + 1e-3
+
+
+@pytest.mark.parametrize("src, dst", [("int8", "float16"), ("float8_e4m3fn", "bfloat16")])
+@pytest.mark.parametrize("M, N", [(256, 256), (37, 200), (5, 8)])
+def test_dequantized_runs(M, N, src, dst):
+    """8-bit runs widened through register arrays (test_staged_runs_build.py), exact: every int8
+    and e4m3 value times 0.5 is a float16 / bfloat16 value."""
+    import test_staged_runs_build as staged
+
+    kernel = tl.compile(staged.dequant(M, N, src, dst), target="cuda")
+    if src == "int8":
+        a = torch.randint(-128, 128, (M, N), dtype=torch.int8, device="cuda")
+    else:
+        a = torch.randn(M, N, device="cuda").mul(8).to(torch.float8_e4m3fn)
+    c = torch.full((M, N), float("nan"), device="cuda").to(_TORCH[dst])
+    kernel(a, c)
+    torch.cuda.synchronize()
+    assert torch.equal(c.double().cpu(), a.double().cpu() * 0.5)
+
+
+@pytest.mark.parametrize("N", [4096, 1000])
+def test_int8_runs_through_int32(N):
+    import test_staged_runs_build as staged
+
+    kernel = tl.compile(staged.int8_axpy(N), target="cuda")
+    a, b = (torch.randint(-128, 128, (N,), dtype=torch.int8, device="cuda") for _ in range(2))
+    c = torch.zeros(N, dtype=torch.int8, device="cuda")
+    kernel(a, b, c)
+    torch.cuda.synchronize()
+    want = (a.long().cpu() * 3 + b.long().cpu()).to(torch.int8)  # (wraps like the int32 -> int8 cast)
+    assert torch.equal(c.cpu(), want)
