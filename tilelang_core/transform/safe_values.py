@@ -31,11 +31,16 @@ def take_safe_values(body):
     return tvm_ffi.structural_map(body, [(tirx.AttrStmt, on_attr)]), found
 
 
+def is_if_then_else(expr) -> bool:
+    """``T.if_then_else(c, a, b)``: only the arm ``c`` picks is evaluated."""
+    return isinstance(expr, tvm.ir.Call) and str(getattr(expr.op, "name", "")) in ("tirx.if_then_else",
+                                                                                   "prim.if_then_else")
+
+
 def guarded_load(expr):
     """``(load, condition)`` of a read the guard passes wrapped in its bounds check
     (``if_then_else(condition, A[i], padding)``), else None."""
-    if isinstance(expr, tvm.ir.Call) and str(getattr(expr.op, "name", "")) in ("tirx.if_then_else", "prim.if_then_else") \
-            and isinstance(expr.args[1], tvm.ir.TensorLoad):
+    if is_if_then_else(expr) and isinstance(expr.args[1], tvm.ir.TensorLoad):
         return expr.args[1], expr.args[0]
     return None
 
@@ -109,4 +114,4 @@ def lower_safe_value_copies(func, refuse):
     return func.with_body(tvm_ffi.structural_map(func.body, [(tirx.TilePrimitiveCall, on_call)]))
 
 
-__all__ = ["SAFE_VALUE", "guarded_load", "lower_safe_value_copies", "padding_for", "take_safe_values"]
+__all__ = ["SAFE_VALUE", "guarded_load", "is_if_then_else", "lower_safe_value_copies", "padding_for", "take_safe_values"]

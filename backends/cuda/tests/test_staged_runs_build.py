@@ -77,3 +77,55 @@ def test_one_access_per_run(case, tmp_path):
     narrow = [op for op in ops if op in ("LDG.E.U8", "LDG.E.S8", "STG.E.U8", "STG.E.U16", "STG.E")]
     assert not narrow or case.endswith("ragged"), dict(ops)  # (a ragged edge runs lane by lane)
     assert not any(op.startswith(("LDL", "STL")) for op in ops), dict(ops)  # the arrays stay in registers
+
+
+# -- the rewrite itself, on hand-built loops (after FlattenBuffer: flat indices) -----------------
+
+def _loop(first, value_of, out_dtype="float16"):
+    """``for v in vectorized(8) from first: C[v + 10] = value_of(A, v)`` over flat buffers."""
+    from tvm import tirx
+
+    A = tirx.decl_buffer((64,), "int8", name="A")
+    C = tirx.decl_buffer((64,), out_dtype, name="C")
+    v = tirx.Var("v", "int32")
+    store = tirx.BufferStore(C, value_of(A, v), [v + 10])
+    return tirx.For(v, tirx.const(first, "int32"), tirx.const(8, "int32"), tirx.ForKind.VECTORIZED, store)
+
+
+def _parts(stmt):
+    import tvm_ffi
+    from tvm import tirx
+
+    loops = []
+    tvm_ffi.structural_walk(stmt, [(tirx.For, loops.append)], order="pre")
+    return loops
+
+
+def test_a_run_starting_past_zero_copies_from_its_first_lane():
+    import tvm
+    from tvm import tirx
+
+    from tilelang_core.simt.transform.printable import _staged
+
+    out = _staged(_loop(4, lambda A, v: tirx.Cast("float16", tirx.BufferLoad(A, [v + 20]))))
+    copy_in, compute, copy_out = _parts(out)
+    assert copy_in.kind == tirx.ForKind.VECTORIZED and copy_out.kind == tirx.ForKind.VECTORIZED
+    analyzer = tvm.sym.Analyzer()
+    # A[24 + v] -> A_run[v]; C_run[v] -> C[14 + v]: the lanes 4..11 of the loop
+    assert analyzer.can_prove(copy_in.body.value.indices[0] - copy_in.loop_var == 24)
+    assert analyzer.can_prove(copy_out.body.indices[0] - copy_out.loop_var == 14)
+    assert compute.kind == tirx.ForKind.UNROLLED and analyzer.can_prove(compute.body.indices[0] - compute.loop_var == -4)
+
+
+def test_a_load_under_a_bounds_guard_is_not_copied_ahead():
+    """``if_then_else(v < 5, A[v], 0)``: lanes 5..7 must not read A (it may end there)."""
+    from tvm import tirx
+
+    from tilelang_core.simt.transform.printable import _staged
+
+    def guarded(A, v):
+        return tirx.Cast("float16", tirx.if_then_else(v < 5, tirx.BufferLoad(A, [v + 40]), tirx.const(0, "int8")))
+
+    loops = _parts(_staged(_loop(0, guarded)))
+    assert len(loops) == 2  # the unrolled lanes and the copy out; no copy of A
+    assert "A[" in str(loops[0]) and "A_run" not in str(loops[0])

@@ -54,6 +54,7 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from ...transform.safe_values import is_if_then_else
 from .state import substitute, uses_var
 
 
@@ -179,18 +180,30 @@ def _staged(loop):
     store = loop.body
 
     def run_base(buffer, indices):
+        """The run's first index (at the loop's first lane), or None."""
         bits = tvm.DataType(str(buffer.ty.dtype)).bits
         if len(indices) != 1 or bits not in (8, 16, 32) or lanes * bits > 128 or str(buffer.ty.dtype) == "bool" \
                 or str(buffer.ty.storage_scope).startswith("local"):
             return None
-        base = substitute(indices[0], {lane: tirx.const(0, str(lane.dtype))})
-        same = tvm.sym.Analyzer().can_prove(indices[0] - base == lane) if uses_var(indices[0], lane) else False
+        base = substitute(indices[0], {lane: loop.min})
+        same = tvm.sym.Analyzer().can_prove(indices[0] - base == lane - loop.min) if uses_var(indices[0], lane) \
+            else False
         return base if same and not uses_var(base, lane) else None
 
+    # a load in a branch of if_then_else runs only where its condition holds (a bounds guard):
+    # copied ahead, it would run on every lane
+    guarded = set()
+
+    def on_call(call):
+        if is_if_then_else(call):
+            for arm in call.args[1:]:
+                tvm_ffi.structural_walk(arm, [(tvm.ir.TensorLoad, lambda ld: guarded.add(ld.__chandle__()))])
+
+    tvm_ffi.structural_walk(store.value, [(tvm.ir.Call, on_call)])
     staged, copies_in = {}, []
 
     def on_load(load):
-        if load.source.same_as(store.buffer):
+        if load.source.same_as(store.buffer) or load.__chandle__() in guarded:
             return load
         base = run_base(load.source, load.indices)
         if base is None:
@@ -202,7 +215,7 @@ def _staged(loop):
             v = tirx.Var("v", str(lane.dtype))
             copies_in.append(tirx.For(v, tirx.const(0, str(lane.dtype)), loop.extent, tirx.ForKind.VECTORIZED,
                                       tirx.BufferStore(reg, tirx.BufferLoad(load.source, [base + v]), [v])))
-        return tirx.BufferLoad(staged[key], [lane - loop.min] if not _is_zero(loop.min) else [lane])
+        return tirx.BufferLoad(staged[key], [_lane_index(lane, loop.min)])
 
     value = tvm_ffi.structural_map(store.value, [(tvm.ir.TensorLoad, on_load)])
     out_base = run_base(store.buffer, store.indices)
@@ -215,7 +228,7 @@ def _staged(loop):
     else:
         out = tirx.decl_buffer((lanes,), str(store.buffer.ty.dtype), name=f"{store.buffer.name}_run", scope="local")
         allocs.append(out)
-        computed = tirx.BufferStore(out, value, [lane])
+        computed = tirx.BufferStore(out, value, [_lane_index(lane, loop.min)])
         v = tirx.Var("v", str(lane.dtype))
         copy_out = [tirx.For(v, tirx.const(0, str(lane.dtype)), loop.extent, tirx.ForKind.VECTORIZED,
                              tirx.BufferStore(store.buffer, tirx.BufferLoad(out, [v]), [out_base + v]))]
@@ -223,8 +236,9 @@ def _staged(loop):
     return tirx.SeqStmt([*(tirx.AllocBuffer(b) for b in allocs), *copies_in, compute, *copy_out])
 
 
-def _is_zero(expr) -> bool:
-    return isinstance(expr, tirx.IntImm) and int(expr.value) == 0
+def _lane_index(lane, first):
+    """The register array's index of ``lane`` in a loop starting at ``first``."""
+    return lane if isinstance(first, tirx.IntImm) and int(first.value) == 0 else lane - first
 
 
 def _is_fp8(dtype) -> bool:
