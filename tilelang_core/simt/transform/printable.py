@@ -11,7 +11,10 @@ Which loops: a vectorized loop of extent 1, and one whose body converts to or fr
 type narrower than 16 bits or a 64-bit integer (TileLang's ``test_vectorize_all_dtypes`` family),
 unless the backend prints that conversion at that width as one call (vector_casts.py: fp8 <->
 fp16/bf16/fp32 on CUDA). Plain copies of those types keep their vectors: the printer handles loads
-and stores of them.
+and stores of them. So an unrolled loop of one store keeps its runs in memory whole: each run is
+copied into a register array by a plain vector copy, the lanes computed on the arrays, the result
+copied out the same way (``_staged``: an int8 -> half dequantization of 8 lanes is one 8-byte load
+and one 16-byte store, not 8 of each); a load under ``if_then_else`` stays where its guard is.
 
 Loop-invariant 8-bit values. ``for i in T.vectorized(4): a[i] = b`` with ``b`` an int8 variable
 becomes a broadcast the CUDA printer only prints for a constant (``make_int8x4`` of a
