@@ -46,41 +46,33 @@ def guarded_add(M, N, bm, bn, dtype="float32"):
     return main
 
 
-def odd_lanes(N, block):
-    """A guard that varies over the lanes in no affine way (every third element): stays scalar."""
+def flat_guarded(N, block, guard, value):
+    """``B[k] = value(A, k)`` where ``guard(A, B, first, k)`` holds, ``k = first + i`` over a block
+    starting at ``first``: for guards the lane split cannot bound (below)."""
     @T.prim_func
     def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
         with T.Kernel(T.ceildiv(N, block), threads=32) as bx:
             for i in T.Parallel(block):
-                if (bx * block + i) % 3 != 0:
-                    B[bx * block + i] = A[bx * block + i] + 1.0
+                if guard(A, B, bx * block, bx * block + i):
+                    B[bx * block + i] = value(A, bx * block + i)
 
     return main
+
+
+def odd_lanes(N, block):
+    """A guard that varies over the lanes in no affine way (every third element): stays scalar."""
+    return flat_guarded(N, block, lambda A, B, first, k: k % 3 != 0, lambda A, k: A[k] + 1.0)
 
 
 def data_guard(N, block):
     """A guard that reads memory (B only where A is positive): stays scalar."""
-    @T.prim_func
-    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
-        with T.Kernel(T.ceildiv(N, block), threads=32) as bx:
-            for i in T.Parallel(block):
-                if A[bx * block + i] > 0.0:
-                    B[bx * block + i] = A[bx * block + i] * 3.0
-
-    return main
+    return flat_guarded(N, block, lambda A, B, first, k: A[k] > 0.0, lambda A, k: A[k] * 3.0)
 
 
 def guard_on_written_memory(N, block):
     """A guard the same for every lane that reads what the run writes (B[bx * block], its first
     element): a lane's store may change the next lane's guard, so the run stays lane by lane."""
-    @T.prim_func
-    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
-        with T.Kernel(T.ceildiv(N, block), threads=32) as bx:
-            for i in T.Parallel(block):
-                if B[bx * block] >= 0.0:
-                    B[bx * block + i] = A[bx * block + i]
-
-    return main
+    return flat_guarded(N, block, lambda A, B, first, k: B[first] >= 0.0, lambda A, k: A[k])
 
 
 def _script(func) -> str:

@@ -94,10 +94,7 @@ def split_lane_guards(body, vi, vec: int, st: KernelState):
 
 
 def _conjunction(conds):
-    out = None
-    for c in conds:
-        out = c if out is None else tirx.And(out, c)
-    return out
+    return tirx.all(*conds) if conds else None
 
 
 def _drop_lane_guards(body, vi, vec: int, st: KernelState, written: list):

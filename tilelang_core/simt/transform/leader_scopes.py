@@ -31,12 +31,6 @@ from tilelang_core.transform.bindings import uses_any
 from .state import KernelState, substitute
 
 
-def _vars(expr) -> list:
-    found = []
-    tvm_ffi.structural_walk(expr, [(tvm.ir.Var, found.append)])
-    return found
-
-
 class _Scope:
     """The leader scope of one copy: ``size`` threads indexed by ``st.thread_var``."""
 
@@ -60,7 +54,8 @@ class _Scope:
         """(name, values) of the per-thread values ``expr`` reads that the analyzer cannot see
         through: names bound from memory (their value), per-thread variables (every value stored
         into them; None for a register no statement stores, a fragment a tile op fills)."""
-        out = [(str(v.name), [self.memory[v.__chandle__()]]) for v in _vars(expr) if v.__chandle__() in self.memory]
+        out = [(str(v.name), [self.memory[v.__chandle__()]]) for v in tirx.analysis.undefined_vars(expr)
+               if v.__chandle__() in self.memory]
         loads = []
         tvm_ffi.structural_walk(expr, [(tvm.ir.TensorLoad, loads.append)])
         for load in loads:

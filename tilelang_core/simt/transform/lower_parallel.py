@@ -80,9 +80,7 @@ def _global_bounds(buffer, indices, st: KernelState):
 def guard_global_accesses(body, st: KernelState):
     """Tiles overhang tensors whose sizes the tile does not divide: a T.Parallel element past the
     end reads 0 (or the tensor's T.annotate_safe_value) and writes nothing (TileLang's safe memory
-    access), unless provably inside.
-    Returns (body, whether any guard was added)."""
-    guards = [0]
+    access), unless provably inside."""
 
     def is_global(buffer) -> bool:
         return str(buffer.ty.storage_scope) in ("global", "")
@@ -91,7 +89,6 @@ def guard_global_accesses(body, st: KernelState):
         if is_global(load.source):
             cond = _global_bounds(load.source, load.indices, st)
             if cond is not None:
-                guards[0] += 1
                 return tirx.if_then_else(cond, load, padding_for(load, st.safe_values))
         return load
 
@@ -101,7 +98,6 @@ def guard_global_accesses(body, st: KernelState):
         if is_global(store.buffer):
             cond = _global_bounds(store.buffer, store.indices, st)
             if cond is not None:
-                guards[0] += 1
                 return tirx.IfThenElse(cond, store, None)
         return store
 
@@ -114,7 +110,7 @@ def guard_global_accesses(body, st: KernelState):
 
     body = tvm_ffi.structural_map(body, [(tirx.BufferStore, on_store), (tirx.Bind, on_bind),
                                          (tirx.IfThenElse, on_if)])
-    return body, guards[0] > 0
+    return body
 
 
 def _lower_nest(nest, st: KernelState, body=None):
@@ -165,7 +161,7 @@ def _emit_strided(nest, st: KernelState):
         index.insert(0, tirx.floormod(tirx.floordiv(flat, place), extent))
         place = place * extent
     body = substitute(inner, dict(zip(nest.loop_vars, index)))
-    body, _ = guard_global_accesses(body, st)
+    body = guard_global_accesses(body, st)
     body = tirx.IfThenElse(flat < total, body, None)
     body = substitute(body, {flat: trip * threads + st.thread_var})
     return tirx.For(trip, tirx.const(0, "int32"), tirx.floordiv(total + threads - 1, threads),
@@ -336,7 +332,7 @@ def _emit(nest, st: KernelState, anchor, guard_replicas: bool):
     body = tvm_ffi.structural_map(inner, [(tvm.ir.TensorLoad, on_load)])
     body = tvm_ffi.structural_map(body, [(tirx.BufferStore, on_store)])
     body = substitute(body, dict(zip(nest.loop_vars, index)))
-    body, _ = guard_global_accesses(body, st)
+    body = guard_global_accesses(body, st)
     if guard_replicas and anchor.replicas > 1:
         body = if_then(anchor.replica_of(st.thread_var) == 0, body)
     elif anchor.replicas > 1:

@@ -205,6 +205,17 @@ def _staged(loop):
     tvm_ffi.structural_walk(store.value, [(tvm.ir.Call, on_call)])
     staged, copies_in = {}, []
 
+    def registers(buffer):
+        return tirx.decl_buffer((lanes,), str(buffer.ty.dtype), name=f"{buffer.name}_run", scope="local")
+
+    def vector_copy(dst, dst_base, src, src_base):
+        """``dst[dst_base + v] = src[src_base + v]`` for the run's lanes (a base None: a register
+        array, from its element 0)."""
+        v = tirx.Var("v", str(lane.dtype))
+        at = lambda base: [v if base is None else base + v]  # noqa: E731
+        return tirx.For(v, tirx.const(0, str(lane.dtype)), loop.extent, tirx.ForKind.VECTORIZED,
+                        tirx.BufferStore(dst, tirx.BufferLoad(src, at(src_base)), at(dst_base)))
+
     def on_load(load):
         if load.source.same_as(store.buffer) or load.__chandle__() in guarded:
             return load
@@ -213,11 +224,8 @@ def _staged(loop):
             return load
         key = (load.source.__chandle__(), str(base))
         if key not in staged:
-            reg = tirx.decl_buffer((lanes,), str(load.source.ty.dtype), name=f"{load.source.name}_run", scope="local")
-            staged[key] = reg
-            v = tirx.Var("v", str(lane.dtype))
-            copies_in.append(tirx.For(v, tirx.const(0, str(lane.dtype)), loop.extent, tirx.ForKind.VECTORIZED,
-                                      tirx.BufferStore(reg, tirx.BufferLoad(load.source, [base + v]), [v])))
+            staged[key] = registers(load.source)
+            copies_in.append(vector_copy(staged[key], None, load.source, base))
         return tirx.BufferLoad(staged[key], [_lane_index(lane, loop.min)])
 
     value = tvm_ffi.structural_map(store.value, [(tvm.ir.TensorLoad, on_load)])
@@ -229,12 +237,10 @@ def _staged(loop):
         computed = tirx.BufferStore(store.buffer, value, store.indices)
         copy_out = []
     else:
-        out = tirx.decl_buffer((lanes,), str(store.buffer.ty.dtype), name=f"{store.buffer.name}_run", scope="local")
+        out = registers(store.buffer)
         allocs.append(out)
         computed = tirx.BufferStore(out, value, [_lane_index(lane, loop.min)])
-        v = tirx.Var("v", str(lane.dtype))
-        copy_out = [tirx.For(v, tirx.const(0, str(lane.dtype)), loop.extent, tirx.ForKind.VECTORIZED,
-                             tirx.BufferStore(store.buffer, tirx.BufferLoad(out, [v]), [out_base + v]))]
+        copy_out = [vector_copy(store.buffer, out_base, out, None)]
     compute = tirx.For(lane, loop.min, loop.extent, tirx.ForKind.UNROLLED, computed, None, loop.annotations)
     return tirx.SeqStmt([*(tirx.AllocBuffer(b) for b in allocs), *copies_in, compute, *copy_out])
 

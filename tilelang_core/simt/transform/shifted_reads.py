@@ -125,7 +125,7 @@ def emit_by_registers(nest, st: KernelState, read: ShiftedRead, guard_global_acc
 
     body = tvm_ffi.structural_map(inner, [(tvm.ir.TensorLoad, on_load)])
     body = substitute(body, dict(zip(nest.loop_vars, values)))
-    body, _ = guard_global_accesses(body, st)
+    body = guard_global_accesses(body, st)
     inside = tirx.all(*[tirx.all(v >= 0, v < int(e)) for v, e in zip(values, nest.extents)])
     if layout.replicas > 1:
         inside = tirx.all(inside, layout.replica_of(st.thread_var) == 0)

@@ -31,6 +31,7 @@ from tilelang_core.errors import LoweringError
 from tilelang_core.ir import intrinsics as I
 from tilelang_core.lowering import source_location, user_span
 from tilelang_core.transform.lower_tile_ops import kernel_name
+from tilelang_core.transform.safe_values import is_if_then_else
 
 THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 PRIVATE = ("local", "local.var", "local.fragment")
@@ -151,7 +152,7 @@ class _Emulation:
         lazy, nested = [], []  # (raised after the walk: an exception would cross TVM's FFI)
 
         def on_call(call):
-            if getattr(call.op, "name", "") in ("tirx.if_then_else", "prim.if_then_else"):
+            if is_if_then_else(call):
                 lazy.extend(self.collectives(call.args[1]) + self.collectives(call.args[2]))
             elif I.intrinsic_of(call) is not None and I.intrinsic_of(call).collective:
                 nested.extend((inner, call) for a in call.args for inner in self.collectives(a))

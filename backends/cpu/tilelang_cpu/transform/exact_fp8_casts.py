@@ -26,6 +26,8 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tilelang_core.transform.safe_values import is_if_then_else
+
 #: name -> (exponent bits, mantissa bits, bias, has inf, largest finite code)
 FORMATS = {"float8_e4m3fn": (4, 3, 7, False, 0x7E), "float8_e5m2": (5, 2, 15, True, 0x7B)}
 
@@ -42,7 +44,7 @@ def _bits(value):
         return value.args[0]
     if isinstance(value, tirx.Select):
         return tirx.Select(value.condition, _bits(value.true_value), _bits(value.false_value))
-    if isinstance(value, tvm.ir.Call) and str(getattr(value.op, "name", "")) in ("prim.if_then_else", "tirx.if_then_else"):
+    if is_if_then_else(value):
         return tirx.if_then_else(value.args[0], _bits(value.args[1]), _bits(value.args[2]))
     return tirx.reinterpret("uint8", value)
 
