@@ -87,15 +87,17 @@ def test_engine_callbacks_import_but_refuse_registration():
 
 
 def test_tilelang_cuda_internals_import_and_refuse_use():
-    from tilelang_core.cuda.intrinsics.macro.mma_macro_generator import TensorCoreIntrinEmitter
+    """What tilelang_core.cuda does not provide (the mma emitter is provided: cuda/intrinsics)."""
+    from tilelang_core.cuda.intrinsics.macro.wgmma_macro_generator import TensorCoreIntrinEmitter
+    from tilelang_core.cuda.intrinsics.macro.mma_macro_generator import TensorCoreIntrinEmitterSM120
     from tilelang_core.cuda import language as cuda_T
 
     with pytest.raises(TileLangError, match="TensorCoreIntrinEmitter is TileLang's hand-written CUDA"):
         TensorCoreIntrinEmitter(a_dtype="float16")
     with pytest.raises(TileLangError, match="write the kernel with T.gemm"):
-        cuda_T.ptx_ldmatrix  # noqa: B018
+        cuda_T.ptx_wgmma_ss  # noqa: B018
     with pytest.raises(TileLangError):
-        class Sub(TensorCoreIntrinEmitter):  # noqa: F811 - subclassing is a use too
+        class Sub(TensorCoreIntrinEmitterSM120):  # noqa: F811 - subclassing is a use too
             pass
 
 

@@ -2,10 +2,12 @@
 ``tilelang.cuda.intrinsics.macro.mma_macro_generator.TensorCoreIntrinEmitter``, its swizzle
 helpers, ``tilelang.cuda.language``).
 
-TileLang-X generates the matrix instructions itself from ``T.gemm`` (see backends/cuda), so these
-are not provided. Importing them works, so that a test file or module that also holds portable
-kernels still loads; using any of them raises a TileLangError that names it and says what to write
-instead.
+TileLang-X generates the matrix instructions itself from ``T.gemm`` (see backends/cuda). Of this
+machinery it provides what hand-written TileLang kernels build on most, written anew in
+``tilelang_core.cuda.intrinsics``: the ``TensorCoreIntrinEmitter`` (ldmatrix / mma.sync macros over
+``T.ptx_ldmatrix`` / ``T.ptx_mma``) and the shared-memory swizzles of ``mma_layout``. Everything else
+imports, so that a test file or module that also holds portable kernels still loads; using any of
+it raises a TileLangError that names it and says what to write instead.
 """
 
 from __future__ import annotations
@@ -73,7 +75,15 @@ if not any(isinstance(f, _Finder) for f in sys.meta_path):
     sys.meta_path.append(_Finder())
 
 
-def __getattr__(attr):
-    if attr.startswith("__"):
-        raise AttributeError(attr)
-    return _Unavailable(f"{__name__}.{attr}")
+def unavailable(module: str):
+    """A module ``__getattr__`` for the modules TileLang-X does provide here
+    (``tilelang_core.cuda.intrinsics``): a name they lack refuses every use, as in the shims."""
+    def getattr_(attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return _Unavailable(f"{module}.{attr}")
+
+    return getattr_
+
+
+__getattr__ = unavailable(__name__)

@@ -122,6 +122,11 @@ _ALL = [
     # cuRAND (language/random.py): (seed, seq, off uint64, generator StringImm); (generator) -> uint32;
     # (generator, "uniform" | "normal") -> float32 / float64. Each draw changes the thread's state.
     _define("rng_init", "thread"), _define("rng_rand", "thread"), _define("rng_rand_float", "thread"),
+    # NVIDIA's warp matrix instructions as TileLang's hand-written MMA code calls them
+    # (language/warp_matrix.py). Each is the value of a vector store into the thread's registers:
+    # ldmatrix (trans bool, num int32, the 16-byte row this lane names: a vector TensorLoad of
+    # shared memory); mma (shape StringImm, A, B, C: vector TensorLoads of the thread's registers)
+    _define("ldmatrix", "warp", spelling="ptx_ldmatrix"), _define("mma_sync", "warp", spelling="ptx_mma"),
 ]
 INTRINSICS: dict[str, Intrinsic] = {i.name: i for i in _ALL}
 #: the barriers over every thread of the cluster (language/cluster.py): placed like T.sync_grid

@@ -189,6 +189,29 @@ def _swizzled_like(buffer) -> Layout:
     return Layout(dims, fn, tile.kind, tile.align_bytes)
 
 
+def _bounded_xors(analyzer, expr):
+    """``expr`` with each ``a ^ b`` of non-negative operands replaced by a variable the analyzer
+    bounds to [0, 2**bits - 1] (bits of the larger operand's bound): TVM's analyzer does not bound
+    XOR, which swizzles are made of."""
+    import tvm
+    import tvm_ffi
+
+    def on_xor(node):
+        operands = (node.a, node.b) if isinstance(node, tvm.tirx.BitwiseXor) else \
+            tuple(node.args) if getattr(node.op, "name", "") == "tirx.bitwise_xor" else None
+        if operands is None:
+            return node
+        bounds = [analyzer.const_int_bound(a) for a in operands]
+        if any(b.min_value < 0 for b in bounds):
+            return node
+        bits = max(int(b.max_value) for b in bounds).bit_length()
+        var = tvm.tirx.Var("xor", str(node.ty))
+        analyzer.bind(var, tvm.ir.Range.from_min_extent(0, 1 << bits))
+        return var
+
+    return tvm_ffi.structural_map(expr, [(tvm.tirx.BitwiseXor, on_xor), (tvm.ir.Call, on_xor)])
+
+
 def _output_shape(layout: Layout) -> tuple[int, ...]:
     """Each forward index's largest value + 1, over the whole input shape (TileLang's rule)."""
     import tvm
@@ -205,7 +228,7 @@ def _output_shape(layout: Layout) -> tuple[int, ...]:
         if isinstance(expr, int):
             dims.append(expr + 1)
             continue
-        bound = analyzer.const_int_bound(analyzer.simplify(expr))
+        bound = analyzer.const_int_bound(_bounded_xors(analyzer, analyzer.simplify(expr)))
         if bound.min_value < 0:
             raise LayoutError(f"layout {layout.kind}: forward index {expr} can be negative")
         dims.append(int(bound.max_value) + 1)

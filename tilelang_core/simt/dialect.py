@@ -99,6 +99,10 @@ class SimtDialect:
     vector_atomic_adds: per element type, the most consecutive global elements (2 or 4) one
         ``AtomicAddx<N>`` helper adds at once (vector_atomic_adds.py; CUDA's half2 and sm_90's
         vector reductions); empty: one ``tl_atomic_add`` per element.
+    warp_matrix: the helpers of TileLang's hand-written warp matrix code (language/warp_matrix.py):
+        ``ldmatrix_x<num>[_trans]`` -> ``void f(void* regs, const void* row)`` and each mma.sync
+        form (``warp_matrix.mma_form``) -> ``void f(void* c, const void* a, const void* b)``;
+        empty: T.ptx_ldmatrix / T.ptx_mma are refused.
     """
 
     kind: str
@@ -121,6 +125,7 @@ class SimtDialect:
     device_barrier: str = ""
     paired_folds: Mapping[str, str] = field(default_factory=dict)
     vector_atomic_adds: Mapping[str, int] = field(default_factory=dict)
+    warp_matrix: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         if not self.kind:
@@ -144,10 +149,12 @@ class SimtDialect:
             raise ValueError(f"SimtDialect.vector_atomic_adds maps element types to 2 or 4 lanes; got {bad}")
         object.__setattr__(self, "vector_atomic_adds", MappingProxyType(dict(self.vector_atomic_adds)))
         object.__setattr__(self, "atomic_orders", tuple(self.atomic_orders))
+        object.__setattr__(self, "warp_matrix", MappingProxyType(dict(self.warp_matrix)))
 
     def __hash__(self):
         return hash((self.kind, self.warp_size, self.async_copy, self.shuffle_xor,
                      tuple(sorted(self.atomic_dtypes.items())), tuple(sorted(self.warp_reduce.items())),
                      self.atomic_orders, self.block_votes, self.vector_bytes, self.value_vector_bytes,
                      self.named_barriers, self.mbarriers, self.max_nreg, self.grid_dependency, self.grid_sync, self.clusters, self.device_print,
-                     tuple(sorted(self.paired_folds.items())), tuple(sorted(self.vector_atomic_adds.items()))))
+                     tuple(sorted(self.paired_folds.items())), tuple(sorted(self.vector_atomic_adds.items())),
+                     tuple(sorted(self.warp_matrix.items()))))

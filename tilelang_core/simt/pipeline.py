@@ -37,6 +37,7 @@ from tilelang_core.transform.buffer_views import buffer_views, check_views
 from tilelang_core.transform.instrumented import run_pass
 from tilelang_core.transform.layout_inference import infer_layouts, is_fragment
 from tilelang_core.transform.lower_tile_ops import kernel_name, lower_tile_ops
+from tilelang_core.transform.parallel_copies import parallel_copies
 from tilelang_core.transform.safe_values import take_safe_values
 from tilelang_core.transform.thread_ranges import in_thread_ranges, mark_thread_ranges, strip_thread_ranges
 from tilelang_core.transform.verify_no_tile_ops import verify_no_tile_ops
@@ -112,6 +113,9 @@ def lower_simt(func: tirx.PrimFunc, dialect: SimtDialect, options=None, *,
     name = kernel_name(func)
     tx, num_threads = thread_binding(func, kind)
     check_grid_syncs(func.body, name)  # (before thread ranges turn branches on the thread into regions)
+    # a T.Parallel loop copying a global tile to shared in a T.Pipelined body is a T.copy: the
+    # pipeline's producer (transform/parallel_copies.py)
+    func = run_pass(f"{kind}.ParallelCopies", _on_body(parallel_copies), func)
     # `if tx < 128: T.copy(...)`: the copy runs on threads 0..127 (transform/thread_ranges.py)
     func = func.with_body(mark_thread_ranges(func.body, tx, num_threads, name, is_fragment))
     body, safe_values = take_safe_values(func.body)

@@ -22,7 +22,7 @@ def test_cuda_passes_are_dumped_in_order_with_timing(tmp_path, monkeypatch):
     (folder,) = list((tmp_path / "dump").iterdir())
     names = [p.name.split("_", 1)[1].rsplit(".py", 1)[0] for p in sorted((folder / "passes").iterdir())]
     ours = [n for n in names if n.startswith("cuda.")]
-    assert ours == ["cuda.BlockSwizzle", "cuda.Specialize", "cuda.SplitMaskedFills", "cuda.SoftwarePipeline", "cuda.InsertBarriers",
+    assert ours == ["cuda.ParallelCopies", "cuda.BlockSwizzle", "cuda.Specialize", "cuda.SplitMaskedFills", "cuda.SoftwarePipeline", "cuda.InsertBarriers",
                     "cuda.ParallelTileOps", "cuda.LowerTileOps", "cuda.LowerParallel", "cuda.LowerAtomicCalls",
                     "cuda.MergeAtomicAdds", "cuda.ApplyLayouts", "cuda.PrefetchFragments",
                     "cuda.Finalize", "cuda.VerifyNoTileOps"]

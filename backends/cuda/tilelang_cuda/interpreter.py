@@ -103,7 +103,7 @@ class CudaInterpreter(Interpreter):
     def _ldmatrix(self, name: str, regs: Pointer, smem: Pointer, mask):
         """Each 8x8 matrix of 16-bit units is 8 rows of 16 bytes; lane t receives 4 bytes of row
         t // 4 (bytes 4 * (t % 4) on), i.e. ``per`` elements of ``per`` = 4 / element bytes."""
-        count = 4 if "_x4" in name else 2
+        count = int(name.split("_x")[1][0])  # tl_ldmatrix_x<count>[_trans]
         trans = name.endswith("_trans")
         per = 4 // smem.storage.elem_bytes
         if trans and per != 2:

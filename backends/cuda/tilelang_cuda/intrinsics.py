@@ -102,6 +102,14 @@ __device__ __forceinline__ void tl_ldmatrix_x2_trans(void* regs, const void* sme
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
                : "=r"(r[0]), "=r"(r[1]) : "r"(tl_smem_addr(smem)));
 }
+__device__ __forceinline__ void tl_ldmatrix_x1(void* regs, const void* smem) {
+  unsigned* r = reinterpret_cast<unsigned*>(regs);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n" : "=r"(r[0]) : "r"(tl_smem_addr(smem)));
+}
+__device__ __forceinline__ void tl_ldmatrix_x1_trans(void* regs, const void* smem) {
+  unsigned* r = reinterpret_cast<unsigned*>(regs);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n" : "=r"(r[0]) : "r"(tl_smem_addr(smem)));
+}
 // mma.sync m16n8k16, fp32 accumulate: a = 4 x b32, b = 2 x b32, c = 4 x f32 (in/out).
 __device__ __forceinline__ void tl_mma_m16n8k16_f16_f32(void* c, const void* a, const void* b) {
   float* d = reinterpret_cast<float*>(c);

@@ -41,6 +41,7 @@ from tilelang_core.transform.bindings import written_buffers
 from tilelang_core.transform.lower_tile_ops import bind_loop_ranges
 
 from .mbarriers import MBARRIER_OPS, lower_mbarrier
+from .warp_matrix import WARP_MATRIX_OPS, lower_warp_matrix
 from .named_barriers import check_named_barriers, lower_named_barrier
 from .state import KernelState, uses_var
 
@@ -83,6 +84,10 @@ def check_intrinsics(body, st: KernelState):
             if intrinsic.name in ("cp_async_commit", "cp_async_wait") and pipelined:
                 raise _error(st, intrinsic, where, "inside T.Pipelined, whose async-copy groups the software "
                              "pipeline counts itself; use a T.serial loop for a hand-written pipeline")
+            if intrinsic.name in WARP_MATRIX_OPS and not st.dialect.warp_matrix:
+                raise _error(st, intrinsic, where, f"it is NVIDIA's warp matrix instruction (ldmatrix / "
+                             f"mma.sync), which the {st.dialect.kind} backend does not have; write the product "
+                             f"with T.gemm (every backend lowers it), or compile for cuda")
             if not intrinsic.collective or intrinsic.name == "named_barrier":  # (named_barriers.py)
                 continue
             if parallel:
@@ -189,7 +194,8 @@ def lower_intrinsics(func: tirx.PrimFunc, st: KernelState) -> tirx.PrimFunc:
     if not I.calls_in(func.body):
         return func
     lowering = _Lowering(st)
-    body = tvm_ffi.structural_map(func.body, [(tvm.ir.Call, lowering.on_call)])
+    body = lower_warp_matrix(func.body, st)
+    body = tvm_ffi.structural_map(body, [(tvm.ir.Call, lowering.on_call)])
     if lowering.refusal is not None:  # raised here: an exception would cross TVM's FFI as a RuntimeError
         refusal = lowering.refusal
         raise _error(st, refusal.intrinsic, _statement_of(func.body, refusal.call), refusal.message)

@@ -316,6 +316,11 @@ class _Emulation:
                               "on an mbarrier for another thread's arrival would wait forever",
                               "Hand-written warp specialization needs target='cuda' (sm_80 or newer; "
                               "tilelang_core.testing.oracle runs its SIMT interpreter without a GPU)")
+        if name in ("ldmatrix", "mma_sync"):
+            raise self.refuse(intrinsic, where, "it is NVIDIA's warp matrix instruction (ldmatrix / mma.sync), "
+                              "which the cpu backend does not emulate",
+                              "Write the product with T.gemm (every backend lowers it), or compile for "
+                              "target='cuda' (tilelang_core.testing.oracle runs its SIMT interpreter without a GPU)")
         raise self.refuse(intrinsic, where, "it has no cpu emulation (a gap in tilelang-cpu: please report it)")
 
 
