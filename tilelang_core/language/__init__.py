@@ -33,6 +33,7 @@ from .annotations import (Fragment, annotate_compile_flags, annotate_layout, ann
                           annotate_safe_value, use_swizzle)
 from .async_groups import access_ptr, ptx_commit_group, ptx_cp_async, ptx_wait_group
 from .warp_matrix import ptx_ldmatrix, ptx_mma
+from .sparse_gemm import gemm_sp
 from .intrinsics import (Broadcast, Ramp, Serial, Shuffle, address_of, assume, atan, attr, bitwise_and,
                        bitwise_not, bitwise_or, bitwise_xor, call_extern, call_intrin, clz, comm_reducer,
                        copysign, cosh, device_assert, disable_warp_group_reg_alloc, evaluate, extract_lane, fmod, func_attr, handle, hypot, ldexp, nextafter, isfinite, let, likely, log1p, nearbyint, popcount,
