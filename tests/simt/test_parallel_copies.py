@@ -122,3 +122,21 @@ def test_a_tensor_with_a_safe_value_keeps_its_loop():
                 T.copy(S, C)
 
     assert len(copies(main)) == 1
+
+
+def test_columns_and_runs_stay_loops():
+    """A column (gdn's ``G_shared[i] = G[b, s0 + i, h]``) or a 1-D run: not a tile of rows, which a
+    TMA box or 16-byte cp.async carries; made a T.copy, it would take TMA from the whole pipeline."""
+    @T.prim_func
+    def main(G: T.Tensor((4, M, 8), T.float32), A: T.Tensor((M, K), T.float16), C: T.Tensor((BM,), T.float32)):
+        with T.Kernel(T.ceildiv(M, BM), threads=64) as by:
+            S = T.alloc_shared((BM,), T.float32)
+            R = T.alloc_shared((BK,), T.float16)
+            for ko in T.Pipelined(T.ceildiv(K, BK), num_stages=2):
+                for i in T.Parallel(BM):
+                    S[i] = G[1, by * BM + i, 3]
+                for k in T.Parallel(BK):
+                    R[k] = A[by, ko * BK + k]
+                T.copy(S, C)
+
+    assert len(copies(main)) == 1

@@ -14,7 +14,9 @@ sm_90a), so the loop becomes ``T.copy(A[by * block_M:, ko * block_K:], A_shared)
 rewrite applies only where the two mean the same: the nest's body is one store of a global
 element into a shared one, of one dtype; each loop variable (from 0, no annotation but the
 parallel mark) stands alone (plus loop-invariant terms) in exactly one index on each side, in the
-same order on both; every other index is loop-invariant; the tensor has no
+same order on both, the innermost one on both sides among them (a 2-D tile of rows: what TMA
+and 16-byte cp.async carry; a column or a 1-D run would turn a pipeline whose other tiles TMA
+loads into a cp.async one); every other index is loop-invariant; the tensor has no
 ``T.annotate_safe_value`` (its reads past the edge give that value; a T.copy's give zeros).
 Elements outside the global tensor, which the loop would read past its end, read as zeros (a
 T.copy's guard). Anything else stays the loop it was.
@@ -89,6 +91,11 @@ def _as_copy(stmt, padded):
     walked = [[v for v, _ in dims if v is not None] for dims in (dst_dims, src_dims)]
     if not (len(walked[0]) == len(walked[1]) == len(loop_vars) == len(set(walked[0])) == len(set(walked[1]))) \
             or any(not a.same_as(b) for a, b in zip(*walked)):
+        return None
+    # a 2-D tile of rows (the innermost dimension walked on both sides): what TMA and 16-byte
+    # cp.async carry; a column or a 1-D run stays the loop, so that it does not turn a pipeline
+    # whose other tiles TMA loads into a cp.async one (gdn's G_shared[i] = G[b, s0 + i, h])
+    if len(loop_vars) < 2 or dst_dims[-1][0] is None or src_dims[-1][0] is None:
         return None
 
     def region(buffer, dims):
