@@ -35,7 +35,7 @@ from ..errors import FrontendError
 from ..ir import intrinsics as I
 from ..ir.async_writes import ASYNC_WRITE
 from .kernel import current_kernel
-from .vector_access import _GLOBAL, _SHARED, _load, _store
+from .vector_access import _GLOBAL, _SHARED, _load, _store, start_of
 
 
 def ptx_commit_group():
@@ -64,14 +64,10 @@ def access_ptr(base, access_type="r", *extents, offset=0, extent=None, ignore_la
     if ignore_last_ndim:
         raise FrontendError("T.access_ptr(ignore_last_ndim=...) is not supported")
     del extents, extent
-    if isinstance(base, tvm.ir.TensorRegion):
-        buffer, indices = base.source, [r.min for r in base.region]
-    elif isinstance(base, tvm.ir.TensorLoad):
-        buffer, indices = base.source, list(base.indices)
-    elif tirx.is_buffer_var(base):
-        buffer, indices = base, [tirx.const(0, "int32") for _ in base.ty.shape]
-    else:
+    start = start_of(base)
+    if start is None:
         raise FrontendError(f"T.access_ptr takes a buffer, a region or an element, got {base!r}")
+    buffer, indices = start
     if not (isinstance(offset, int) and offset == 0):
         indices = indices[:-1] + [indices[-1] + offset]
     return tirx.address_of(tirx.BufferLoad(buffer, indices))

@@ -53,6 +53,18 @@ def slice_lanes(region) -> int | None:
     return int(size)
 
 
+def start_of(target):
+    """(buffer, indices of the first element) of a buffer, a region of one or an element; None for
+    anything else (each caller words its own refusal)."""
+    if isinstance(target, tvm.ir.TensorRegion):
+        return target.source, [r.min for r in target.region]
+    if isinstance(target, tvm.ir.TensorLoad):
+        return target.source, list(target.indices)
+    if tirx.is_buffer_var(target):
+        return target, [tirx.const(0, "int32") for _ in target.ty.shape]
+    return None
+
+
 def vector_indices(indices: list, lanes: int) -> list:
     """``indices`` of a vector access's first element, the last one widened to ``lanes``."""
     return indices[:-1] + [tirx.Ramp(indices[-1], 1, lanes)] if lanes > 1 else list(indices)
@@ -60,17 +72,11 @@ def vector_indices(indices: list, lanes: int) -> list:
 
 def _access(target, nbytes: int, name: str, scopes, memory: str):
     """(buffer, indices with a Ramp on the last dimension, lanes, element dtype)."""
-    if isinstance(target, tvm.ir.TensorRegion):
-        buffer = target.source
-        indices = [r.min for r in target.region]
-        extents = [r.extent for r in target.region]
-    elif isinstance(target, tvm.ir.TensorLoad):
-        buffer, indices, extents = target.source, list(target.indices), None
-    elif tirx.is_buffer_var(target):
-        buffer = target
-        indices, extents = [tirx.const(0, "int32") for _ in target.ty.shape], None
-    else:
+    start = start_of(target)
+    if start is None:
         raise TypeError(f"T.{name} expects Buffer, BufferRegion, or BufferLoad. Got {type(target)}: {target}")
+    buffer, indices = start
+    extents = [r.extent for r in target.region] if isinstance(target, tvm.ir.TensorRegion) else None
     scope = str(buffer.ty.storage_scope)
     if scope not in scopes:
         raise FrontendError(f"T.{name} accesses {memory} memory, but '{buffer.name}' is in {scope} "

@@ -34,11 +34,12 @@ from tvm.script.ir_builder import tirx as B
 from ..errors import FrontendError
 from ..ir import intrinsics as I
 from .kernel import current_kernel
-from .vector_access import vector_indices
+from .vector_access import start_of, vector_indices
 
 #: TileLang's operand type names -> element type
 _ABBREVIATIONS = {"fp16": "float16", "bf16": "bfloat16", "tf32": "float32", "fp32": "float32",
                   "int8": "int8", "uint8": "uint8", "int32": "int32"}
+_NAMES = {dtype: name for name, dtype in _ABBREVIATIONS.items() if name != "tf32"}
 
 #: (shape, A, B, C element types) -> (A, B, C elements per thread): the forms with a helper in a
 #: backend (SimtDialect.warp_matrix names them by ``mma_form``)
@@ -54,6 +55,11 @@ MMA_FORMS = {
 def mma_form(shape: str, a: str, b: str, c: str) -> str:
     """The key of one mma.sync form, as SimtDialect.warp_matrix and the IR's call spell it."""
     return f"{shape}.{a}.{b}.{c}"
+
+
+def abbreviation(dtype: str, operand: bool) -> str:
+    """TileLang's name of ``dtype`` in a T.ptx_mma call: float32 operands are ``tf32``."""
+    return "tf32" if operand and dtype == "float32" else _NAMES[dtype]
 
 
 def ldmatrix_name(num: int, trans: bool) -> str:
@@ -74,13 +80,10 @@ def _element(ptr, what: str, op: str):
     element, or a buffer (its start)."""
     if isinstance(ptr, tirx.Call) and ptr.op.name == "tirx.address_of" and isinstance(ptr.args[0], tvm.ir.TensorLoad):
         ptr = ptr.args[0]
-    if isinstance(ptr, tvm.ir.TensorLoad):
-        return ptr.source, list(ptr.indices)
-    if isinstance(ptr, tvm.ir.TensorRegion):
-        return ptr.source, [r.min for r in ptr.region]
-    if tirx.is_buffer_var(ptr):
-        return ptr, [tirx.const(0, "int32") for _ in ptr.ty.shape]
-    raise FrontendError(f"T.{op}: {what} must be a T.access_ptr of a buffer element (or the element), got {ptr!r}")
+    start = start_of(ptr)
+    if start is None:
+        raise FrontendError(f"T.{op}: {what} must be a T.access_ptr of a buffer element (or the element), got {ptr!r}")
+    return start
 
 
 def _registers(buffer, op: str, what: str):
@@ -162,4 +165,4 @@ def ptx_mma(dtype, shape, A_layout, B_layout, A_dtype, B_dtype, C_dtype, multipl
     B.buffer_store(c[0], value, c[1])
 
 
-__all__ = ["MMA_FORMS", "ldmatrix_name", "mma_form", "ptx_ldmatrix", "ptx_mma"]
+__all__ = ["MMA_FORMS", "abbreviation", "ldmatrix_name", "mma_form", "ptx_ldmatrix", "ptx_mma"]

@@ -197,11 +197,7 @@ def _bounded_xors(analyzer, expr):
     import tvm_ffi
 
     def on_xor(node):
-        operands = (node.a, node.b) if isinstance(node, tvm.tirx.BitwiseXor) else \
-            tuple(node.args) if getattr(node.op, "name", "") == "tirx.bitwise_xor" else None
-        if operands is None:
-            return node
-        bounds = [analyzer.const_int_bound(a) for a in operands]
+        bounds = [analyzer.const_int_bound(a) for a in (node.a, node.b)]
         if any(b.min_value < 0 for b in bounds):
             return node
         bits = max(int(b.max_value) for b in bounds).bit_length()
@@ -209,7 +205,7 @@ def _bounded_xors(analyzer, expr):
         analyzer.bind(var, tvm.ir.Range.from_min_extent(0, 1 << bits))
         return var
 
-    return tvm_ffi.structural_map(expr, [(tvm.tirx.BitwiseXor, on_xor), (tvm.ir.Call, on_xor)])
+    return tvm_ffi.structural_map(expr, [(tvm.tirx.BitwiseXor, on_xor)])
 
 
 def _output_shape(layout: Layout) -> tuple[int, ...]:

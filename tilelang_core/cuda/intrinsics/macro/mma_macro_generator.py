@@ -45,11 +45,13 @@ import tvm
 from tvm import tirx
 
 from ....errors import FrontendError
+from ....language.vector_access import start_of
+from ....language.warp_matrix import MMA_FORMS, abbreviation
 from ... import unavailable
 
 WARP = 32
-_ABBREVIATIONS = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "int8": "int8",
-                  "uint8": "uint8", "int32": "int32"}
+#: (A, B, C element types) -> the mma.sync shape of T.ptx_mma's forms
+_FORMS = {tuple(types): shape for shape, *types in MMA_FORMS}
 
 
 def _name(dtype) -> str:
@@ -96,13 +98,11 @@ def get_mma_micro_size(dtype):
 def _region(obj, what: str):
     """(buffer, base indices) of an operand: a buffer, a region of one (a slice), or an element
     (the start of the tile)."""
-    if tirx.is_buffer_var(obj):
-        return obj, [tirx.const(0, "int32")] * len(obj.ty.shape)
-    if isinstance(obj, tvm.ir.TensorRegion):
-        return obj.source, [r.min for r in obj.region]
-    if isinstance(obj, tvm.ir.TensorLoad):
-        return obj.source, list(obj.indices)
-    raise FrontendError(f"TensorCoreIntrinEmitter: {what} must be a buffer, a slice of one or an element, got {obj!r}")
+    start = start_of(obj)
+    if start is None:
+        raise FrontendError(f"TensorCoreIntrinEmitter: {what} must be a buffer, a slice of one or an element, "
+                            f"got {obj!r}")
+    return start
 
 
 def _registers(buf, what: str):
@@ -139,7 +139,7 @@ class TensorCoreIntrinEmitter:
         if self.k_dim != 256 // self.bits:
             raise FrontendError(f"TensorCoreIntrinEmitter: chunk={chunk} is less than one mma.sync k-step "
                                 f"({256 // self.bits} {self.a_dtype}); use a chunk of at least that")
-        self.mma_prefix = {16: "m16n8k16", 8: "m16n8k32", 32: "m16n8k8"}[self.bits]
+        self.mma_prefix = _FORMS[(self.a_dtype, self.b_dtype, self.accum_dtype)]
         if self.warp_row_tiles < 16 or self.warp_row_tiles % 16:
             raise FrontendError(f"TensorCoreIntrinEmitter: warp_row_tiles must be a multiple of 16, got {warp_row_tiles}")
         if self.warp_col_tiles < 8 or self.warp_col_tiles % 8:
@@ -152,15 +152,12 @@ class TensorCoreIntrinEmitter:
         self.local_size_b = self.n_dim * self.k_dim // WARP
         self.local_size_out = self.M_DIM * self.n_dim // WARP
         self.threads = WARP * self.block_row_warps * self.block_col_warps * self.reduce_k
-        self.a_dtype_abbrv = "tf32" if self.bits == 32 else _ABBREVIATIONS[self.a_dtype]
-        self.b_dtype_abbrv = "tf32" if self.bits == 32 else _ABBREVIATIONS[self.b_dtype]
-        self.accum_dtype_abbrv = _ABBREVIATIONS[self.accum_dtype]
+        self.a_dtype_abbrv = abbreviation(self.a_dtype, operand=True)
+        self.b_dtype_abbrv = abbreviation(self.b_dtype, operand=True)
+        self.accum_dtype_abbrv = abbreviation(self.accum_dtype, operand=False)
 
     def _check_types(self):
-        forms = {("float16", "float16", "float32"), ("bfloat16", "bfloat16", "float32"),
-                 ("float32", "float32", "float32"), ("int8", "int8", "int32"), ("uint8", "uint8", "int32")}
-        types = (self.a_dtype, self.b_dtype, self.accum_dtype)
-        if types not in forms:
+        if (self.a_dtype, self.b_dtype, self.accum_dtype) not in _FORMS:
             raise _refuse(f"operands {self.a_dtype} x {self.b_dtype} accumulating in {self.accum_dtype} (the forms "
                           f"here: fp16/bf16 -> float32, float32 (tf32) -> float32, int8/uint8 -> int32)")
 
