@@ -30,6 +30,7 @@ from tvm import tirx
 
 from ..ir.substitute import substitute
 from .bindings import uses_any
+from .structural import seq
 
 _SHARED = ("shared", "shared.dyn")
 _GLOBAL = ("global", "")
@@ -125,7 +126,7 @@ def parallel_copies(body):
             return loop
         new = [c if c is not None else s for c, s in zip(copies, stmts)]
         return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind,
-                        tirx.SeqStmt(new) if len(new) > 1 else new[0], loop.thread_binding, loop.annotations,
+                        seq(new), loop.thread_binding, loop.annotations,
                         step=loop.step, span=loop.span)
 
     return tvm_ffi.structural_map(body, [(tirx.For, on_for)])
