@@ -97,41 +97,44 @@ def private_to_threads(stmts: list, enclosing: list, threads: list, values: dict
     extents = [max(n, 0) for _, n, _ in axes]
     if not accesses or int(np.prod(extents)) > MAX_POINTS:
         return not accesses
-    grids = np.indices(extents, dtype=np.int64)
+    # open grids: each access is evaluated over the axes its index and the conditions vary with
+    # (numpy broadcasting), not over all of them; a statement that does not use a loop's variable
+    # is not repeated for each of the loop's iterations
+    grids = np.indices(extents, dtype=np.int64, sparse=True)
     env = {v.__chandle__(): g + lo for (v, _, lo), g in zip(axes, grids)}
-    thread = np.zeros(extents, dtype=np.int64)
+    thread = np.zeros((1,) * len(axes), dtype=np.int64)
     for g, (_, n, _) in zip(grids[:len(threads)], threads):
         thread = thread * n + g
-    outer = np.zeros(extents, dtype=np.int64)  # the enclosing loops' values, as one number
+    outer = np.zeros((1,) * len(axes), dtype=np.int64)  # the enclosing loops' values, as one number
     for g, (_, n, _) in zip(grids[len(threads):len(threads) + len(enclosing)], enclosing):
         outer = outer * n + g
-    runs = np.ones(extents, dtype=bool)
+    runs = np.ones((1,) * len(axes), dtype=bool)
     for cond in conditions:
         try:
-            runs &= np.broadcast_to(np.asarray(evaluate(substitute_nested(cond, values), env), dtype=bool), extents)
+            runs = runs & np.asarray(evaluate(substitute_nested(cond, values), env), dtype=bool)
         except Unsupported:
             continue
-    runs = runs.reshape(-1)
     by_buffer: dict = {}
     for buffer, indices in accesses:
         try:
-            flat = np.zeros(extents, dtype=np.int64)
+            flat = np.zeros((1,) * len(axes), dtype=np.int64)
             for index, size in zip(indices, buffer.ty.shape):
                 if not isinstance(size, tirx.IntImm):
                     return False
                 value = evaluate(substitute_nested(index, values), env)
-                flat = flat * int(size.value) + np.broadcast_to(np.asarray(value, dtype=np.int64), extents)
+                flat = flat * int(size.value) + np.asarray(value, dtype=np.int64)
         except Unsupported:
             return False
-        by_buffer.setdefault(buffer, []).append(flat.reshape(-1)[runs])
-    for flats in by_buffer.values():
-        address = np.concatenate(flats)
+        shape = np.broadcast_shapes(flat.shape, thread.shape, outer.shape, runs.shape)
+        where = np.broadcast_to(runs, shape)
+        by_buffer.setdefault(buffer, []).append(tuple(np.broadcast_to(a, shape)[where]
+                                                      for a in (flat, outer, thread)))
+    for found in by_buffer.values():
+        address, where_outer, owner = (np.concatenate(parts) for parts in zip(*found))
         if not address.size:
             continue
         address = address - address.min()
-        size = int(address.max()) + 1
-        key = np.tile(outer.reshape(-1)[runs], len(flats)) * size + address
-        owner = np.tile(thread.reshape(-1)[runs], len(flats))
+        key = where_outer * (int(address.max()) + 1) + address
         order = np.argsort(key, kind="stable")
         key, owner = key[order], owner[order]
         if np.any((key[1:] == key[:-1]) & (owner[1:] != owner[:-1])):
