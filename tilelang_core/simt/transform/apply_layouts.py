@@ -28,6 +28,7 @@ from tilelang_core.errors import LayoutError, LoweringError
 
 from .shared_pool import pool_shared
 from .state import KernelState
+from .thread_indexed_fragments import thread_indexed_elements
 
 SHARED = ("shared", "shared.dyn")
 
@@ -310,7 +311,8 @@ def apply_layouts(body, st: KernelState, annotated: dict | None = None):
         return alloc
 
     body = _replicated_elements(body, st)
-    _check_fragments_lowered(body, st)
+    body, why_not = thread_indexed_elements(body, st)
+    _check_fragments_lowered(body, st, why_not)
     body = tvm_ffi.structural_map(body, [(tvm.ir.TensorLoad, on_load)])
     body = tvm_ffi.structural_map(body, [(tirx.BufferStore, on_store), (tirx.AllocBuffer, on_alloc)])
     return _insert_allocs(drop_view_decls(body, st.views),
@@ -341,9 +343,9 @@ def _replicated_elements(body, st: KernelState):
     return tvm_ffi.structural_map(body, [(tvm.ir.TensorLoad, on_load), (tirx.BufferStore, on_store)])
 
 
-def _check_fragments_lowered(body, st: KernelState) -> None:
-    """Every access to a fragment must have gone through a layout (a tile op or a T.Parallel
-    loop); one outside both has no thread to run on."""
+def _check_fragments_lowered(body, st: KernelState, why_not: dict) -> None:
+    """Every access to a fragment must have gone through a layout (a tile op, a T.Parallel loop,
+    or the thread's own element: thread_indexed_fragments.py, whose reasons ``why_not`` names)."""
     left = []
 
     def on_load(load):
@@ -361,7 +363,8 @@ def _check_fragments_lowered(body, st: KernelState) -> None:
             f"kernel '{st.kernel}': fragment(s) {names} are read or written outside T.Parallel "
             f"loops and tile ops; an element of a fragment lives in one thread's registers, so "
             f"touch fragments inside `for i, j in T.Parallel(...)` (or use T.alloc_local / "
-            f"T.alloc_var for per-thread scalars)")
+            f"T.alloc_var for per-thread scalars); outside them, a thread may name only elements it "
+            f"holds, by its thread index" + "".join(f"; {name}: {why_not[name]}" for name in sorted(why_not)))
 
 
 def _static_arrays(buffers):
