@@ -121,3 +121,26 @@ def test_the_lane_addressed_accumulators_compile_with_nvcc(arch, tmp_path):
     cubin, _, _ = compiler.compile_device(codegen.split_source(source).device, arch, tmp_path, options)
     if compiler.find_cuobjdump() is not None:
         assert not re.search(r"\b(LDL|STL)\b", compiler.sass(cubin)), "the accumulators spilled to local memory"
+
+
+def whole_then_thread_indexed():
+    """Nothing spreads F over the threads (a T.clear and a T.copy): every thread holds it whole,
+    and F[tx] = ... would write one element of each thread's own copy."""
+
+    @T.prim_func
+    def main(A: T.Tensor((32,), "float32"), B: T.Tensor((32,), "float32")):
+        with T.Kernel(1, threads=32):
+            F = T.alloc_fragment((32,), "float32")
+            T.clear(F)
+            tx = T.get_thread_binding()
+            F[tx] = A[tx] * 2.0
+            T.copy(F, B)
+
+    return main
+
+
+@pytest.mark.parametrize("path", [p for p in PATHS if p != "cpu"])
+def test_a_thread_indexed_store_to_a_whole_fragment_is_refused(path):
+    """It was silently wrong on every GPU path (B all zeros but B[0]: thread 0's copy)."""
+    with pytest.raises(LoweringError, match=r"store to fragment 'F' at \[tx\] outside T.Parallel depends on the thread"):
+        lower(path, whole_then_thread_indexed())

@@ -16,10 +16,12 @@ def swizzled(buf):
 
 
 def emitter_gemm(M, N, K, in_dtype="float16", accum_dtype="float32", a_transposed=False, b_transposed=True,
-                 warps=(2, 2), warp_tiles=(32, 32), chunk=32, stages=2, layout="example", c_rank=4):
+                 warps=(2, 2), warp_tiles=(32, 32), chunk=32, stages=2, layout="example", c_rank=4, c_fragment=None):
     """C[M, N] = A @ B with A stored M x K (K x M with ``a_transposed``) and B K x N (N x K with
     ``b_transposed``). ``layout``: "example" (the example's swizzle), "mma" (make_mma_swizzle_layout)
-    or None (the compiler's own); ``c_rank``: the shared C tile as [tiles, tiles, 16, n] or [M, N]."""
+    or None (the compiler's own); ``c_rank``: the shared C tile as [tiles, tiles, 16, n] or [M, N];
+    ``c_fragment``: the accumulator a T.alloc_fragment laid out by make_mma_store_layout, stored by
+    "copy" (T.copy to C) or "stmatrix" (into the shared C tile), instead of T.alloc_local registers."""
     block_row_warps, block_col_warps = warps
     emitter = TensorCoreIntrinEmitter(a_dtype=in_dtype, b_dtype=in_dtype, accum_dtype=accum_dtype,
                                       a_transposed=a_transposed, b_transposed=b_transposed,
@@ -40,7 +42,11 @@ def emitter_gemm(M, N, K, in_dtype="float16", accum_dtype="float32", a_transpose
             C_shared = T.alloc_shared(c_shape, accum_dtype, scope="shared.dyn")
             A_local = T.alloc_local((emitter.warp_rows * emitter.local_size_a), in_dtype)
             B_local = T.alloc_local((emitter.warp_cols * emitter.local_size_b), in_dtype)
-            C_local = T.alloc_local((emitter.warp_rows * emitter.warp_cols * emitter.local_size_out), accum_dtype)
+            if c_fragment is not None:
+                C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+                T.annotate_layout({C_local: emitter.make_mma_store_layout(C_local)})
+            else:
+                C_local = T.alloc_local((emitter.warp_rows * emitter.warp_cols * emitter.local_size_out), accum_dtype)
             if layout == "example":
                 T.annotate_layout({A_shared: swizzled(A_shared), B_shared: swizzled(B_shared)})
             elif layout == "mma":
@@ -64,6 +70,9 @@ def emitter_gemm(M, N, K, in_dtype="float16", accum_dtype="float32", a_transpose
                     emitter.ldmatrix_a(A_local, A_shared, ki)
                     emitter.ldmatrix_b(B_local, B_shared, ki)
                     emitter.mma(A_local, B_local, C_local)
+            if c_fragment == "copy":
+                T.copy(C_local, C[by * block_M, bx * block_N])
+                return
             emitter.stmatrix(C_local, C_shared)
             for i, j in T.Parallel(block_M, block_N):
                 if c_rank == 4:

@@ -20,6 +20,12 @@ CASES = {
                   {"LDSM.16.M88.4": 8, "HMMA.16816.F32": 32, "LDGSTS": 1}, ("LDL", "STL")),
     "fp16_nn_sm90a": (lambda: ek.emitter_gemm(256, 256, 256, b_transposed=False), "sm_90a",
                       {"LDSM.16.M88.4": 2, "LDSM.16.MT88.4": 2, "HMMA.16816.F32": 8, "UTMALDG": 1}, ("LDL", "STL")),
+    # the accumulator a fragment laid out by make_mma_store_layout, stored by T.copy: the same
+    # registers (no local memory), the same HMMA
+    "fp16_fragment_sm80": (lambda: ek.emitter_gemm(256, 256, 256, warp_tiles=(64, 64), c_fragment="copy"), "sm_80",
+                           {"LDSM.16.M88.4": 8, "HMMA.16816.F32": 32, "LDGSTS": 1}, ("LDL", "STL")),
+    "fp16_fragment_sm90a": (lambda: ek.emitter_gemm(256, 256, 256, warp_tiles=(64, 64), c_fragment="stmatrix"),
+                            "sm_90a", {"HMMA.16816.F32": 32, "UTMALDG": 1}, ("LDL", "STL")),
     "int8_sm80": (lambda: ek.emitter_gemm(256, 256, 256, "int8", "int32", chunk=64), "sm_80",
                   {"LDSM.16.M88.4": 4, "IMMA.16832.S8.S8": 8}, ("LDL", "STL")),
     "one_mma_x1": (lambda: ek.one_mma("float16", num_b=1), "sm_80", {"LDSM.16.M88 ": 2, "LDSM.16.M88.4": 1,

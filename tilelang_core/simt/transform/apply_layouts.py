@@ -28,7 +28,7 @@ from tilelang_core.errors import LayoutError, LoweringError
 
 from .shared_pool import pool_shared
 from .state import KernelState
-from .thread_indexed_fragments import thread_indexed_elements
+from .thread_indexed_fragments import refuse_thread_indexed_stores_to_whole, thread_indexed_elements
 
 SHARED = ("shared", "shared.dyn")
 
@@ -310,6 +310,7 @@ def apply_layouts(body, st: KernelState, annotated: dict | None = None):
             return tirx.Evaluate(tirx.const(0, "int32"))  # pooled: allocated once below
         return alloc
 
+    refuse_thread_indexed_stores_to_whole(body, st)
     body = _replicated_elements(body, st)
     body, why_not = thread_indexed_elements(body, st)
     _check_fragments_lowered(body, st, why_not)

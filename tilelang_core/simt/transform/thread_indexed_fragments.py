@@ -23,14 +23,14 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from tilelang_core.errors import LoweringError
 from tilelang_core.ir.substitute import substitute_nested
 from tilelang_core.layout.fitted import MAX_ELEMENTS
 from tilelang_core.transform.layout_inference import is_fragment
 
 
-def thread_indexed_elements(body, st):
-    """``body`` with each provably owned thread-indexed fragment access made a register access;
-    and why each fragment left was not (its name -> reason)."""
+def _loops_and_values(body):
+    """The constant-range loops of ``body`` (handle -> (var, min, extent)) and its bound values."""
     loops, values = {}, {}
 
     def on_for(loop):
@@ -41,6 +41,40 @@ def thread_indexed_elements(body, st):
         values[bind.var.__chandle__()] = bind.value
 
     tvm_ffi.structural_walk(body, [(tirx.For, on_for), (tirx.Bind, on_bind)])
+    return loops, values
+
+
+def refuse_thread_indexed_stores_to_whole(body, st) -> None:
+    """Every thread holds its own copy of a whole fragment (a statistic every thread keeps), so a
+    store outside T.Parallel writes the storing thread's copy: at an index that depends on the
+    thread (``F[tx] = ...``), each copy gets one element and the copies no longer agree; what a
+    later tile op reads from them is one thread's. Refused rather than silently wrong."""
+    _, values = _loops_and_values(body)
+    thread = st.thread_var.__chandle__()
+
+    def on_store(store):
+        layout = st.layouts.get(store.buffer) if is_fragment(store.buffer) else None
+        if layout is None or not layout.is_whole:
+            return
+        names = []
+        for index in store.indices:
+            tvm_ffi.structural_walk(substitute_nested(index, values), [(tirx.Var, names.append)])
+        if any(v.__chandle__() == thread for v in names):
+            raise LoweringError(
+                f"kernel '{st.kernel}': a store to fragment '{store.buffer.name}' at "
+                f"{list(store.indices)} outside T.Parallel depends on the thread, but every thread holds the "
+                f"whole fragment (its layout: nothing in the kernel spreads it over the threads), so each "
+                f"thread would write its own copy and the copies would disagree. Write it in a T.Parallel "
+                f"loop, lay it out with T.annotate_layout so that each thread names its own elements, or use "
+                f"T.alloc_shared")
+
+    tvm_ffi.structural_walk(body, [(tirx.BufferStore, on_store)])
+
+
+def thread_indexed_elements(body, st):
+    """``body`` with each provably owned thread-indexed fragment access made a register access;
+    and why each fragment left was not (its name -> reason)."""
+    loops, values = _loops_and_values(body)
     why_not: dict = {}
 
     def owned(buffer, indices, store: bool):
@@ -113,4 +147,4 @@ def _not_owned(layout, indices, store: bool, st, loops: dict) -> str | None:
     return None
 
 
-__all__ = ["thread_indexed_elements"]
+__all__ = ["refuse_thread_indexed_stores_to_whole", "thread_indexed_elements"]

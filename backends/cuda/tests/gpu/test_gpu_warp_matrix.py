@@ -47,6 +47,9 @@ def expect(c, a, b, dtype):
     ((128, 128, 64), "float32", "float32", {"chunk": 16}, (False, True)),
     ((256, 256, 128), "float16", "float32", {"layout": "mma", "c_rank": 2, "stages": 3, "warps": (4, 2)},
      (False, True)),
+    # the accumulator a fragment laid out by make_mma_store_layout (T.copy / stmatrix epilogue)
+    ((200, 136, 120), "float16", "float32", {"warp_tiles": (32, 24), "c_fragment": "copy"}, (False, True)),
+    ((256, 128, 256), "int8", "int32", {"chunk": 64, "c_fragment": "stmatrix"}, (False, True)),
 ])
 def test_emitter_gemm(shape, dtype, acc, kw, majors, schedule):
     M, N, K = shape

@@ -34,9 +34,10 @@ tilelang; written anew here from the PTX ISA's fragment tables):
 Each macro is plain statements of ``T.ptx_ldmatrix`` / ``T.ptx_mma`` (tilelang_core/language/
 warp_matrix.py) and register stores, unrolled here, so the compiler sees every shared read and
 register write: the cuda backend runs it (ldmatrix, mma.sync); other backends refuse it with the
-target named. Not provided (a clear error): fp64 (m8n8k4), fp8 and fp16 accumulators, fragments
-(``T.alloc_fragment``) as operands and ``make_mma_load_layout`` / ``make_mma_store_layout``, the
-ladder-transform variant.
+target named. The accumulator may also be a ``T.alloc_fragment((block_M, block_N))`` laid out by
+``make_mma_store_layout`` (TileLang's way to end with a T.copy or T.Parallel epilogue). Not
+provided (a clear error): fp64 (m8n8k4), fp8 and fp16 accumulators, A/B operands in fragments and
+``make_mma_load_layout``, the ladder-transform variant.
 """
 
 from __future__ import annotations
@@ -105,12 +106,16 @@ def _region(obj, what: str):
     return start
 
 
+def _is_fragment(buf) -> bool:
+    return tirx.is_buffer_var(buf) and str(buf.ty.storage_scope) == "local.fragment"
+
+
 def _registers(buf, what: str):
     if not tirx.is_buffer_var(buf) or str(buf.ty.storage_scope) != "local":
         scope = buf.ty.storage_scope if tirx.is_buffer_var(buf) else type(buf).__name__
         raise FrontendError(f"TensorCoreIntrinEmitter: {what} must be a T.alloc_local buffer (the thread's registers), "
-                            f"got {scope}" + ("; fragments as operands are not provided" if scope == "local.fragment"
-                                              else ""))
+                            f"got {scope}" + ("; of the operands only the accumulator may be a fragment (laid "
+                                              "out by make_mma_store_layout)" if scope == "local.fragment" else ""))
 
 
 class TensorCoreIntrinEmitter:
@@ -264,16 +269,43 @@ class TensorCoreIntrinEmitter:
         """C tile (inst_m_idx, inst_n_idx) += its A and B fragments: one mma.sync per n8 half."""
         from .... import language as T
 
-        for name, buf in (("A_local_buf", A_local_buf), ("B_local_buf", B_local_buf), ("C_local_buf", C_local_buf)):
+        from tvm.script.ir_builder import tirx as B
+
+        fragment = _is_fragment(C_local_buf)
+        for name, buf in (("A_local_buf", A_local_buf), ("B_local_buf", B_local_buf)) + \
+                ((("C_local_buf", C_local_buf),) if not fragment else ()):
             _registers(buf, name)
-        del k_inner  # offsets fragments only, which are not provided
+        del k_inner  # offsets operand fragments only, which are not provided
         a = inst_m_idx * self.local_size_a
         b = inst_n_idx * self.local_size_b
         c = (inst_m_idx * self.warp_cols + inst_n_idx) * self.local_size_out
         for h in range(self.n_dim // 8):
+            if not fragment:
+                T.ptx_mma(self.accum_dtype, self.mma_prefix, "row", "col", self.a_dtype_abbrv, self.b_dtype_abbrv,
+                          self.accum_dtype_abbrv, A_local_buf, a, B_local_buf, b + h * self.local_size_b // 2,
+                          C_local_buf, c + h * self.local_size_out // 2, False)
+                continue
+            # a fragment accumulator (TileLang's make_mma_store_layout): its four elements of this n8
+            # half by their place in the block's C tile, through registers of the instruction's own;
+            # the barrier-free lowering of such thread-indexed elements checks the layout holds them
+            # on this lane (simt/transform/thread_indexed_fragments.py)
+            acc = T.alloc_local((4,), self.accum_dtype)
+            where = [self._c_element(inst_m_idx, inst_n_idx, h * 4 + k) for k in range(4)]
+            for k, at in enumerate(where):
+                B.buffer_store(acc, tirx.BufferLoad(C_local_buf, list(at)), [k])
             T.ptx_mma(self.accum_dtype, self.mma_prefix, "row", "col", self.a_dtype_abbrv, self.b_dtype_abbrv,
-                      self.accum_dtype_abbrv, A_local_buf, a, B_local_buf, b + h * self.local_size_b // 2,
-                      C_local_buf, c + h * self.local_size_out // 2, False)
+                      self.accum_dtype_abbrv, A_local_buf, a, B_local_buf, b + h * self.local_size_b // 2, acc, 0,
+                      False)
+            for k, at in enumerate(where):
+                B.buffer_store(C_local_buf, tirx.BufferLoad(acc, [k]), list(at))
+
+    def _c_element(self, inst_m_idx, inst_n_idx, e):
+        """(row, column) in the block's C tile of this lane's accumulator ``e`` of its warp's tile
+        (inst_m_idx, inst_n_idx)."""
+        lane, warp_n, warp_m = self.extract_thread_binding(self.get_thread_binding())
+        row, col = mma_store_index_map(lane, e)
+        return ((warp_m * self.warp_rows + inst_m_idx) * self.M_DIM + row,
+                (warp_n * self.warp_cols + inst_n_idx) * self.n_dim + col)
 
     # -- accumulators out ----------------------------------------------------------------------------
 
@@ -282,7 +314,9 @@ class TensorCoreIntrinEmitter:
         at the block's origin, or, with ``pid_m`` / ``pid_n``, global ``[M, N]`` at that block."""
         from tvm.script.ir_builder import tirx as B
 
-        _registers(C_local_buf, "C_local_buf")
+        fragment = _is_fragment(C_local_buf)
+        if not fragment:
+            _registers(C_local_buf, "C_local_buf")
         rank = len(C_buf.ty.shape)
         if rank not in (2, 4):
             raise FrontendError(f"TensorCoreIntrinEmitter.stmatrix: C_buf '{C_buf.name}' must be 2-D [M, N] or 4-D "
@@ -299,7 +333,9 @@ class TensorCoreIntrinEmitter:
             if is_global:
                 ti, tj = pid_m * tiles_m + ti, pid_n * tiles_n + tj
             where = [ti * self.M_DIM + row, tj * self.n_dim + col] if is_global or rank == 2 else [ti, tj, row, col]
-            value = tirx.BufferLoad(C_local_buf, [(i * self.warp_cols + j) * self.local_size_out + e])
+            value = tirx.BufferLoad(C_local_buf, [(i * self.warp_cols + j) * self.local_size_out + e] if not fragment
+                                    else [(warp_m * self.warp_rows + i) * self.M_DIM + row,
+                                          (warp_n * self.warp_cols + j) * self.n_dim + col])
             B.buffer_store(C_buf, value, where)
 
     # -- not provided ------------------------------------------------------------------------------
@@ -308,7 +344,30 @@ class TensorCoreIntrinEmitter:
         raise _refuse("make_mma_load_layout (fragments laid out for hand-written mma)")
 
     def make_mma_store_layout(self, local_buf):
-        raise _refuse("make_mma_store_layout (fragments laid out for hand-written mma)")
+        """The layout of a ``T.alloc_fragment((block_M, block_N))`` accumulator under which ``mma`` and
+        ``stmatrix`` address it: element (i, j) on the lane and register where mma.sync leaves it in
+        the warp that owns its tile (module docstring), so a T.copy or T.Parallel epilogue reads it
+        in place."""
+        from .... import language as T
+
+        if self.reduce_k != 1:
+            raise _refuse(f"make_mma_store_layout with reduce_k={self.reduce_k}")
+        shape = tuple(int(x) for x in getattr(local_buf, "shape", ()))
+        want = (self.block_row_warps * self.warp_row_tiles, self.block_col_warps * self.warp_col_tiles)
+        if shape != want:
+            raise FrontendError(f"TensorCoreIntrinEmitter.make_mma_store_layout: the accumulator must be the block's C "
+                                f"tile, shape {list(want)} (block_row_warps x warp_row_tiles, block_col_warps x "
+                                f"warp_col_tiles), got {list(shape)}")
+
+        def forward(i, j):
+            warp_m, warp_n = i // self.warp_row_tiles, j // self.warp_col_tiles
+            r, c = i % self.M_DIM, j % self.n_dim
+            warp = warp_n + warp_m * self.block_col_warps if self.is_m_first else warp_m + warp_n * self.block_row_warps
+            tile = (i % self.warp_row_tiles) // self.M_DIM * self.warp_cols + (j % self.warp_col_tiles) // self.n_dim
+            return (warp * WARP + r % 8 * 4 + c % 8 // 2,
+                    tile * self.local_size_out + r // 8 * 2 + c % 2 + 4 * (c // 8))
+
+        return T.Fragment(list(shape), forward_fn=forward)
 
     def get_store_index_map(self, inverse: bool = False):
         raise _refuse("get_store_index_map (an IndexMap; use mma_store_index_map(lane, e))")
