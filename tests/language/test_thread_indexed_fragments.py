@@ -144,3 +144,28 @@ def test_a_thread_indexed_store_to_a_whole_fragment_is_refused(path):
     """It was silently wrong on every GPU path (B all zeros but B[0]: thread 0's copy)."""
     with pytest.raises(LoweringError, match=r"store to fragment 'F' at \[tx\] outside T.Parallel depends on the thread"):
         lower(path, whole_then_thread_indexed())
+
+
+def whole_at_a_per_thread_var():
+    """As whole_then_thread_indexed, the index held in a T.alloc_var set from the thread index."""
+
+    @T.prim_func
+    def main(A: T.Tensor((32,), "float32"), B: T.Tensor((32,), "float32")):
+        with T.Kernel(1, threads=32):
+            F = T.alloc_fragment((32,), "float32")
+            T.clear(F)
+            tx = T.get_thread_binding()
+            idx = T.alloc_var("int32")
+            idx = tx
+            F[idx] = A[idx] * 2.0
+            T.copy(F, B)
+
+    return main
+
+
+@pytest.mark.xfail(strict=True, reason="known silent wrong answer (stop 63): this store is already a register store "
+                                       "when ApplyLayouts refuses thread-indexed stores to whole fragments; cuda "
+                                       "gives B = 0 except B[0], cpu 2 * A")
+def test_a_whole_fragment_store_at_a_per_thread_var_index_is_refused():
+    with pytest.raises(LoweringError, match="depends on the thread"):
+        lower("cuda:sm_80", whole_at_a_per_thread_var())
