@@ -123,9 +123,10 @@ def test_the_lane_addressed_accumulators_compile_with_nvcc(arch, tmp_path):
         assert not re.search(r"\b(LDL|STL)\b", compiler.sass(cubin)), "the accumulators spilled to local memory"
 
 
-def whole_then_thread_indexed():
+def whole_then_thread_indexed(via_var=False):
     """Nothing spreads F over the threads (a T.clear and a T.copy): every thread holds it whole,
-    and F[tx] = ... would write one element of each thread's own copy."""
+    and F[tx] = ... would write one element of each thread's own copy. ``via_var``: the index held
+    in a T.alloc_var set from the thread index."""
 
     @T.prim_func
     def main(A: T.Tensor((32,), "float32"), B: T.Tensor((32,), "float32")):
@@ -133,7 +134,12 @@ def whole_then_thread_indexed():
             F = T.alloc_fragment((32,), "float32")
             T.clear(F)
             tx = T.get_thread_binding()
-            F[tx] = A[tx] * 2.0
+            if via_var:
+                idx = T.alloc_var("int32")
+                idx = tx
+                F[idx] = A[idx] * 2.0
+            else:
+                F[tx] = A[tx] * 2.0
             T.copy(F, B)
 
     return main
@@ -146,26 +152,9 @@ def test_a_thread_indexed_store_to_a_whole_fragment_is_refused(path):
         lower(path, whole_then_thread_indexed())
 
 
-def whole_at_a_per_thread_var():
-    """As whole_then_thread_indexed, the index held in a T.alloc_var set from the thread index."""
-
-    @T.prim_func
-    def main(A: T.Tensor((32,), "float32"), B: T.Tensor((32,), "float32")):
-        with T.Kernel(1, threads=32):
-            F = T.alloc_fragment((32,), "float32")
-            T.clear(F)
-            tx = T.get_thread_binding()
-            idx = T.alloc_var("int32")
-            idx = tx
-            F[idx] = A[idx] * 2.0
-            T.copy(F, B)
-
-    return main
-
-
 @pytest.mark.xfail(strict=True, reason="known silent wrong answer (stop 63): this store is already a register store "
                                        "when ApplyLayouts refuses thread-indexed stores to whole fragments; cuda "
                                        "gives B = 0 except B[0], cpu 2 * A")
 def test_a_whole_fragment_store_at_a_per_thread_var_index_is_refused():
     with pytest.raises(LoweringError, match="depends on the thread"):
-        lower("cuda:sm_80", whole_at_a_per_thread_var())
+        lower("cuda:sm_80", whole_then_thread_indexed(via_var=True))
