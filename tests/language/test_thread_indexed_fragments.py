@@ -146,15 +146,34 @@ def whole_then_thread_indexed(via_var=False):
 
 
 @pytest.mark.parametrize("path", [p for p in PATHS if p != "cpu"])
-def test_a_thread_indexed_store_to_a_whole_fragment_is_refused(path):
+@pytest.mark.parametrize("via_var", [False, True])
+def test_a_thread_indexed_store_to_a_whole_fragment_is_refused(path, via_var):
     """It was silently wrong on every GPU path (B all zeros but B[0]: thread 0's copy)."""
-    with pytest.raises(LoweringError, match=r"store to fragment 'F' at \[tx\] outside T.Parallel depends on the thread"):
-        lower(path, whole_then_thread_indexed())
+    with pytest.raises(LoweringError, match=r"store to fragment 'F' at \[.*\] outside T.Parallel depends on the thread"):
+        lower(path, whole_then_thread_indexed(via_var))
 
 
-@pytest.mark.xfail(strict=True, reason="known silent wrong answer (stop 63): this store is already a register store "
-                                       "when ApplyLayouts refuses thread-indexed stores to whole fragments; cuda "
-                                       "gives B = 0 except B[0], cpu 2 * A")
-def test_a_whole_fragment_store_at_a_per_thread_var_index_is_refused():
-    with pytest.raises(LoweringError, match="depends on the thread"):
-        lower("cuda:sm_80", whole_then_thread_indexed(via_var=True))
+def uniform_counter():
+    """A T.alloc_var counter every thread steps alike indexes a whole fragment: not per-thread,
+    so each thread's copy gets the same elements (not refused)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((4,), "float32"), B: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=32):
+            F = T.alloc_fragment((4,), "float32")
+            T.clear(F)
+            k = T.alloc_var("int32")
+            k = 0
+            for i in T.serial(4):
+                F[k] = A[i] + 1.0
+                k = k + 1
+            T.copy(F, B)
+
+    return main
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_uniform_counter_indexes_a_whole_fragment(path):
+    a = np.arange(4, dtype=np.float32)
+    out = run(path, uniform_counter(), A=a, B=np.zeros(4, np.float32))
+    np.testing.assert_array_equal(out["B"], a + 1)

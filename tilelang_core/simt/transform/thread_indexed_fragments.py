@@ -26,6 +26,7 @@ from tvm import tirx
 from tilelang_core.errors import LoweringError
 from tilelang_core.ir.substitute import substitute_nested
 from tilelang_core.layout.fitted import MAX_ELEMENTS
+from tilelang_core.transform.per_thread import PER_THREAD_SCOPES
 from tilelang_core.transform.layout_inference import is_fragment
 
 
@@ -44,22 +45,60 @@ def _loops_and_values(body):
     return loops, values
 
 
+def _per_thread_values(body, st):
+    """A predicate: may this expression differ between threads? True where it names the thread
+    index, a value bound from such a value, or a T.alloc_local / T.alloc_var buffer written such a
+    value, at such an index, or under a condition on one (a lane's own counter). A value read from
+    memory at the same address in every thread is the same (a uniform counter is not per-thread)."""
+    binds, stores, branches = [], [], []
+
+    def per_thread(buffer) -> bool:
+        return str(buffer.ty.storage_scope) in PER_THREAD_SCOPES
+
+    def on_store(store):
+        if per_thread(store.buffer):
+            stores.append(store)
+
+    tvm_ffi.structural_walk(body, [(tirx.Bind, binds.append), (tirx.BufferStore, on_store),
+                                   (tirx.IfThenElse, branches.append)])
+    varying = {st.thread_var.__chandle__()}
+
+    def depends(expr) -> bool:
+        found = []
+        tvm_ffi.structural_walk(expr, [(tirx.Var, lambda v: found.append(v.__chandle__())),
+                                       (tvm.ir.TensorLoad, lambda load: found.append(load.source.__chandle__()))])
+        return any(h in varying for h in found)
+
+    def stores_in(stmt) -> set:
+        inner = []
+        tvm_ffi.structural_walk(stmt, [(tirx.BufferStore, lambda s: inner.append(s.buffer.__chandle__())
+                                        if per_thread(s.buffer) else None)])
+        return set(inner)
+
+    while True:
+        before = len(varying)
+        varying |= {b.var.__chandle__() for b in binds if depends(b.value)}
+        varying |= {s.buffer.__chandle__() for s in stores if depends(s.value) or any(depends(i) for i in s.indices)}
+        for branch in branches:
+            if depends(branch.condition):
+                varying |= stores_in(branch)
+        if len(varying) == before:
+            return depends
+
+
 def refuse_thread_indexed_stores_to_whole(body, st) -> None:
     """Every thread holds its own copy of a whole fragment (a statistic every thread keeps), so a
-    store outside T.Parallel writes the storing thread's copy: at an index that depends on the
-    thread (``F[tx] = ...``), each copy gets one element and the copies no longer agree; what a
-    later tile op reads from them is one thread's. Refused rather than silently wrong."""
-    _, values = _loops_and_values(body)
-    thread = st.thread_var.__chandle__()
+    store outside T.Parallel writes the storing thread's copy: at an index that differs between
+    threads (``F[tx] = ...``, or a lane's own counter), each copy gets other elements and the
+    copies no longer agree; what a later tile op reads from them is one thread's. Refused rather
+    than silently wrong."""
+    depends = _per_thread_values(body, st)
 
     def on_store(store):
         layout = st.layouts.get(store.buffer) if is_fragment(store.buffer) else None
         if layout is None or not layout.is_whole:
             return
-        names = []
-        for index in store.indices:
-            tvm_ffi.structural_walk(substitute_nested(index, values), [(tirx.Var, names.append)])
-        if any(v.__chandle__() == thread for v in names):
+        if any(depends(index) for index in store.indices):
             raise LoweringError(
                 f"kernel '{st.kernel}': a store to fragment '{store.buffer.name}' at "
                 f"{list(store.indices)} outside T.Parallel depends on the thread, but every thread holds the "
