@@ -100,12 +100,33 @@ def _elements(nest, access: OwnedAccess, shape):
         element = [np.broadcast_to(evaluate(i, env), extents) for i in access.indices]
     except Unsupported as err:
         return None, None, f"its indices cannot be evaluated ({err})"
+    outside = out_of_range(element, shape)
+    if outside is not None:
+        return None, None, (f"{outside} (a read at a shifted index is taken when the iterations that read provably "
+                            f"stay inside: guard it, e.g. `if i < n - k:`)")
+    return element, grids[:len(nest.extents)], None
+
+
+def out_of_range(element, shape) -> str | None:
+    """Which index of ``element`` (arrays, one per dimension) leaves ``shape``, and over what; None
+    when every one stays inside."""
     for d, (index, size) in enumerate(zip(element, shape)):
         if index.size and (index.min() < 0 or index.max() >= size):
-            return None, None, (f"index {d} runs over {int(index.min())}..{int(index.max())}, outside 0..{size - 1} "
-                                f"(a read at a shifted index is taken when the iterations that read provably stay "
-                                f"inside: guard it, e.g. `if i < n - k:`)")
-    return element, grids[:len(nest.extents)], None
+            return f"index {d} runs over {int(index.min())}..{int(index.max())}, outside 0..{size - 1}"
+    return None
+
+
+def first_not_held(layout, element, runner):
+    """The first point (of ``runner``'s shape) where ``runner`` holds no copy of the element, with
+    the thread holding its first copy; None when the runner holds every one."""
+    owners = [np.broadcast_to(layout.thread_of(*element, replica=r), runner.shape) for r in range(layout.replicas)]
+    held = np.zeros(runner.shape, dtype=bool)
+    for owner in owners:
+        held |= owner == runner
+    if held.all():
+        return None
+    at = tuple(int(x) for x in np.argwhere(~held)[0])
+    return at, int(owners[0][at])
 
 
 def not_owned(anchor, layout, nest, access: OwnedAccess) -> str | None:
@@ -114,16 +135,13 @@ def not_owned(anchor, layout, nest, access: OwnedAccess) -> str | None:
     element, loop_grid, why = _elements(nest, access, layout.shape)
     if why is not None:
         return why
-    owners = [np.broadcast_to(layout.thread_of(*element, replica=r), element[0].shape) for r in range(layout.replicas)]
     for r in range(anchor.replicas):
         runner = np.broadcast_to(anchor.thread_of(*loop_grid, replica=r), element[0].shape)
-        held = np.zeros(runner.shape, dtype=bool)
-        for owner in owners:
-            held |= owner == runner
-        if not held.all():
-            at = tuple(int(x) for x in np.argwhere(~held)[0])
+        missed = first_not_held(layout, element, runner)
+        if missed is not None:
+            at, holder = missed
             return (f"iteration {list(at[:len(nest.extents)])} runs on thread {int(runner[at])}, but the "
-                    f"element it touches, {[int(e[at]) for e in element]}, is held by thread {int(owners[0][at])}")
+                    f"element it touches, {[int(e[at]) for e in element]}, is held by thread {holder}")
     return None
 
 
@@ -158,4 +176,4 @@ def anchor_from(layout, nest, access: OwnedAccess):
         return None
 
 
-__all__ = ["OwnedAccess", "anchor_from", "not_owned", "owned_access"]
+__all__ = ["OwnedAccess", "anchor_from", "first_not_held", "not_owned", "out_of_range", "owned_access"]

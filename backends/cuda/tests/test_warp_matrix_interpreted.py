@@ -5,6 +5,8 @@ float64 (int64) matmul, for every operand type, both majors of each operand (ldm
 .trans, element loads where ldmatrix cannot transpose), 16- and 8-wide warp tiles, ragged shapes,
 both C tile shapes; and the refusals that keep a wrong answer out."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -242,9 +244,4 @@ def test_a_fragment_accumulator_without_the_emitters_layout_is_refused():
     with pytest.raises(LoweringError, match="fragment 'C_local' .* depends on the thread, but every thread holds the whole"):
         lower(gemm)
     with pytest.raises(FrontendError, match=r"must be the block's C tile, shape \[16, 16\]"):
-        emitter.make_mma_store_layout(_Shaped((16, 32)))
-
-
-class _Shaped:
-    def __init__(self, shape):
-        self.shape = shape
+        emitter.make_mma_store_layout(SimpleNamespace(shape=(16, 32)))  # (only its shape is read)

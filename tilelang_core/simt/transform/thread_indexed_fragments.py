@@ -28,6 +28,7 @@ from tilelang_core.ir.substitute import substitute_nested
 from tilelang_core.layout.fitted import MAX_ELEMENTS
 from tilelang_core.transform.per_thread import PER_THREAD_SCOPES
 from tilelang_core.transform.layout_inference import is_fragment
+from tilelang_core.transform.owned_accesses import first_not_held, out_of_range
 
 
 def _loops_and_values(body):
@@ -171,18 +172,15 @@ def _not_owned(layout, indices, store: bool, st, loops: dict) -> str | None:
     shape = np.broadcast_shapes(grids[0].shape, *(e.shape for e in element))
     element = [np.broadcast_to(e, shape) for e in element]
     runner = np.broadcast_to(grids[0], shape)
-    for d, (index, size) in enumerate(zip(element, layout.shape)):
-        if index.size and (index.min() < 0 or index.max() >= size):
-            return f"index {d} runs over {int(index.min())}..{int(index.max())}, outside 0..{size - 1}"
+    outside = out_of_range(element, layout.shape)
+    if outside is not None:
+        return outside
     if store and layout.replicas > 1:
         return "a store to a replicated fragment outside T.Parallel would change one copy of the element only"
-    held = np.zeros(shape, dtype=bool)
-    for r in range(layout.replicas):
-        held |= np.broadcast_to(layout.thread_of(*element, replica=r), shape) == runner
-    if not held.all():
-        at = tuple(int(x) for x in np.argwhere(~held)[0])
-        return (f"thread {int(runner[at])} names element {[int(e[at]) for e in element]}, which thread "
-                f"{int(np.broadcast_to(layout.thread_of(*element), shape)[at])} holds")
+    missed = first_not_held(layout, element, runner)
+    if missed is not None:
+        at, holder = missed
+        return f"thread {int(runner[at])} names element {[int(e[at]) for e in element]}, which thread {holder} holds"
     return None
 
 

@@ -330,12 +330,13 @@ class TensorCoreIntrinEmitter:
                 B.unroll(0, self.local_size_out) as e:
             row, col = mma_store_index_map(lane, e)
             ti, tj = warp_m * self.warp_rows + i, warp_n * self.warp_cols + j
+            in_block = [ti * self.M_DIM + row, tj * self.n_dim + col]  # the element's place in the block's C tile
+            value = tirx.BufferLoad(C_local_buf, in_block if fragment
+                                    else [(i * self.warp_cols + j) * self.local_size_out + e])
             if is_global:
-                ti, tj = pid_m * tiles_m + ti, pid_n * tiles_n + tj
-            where = [ti * self.M_DIM + row, tj * self.n_dim + col] if is_global or rank == 2 else [ti, tj, row, col]
-            value = tirx.BufferLoad(C_local_buf, [(i * self.warp_cols + j) * self.local_size_out + e] if not fragment
-                                    else [(warp_m * self.warp_rows + i) * self.M_DIM + row,
-                                          (warp_n * self.warp_cols + j) * self.n_dim + col])
+                where = [(pid_m * tiles_m + ti) * self.M_DIM + row, (pid_n * tiles_n + tj) * self.n_dim + col]
+            else:
+                where = in_block if rank == 2 else [ti, tj, row, col]
             B.buffer_store(C_buf, value, where)
 
     # -- not provided ------------------------------------------------------------------------------
