@@ -6,6 +6,10 @@
 #   STAGE=suite     the GPU suite (pytest -n 8, the cluster file aside)
 #   STAGE=examples  TileLang's examples/ suite (JOBS, TIMEOUT, BUDGET), table against the record
 #   STAGE=language  TileLang's testing/python/language suite (JOBS, BUDGET), table against the record
+#   STAGE=perf      the example dirs whose tests print their kernels' speed, TileLang 0.1.15 and ours at
+#                   once (after `bash bench/tilelang_suite_h200.sh unpack`, carry .device/tl, a call of its
+#                   own), both timed by one shared timer one timing at a time (TIMING=1); the table
+#                   (`table --perf`) gives TileLang-X's speed over TileLang's per printed number
 # Each later stage needs only .device/xdist (and .device/tlsrc for the suites) while the machine stays
 # warm; part b is unpacked once. Results and logs in $OUT. TileLang 0.1.15 itself runs beside ours
 # through bench/tilelang_suite_h200.sh (its tree, .device/tl, travels in a call of its own).
@@ -34,9 +38,9 @@ new)
     timeout 200 python3 -m pytest -q -p no:cacheprovider -n 8 --timeout=150 --timeout-method=thread $ROWS 2>&1 \
       | tee "$RES/rows.txt" | tail -5
   fi
-  IMPL=ours ONLY=${ONLY:-gemm,gemm_sp} JOBS=2 TIMEOUT=150 BUDGET=${SBUDGET:-200} bash bench/tilelang_suite_h200.sh 2>&1 | tail -5
+  IMPL=ours ONLY=${ONLY:-gemm,gemm_sp} JOBS=2 TIMEOUT=${TIMEOUT:-150} BUDGET=${SBUDGET:-200} bash bench/tilelang_suite_h200.sh 2>&1 | tail -5
   table examples 40
-  (cd bench && timeout $(( $(left) > 30 ? $(left) - 10 : 20 )) python3 hand_written_mma.py --sizes "${SIZES:-4096}" \
+  [[ ${SIZES:-4096} == none ]] || (cd bench && timeout $(( $(left) > 30 ? $(left) - 10 : 20 )) python3 hand_written_mma.py --sizes "${SIZES:-4096}" \
     2>&1 | tee "$RES/mma.txt" | tail -8) ;;
 suite)
   timeout "$(left)" python3 -m pytest -q -p no:cacheprovider -n 8 --timeout=150 --timeout-method=thread backends/cuda/tests/gpu \
@@ -47,6 +51,11 @@ examples)
 language)
   IMPL=ours LANGUAGE=1 ONLY=language JOBS=${JOBS:-8} TIMEOUT=120 BUDGET=${BUDGET:-340} bash bench/tilelang_suite_h200.sh 2>&1 | tail -5
   table language 30 ;;
-*) echo "STAGE must be new, suite, examples or language" >&2; exit 2 ;;
+perf)
+  PERF_DIRS=attention_sink,blocksparse_attention,cast,deepseek_deepgemm,deepseek_mla,deepseek_v32,dequantize_gemm
+  PERF_DIRS+=,flash_attention,flash_decoding,gemm,gemm_sp,minference,seer_attention,topk,warp_specialize
+  IMPL=both TIMING=1 ONLY=${ONLY:-$PERF_DIRS} JOBS=${JOBS:-4} TIMEOUT=${TIMEOUT:-200} \
+    BUDGET=${BUDGET:-$(( $(left) - 40 ))} bash bench/tilelang_suite_h200.sh 2>&1 | tail -70 ;;
+*) echo "STAGE must be new, suite, examples, language or perf" >&2; exit 2 ;;
 esac
 echo "total $((SECONDS - T0)) s"

@@ -11,6 +11,8 @@
 #   bash bench/tilelang_suite_h200.sh unpack          # a call of its own (the tarball is 40 MB)
 #   ONLY=gemm,norm LANGUAGE=0 bash bench/tilelang_suite_h200.sh   # then the suites; results in $OUT
 # IMPL=ours|tilelang|both (default both), JOBS directories at once per implementation (default 4),
+# TIMING=1 the examples' speed lines measured by one timer shared by both, one timing at a time
+# (tools/tilelang_suite_plugin.py; `table --perf` then gives ratios),
 # TIMEOUT seconds per test (default 200), LANGUAGE=1 adds testing/python/language, BUDGET seconds for
 # both runs (default 520: the table is still printed inside the device's 600 s; directories not
 # finished by then are missing from the JSON and the table says so).
@@ -27,6 +29,8 @@ python3 -m pip install -q --no-deps --no-build-isolation -e . -e backends/cpu -e
 args=(--src .device/tlsrc --timeout "${TIMEOUT:-200}" --jobs "${JOBS:-4}")
 [[ -n ${ONLY:-} ]] && args+=(--only "$ONLY")
 [[ ${LANGUAGE:-0} == 1 ]] || args+=(--no-language)
+# TIMING=1: both implementations' do_bench become one shared timer, timed parts one at a time
+[[ ${TIMING:-0} == 1 ]] && args+=(--timing /tmp/tlsuite-gpu.lock)
 IMPL=${IMPL:-both}
 # TileLang-X alone compares against the reference JSON of docs/tilelang-suite/ and needs no /opt/tlsite
 if [[ $IMPL != ours ]]; then
@@ -51,6 +55,7 @@ tail -n 3 "$RESULTS"/*.txt
 # the logs of every directory, one tarball (the reply carries at most 8 files)
 tar czf "$RESULTS/logs.tgz" -C "$RESULTS" $(cd "$RESULTS" && ls -d *.logs 2>/dev/null) && rm -rf "$RESULTS"/*.logs
 if [[ -f $RESULTS/tilelang.json && -f $RESULTS/ours.json ]]; then
-  python3 tools/tilelang_suite.py table "$RESULTS/tilelang.json" "$RESULTS/ours.json" --failures > "$RESULTS/table.md"
+  python3 tools/tilelang_suite.py table "$RESULTS/tilelang.json" "$RESULTS/ours.json" --failures \
+    $([[ ${TIMING:-0} == 1 ]] && echo --perf) > "$RESULTS/table.md"
   head -n 45 "$RESULTS/table.md"
 fi

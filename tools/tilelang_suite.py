@@ -220,13 +220,15 @@ def _decisive(message: str, text: str) -> str:
 
 
 def run(src: Path, impl: str, out: Path, timeout: int, jobs: int, dirs: list[str],
-        fake_cuda: bool, keep: Path | None) -> None:
+        fake_cuda: bool, keep: Path | None, timing: str | None = None) -> None:
     work = Path(tempfile.mkdtemp(prefix=f"tlsuite-{impl}-")) if keep is None else keep
     prepare(src, work, impl)
     log_dir = out.with_suffix(".logs")
     log_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, TLSUITE_TIMEOUT=str(timeout), TLSUITE_IMPL=impl, PYTHONUNBUFFERED="1")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(work / ".tlsuite"), env.get("PYTHONPATH")) if p)
+    if timing:  # one timer for both implementations, timed parts one at a time (the plugin)
+        env["TLSUITE_TIMING"] = timing
     if fake_cuda:
         env["TLSUITE_FAKE_CUDA"] = "1"
         if impl == "ours":
@@ -281,6 +283,41 @@ def _timings(output: str) -> str:
     return " / ".join(found[:4]).replace("|", "\\|")[:160]
 
 
+_NUMBER = re.compile(r"(?P<label>[A-Za-z][\w .\-]*?)\s*[:=]\s*(?P<value>\d+(?:\.\d+)?(?:e-?\d+)?)\s*"
+                     r"(?P<unit>ms|s|tflops|tflop/s)?\b", re.I)
+#: speed lines of a reference computation, not of the kernel compared
+_BASELINE = re.compile(r"(?i)\b(ref|reference|torch|baseline|triton|cublas|flash|fa[23]?|sdpa)\b")
+
+
+def _kernel_speeds(output: str) -> list[tuple[str, str, float]]:
+    """(label, "time" or "rate", value) of each number the example prints about its kernel's speed,
+    in order (the baselines' numbers left out)."""
+    found = []
+    for line in output.splitlines():
+        if not _TIMING.search(line) or _BASELINE.search(line) or re.match(r"\s*(INFO|WARNING|DEBUG)\b", line):
+            continue
+        for m in _NUMBER.finditer(line):
+            label, unit = m["label"].strip().lower(), (m["unit"] or "").lower()
+            if "tflop" in unit or "tflop" in label:
+                kind = "rate"
+            elif unit in ("ms", "s") or re.search(r"latency|time|_ms$", label):
+                kind = "time"
+            else:
+                continue
+            found.append((label, kind, float(m["value"]) * (1000.0 if unit == "s" else 1.0)))
+    return found
+
+
+def speed_ratios(theirs: str, ours: str) -> list[float]:
+    """TileLang-X's speed over TileLang's (> 1: faster) for each number both print alike."""
+    out = []
+    for (la, ka, a), (lb, kb, b) in zip(_kernel_speeds(theirs), _kernel_speeds(ours)):
+        if la != lb or ka != kb or a <= 0 or b <= 0:
+            break  # the two printed different things from here on
+        out.append(a / b if ka == "time" else b / a)
+    return out
+
+
 def table(reference: dict, ours: dict, failures: bool, perf: bool = False) -> str:
     """Markdown: per directory, tests passing on each; then ours' failures where TileLang passes."""
     ref_r, our_r = reference["results"], ours["results"]
@@ -299,13 +336,16 @@ def table(reference: dict, ours: dict, failures: bool, perf: bool = False) -> st
         lines.append(f"| {d} | {row[0]} | {row[1]} | {row[2]} | {row[3]} |")
     lines.append(f"| **all** | {tot[0]} | {tot[1]} | {tot[2]} | {tot[3]} |")
     if perf:
-        lines += ["", "| test (passes on both) | TileLang prints | TileLang-X prints |", "|---|---|---|"]
+        lines += ["", "| test (passes on both) | TileLang prints | TileLang-X prints | TileLang-X speed / TileLang's |",
+                  "|---|---|---|---|"]
         for name in sorted(ref_r):
             if ref_r[name]["outcome"] == "passed" and our_r.get(name, {}).get("outcome") == "passed":
                 # results trimmed for docs/ keep no output: nothing to compare there
-                a, b = _timings(ref_r[name].get("output", "")), _timings(our_r[name].get("output", ""))
+                ta, tb = ref_r[name].get("output", ""), our_r[name].get("output", "")
+                a, b = _timings(ta), _timings(tb)
                 if a or b:
-                    lines.append(f"| {name.split('/')[-1]} | {a} | {b} |")
+                    ratios = " ".join(f"{r:.2f}" for r in speed_ratios(ta, tb))
+                    lines.append(f"| {name.split('/')[-1]} | {a} | {b} | {ratios} |")
     if failures:
         lines += ["", "| test (passes on TileLang) | TileLang-X | why |", "|---|---|---|"]
         for name in sorted(ref_r):
@@ -334,6 +374,8 @@ def main(argv=None) -> int:
     rn.add_argument("--no-language", action="store_true", help="leave out testing/python/language")
     rn.add_argument("--fake-cuda", action="store_true", help="triage without a GPU (see the module doc)")
     rn.add_argument("--keep", type=Path, help="keep the rewritten copy in this folder")
+    rn.add_argument("--timing", metavar="LOCKFILE", help="time the examples' kernels with one shared timer, "
+                    "one timing at a time across processes holding LOCKFILE (tools/tilelang_suite_plugin.py)")
     tb = sub.add_parser("table", help="compare two run results")
     tb.add_argument("reference", type=Path)
     tb.add_argument("ours", type=Path)
@@ -345,7 +387,7 @@ def main(argv=None) -> int:
     elif args.cmd == "run":
         only = args.only.split(",") if args.only else None
         dirs = suite_dirs(args.src, args.all, not args.no_language, only)
-        run(args.src, args.impl, args.out, args.timeout, args.jobs, dirs, args.fake_cuda, args.keep)
+        run(args.src, args.impl, args.out, args.timeout, args.jobs, dirs, args.fake_cuda, args.keep, args.timing)
     else:
         print(table(json.loads(args.reference.read_text()), json.loads(args.ours.read_text()),
                     args.failures, args.perf))

@@ -13,6 +13,13 @@
   compiled for that target too (``cuda:sm_90a``), and its error fails the test. The tests run on
   the cpu backend, so kernels after the first one in a test are reached, which a cuda target on
   CPU tensors stops at the first launch.
+- TLSUITE_TIMING=<lock file> (speed comparisons, ``tilelang_suite.py run --timing``): the
+  implementation's ``do_bench`` (module function and ``Profiler.do_bench``) is replaced by one
+  timer that both implementations then share, so the speed lines the examples print are measured
+  the same way: CUDA events around each call, the L2 flushed before each, the **median** reported
+  where the example asks for the default mean (quantiles and min/max as asked). The timed part
+  holds an exclusive lock on the file, so tests of both implementations running at once (compiling
+  on the CPU) never time on the GPU at the same time.
 """
 
 import json
@@ -167,10 +174,78 @@ def _install_also_compile(target: str):
     compiler.compile = decorator._compile = tilelang_core.compile = tilelang_core.jit.compile = compile_twice
 
 
+def shared_do_bench(fn, warmup=25, rep=100, _n_warmup=0, _n_repeat=0, quantiles=None, return_mode="mean",
+                    **_ignored):
+    """Milliseconds per call of ``fn`` (TLSUITE_TIMING): the one timer both implementations use."""
+    import fcntl
+    import statistics
+
+    import torch
+
+    with open(os.environ["TLSUITE_TIMING"], "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        fn()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(5):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        estimate = max(start.elapsed_time(end) / 5, 1e-4)
+        # TileLang's counts from its budgets, bounded so that one timing stays under ~1.5 s
+        n_warmup = _n_warmup if _n_warmup > 0 else min(max(1, int(warmup / estimate)), 5000)
+        n_repeat = _n_repeat if _n_repeat > 0 else min(max(10, int(rep / estimate)), 1000)
+        flush = torch.empty(256 << 18, dtype=torch.int32, device="cuda")  # 256 MB, more than L2
+        for _ in range(n_warmup):
+            fn()
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(n_repeat)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(n_repeat)]
+        for s, e in zip(starts, ends):
+            flush.zero_()
+            s.record()
+            fn()
+            e.record()
+        torch.cuda.synchronize()
+    times = sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
+    if quantiles is not None:
+        got = [times[min(len(times) - 1, int(q * len(times)))] for q in quantiles]
+        return got[0] if len(got) == 1 else got
+    if return_mode == "min":
+        return times[0]
+    if return_mode == "max":
+        return times[-1]
+    return statistics.median(times)
+
+
+def _install_shared_timer():
+    if os.environ.get("TLSUITE_IMPL") == "ours":
+        import tilelang_core.profiler as profiler
+        from tilelang_core.profiler import bench, profiler as profiler_module
+
+        class Measured:  # what Profiler.do_bench reads from tilelang_core.profiler.measure
+            def __init__(self, call, kwargs):
+                self.call, self.kwargs = call, kwargs
+
+            def summary(self, return_mode, quantiles):
+                k = self.kwargs
+                return shared_do_bench(self.call, k.get("warmup_ms", 25), k.get("rep_ms", 100),
+                                       k.get("n_warmup", 0), k.get("n_repeat", 0), quantiles, return_mode)
+
+        profiler_module.measure = lambda call, **kwargs: Measured(call, kwargs)
+    else:
+        import tilelang.profiler as profiler
+        from tilelang.profiler import bench
+    # (TileLang's Profiler.do_bench calls the do_bench of tilelang.profiler's namespace)
+    profiler.do_bench = bench.do_bench = shared_do_bench
+
+
 _FAKE_CUDA_MODE = None
 
 
 if os.environ.get("TLSUITE_FAKE_CUDA") == "1":
     _FAKE_CUDA_MODE = _install_fake_cuda()
+if os.environ.get("TLSUITE_TIMING"):
+    _install_shared_timer()
 if os.environ.get("TLSUITE_ALSO_COMPILE"):
     _install_also_compile(os.environ["TLSUITE_ALSO_COMPILE"])
