@@ -72,6 +72,20 @@ def side_by_side(fns: dict, rounds=9, per_round=3, warmup=3, timer=None) -> dict
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+def turns_table(size: int, fns: dict, errs: dict, flops: float, baseline: str, width: int = 36) -> None:
+    """Time ``fns`` in turns (side_by_side) and print one row per kernel: its relative error (from
+    ``errs``), TFLOP/s and speed over ``baseline``'s; ``turns_header`` prints the header."""
+    times = side_by_side(fns)
+    base = times[baseline]
+    for name, ms in times.items():
+        print(f"{size:>6} | {name:<{width}} | {errs[name]:8.1e} | {flops / ms / 1e9:8.0f} | {base / ms:9.2f}",
+              flush=True)
+
+
+def turns_header(width: int = 36, against: str = "cuBLAS") -> None:
+    print(f"{'size':>6} | {'kernel':<{width}} | {'rel err':>8} | {'TFLOP/s':>8} | {'vs ' + against:>9}", flush=True)
+
+
 def _cuda_events(fn, calls: int) -> float:
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     fn()

@@ -2,7 +2,8 @@
 # One device call per stage, on the lent GPU after `bash .device/a/unpack-tvm.sh a` (carry .device/a):
 #   STAGE=new       carry .device/b .device/xdist .device/tlsrc: the GPU test files in ROWS, TileLang's
 #                   example dirs in ONLY (default gemm,gemm_sp) against the recorded TileLang run, then
-#                   the hand-written MMA bench (SIZES) in what is left of LIMIT seconds
+#                   a bench of bench/ (BENCH, default hand_written_mma.py; --sizes SIZES, none: no bench)
+#                   in what is left of LIMIT seconds
 #   STAGE=suite     the GPU suite (pytest -n 8, the cluster file aside)
 #   STAGE=examples  TileLang's examples/ suite (JOBS, TIMEOUT, BUDGET), table against the record
 #   STAGE=language  TileLang's testing/python/language suite (JOBS, BUDGET), table against the record
@@ -40,8 +41,8 @@ new)
   fi
   IMPL=ours ONLY=${ONLY:-gemm,gemm_sp} JOBS=2 TIMEOUT=${TIMEOUT:-150} BUDGET=${SBUDGET:-200} bash bench/tilelang_suite_h200.sh 2>&1 | tail -5
   table examples 40
-  [[ ${SIZES:-4096} == none ]] || (cd bench && timeout $(( $(left) > 30 ? $(left) - 10 : 20 )) python3 hand_written_mma.py --sizes "${SIZES:-4096}" \
-    2>&1 | tee "$RES/mma.txt" | tail -8) ;;
+  [[ ${SIZES:-4096} == none ]] || (cd bench && timeout $(( $(left) > 30 ? $(left) - 10 : 20 )) \
+    python3 "${BENCH:-hand_written_mma.py}" --sizes "${SIZES:-4096}" 2>&1 | tee "$RES/bench.txt" | tail -12) ;;
 suite)
   timeout "$(left)" python3 -m pytest -q -p no:cacheprovider -n 8 --timeout=150 --timeout-method=thread backends/cuda/tests/gpu \
     --ignore=backends/cuda/tests/gpu/test_gpu_cluster.py 2>&1 | tee "$RES/suite.txt" | tail -5 ;;

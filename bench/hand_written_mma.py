@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from cuda_bench import AMPERE, side_by_side
+from cuda_bench import AMPERE, turns_header, turns_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "backends" / "cuda" / "tests"))
 
@@ -37,7 +37,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="4096,8192")
     args = parser.parse_args()
-    print(f"{'size':>6} | {'kernel':<34} | {'rel err':>8} | {'TFLOP/s':>8} | {'vs cuBLAS':>9}", flush=True)
+    turns_header(34)
     for size in map(int, args.sizes.split(",")):
         M = N = K = size
         a = torch.randn(M, K, device="cuda", dtype=torch.float16)
@@ -58,11 +58,7 @@ def main():
             fns[name] = (lambda k=kernel, c=c: k(a, bt, c))
         fns["cuBLAS (torch.matmul)"] = lambda: torch.matmul(a, bt.T)
         errs["cuBLAS (torch.matmul)"] = ((torch.matmul(a, bt.T).double() - ref).norm() / ref.norm()).item()
-        times = side_by_side(fns)
-        flops = 2 * M * N * K
-        base = times["cuBLAS (torch.matmul)"]
-        for name, ms in times.items():
-            print(f"{size:>6} | {name:<34} | {errs[name]:8.1e} | {flops / ms / 1e9:8.0f} | {base / ms:9.2f}", flush=True)
+        turns_table(size, fns, errs, 2 * M * N * K, "cuBLAS (torch.matmul)", 34)
 
 
 if __name__ == "__main__":

@@ -105,6 +105,41 @@ def test_int8_and_float32_gemms_run_on_tensor_cores(tmp_path, arch, dtype, acc, 
     assert instructions["LDL"] == 0 and instructions["STL"] == 0, dict(instructions)
 
 
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("tiles,width", [(dict(bm=128, bn=256, bk=64, threads=256, stages=3), 256),
+                                         (dict(bm=128, bn=128, bk=32, threads=128, stages=2), 128)])
+def test_fp16_accumulators_run_on_tensor_cores(tmp_path, arch, tiles, width):
+    """fp16 operands into an fp16 accumulator: mma.sync's and wgmma's .f16 forms (both were the
+    scalar FMA path, whose kernels also took nvcc a minute or more), the accumulator two elements to
+    a register; bf16 operands have no fp16-accumulating instruction and stay off the tensor cores."""
+    from tilelang_cuda import compiler
+
+    func = kernels.make_gemm(1000, 520, 264, accum_dtype="float16", **tiles)
+    backend, source = compile_kernel(func, arch, tmp_path, ptxas_verbose=True)
+    if arch == "sm_80":
+        assert "tl_mma_m16n8k16_f16_f16(" in source and ".f16.f16.f16.f16" in source
+    else:
+        assert f"m64n{width}k16.f16.f16.f16" in source and f"tl_wgmma_ss_f16_n{width}_f16acc<" in source
+    assert "0 bytes spill stores" in backend.last_build.log
+    if compiler.find_cuobjdump() is None:
+        pytest.skip("cuobjdump missing: pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm")
+    sass = compiler.sass(tmp_path / "kernel.cubin")
+    instructions = Counter(re.findall(r"\b(HGMMA\.[\w.]+|HMMA\.[\w.]+|LDL|STL)\b", sass))
+    if arch == "sm_80":  # 8 warps x 64x32 (or 4 x 64x64) per warp: 32 mma per k16 step
+        assert instructions["HMMA.16816.F16"] >= 32 and len(instructions) == 1, dict(instructions)
+    else:
+        assert instructions[f"HGMMA.64x{width}x16.F16"] >= 4 and len(instructions) == 1, dict(instructions)
+    # (generated source only: that scalar-FMA kernel takes nvcc over a minute)
+    from tilelang_cuda.options import CudaOptions
+    from tilelang_cuda.pipeline import CudaBackend
+
+    bf16 = kernels.make_gemm(1000, 520, 264, dtype="bfloat16", out_dtype="bfloat16", accum_dtype="float16", **tiles)
+    backend, opts = CudaBackend(Target(arch)), CudaOptions()
+    source = backend.codegen(backend.lower(bf16, opts), opts)
+    assert "tl_wgmma" not in source[source.find('extern "C" __global__'):] and "tl_mma_" not in source
+    assert arch == "sm_80" or "bfloat16/bfloat16 with a float16 accumulator" in source
+
+
 def test_library_loads_with_tvm_ffi_alone(gemm_builds):
     """A fresh interpreter that never imports tvm loads the .so and finds the entry function."""
     _, _, workdir = gemm_builds["sm_90a"]

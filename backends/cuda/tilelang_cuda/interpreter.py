@@ -46,7 +46,7 @@ def _b_m16n8k32_8bit(g, t, i):
     return t * 4 + (i & 3) + 16 * (i // 4), g
 
 
-def _c_m16n8(g, t, i):  # fp32 and s32 accumulators alike
+def _c_m16n8(g, t, i):  # fp32, fp16 and s32 accumulators alike
     return g + 8 * (i // 2), t * 2 + (i & 1)
 
 
@@ -60,6 +60,7 @@ def tf32_truncate(x):
 _MMA = {
     "tl_mma_m16n8k16_f16_f32": (16, 16, _a_m16n8k16, _b_m16n8k16, None, np.float64, np.float32),
     "tl_mma_m16n8k16_bf16_f32": (16, 16, _a_m16n8k16, _b_m16n8k16, None, np.float64, np.float32),
+    "tl_mma_m16n8k16_f16_f16": (16, 16, _a_m16n8k16, _b_m16n8k16, None, np.float64, np.float16),
     "tl_mma_m16n8k8_tf32_f32": (16, 8, _a_m16n8k8_tf32, _b_m16n8k8_tf32, tf32_truncate, np.float64, np.float32),
     "tl_mma_m16n8k32_s8_s32": (16, 32, _a_m16n8k32_8bit, _b_m16n8k32_8bit, None, np.int64, np.int32),
     "tl_mma_m16n8k32_u8_s32": (16, 32, _a_m16n8k32_8bit, _b_m16n8k32_8bit, None, np.int64, np.int32),
@@ -143,8 +144,8 @@ class CudaInterpreter(Interpreter):
                 for r in range(4):
                     C[_c_m16n8(g, tig, r)] = c.storage.array[lane, c.index[lane] + r]
             D = A @ B + C
-            # s32 accumulators wrap (no .satfinite), fp32 ones round once (a model: the hardware's
-            # internal order and precision of the sum are not specified)
+            # s32 accumulators wrap (no .satfinite), fp32 and fp16 ones round once (a model: the
+            # hardware's internal order and precision of the sum are not specified)
             D = (D.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32) if out is np.int32 \
                 else D.astype(out)
             for t in range(32):

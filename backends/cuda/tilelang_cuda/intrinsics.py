@@ -120,6 +120,15 @@ __device__ __forceinline__ void tl_mma_m16n8k16_f16_f32(void* c, const void* a, 
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(y[0]), "r"(y[1]));
 }
+// fp16 accumulate: c = 2 x b32, the same 4 elements in the same order, two to a register.
+__device__ __forceinline__ void tl_mma_m16n8k16_f16_f16(void* c, const void* a, const void* b) {
+  unsigned* d = reinterpret_cast<unsigned*>(c);
+  const unsigned* x = reinterpret_cast<const unsigned*>(a);
+  const unsigned* y = reinterpret_cast<const unsigned*>(b);
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%0,%1};\n"
+               : "+r"(d[0]), "+r"(d[1])
+               : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(y[0]), "r"(y[1]));
+}
 __device__ __forceinline__ void tl_mma_m16n8k16_bf16_f32(void* c, const void* a, const void* b) {
   float* d = reinterpret_cast<float*>(c);
   const unsigned* x = reinterpret_cast<const unsigned*>(a);

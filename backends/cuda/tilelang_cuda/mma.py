@@ -2,7 +2,7 @@
 
 One warp computes a 16x8 tile of C per instruction; K per instruction is 256 bits of each
 operand row: m16n8k16 for fp16/bf16, m16n8k8 for tf32, m16n8k32 for int8/uint8. The accumulator
-fragment (16x8, 4 registers) is the same for all of them, so gemm accumulators keep one layout
+fragment (16x8, 4 elements per lane; 2 registers for fp16) is the same for all of them, so gemm accumulators keep one layout
 (layouts.mma_accumulator_layout); only the operand fragments differ in elements per register.
 
 Which archs have which operand types is the capability table's ``"mma"`` entry (target.py), the
@@ -48,6 +48,8 @@ class MmaInstruction:
 #: (A, B, C element types) -> instruction
 INSTRUCTIONS = {
     ("float16", "float16", "float32"): MmaInstruction("m16n8k16", "float16", 16, "tl_mma_m16n8k16_f16_f32"),
+    # fp16 accumulate (TileLang's accum_dtype=float16): the same C fragment, two elements a register
+    ("float16", "float16", "float16"): MmaInstruction("m16n8k16", "float16", 16, "tl_mma_m16n8k16_f16_f16"),
     ("bfloat16", "bfloat16", "float32"): MmaInstruction("m16n8k16", "bfloat16", 16, "tl_mma_m16n8k16_bf16_f32"),
     ("float32", "float32", "float32"): MmaInstruction("m16n8k8", "tensorfloat32", 32, "tl_mma_m16n8k8_tf32_f32",
                                                       tf32=True),

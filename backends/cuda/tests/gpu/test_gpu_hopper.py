@@ -92,6 +92,32 @@ def test_gemm_schedules_match_torch(tmp_path, schedule, shape, tiles, trans_b, d
     check_gemm(kernel, M, N, K, trans_b, getattr(torch, dtype))
 
 
+@pytest.mark.parametrize("schedule", ["ws_tma_wgmma", "cp_async_wgmma", "ws_one_block", "mma_sync"])
+@pytest.mark.parametrize("shape,tiles,trans_b", [
+    ((1000, 520, 264), dict(bm=128, bn=256, bk=64, threads=256, stages=3), False),  # ragged
+    ((384, 256, 512), dict(bm=128, bn=128, bk=64, threads=128, stages=2), True),  # 2 slabs per warpgroup
+    ((520, 384, 328), dict(bm=128, bn=128, bk=32, threads=128, stages=4), True),  # 64-byte swizzles
+])
+def test_fp16_accumulator_gemms_match_torch(tmp_path, schedule, shape, tiles, trans_b):
+    """fp16 operands into an fp16 accumulator: wgmma's and mma.sync's .f16 forms. The error is the
+    fp16 sums' own (each instruction rounds once per 16 products), well inside 1e-2 relative."""
+    M, N, K = shape
+    func = kernels.make_gemm(M, N, K, accum_dtype=T.float16, trans_b=trans_b, **tiles)
+    kernel, source = build(func, tmp_path, **SCHEDULES[schedule])
+    assert ("_f16acc<" in source) == (schedule != "mma_sync")
+    assert schedule != "mma_sync" or "tl_mma_m16n8k16_f16_f16(" in source
+    torch.manual_seed(0)
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16) / 4
+    b = (torch.randn(N, K, device="cuda", dtype=torch.float16) if trans_b
+         else torch.randn(K, N, device="cuda", dtype=torch.float16)) / 4
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+    kernel["gemm"](a, b, c)
+    torch.cuda.synchronize()
+    ref = a.double() @ (b.double().T if trans_b else b.double())
+    err = ((c.double() - ref).norm() / ref.norm()).item()
+    assert err < 1e-2, f"relative error {err}"
+
+
 @pytest.mark.parametrize("schedule", sorted(ATTN_SCHEDULES))
 @pytest.mark.parametrize("seq_len,dim,causal,tiles", [
     (1000, 128, False, dict(block_M=128, block_N=128, threads=256)),

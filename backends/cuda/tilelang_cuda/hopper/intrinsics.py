@@ -9,6 +9,7 @@ Names the lowering emits (``<ta, tb>`` are the transpose immediates, 0 = K-major
 
     tl_wgmma_ss_<f16|bf16|e4m3|e5m2>_n<N><ta, tb>(float* d, u64 desc_a, u64 desc_b, int accumulate)
     tl_wgmma_rs_<f16|bf16>_n<N><tb>(float* d, const void* a_regs, u64 desc_b, int accumulate)
+    tl_wgmma_<ss|rs>_f16_n<N>_f16acc<...>(void* d, ...)   (fp16 operands into an fp16 accumulator)
     tl_wgmma_desc<mode = 1>(const void* smem, unsigned lbo_bytes, unsigned sbo_bytes)  -> u64 (1: 128B, 2: 64B swizzle)
     tl_wgmma_fence() / tl_wgmma_commit() / tl_wgmma_wait<n>() / tl_wgmma_fence_operand<n>(float*)
     tl_wgmma_fence_regs<n>(void*)   (A operand registers, 32-bit words)
@@ -264,18 +265,22 @@ HOPPER_HEADER = HOPPER_HEADER.replace("@TMA_LOAD_BY_RANK@", _by_rank(
     "cp.async.bulk.tensor.{d}d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {{{coords}}}], [%2]",
     '"r"(dst), "l"(map), "r"(mbar)', 3))
 
-_WGMMA_NAME = re.compile(r"\btl_wgmma_(ss|rs)_(f16|bf16|e4m3|e5m2)_n(\d+)\b")
+_WGMMA_NAME = re.compile(r"\btl_wgmma_(ss|rs)_(f16|bf16|e4m3|e5m2)_n(\d+)(_f16acc)?\b")
 
 
-def wgmma_helper(form: str, dtype: str, n: int) -> str:
+def wgmma_helper(form: str, dtype: str, n: int, f16_acc: bool = False) -> str:
     """The inline-PTX helper for ``wgmma.mma_async m64n<n>k16`` (k32 for 8-bit types) with an
-    fp32 accumulator."""
-    regs = n // 2
+    fp32 accumulator, or (``f16_acc``, name suffix ``_f16acc``) an fp16 one: the same elements per
+    thread in the same order, two to a 32-bit register."""
+    regs = n // 4 if f16_acc else n // 2
     outs = ", ".join(f"%{i}" for i in range(regs))
-    acc = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
-    name = f"tl_wgmma_{form}_{dtype}_n{n}"
+    acc = ", ".join(f'"+{"r" if f16_acc else "f"}"(d[{i}])' for i in range(regs))
+    name = f"tl_wgmma_{form}_{dtype}_n{n}{'_f16acc' if f16_acc else ''}"
     k = 32 if dtype in ("e4m3", "e5m2") else 16
-    ptx = f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{dtype}.{dtype}"
+    ptx = f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{'f16' if f16_acc else 'f32'}.{dtype}.{dtype}"
+    # the accumulator as the registers the instruction names (fp16 pairs as 32-bit words)
+    d_param, d_view = (("void* acc", "  unsigned* d = static_cast<unsigned*>(acc);\n") if f16_acc
+                       else ("float* d", ""))
     if form == "ss":
         a, b, p = regs, regs + 1, regs + 2
         if k == 32:  # 8-bit operands: K-major only, the instruction has no transpose immediates
@@ -284,9 +289,9 @@ def wgmma_helper(form: str, dtype: str, n: int) -> str:
         else:
             check, trans, trans_in = "", f", %{p + 1}, %{p + 2}", ', "n"(TA), "n"(TB)'
         return (f"template <int TA, int TB>\n"
-                f"__device__ __forceinline__ void {name}(float* d, unsigned long long desc_a, "
+                f"__device__ __forceinline__ void {name}({d_param}, unsigned long long desc_a, "
                 f"unsigned long long desc_b, int accumulate) {{\n"
-                f"{check}"
+                f"{check}{d_view}"
                 f'  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{p}, 0;\\n"\n'
                 f'               "{ptx} {{{outs}}}, %{a}, %{b}, p, 1, 1{trans};\\n}}\\n"\n'
                 f"               : {acc}\n"
@@ -295,8 +300,9 @@ def wgmma_helper(form: str, dtype: str, n: int) -> str:
     a0, b, p = regs, regs + 4, regs + 5
     a_regs = ", ".join(f"%{a0 + i}" for i in range(4))
     return (f"template <int TB>\n"
-            f"__device__ __forceinline__ void {name}(float* d, const void* a_regs, "
+            f"__device__ __forceinline__ void {name}({d_param}, const void* a_regs, "
             f"unsigned long long desc_b, int accumulate) {{\n"
+            f"{d_view}"
             f"  const unsigned* a = reinterpret_cast<const unsigned*>(a_regs);\n"
             f'  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{p}, 0;\\n"\n'
             f'               "{ptx} {{{outs}}}, {{{a_regs}}}, %{b}, p, 1, 1, %{p + 1};\\n}}\\n"\n'
@@ -412,4 +418,4 @@ def hopper_header(device_source: str) -> str:
     # a marker for with_kernel_attributes; does nothing
     two_blocks = ("__device__ __forceinline__ void tl_min_blocks_per_sm(int) {}\n"
                   if "tl_min_blocks_per_sm" in device_source else "")
-    return HOPPER_HEADER + stores + cluster + two_blocks + "".join(wgmma_helper(f, d, int(n)) for f, d, n in shapes)
+    return HOPPER_HEADER + stores + cluster + two_blocks + "".join(wgmma_helper(f, d, int(n), bool(acc)) for f, d, n, acc in shapes)

@@ -1,4 +1,5 @@
-"""T.gemm on sm_90a: wgmma.mma_async from shared memory (or A from registers), fp32 accumulate.
+"""T.gemm on sm_90a: wgmma.mma_async from shared memory (or A from registers), fp32 accumulate
+(fp16 operands may also accumulate in fp16: the same element layout, two per register).
 
 A warpgroup (4 warps, 128 threads) issues ``wgmma m64nNk16``: 64 rows of C per instruction, N up
 to 256. The block's warpgroups split C ``wg_m x wg_n``; each warpgroup covers its ``M/wg_m`` rows
@@ -163,8 +164,9 @@ def explain_wgmma(op: Gemm, arch: str, num_threads: int, disabled: bool = False,
         if op.transpose_A or not op.transpose_B or scope(op.A) not in SHARED:
             return None, ("fp8 wgmma reads K-major operands from shared memory only: store A as "
                           "M x K and B as N x K (transpose_B=True)")
-    elif a != b or a not in DTYPES or c != "float32":
-        return None, f"operands {a}/{b} with a {c} accumulator (wgmma here: fp16/bf16/fp8 into fp32)"
+    elif a != b or a not in DTYPES or c not in ("float32", "float16" if a == "float16" else "float32"):
+        return None, (f"operands {a}/{b} with a {c} accumulator (wgmma here: fp16/bf16/fp8 into fp32, "
+                      f"fp16 into fp16)")
     m, n, k = gemm_shape(op)
     if k % wgmma_k(a):
         return None, f"K={k} is not a multiple of {wgmma_k(a)}"
@@ -296,6 +298,9 @@ def lower_gemm_wgmma(op: Gemm, st, plan: WgmmaPlan, proxy_fence: bool = True):
         return I.call("tl_wgmma_desc", address(op.B, kk * kstep, col0), block_bytes(op.B), 1024, dtype="uint64")
 
     ta, tb = int(bool(op.transpose_A)), int(not op.transpose_B)
+    # an fp16 accumulator holds the fp32 one's elements in the same order, two to a register, so
+    # an instruction's part of it starts at the same element
+    acc_kind = "_f16acc" if dtype(op.C) == "float16" else ""
 
     def issue(sl, c, kk):
         acc = I.address_of(c_regs, (sl * chunks + c) * (plan.n_inst // 2))
@@ -304,8 +309,9 @@ def lower_gemm_wgmma(op: Gemm, st, plan: WgmmaPlan, proxy_fence: bool = True):
             accumulate = tirx.Select(op.options[WGMMA_CLEAR_IF], accumulate * 0, accumulate)
         if a_regs:
             a_op = I.address_of(a_local, sl * (k // 2) + kk * 8)
-            return I.call(f"tl_wgmma_rs_{in_dtype}_n{plan.n_inst}<{tb}>", acc, a_op, desc_b(c, kk), accumulate)
-        return I.call(f"tl_wgmma_ss_{in_dtype}_n{plan.n_inst}<{ta}, {tb}>", acc, desc_a(sl, kk),
+            return I.call(f"tl_wgmma_rs_{in_dtype}_n{plan.n_inst}{acc_kind}<{tb}>", acc, a_op, desc_b(c, kk),
+                          accumulate)
+        return I.call(f"tl_wgmma_ss_{in_dtype}_n{plan.n_inst}{acc_kind}<{ta}, {tb}>", acc, desc_a(sl, kk),
                       desc_b(c, kk), accumulate)
 
     c_fence = register_fence(c_regs)
