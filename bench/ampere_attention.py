@@ -18,7 +18,7 @@ import argparse
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from cuda_bench import AMPERE, compile_timed, example, side_by_side
+from bench_common import AMPERE, compile_timed, example, side_by_side
 
 CASES = ((8, 16, 4096, 128, False), (8, 16, 4096, 128, True), (8, 16, 8192, 64, False))
 #: (block_M, block_N, num_stages, threads, extra pass configs) per head dim; with EVERY_MASK the

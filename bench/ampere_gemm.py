@@ -7,14 +7,14 @@ against torch.matmul with TF32 allowed, each timed in turns with its reference.
 
 Each case is checked against torch in float64 (relative Frobenius error) before it is timed;
 times are medians of CUDA-event timings after warm-up, every tile of a size and cuBLAS in turns
-(cuda_bench.side_by_side). About a minute.
+(bench_common.side_by_side). About a minute.
 """
 
 import argparse
 
 import torch
 
-from cuda_bench import AMPERE, compile_timed, example, side_by_side, sustained
+from bench_common import AMPERE, compile_timed, example, side_by_side, sustained
 
 #: (block_M, block_N, block_K, num_stages, threads): 64x64 warp tiles on 8 warps (128x256, 256x128)
 #: or 4 warps (128x128); BK=64 halves the barriers per FLOP
@@ -70,7 +70,7 @@ def main():
 
 
 def clock_table(size, fns):
-    """Each kernel alone for 2 s (cuda_bench.sustained): TFLOP/s, SM clock, power, TFLOP/s per GHz."""
+    """Each kernel alone for 2 s (bench_common.sustained): TFLOP/s, SM clock, power, TFLOP/s per GHz."""
     rows = []
     for name, fn in fns.items():
         ms, mhz, watts = sustained(fn)

@@ -10,7 +10,7 @@ import torch
 
 import tilelang_core as tl
 import tilelang_core.language as T
-from cuda_bench import side_by_side
+from bench_common import side_by_side
 
 TORCH = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 

@@ -20,7 +20,8 @@ os.environ["TILELANG_DISABLE_CACHE"] = "1"
 
 import torch  # noqa: E402
 
-from cuda_bench import attention_inputs, compile_timed, example, side_by_side  # noqa: E402
+from rows_attention import attention_inputs  # noqa: E402
+from bench_common import compile_timed, example, side_by_side  # noqa: E402
 from ncu_profile import profiled  # noqa: E402
 
 B, H, S, D = 8, 16, 4096, 128

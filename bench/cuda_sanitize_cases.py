@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT / "backends" / "cuda" / "tests"))
 import torch  # noqa: E402
 
 import kernels  # noqa: E402
-from cuda_bench import example  # noqa: E402
+from bench_common import example  # noqa: E402
 from tilelang_cuda.options import CudaOptions  # noqa: E402
 from tilelang_cuda.pipeline import CudaBackend  # noqa: E402
 

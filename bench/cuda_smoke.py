@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "backends" / "cuda" / "tests"))
 import torch  # noqa: E402
 
 import kernels  # noqa: E402
-from cuda_bench import bench  # noqa: E402  (CUDA events, median)
+from bench_common import bench  # noqa: E402  (CUDA events, median)
 import tilelang_core.language as T  # noqa: E402
 from tilelang_cuda.options import CudaOptions  # noqa: E402
 from tilelang_cuda.pipeline import CudaBackend  # noqa: E402

@@ -1,6 +1,6 @@
 """T.gemm with an fp16 accumulator (TileLang's ``accum_dtype=float16``) against the same tiles with
 an fp32 one and cuBLAS (torch.matmul, fp32 accumulate): fp16 in, fp16 out, timed in turns
-(cuda_bench.side_by_side, medians of CUDA events), each checked against float64 first.
+(bench_common.side_by_side, medians of CUDA events), each checked against float64 first.
 
     python bench/fp16_accumulate.py [--sizes 4096,8192]
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from cuda_bench import AMPERE, turns_header, turns_table
+from bench_common import AMPERE, turns_header, turns_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "backends" / "cuda" / "tests"))
 

@@ -1,5 +1,5 @@
 """The SM clock and board power while some GPU work runs, sampled by nvidia-smi every 20 ms
-(shared by cuda_bench.sustained and mma_sync_ceiling.py; no torch needed).
+(shared by bench_common.sustained and mma_sync_ceiling.py; no torch needed).
 
     with ClockSampler() as clocks:
         ...                                # the work, for a second or more

@@ -4,7 +4,7 @@ ldmatrix / mma.sync macros, T.Parallel tile loads in a 2-stage T.Pipelined loop,
 path (mma.sync + cp.async: what the emitter's instructions allow), T.gemm on the default sm_90a
 schedule (wgmma), and cuBLAS (torch.matmul). fp16 in, fp32 accumulate, fp16 out as in the example
 (C is float32 here: the emitter kernel of backends/cuda/tests/emitter_kernels.py). All timed in
-turns (cuda_bench.side_by_side, medians of CUDA events); each checked against torch first.
+turns (bench_common.side_by_side, medians of CUDA events); each checked against torch first.
 
     python bench/hand_written_mma.py [--sizes 4096,8192]
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from cuda_bench import AMPERE, turns_header, turns_table
+from bench_common import AMPERE, turns_header, turns_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "backends" / "cuda" / "tests"))
 

@@ -10,7 +10,8 @@ import sys
 
 import torch
 
-from cuda_bench import attention_inputs, compile_timed, example, side_by_side
+from rows_attention import attention_inputs
+from bench_common import compile_timed, example, side_by_side
 
 GEMM_VARIANTS = [  # (block_M, block_N, block_K, stages, threads, panel, pass configs); panel 0 = planner's
     (128, 256, 64, 4, 256, 0, None),

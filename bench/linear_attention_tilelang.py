@@ -15,7 +15,8 @@ from pathlib import Path
 
 import torch
 
-from cuda_bench import LINATTN_SHAPES, side_by_side
+from rows_attention import LINATTN_SHAPES
+from bench_common import side_by_side
 
 
 def _stub(name, **attrs):

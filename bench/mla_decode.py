@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from cuda_bench import copy_gbs  # (this script's folder is on sys.path when run as a script)
+from rows_memory import copy_gbs  # (this script's folder is on sys.path when run as a script)
 
 spec = importlib.util.spec_from_file_location("mla_decode", Path(__file__).resolve().parents[1] / "examples" /
                                               "attention" / "mla_decode.py")
@@ -43,7 +43,7 @@ def main():
     parser.add_argument("--pe-dim", type=int, default=64)
     args = parser.parse_args()
     h, d, pe = args.heads, args.dim, args.pe_dim
-    copy = copy_gbs()  # (cuda_bench.py's: measured once, printed)
+    copy = copy_gbs()  # (rows_memory.py's: measured once, printed)
     print(torch.cuda.get_device_name())
     print("batch seqlen split | ms | GB/s | % of copy | TFLOP/s | rel err vs float64")
     # (batch 1 with 64 splits: 2 head blocks x 64 = 128 CTAs, about one per SM, as the others have)

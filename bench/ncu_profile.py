@@ -15,7 +15,8 @@ import sys
 
 import torch
 
-from cuda_bench import AMPERE, attention_inputs, attention_lse, compile_timed, example
+from bench_common import AMPERE, compile_timed, example
+from rows_attention import attention_inputs, attention_lse
 
 
 def profiled(name, fn, warmup=3):

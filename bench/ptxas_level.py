@@ -14,7 +14,8 @@ import argparse
 
 import torch
 
-from cuda_bench import AMPERE, attention_inputs, compile_timed, example, side_by_side
+from bench_common import AMPERE, compile_timed, example, side_by_side
+from rows_attention import attention_inputs
 
 NVCC = {"tl.device_compiler": "nvcc"}
 LEVELS = {"nvrtc": {"tl.device_compiler": "nvrtc"}, "-O3": NVCC,

@@ -14,7 +14,7 @@ import torch
 
 import tilelang_core as tilelang
 import tilelang_core.language as T
-from cuda_bench import example, side_by_side
+from bench_common import example, side_by_side
 
 M, N, G, BM = 8192, 4096, 128, 16
 

@@ -2,7 +2,7 @@
 to panel_size=1 (launch order) and cuBLAS, same run.   python bench/raster_check.py"""
 import torch
 
-from cuda_bench import bench, compile_timed, example
+from bench_common import bench, compile_timed, example
 
 ex = example("gemm/gemm.py")
 for size in (4096, 8192):

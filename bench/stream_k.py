@@ -14,7 +14,7 @@ import sys
 
 import torch
 
-from cuda_bench import compile_timed, example, side_by_side
+from bench_common import compile_timed, example, side_by_side
 
 WIDE = dict(block_M=128, block_N=256, block_K=64, num_stages=4, threads=256)
 TWO_BLOCKS = dict(block_M=128, block_N=128, block_K=64, num_stages=2, threads=128)
