@@ -278,6 +278,30 @@ def make_gemm_from_registers(second_policy):
     return gemm_chain
 
 
+def make_fp16_chain():
+    """(A @ B) accumulated in fp16, then, straight from those registers, @ C into fp16 again: the
+    first gemm's accumulator is the second's A operand (FlashAttention's P @ V shape in small)."""
+    full_row = T.GemmWarpPolicy.FullRow
+
+    @T.prim_func
+    def chain(A: T.Tensor((64, 64), T.float16), B: T.Tensor((64, 64), T.float16),
+              C: T.Tensor((64, 64), T.float16), Out: T.Tensor((64, 64), T.float16)):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((64, 64), T.float16)
+            B_s = T.alloc_shared((64, 64), T.float16)
+            C_s = T.alloc_shared((64, 64), T.float16)
+            ab = T.alloc_fragment((64, 64), T.float16)
+            out = T.alloc_fragment((64, 64), T.float16)
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.copy(C, C_s)
+            T.gemm(A_s, B_s, ab, clear_accum=True, policy=full_row)
+            T.gemm(ab, C_s, out, clear_accum=True, policy=full_row)
+            T.copy(out, Out)
+
+    return chain
+
+
 def make_gemm_from_replicated_registers(via_shared: bool, M: int = 64, N1: int = 64, N2: int = 128, K: int = 32):
     """MLA decode's split kernel in small: 256 threads, both gemms FullCol; the second takes A
     (the first's result cast to fp16, through shared memory as TileLang's example writes it, or

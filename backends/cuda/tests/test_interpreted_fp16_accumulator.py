@@ -49,3 +49,12 @@ def test_fp16_accumulator_gemm_runs_on_mma_sync(shape, kw, majors):
     np.testing.assert_array_equal(c, per_step_fp16(a_mk, b_kn))
     exact = a_mk.astype(np.float64) @ b_kn.astype(np.float64)
     assert np.linalg.norm(c - exact) / np.linalg.norm(exact) < 2e-3
+
+
+def test_an_fp16_accumulator_feeds_the_next_gemm_from_registers():
+    func = lower(kernels.make_fp16_chain())
+    assert func.script().count("tl_mma_m16n8k16_f16_f16") >= 2
+    a, b, c = ((RNG.standard_normal((64, 64)) / 4).astype(np.float16) for _ in range(3))
+    out = np.full((64, 64), np.nan, np.float16)
+    run_kernel(func, {"A": a, "B": b, "C": c, "Out": out})
+    np.testing.assert_array_equal(out, per_step_fp16(per_step_fp16(a, b), c))

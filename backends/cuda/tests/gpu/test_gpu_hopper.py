@@ -118,6 +118,21 @@ def test_fp16_accumulator_gemms_match_torch(tmp_path, schedule, shape, tiles, tr
     assert err < 1e-2, f"relative error {err}"
 
 
+def test_an_fp16_accumulator_feeds_the_next_wgmma_from_registers(tmp_path):
+    """The first gemm's fp16 accumulator is the second's A operand (wgmma's register form, fp16
+    accumulate too): against the fp16 sums themselves, two per-16 rounding steps of error."""
+    kernel, source = build(kernels.make_fp16_chain(), tmp_path)
+    assert "tl_wgmma_rs_f16_n64_f16acc<" in source
+    torch.manual_seed(0)
+    a, b, c = (torch.randn(64, 64, device="cuda", dtype=torch.float16) / 4 for _ in range(3))
+    out = torch.full((64, 64), float("nan"), device="cuda", dtype=torch.float16)
+    kernel["chain"](a, b, c, out)
+    torch.cuda.synchronize()
+    ref = (a.double() @ b.double()).half().double() @ c.double()
+    err = ((out.double() - ref).norm() / ref.norm()).item()
+    assert err < 5e-3, f"relative error {err}"
+
+
 @pytest.mark.parametrize("schedule", sorted(ATTN_SCHEDULES))
 @pytest.mark.parametrize("seq_len,dim,causal,tiles", [
     (1000, 128, False, dict(block_M=128, block_N=128, threads=256)),
