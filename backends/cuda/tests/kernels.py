@@ -253,53 +253,33 @@ def make_flash_attention(B, H, S, D, block_m=64, block_n=64, threads=128, stages
     return flash_attn
 
 
-def make_gemm_from_registers(second_policy):
-    """(A @ B) cast to fp16 in registers, then @ C: the second gemm's A never touches shared."""
+def make_gemm_from_registers(second_policy, fp16_accumulators: bool = False):
+    """(A @ B) cast to fp16 in registers, then @ C: the second gemm's A never touches shared. With
+    ``fp16_accumulators`` both gemms accumulate in fp16 and the first one's accumulator is the
+    second's A operand as it is (no cast; FlashAttention's P @ V shape in small)."""
     full_row = T.GemmWarpPolicy.FullRow
+    acc = T.float16 if fp16_accumulators else T.float32
 
     @T.prim_func
     def gemm_chain(A: T.Tensor((64, 32), T.float16), B: T.Tensor((32, 64), T.float16),
-                   C: T.Tensor((64, 64), T.float16), Out: T.Tensor((64, 64), T.float32)):
+                   C: T.Tensor((64, 64), T.float16), Out: T.Tensor((64, 64), acc)):
         with T.Kernel(1, threads=128) as bx:
             A_s = T.alloc_shared((64, 32), T.float16)
             B_s = T.alloc_shared((32, 64), T.float16)
             C_s = T.alloc_shared((64, 64), T.float16)
-            ab = T.alloc_fragment((64, 64), T.float32)
-            ab_half = T.alloc_fragment((64, 64), T.float16)
-            out = T.alloc_fragment((64, 64), T.float32)
+            ab = T.alloc_fragment((64, 64), acc)
+            ab_half = ab if fp16_accumulators else T.alloc_fragment((64, 64), T.float16)
+            out = T.alloc_fragment((64, 64), acc)
             T.copy(A, A_s)
             T.copy(B, B_s)
             T.copy(C, C_s)
             T.gemm(A_s, B_s, ab, clear_accum=True, policy=full_row)
-            T.copy(ab, ab_half)
+            if not fp16_accumulators:
+                T.copy(ab, ab_half)
             T.gemm(ab_half, C_s, out, clear_accum=True, policy=second_policy)
             T.copy(out, Out[bx * 64, 0])
 
     return gemm_chain
-
-
-def make_fp16_chain():
-    """(A @ B) accumulated in fp16, then, straight from those registers, @ C into fp16 again: the
-    first gemm's accumulator is the second's A operand (FlashAttention's P @ V shape in small)."""
-    full_row = T.GemmWarpPolicy.FullRow
-
-    @T.prim_func
-    def chain(A: T.Tensor((64, 64), T.float16), B: T.Tensor((64, 64), T.float16),
-              C: T.Tensor((64, 64), T.float16), Out: T.Tensor((64, 64), T.float16)):
-        with T.Kernel(1, threads=128):
-            A_s = T.alloc_shared((64, 64), T.float16)
-            B_s = T.alloc_shared((64, 64), T.float16)
-            C_s = T.alloc_shared((64, 64), T.float16)
-            ab = T.alloc_fragment((64, 64), T.float16)
-            out = T.alloc_fragment((64, 64), T.float16)
-            T.copy(A, A_s)
-            T.copy(B, B_s)
-            T.copy(C, C_s)
-            T.gemm(A_s, B_s, ab, clear_accum=True, policy=full_row)
-            T.gemm(ab, C_s, out, clear_accum=True, policy=full_row)
-            T.copy(out, Out)
-
-    return chain
 
 
 def make_gemm_from_replicated_registers(via_shared: bool, M: int = 64, N1: int = 64, N2: int = 128, K: int = 32):

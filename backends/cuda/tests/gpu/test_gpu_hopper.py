@@ -121,12 +121,12 @@ def test_fp16_accumulator_gemms_match_torch(tmp_path, schedule, shape, tiles, tr
 def test_an_fp16_accumulator_feeds_the_next_wgmma_from_registers(tmp_path):
     """The first gemm's fp16 accumulator is the second's A operand (wgmma's register form, fp16
     accumulate too): against the fp16 sums themselves, two per-16 rounding steps of error."""
-    kernel, source = build(kernels.make_fp16_chain(), tmp_path)
+    kernel, source = build(kernels.make_gemm_from_registers(T.GemmWarpPolicy.FullRow, fp16_accumulators=True), tmp_path)
     assert "tl_wgmma_rs_f16_n64_f16acc<" in source
     torch.manual_seed(0)
-    a, b, c = (torch.randn(64, 64, device="cuda", dtype=torch.float16) / 4 for _ in range(3))
+    a, b, c = (torch.randn(*shape, device="cuda", dtype=torch.float16) / 4 for shape in ((64, 32), (32, 64), (64, 64)))
     out = torch.full((64, 64), float("nan"), device="cuda", dtype=torch.float16)
-    kernel["chain"](a, b, c, out)
+    kernel["gemm_chain"](a, b, c, out)
     torch.cuda.synchronize()
     ref = (a.double() @ b.double()).half().double() @ c.double()
     err = ((out.double() - ref).norm() / ref.norm()).item()
