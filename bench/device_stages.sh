@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call per stage, on the lent GPU after `bash .device/a/unpack-tvm.sh a` (carry .device/a):
 #   STAGE=new       carry .device/b .device/xdist .device/tlsrc: the GPU test files in ROWS, TileLang's
-#                   example dirs in ONLY (default gemm,gemm_sp) against the recorded TileLang run, then
+#                   example dirs in ONLY (default gemm,gemm_sp; none: no example) against the recorded TileLang run, then
 #                   a bench of bench/ (BENCH, default hand_written_mma.py; --sizes SIZES, none: no bench)
 #                   in what is left of LIMIT seconds
 #   STAGE=suite     the GPU suite (pytest -n 8, the cluster file aside)
@@ -39,8 +39,10 @@ new)
     timeout 200 python3 -m pytest -q -p no:cacheprovider -n 8 --timeout=150 --timeout-method=thread $ROWS 2>&1 \
       | tee "$RES/rows.txt" | tail -5
   fi
-  IMPL=ours ONLY=${ONLY:-gemm,gemm_sp} JOBS=2 TIMEOUT=${TIMEOUT:-150} BUDGET=${SBUDGET:-200} bash bench/tilelang_suite_h200.sh 2>&1 | tail -5
-  table examples 40
+  if [[ ${ONLY:-} != none ]]; then
+    IMPL=ours ONLY=${ONLY:-gemm,gemm_sp} JOBS=2 TIMEOUT=${TIMEOUT:-150} BUDGET=${SBUDGET:-200} bash bench/tilelang_suite_h200.sh 2>&1 | tail -5
+    table examples 40
+  fi
   [[ ${SIZES:-4096} == none ]] || (cd bench && timeout $(( $(left) > 30 ? $(left) - 10 : 20 )) \
     python3 "${BENCH:-hand_written_mma.py}" --sizes "${SIZES:-4096}" 2>&1 | tee "$RES/bench.txt" | tail -12) ;;
 suite)
