@@ -56,21 +56,22 @@ def lower_gemm_fma(op: Gemm, st, ctx):
     c_regs = st.local_buffer(op.C.source)
     acc = dtype(op.C)
 
-    def element(l):
+    def update(kk, l):
         i, j = (st.simplify(e) for e in layout.index_of(st.thread_var, l))
-
-        def step(kk):
-            a = region_index(op.A, [kk, i] if op.transpose_A else [i, kk])
-            b = region_index(op.B, [j, kk] if op.transpose_B else [kk, j])
-            product = tirx.Cast(acc, tirx.BufferLoad(op.A.source, a)) * \
-                tirx.Cast(acc, tirx.BufferLoad(op.B.source, b))
-            return tirx.BufferStore(c_regs, tirx.BufferLoad(c_regs, [l]) + product, [l])
-
-        return loop("k", k, step, tirx.ForKind.SERIAL)
+        a = region_index(op.A, [kk, i] if op.transpose_A else [i, kk])
+        b = region_index(op.B, [j, kk] if op.transpose_B else [kk, j])
+        product = tirx.Cast(acc, tirx.BufferLoad(op.A.source, a)) * \
+            tirx.Cast(acc, tirx.BufferLoad(op.B.source, b))
+        return tirx.BufferStore(c_regs, tirx.BufferLoad(c_regs, [l]) + product, [l])
 
     stmts = []
     if op.clear_accum:
         stmts.append(loop("l", layout.local_size, lambda l: tirx.BufferStore(
             c_regs, tirx.const(0, acc), [l]), tirx.ForKind.UNROLLED))
-    stmts.append(loop("l", layout.local_size, element, tirx.ForKind.UNROLLED))
+    # k outermost, the thread's elements unrolled inside: each element still sums k in order (the
+    # same values as one k loop per element), while an operand value the thread's elements share
+    # (a spread layout's column of B) is read once per k, and nvcc compiles one loop, not one per
+    # element (128 of them took it a minute and more)
+    stmts.append(loop("k", k, lambda kk: loop("l", layout.local_size, lambda l: update(kk, l),
+                                              tirx.ForKind.UNROLLED), tirx.ForKind.SERIAL))
     return seq(stmts)

@@ -140,6 +140,25 @@ def test_fp16_accumulators_run_on_tensor_cores(tmp_path, arch, tiles, width):
     assert arch == "sm_80" or "bfloat16/bfloat16 with a float16 accumulator" in source
 
 
+def test_fma_path_runs_one_k_loop_over_all_of_a_threads_elements(tmp_path):
+    """The FMA path (exact fp32 here) with k outermost: one k loop whose body updates the thread's 128
+    elements, B's value (the thread's column of the spread layout) read once per k for all of them.
+    One k loop per element, as before, read both operands per multiply-add and cost nvcc over a
+    minute for bf16 operands into fp16."""
+    from tilelang_cuda import compiler
+
+    func = kernels.make_gemm(512, 512, 256, bm=128, bn=128, bk=32, stages=2, dtype="float32", out_dtype="float32",
+                             accum_dtype="float32")
+    _, source = compile_kernel(func, "sm_80", tmp_path, disable_tf32=True)
+    body = source[source.find('extern "C" __global__'):]
+    assert "tl_mma" not in body and len(re.findall(r"for \(int k_?\d* = 0; k_?\d* < 32;", body)) == 1, body[:3000]
+    if compiler.find_cuobjdump() is None:
+        pytest.skip("cuobjdump missing: pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm")
+    sass = Counter(re.findall(r"\b(FFMA|LDS[.\w]*|LDL|STL)\b", compiler.sass(tmp_path / "kernel.cubin")))
+    loads = sum(n for op, n in sass.items() if op.startswith("LDS"))
+    assert sass["FFMA"] >= 128 and loads <= sass["FFMA"] + 8 and not sass["LDL"] and not sass["STL"], dict(sass)
+
+
 def test_library_loads_with_tvm_ffi_alone(gemm_builds):
     """A fresh interpreter that never imports tvm loads the .so and finds the entry function."""
     _, _, workdir = gemm_builds["sm_90a"]
