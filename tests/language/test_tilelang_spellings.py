@@ -101,6 +101,22 @@ def test_tilelang_cuda_internals_import_and_refuse_use():
             pass
 
 
+def test_the_emitters_newer_import_path():
+    """TileLang's newer kernels import the emitters from tilelang.cuda.language.intrinsics: the mma one
+    is ours there too; the WGMMA / TCGEN05 ones and tilelang.utils.language's helpers refuse use."""
+    from tilelang_core.cuda.intrinsics import TensorCoreIntrinEmitter as ours
+    from tilelang_core.cuda.language.intrinsics import (TCGEN05TensorCoreIntrinEmitter, TensorCoreIntrinEmitter,
+                                                        WGMMATensorCoreIntrinEmitter)
+    from tilelang_core.utils.language import to_buffer_region
+
+    assert TensorCoreIntrinEmitter is ours
+    for name, unavailable in (("WGMMATensorCoreIntrinEmitter", WGMMATensorCoreIntrinEmitter),
+                              ("TCGEN05TensorCoreIntrinEmitter", TCGEN05TensorCoreIntrinEmitter),
+                              ("to_buffer_region", to_buffer_region)):
+        with pytest.raises(TileLangError, match=f"{name} is TileLang's hand-written CUDA"):
+            unavailable(a_dtype="float16")
+
+
 @pytest.mark.parametrize("path", ["cpu", "cuda:sm_90a", "hip:gfx942"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
 def test_infinity_of_every_float_dtype(path, dtype):

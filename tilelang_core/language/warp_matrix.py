@@ -45,6 +45,7 @@ _NAMES = {dtype: name for name, dtype in _ABBREVIATIONS.items() if name != "tf32
 #: backend (SimtDialect.warp_matrix names them by ``mma_form``)
 MMA_FORMS = {
     ("m16n8k16", "float16", "float16", "float32"): (8, 4, 4),
+    ("m16n8k16", "float16", "float16", "float16"): (8, 4, 4),  # fp16 accumulate: the 4 elements, 2 registers
     ("m16n8k16", "bfloat16", "bfloat16", "float32"): (8, 4, 4),
     ("m16n8k8", "float32", "float32", "float32"): (4, 2, 4),  # tf32 operands
     ("m16n8k32", "int8", "int8", "int32"): (16, 8, 4),
@@ -155,7 +156,7 @@ def ptx_mma(dtype, shape, A_layout, B_layout, A_dtype, B_dtype, C_dtype, multipl
     if key not in MMA_FORMS:
         forms = ", ".join(f"{s} {a}/{b} -> {c}" for s, a, b, c in MMA_FORMS)
         raise FrontendError(f"T.ptx_mma: no mma.sync form {shape} {A_dtype}/{B_dtype} -> {C_dtype} here; "
-                            f"the forms are {forms} (fp16 accumulators and fp8 are not supported)")
+                            f"the forms are {forms} (fp8 is not supported)")
     na, nb, nc = MMA_FORMS[key]
     a = _operand(multiplicand_a, a_index, "A", key[1], na)
     b = _operand(multiplicand_b, b_index, "B", key[2], nb)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import kernels
-from lowered import lower
+from lowered import lower, per_step_fp16
 import tilelang_core.language as T
 from tilelang_cuda.interpreter import run_kernel
 
@@ -22,16 +22,6 @@ CASES = [
     ((64, 128, 48), {"bm": 64, "bn": 128, "bk": 16, "policy": T.GemmWarpPolicy.FullCol}, (True, False)),
     ((32, 40, 64), {"bm": 32, "bn": 64, "bk": 64, "stages": 1}, (True, True)),
 ]
-
-
-def per_step_fp16(a, b, k_step=16):
-    """C rounded to fp16 after every k_step of K, the sums in float64."""
-    M, K = a.shape
-    c = np.zeros((M, b.shape[1]), np.float16)
-    for k0 in range(0, K, k_step):
-        step = a[:, k0:k0 + k_step].astype(np.float64) @ b[k0:k0 + k_step].astype(np.float64)
-        c = (c.astype(np.float64) + step).astype(np.float16)
-    return c
 
 
 @pytest.mark.parametrize("shape,kw,majors", CASES)

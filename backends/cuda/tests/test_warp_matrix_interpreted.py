@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import emitter_kernels as ek
-from lowered import lower
+from lowered import lower, per_step_fp16
 import tilelang_core.language as T
 from tilelang_core.errors import FrontendError, LoweringError
 from tilelang_cuda.interpreter import run_kernel, tf32_truncate
@@ -57,6 +57,7 @@ CASES = [
     ((64, 64, 32), "float32", "float32", {"chunk": 16}),
     ((128, 64, 64), "float16", "float32", {"warps": (4, 1), "layout": "mma", "c_rank": 2, "stages": 3}),
     ((64, 64, 64), "float16", "float32", {"layout": None, "warps": (1, 2), "warp_tiles": (64, 32)}),
+    ((100, 72, 96), "float16", "float16", {"warp_tiles": (32, 24)}),        # fp16 accumulate, ragged
 ]
 MAJORS = [(False, True), (False, False), (True, True), (True, False)]  # (a_transposed, b_transposed)
 
@@ -74,8 +75,11 @@ def test_emitter_gemm_matches_float64(shape, dtype, acc, kw, majors):
         import ml_dtypes
 
         a, b = a.astype(ml_dtypes.bfloat16), b.astype(ml_dtypes.bfloat16)
-    c = np.zeros((M, N), np.int32 if acc == "int32" else np.float32)
+    c = np.zeros((M, N), {"int32": np.int32, "float16": np.float16}.get(acc, np.float32))
     run_kernel(func, {"A": a.T.copy() if a_t else a, "B": b.T.copy() if b_t else b, "C": c})
+    if acc == "float16":  # rounded to fp16 once per k16 step, the steps in order
+        np.testing.assert_array_equal(c, per_step_fp16(a, b))
+        return
     check(c, a.astype(np.float32) if dtype == "bfloat16" else a, b.astype(np.float32) if dtype == "bfloat16" else b,
           dtype)
 
@@ -152,14 +156,14 @@ def test_ldmatrix_and_mma_refuse_what_they_cannot_mean():
                 a = T.alloc_local((8,), T.float16)
                 T.ptx_ldmatrix(False, 3, T.access_ptr(As[0, 0], "r"), T.access_ptr(a[0], "w"))
 
-    def fp16_accumulators():
+    def bf16_accumulators():
         @T.prim_func
         def k(A: T.Tensor((16, 16), T.float16)):
             with T.Kernel(1, threads=32):
-                a = T.alloc_local((8,), T.float16)
-                b = T.alloc_local((4,), T.float16)
-                c = T.alloc_local((4,), T.float16)
-                T.ptx_mma(T.float16, "m16n8k16", "row", "col", "fp16", "fp16", "fp16", a.data, 0, b.data, 0,
+                a = T.alloc_local((8,), T.bfloat16)
+                b = T.alloc_local((4,), T.bfloat16)
+                c = T.alloc_local((4,), T.bfloat16)
+                T.ptx_mma(T.bfloat16, "m16n8k16", "row", "col", "bf16", "bf16", "bf16", a.data, 0, b.data, 0,
                           c.data, 0, False)
 
     def wrong_register_type():
@@ -175,7 +179,7 @@ def test_ldmatrix_and_mma_refuse_what_they_cannot_mean():
     _frontend_error(trans_int8, "transposes 16-bit elements")
     _frontend_error(shared_destination, "must be the thread's registers")
     _frontend_error(three_matrices, "1, 2 or 4 matrices")
-    _frontend_error(fp16_accumulators, "no mma.sync form m16n8k16 fp16/fp16 -> fp16")
+    _frontend_error(bf16_accumulators, "no mma.sync form m16n8k16 bf16/bf16 -> bf16")
     _frontend_error(wrong_register_type, "'a' is bfloat16; this form takes float16")
 
 
