@@ -278,11 +278,15 @@ _TIMING = re.compile(r"(?i)(tile-?lang|latency|tflops|average|speedup)")
 
 def _timings(output: str) -> str:
     """The example's own lines about its kernel's speed (the examples print them freely)."""
-    found = [ln.strip() for ln in output.splitlines() if _TIMING.search(ln) and re.search(r"\d", ln)
-             and not re.match(r"\s*(INFO|WARNING|DEBUG)\b", ln) and "compile" not in ln]
+    found = [ln.strip() for ln in output.splitlines() if (_TIMING.search(ln) and re.search(r"\d", ln) or _BARE.match(ln))
+             and not _LOG_LINE.search(ln) and "compile" not in ln]
     return " / ".join(found[:4]).replace("|", "\\|")[:160]
 
 
+#: TileLang's own log lines (timestamped, "[TileLang:...]"): never a speed line
+_LOG_LINE = re.compile(r"\[TileLang:|^\s*\d{4}-\d\d-\d\d[ T]\d\d:|^\s*(INFO|WARNING|DEBUG)\b")
+#: a number with its unit and no label ("0.08 ms", "53.11 TFlops" on lines of their own)
+_BARE = re.compile(r"^\s*(?P<value>\d+(?:\.\d+)?(?:e-?\d+)?)\s*(?P<unit>ms|tflops|tflop/s)\s*$", re.I)
 _NUMBER = re.compile(r"(?P<label>[A-Za-z][\w .\-]*?)\s*[:=]\s*(?P<value>\d+(?:\.\d+)?(?:e-?\d+)?)\s*"
                      r"(?P<unit>ms|s|tflops|tflop/s)?\b", re.I)
 #: speed lines of a reference computation, not of the kernel compared
@@ -294,7 +298,14 @@ def _kernel_speeds(output: str) -> list[tuple[str, str, float]]:
     in order (the baselines' numbers left out)."""
     found = []
     for line in output.splitlines():
-        if not _TIMING.search(line) or _BASELINE.search(line) or re.match(r"\s*(INFO|WARNING|DEBUG)\b", line):
+        if _LOG_LINE.search(line):
+            continue
+        bare = _BARE.match(line)
+        if bare:
+            unit = bare["unit"].lower()
+            found.append(("", "time" if unit == "ms" else "rate", float(bare["value"])))
+            continue
+        if not _TIMING.search(line) or _BASELINE.search(line):
             continue
         for m in _NUMBER.finditer(line):
             label, unit = m["label"].strip().lower(), (m["unit"] or "").lower()

@@ -62,6 +62,10 @@ def test_perf_table_shows_the_speed_lines_not_the_logging():
     ("logits_tflops: 80, logits_ms: 0.02", "logits_tflops: 40, logits_ms: 0.04", [0.5, 0.5]),
     ("Sparse TFLOPS: 20, Latency: 1e-04 s", "Sparse TFLOPS: 30, Latency: 5e-05 s", [1.5, 2.0]),
     ("torch: 5.2 TFlops\ntilelang: 0.24 ms", "torch: 6.0 TFlops\ntilelang: 0.30 ms", [0.8]),
+    # TileLang's log lines are not speed lines; bare "number unit" lines are
+    ("2026-12-07 23:44:45  [TileLang:tilelang.cache.kernel_cache:WARNING] (kernel_cache.py:379): Found\n"
+     "latency: 0.05 ms", "latency: 0.10 ms", [0.5]),
+    ("All checks passed!\n0.08 ms\n53.11 TFlops\n", "0.06 ms\n66.61 TFlops", [0.08 / 0.06, 66.61 / 53.11]),
     # the two printed different things: nothing compared from there on
     ("tilelang: 0.2 ms\nbest: 0.1 ms", "other: 0.1 ms", []),
 ])
