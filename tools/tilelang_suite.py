@@ -276,13 +276,6 @@ _SPEED = re.compile(r"(?i)(tflops?|tflop/s|latency|ms\b)")
 _TIMING = re.compile(r"(?i)(tile-?lang|latency|tflops|average|speedup)")
 
 
-def _timings(output: str) -> str:
-    """The example's own lines about its kernel's speed (the examples print them freely)."""
-    found = [ln.strip() for ln in output.splitlines() if (_TIMING.search(ln) and re.search(r"\d", ln) or _BARE.match(ln))
-             and not _LOG_LINE.search(ln) and "compile" not in ln]
-    return " / ".join(found[:4]).replace("|", "\\|")[:160]
-
-
 #: TileLang's own log lines (timestamped, "[TileLang:...]"): never a speed line
 _LOG_LINE = re.compile(r"\[TileLang:|^\s*\d{4}-\d\d-\d\d[ T]\d\d:|^\s*(INFO|WARNING|DEBUG)\b")
 #: a number with its unit and no label ("0.08 ms", "53.11 TFlops" on lines of their own)
@@ -293,19 +286,29 @@ _NUMBER = re.compile(r"(?P<label>[A-Za-z][\w .\-]*?)\s*[:=]\s*(?P<value>\d+(?:\.
 _BASELINE = re.compile(r"(?i)\b(ref|reference|torch|baseline|triton|cublas|flash|fa[23]?|sdpa)\b")
 
 
+def _speed_lines(output: str) -> list[str]:
+    """The example's own lines about speed, its baselines' included (the examples print them
+    freely): a speed word and a number, or a bare "0.08 ms"; no log or compile lines."""
+    return [ln.strip() for ln in output.splitlines()
+            if (_TIMING.search(ln) and re.search(r"\d", ln) or _BARE.match(ln))
+            and not _LOG_LINE.search(ln) and "compile" not in ln]
+
+
+def _timings(output: str) -> str:
+    return " / ".join(_speed_lines(output)[:4]).replace("|", "\\|")[:160]
+
+
 def _kernel_speeds(output: str) -> list[tuple[str, str, float]]:
     """(label, "time" or "rate", value) of each number the example prints about its kernel's speed,
     in order (the baselines' numbers left out)."""
     found = []
-    for line in output.splitlines():
-        if _LOG_LINE.search(line):
-            continue
+    for line in _speed_lines(output):
         bare = _BARE.match(line)
         if bare:
             unit = bare["unit"].lower()
             found.append(("", "time" if unit == "ms" else "rate", float(bare["value"])))
             continue
-        if not _TIMING.search(line) or _BASELINE.search(line):
+        if _BASELINE.search(line):
             continue
         for m in _NUMBER.finditer(line):
             label, unit = m["label"].strip().lower(), (m["unit"] or "").lower()
