@@ -51,6 +51,8 @@ ATOM_BYTES = 128  # one swizzle row: 8 chunks of 16 bytes
 #: swizzle width (bytes) -> the mode field of a wgmma descriptor (bits 62-63)
 DESCRIPTOR_MODE = {128: 1, 64: 2}
 DTYPES = {"float16": "f16", "bfloat16": "bf16"}
+#: the accumulator types wgmma takes with each 16-bit operand type
+ACCUMULATORS = {"float16": ("float32", "float16"), "bfloat16": ("float32",)}
 #: 8-bit operands: K-major only, k32 per instruction (QGMMA; e4m3 at 8192^3 on the H200: 1.00x
 #: torch._scaled_mm, bench/NOTES.md)
 FP8_DTYPES = {"float8_e4m3": "e4m3", "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
@@ -164,7 +166,7 @@ def explain_wgmma(op: Gemm, arch: str, num_threads: int, disabled: bool = False,
         if op.transpose_A or not op.transpose_B or scope(op.A) not in SHARED:
             return None, ("fp8 wgmma reads K-major operands from shared memory only: store A as "
                           "M x K and B as N x K (transpose_B=True)")
-    elif a != b or a not in DTYPES or c not in ("float32", "float16" if a == "float16" else "float32"):
+    elif a != b or c not in ACCUMULATORS.get(a, ()):
         return None, (f"operands {a}/{b} with a {c} accumulator (wgmma here: fp16/bf16/fp8 into fp32, "
                       f"fp16 into fp16)")
     m, n, k = gemm_shape(op)
