@@ -73,6 +73,15 @@ def turns_table(size: int, fns: dict, errs: dict, flops: float, baseline: str, w
               flush=True)
 
 
+def square_sizes(description: str, default: str = "4096,8192") -> list[int]:
+    """The ``--sizes`` of a square-GEMM bench's command line (M = N = K = each)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--sizes", default=default)
+    return [int(x) for x in parser.parse_args().sizes.split(",")]
+
+
 def turns_header(width: int = 36, against: str = "cuBLAS") -> None:
     print(f"{'size':>6} | {'kernel':<{width}} | {'rel err':>8} | {'TFLOP/s':>8} | {'vs ' + against:>9}", flush=True)
 

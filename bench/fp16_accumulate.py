@@ -10,13 +10,12 @@ the fp32-accumulating one: 2 M N K / ~790 TFLOP/s dense on the H200 (0.17 ms at 
 accumulation halves the accumulator registers, not the tensor cores' rate on Hopper.
 """
 
-import argparse
 import sys
 from pathlib import Path
 
 import torch
 
-from bench_common import AMPERE, turns_header, turns_table
+from bench_common import AMPERE, square_sizes, turns_header, turns_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "backends" / "cuda" / "tests"))
 
@@ -28,11 +27,9 @@ def main():
     import tilelang_core as tl
     import tilelang_core.language as T
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="4096,8192")
-    args = parser.parse_args()
+    sizes = square_sizes(__doc__.splitlines()[0])
     turns_header(36)
-    for size in map(int, args.sizes.split(",")):
+    for size in sizes:
         M = N = K = size
         a = torch.randn(M, K, device="cuda", dtype=torch.float16) / 4
         b = torch.randn(K, N, device="cuda", dtype=torch.float16) / 4

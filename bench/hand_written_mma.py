@@ -13,13 +13,12 @@ half of that rate on Hopper (bench/mma_sync_ceiling.py), so the emitter's kernel
 T.gemm are compared with each other, and the wgmma rows show what T.gemm gives the same GEMM.
 """
 
-import argparse
 import sys
 from pathlib import Path
 
 import torch
 
-from bench_common import AMPERE, turns_header, turns_table
+from bench_common import AMPERE, square_sizes, turns_header, turns_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "backends" / "cuda" / "tests"))
 
@@ -34,11 +33,9 @@ def main():
         return kernels.make_gemm(M, N, K, bm=128, bn=128, bk=32, stages=2, threads=128, out_dtype=T.float32,
                                  trans_b=True)
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="4096,8192")
-    args = parser.parse_args()
+    sizes = square_sizes(__doc__.splitlines()[0])
     turns_header(34)
-    for size in map(int, args.sizes.split(",")):
+    for size in sizes:
         M = N = K = size
         a = torch.randn(M, K, device="cuda", dtype=torch.float16)
         bt = torch.randn(N, K, device="cuda", dtype=torch.float16)
