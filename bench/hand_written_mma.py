@@ -40,14 +40,14 @@ def main():
         a = torch.randn(M, K, device="cuda", dtype=torch.float16)
         bt = torch.randn(N, K, device="cuda", dtype=torch.float16)
         ref = (a.double() @ bt.double().T)
-        kernels = {
+        variants = {
             "emitter (example), sm_90a default": (ek.emitter_gemm(M, N, K, warp_tiles=(64, 64)), None),
             "emitter (example), cp.async": (ek.emitter_gemm(M, N, K, warp_tiles=(64, 64)), AMPERE),
             "T.gemm 128x128x32 s2, mma.sync": (t_gemm(M, N, K), AMPERE),
             "T.gemm 128x128x32 s2, default": (t_gemm(M, N, K), None),
         }
         fns, errs = {}, {}
-        for name, (func, configs) in kernels.items():
+        for name, (func, configs) in variants.items():
             kernel = tl.compile(func, target="cuda", pass_configs=configs)
             c = torch.empty(M, N, device="cuda", dtype=torch.float32)
             kernel(a, bt, c)
