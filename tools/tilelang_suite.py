@@ -9,6 +9,7 @@ ignored folder, ``run`` copies that folder into a scratch directory, rewrites th
     python tools/tilelang_suite.py run --src .device/tlsrc --impl ours --out ours.json
     python tools/tilelang_suite.py run --src .device/tlsrc --impl tilelang --out tl.json
     python tools/tilelang_suite.py table tl.json ours.json      # markdown: dir, TileLang, TileLang-X
+    python tools/tilelang_suite.py prepare --src .device/tlsrc --impl ours --out /tmp/x   # the copy only
 
 The import rewrite is the one a user makes: ``import tilelang`` becomes
 ``import tilelang_core as tilelang``, ``tilelang.x`` module paths become ``tilelang_core.x``, and
@@ -390,6 +391,10 @@ def main(argv=None) -> int:
     rn.add_argument("--keep", type=Path, help="keep the rewritten copy in this folder")
     rn.add_argument("--timing", metavar="LOCKFILE", help="time the examples' kernels with one shared timer, "
                     "one timing at a time across processes holding LOCKFILE (tools/tilelang_suite_plugin.py)")
+    pp = sub.add_parser("prepare", help="only the rewritten copy (for a profiler run of one test)")
+    pp.add_argument("--src", type=Path, required=True, help="a folder made by export")
+    pp.add_argument("--impl", choices=["ours", "tilelang"], required=True)
+    pp.add_argument("--out", type=Path, required=True)
     tb = sub.add_parser("table", help="compare two run results")
     tb.add_argument("reference", type=Path)
     tb.add_argument("ours", type=Path)
@@ -402,6 +407,8 @@ def main(argv=None) -> int:
         only = args.only.split(",") if args.only else None
         dirs = suite_dirs(args.src, args.all, not args.no_language, only)
         run(args.src, args.impl, args.out, args.timeout, args.jobs, dirs, args.fake_cuda, args.keep, args.timing)
+    elif args.cmd == "prepare":
+        prepare(args.src, args.out, args.impl)
     else:
         print(table(json.loads(args.reference.read_text()), json.loads(args.ours.read_text()),
                     args.failures, args.perf))
