@@ -21,7 +21,7 @@ for case in ${CASES:?}; do
     if [[ $impl == tilelang ]]; then path=(env -u PYTHONPATH PYTHONPATH=/opt/tlsite TILELANG_CACHE_DIR=/tmp/tlcache-tilelang)
     else path=(env PYTHONPATH=/opt/tvmsite TILELANG_CACHE_DIR=/tmp/tlcache-ours); fi
     name=$(echo "${dir}_${rest##*::}_$impl" | tr -c 'A-Za-z0-9_\n' _)
-    (cd "/tmp/ncu-$impl/examples/$dir" && timeout 240 "${path[@]}" ncu --kernel-name "regex:$regex" \
+    (cd "/tmp/ncu-$impl/examples/$dir" && timeout 240 "${path[@]}" ncu --clock-control none --kernel-name "regex:$regex" \
       --launch-count "${COUNT:-6}" --metrics "$METRICS" --csv --page raw \
       python3 -m pytest -q -x -p no:cacheprovider "$rest" > "$RES/$name.csv" 2> "$RES/$name.err")
     echo "== $impl $test"

@@ -40,7 +40,7 @@ from ..errors import FrontendError
 from ..transform.bindings import is_pure
 from ..transform.boolean_conditions import boolean_conditions
 from ..transform.flat_fragment_views import flat_fragment_views
-from ..transform.element_copies import element_copies_as_stores
+from ..transform.element_copies import element_copies_as_stores, fragment_part_copies_as_loops
 from ..transform.parallel_barriers import split_parallel_at_barriers
 from ..transform.per_thread import local_copies_as_loops, per_thread_parallel_loops
 from ..transform.safe_global_access import guard_global_accesses
@@ -280,6 +280,7 @@ def parse_kernel(func: Callable, extra_vars: dict[str, Any] | None = None,
                 result = legalize_negative_indices(result)
                 result = bounds_check.check_on_chip_bounds(result, refuse, _warner(source, func.__name__))
                 result = element_copies_as_stores(result)
+                result = fragment_part_copies_as_loops(result)
                 result = split_parallel_at_barriers(result, func.__name__)
                 result = local_copies_as_loops(result, refuse)
                 result = per_thread_parallel_loops(result)

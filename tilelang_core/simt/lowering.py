@@ -243,9 +243,10 @@ def _copy_fragment_part(op: Copy, st: KernelState, frag_region, other, layout, r
 
 def _copy_between_fragments(op: Copy, st: KernelState):
     """Register to register. Whole fragments share one layout (layout inference gives a copy's
-    two sides the same); a part of a fragment is read from one that every thread holds whole
-    (``T.copy(lse[k, :], lse_k)``, TileLang's MHA inference combine), into each thread's own
-    registers of the destination (part)."""
+    two sides the same); a part of a fragment is read from one that every thread holds whole,
+    into each thread's own registers of the destination (part). (Parts whose extents are known
+    when the kernel is compiled, ``T.copy(lse[k, :], lse_k)``, are T.Parallel loops since parse
+    time: transform/element_copies.py.)"""
     src, dst = op.src, op.dst
     regs = st.local_buffer(dst.source)
     dst_layout = st.layouts[dst.source]

@@ -1,4 +1,6 @@
-"""A ``T.copy`` of one element inside a ``T.Parallel`` body is that element's store.
+"""Copies that are element loops in TileLang, written as such at parse time.
+
+A ``T.copy`` of one element inside a ``T.Parallel`` body is that element's store.
 
 TileLang writes gathers this way::
 
@@ -9,6 +11,17 @@ Each iteration copies its own element; TileLang lowers the copy to ``B[...] = A[
 body. So does this, at parse time, on every backend (the copy converts dtypes as a copy does). A
 copy of several elements inside ``T.Parallel`` stays a tile op, which the backends refuse: it would
 run once per element of the loop.
+
+A ``T.copy`` between two fragments that takes part of one of them is a ``T.Parallel`` loop over
+the part, as TileLang lowers it (its flash-decoding combine step)::
+
+    T.copy(lse_local[k, :], lse_local_split)     # k: a serial or pipelined loop around it
+    for i in T.Parallel(block_M):                # what it is
+        lse_local_split[i] = lse_local[k, i]
+
+Layout inference then lays ``lse_local`` out from the loop (thread ``i`` holds column ``i``, the
+``k`` dimension in its registers: transform/serial_indexed.py) instead of giving every thread the
+whole fragment, which took 512 registers a thread for a 4 x 128 fp16 tile and spilled.
 """
 
 from __future__ import annotations
@@ -53,4 +66,32 @@ def element_copies_as_stores(func: tirx.PrimFunc) -> tirx.PrimFunc:
     return func.with_body(tvm_ffi.structural_map(func.body, [(tirx.TilePrimitiveCall, on_call)]))
 
 
-__all__ = ["element_copies_as_stores", "tile_ops_in_parallel"]
+def fragment_part_copies_as_loops(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """``func`` with every T.copy between two fragments that takes part of one of them (and stands
+    outside T.Parallel) written as a T.Parallel loop over the part (module docstring). Copies of
+    whole fragments, and parts whose extents are known only at run time, stay tile ops."""
+    from ..ir import Copy, TileOp, is_tile_op
+    from ..ir import region as R
+    from ..ir.elementwise import cast_to, elementwise
+
+    inside = tile_ops_in_parallel(func.body)
+
+    def on_call(call):
+        if not is_tile_op(call) or any(call.same_as(c) for c in inside):
+            return call
+        op = TileOp.from_stmt(call)
+        if not isinstance(op, Copy) or not all(R.is_region(r) and R.scope_of(r) == FRAGMENT for r in (op.src, op.dst)):
+            return call
+        if R.covers_whole(op.src) and R.covers_whole(op.dst):
+            return call
+        dtype = str(op.dst.source.ty.dtype)
+        loops = elementwise(op.src, op.dst, lambda v, idx: tirx.BufferStore(op.dst.source, cast_to(v, dtype), idx))
+        return call if loops is None else loops
+
+    return func.with_body(tvm_ffi.structural_map(func.body, [(tirx.TilePrimitiveCall, on_call)]))
+
+
+#: the storage scope of T.alloc_fragment
+FRAGMENT = "local.fragment"
+
+__all__ = ["element_copies_as_stores", "fragment_part_copies_as_loops", "tile_ops_in_parallel"]

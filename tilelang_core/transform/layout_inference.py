@@ -296,7 +296,10 @@ class _Solver:
                                                  f"{[nest.extents[d] for d in dims]} that do not span it")
         for buffer in _scalar_fragment_accesses(self.func.body):
             irregular.setdefault(buffer, "read or written outside T.Parallel loops and tile ops")
-        for op in ops:  # T.copy(lse[k, :], lse_k): a thread reads the part wherever it lies
+        # a part copied between fragments (extents known only at run time; the others are
+        # T.Parallel loops since parse time, transform/element_copies.py): a thread reads the
+        # part wherever it lies
+        for op in ops:
             if isinstance(op, Copy) and is_fragment(op.src.source) and is_fragment(op.dst.source) \
                     and not R.covers_whole(op.src):
                 irregular.setdefault(op.src.source, "part of it copied into another fragment")
