@@ -48,6 +48,18 @@ _LAZY = {
     "enable_cache": "tilelang_core.env:enable_cache",
     "is_cache_enabled": "tilelang_core.env:is_cache_enabled",
     "lower": "tilelang_core.jit.compiler:lower",
+    # names `import tilelang` binds as a side effect of its own imports, which TileLang code reads
+    # without importing them (`tilelang.autotuner.AutoTuner`, `tilelang.dtypes.float16`)
+    "autotuner": "tilelang_core.autotuner:",
+    "utils": "tilelang_core.utils:",
+    "engine": "tilelang_core.engine:",
+    "cuda": "tilelang_core.cuda:",
+    "rocm": "tilelang_core.rocm:",
+    "dtypes": "tilelang_core.language.dtypes:",
+    "Profiler": "tilelang_core.profiler:Profiler",
+    "register_cuda_postproc": "tilelang_core.engine.callback:register_cuda_postproc",
+    "register_hip_postproc": "tilelang_core.engine.callback:register_hip_postproc",
+    "register_c_postproc": "tilelang_core.engine.callback:register_c_postproc",
 }
 
 __all__ = [

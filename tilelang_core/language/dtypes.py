@@ -175,6 +175,11 @@ def __getattr__(name: str):
                  if isinstance(v, torch.dtype)}
         globals()[name] = table
         return table
+    # ``tilelang.language.dtypes.float16`` (and ``tilelang.dtypes.float16``) is ``T.float16``, as
+    # there; looked up here, not put in the module's globals, where ``bool``/``int``/``float``
+    # would shadow the builtins this module uses
+    if name in EXPORTED:
+        return EXPORTED[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
