@@ -69,7 +69,8 @@ def element_copies_as_stores(func: tirx.PrimFunc) -> tirx.PrimFunc:
 def fragment_part_copies_as_loops(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """``func`` with every T.copy between two fragments that takes part of one of them (and stands
     outside T.Parallel) written as a T.Parallel loop over the part (module docstring). Copies of
-    whole fragments, and parts whose extents are known only at run time, stay tile ops."""
+    whole fragments, copies with a ``loop_layout``, and parts whose extents are known only at run
+    time stay tile ops."""
     from ..ir import Copy, TileOp, is_tile_op
     from ..ir import region as R
     from ..ir.elementwise import cast_to, elementwise
@@ -82,8 +83,8 @@ def fragment_part_copies_as_loops(func: tirx.PrimFunc) -> tirx.PrimFunc:
         op = TileOp.from_stmt(call)
         if not isinstance(op, Copy) or not all(R.is_region(r) and R.scope_of(r) == FRAGMENT for r in (op.src, op.dst)):
             return call
-        if R.covers_whole(op.src) and R.covers_whole(op.dst):
-            return call
+        if R.covers_whole(op.src) and R.covers_whole(op.dst) or "loop_layout" in op.options:
+            return call  # (an author's loop_layout lays the copy out itself)
         dtype = str(op.dst.source.ty.dtype)
         loops = elementwise(op.src, op.dst, lambda v, idx: tirx.BufferStore(op.dst.source, cast_to(v, dtype), idx))
         return call if loops is None else loops
