@@ -27,6 +27,7 @@ from tilelang_core.transform.owned_accesses import not_owned, owned_access
 
 from .. import intrinsics as I
 from .lane_guards import split_lane_guards
+from .gathers import is_marked, lower_async_gather
 from .shifted_reads import emit_by_registers, shifted_read
 from .state import KernelState, if_then, loop_layout_guard, substitute
 
@@ -116,6 +117,10 @@ def guard_global_accesses(body, st: KernelState):
 def _lower_nest(nest, st: KernelState, body=None):
     if nest.symbolic:
         return _emit_strided(nest, st)
+    if is_marked(nest.loop):  # a row gather the software pipeline issues ahead (gathers.py)
+        runs = lower_async_gather(nest, st)
+        if runs is not None:
+            return runs
     if nest.layout is not None:  # the author's loop_layout decides (TileLang's first source too)
         from tilelang_core.lowering import source_location
 

@@ -32,6 +32,12 @@ K, and that barrier orders V's slot refill after iteration k-1's last read (a se
 alone would need a second wait and barrier before its consumer, and gives V less time to land).
 A copy that does not qualify stays a synchronous consumer, as before.
 
+A row gather into a shared tile (``S[i, j] = KV[Idx[k * B + i], j]``, sparse attention's K/V rows;
+gathers.py) is a producer by the same rules, except that its row indices may read index tensors the
+kernel never writes (read iterations ahead, they give the same rows). It is issued marked, and
+LowerParallel makes each thread's 16-byte runs async copies in the same commit group. A pipeline
+may have only such mid-body producers (sparse MLA computes its mask before the gathers).
+
 A copy global -> shared before the loop whose tile nothing between it and the loop touches
 (attention's Q) is issued as an async copy too (``_async_preloads``; ``async_preload=False``
 keeps it synchronous): it joins the prologue's first commit group, so the first iteration's
@@ -57,6 +63,7 @@ from tilelang_core.ir import region as R
 from tilelang_core.transform.bindings import is_invariant, uses_any, written_buffers
 
 from .. import intrinsics as I
+from .gathers import as_gather, gather_reads, marked
 from .insert_barriers import accesses, insert_barriers_in_seq, touched
 from .state import FRAGMENT_PREFETCH, PIPELINE_REGION, if_then, is_pipeline_region, seq, substitute
 
@@ -188,20 +195,28 @@ def leading_bindings(loop, kernel=None) -> tuple[list, dict, list]:
     return bindings, values, rest
 
 
+def _tile_of(stmt):
+    """The shared tile a producer (a copy, or a row gather: gathers.py) fills."""
+    gather = as_gather(stmt)
+    return gather.dst if gather is not None else TileOp.from_stmt(stmt).dst.source
+
+
 def _pipeline(loop, stages: int, staged: dict, kernel=None, shared_limit: int | None = None):
     bindings, values, stmts = leading_bindings(loop, kernel)
     producers = []
     while stmts and _is_producer(stmts[0]):
         producers.append(substitute(stmts.pop(0), values))
-    if not producers or not stmts:
+    if not stmts:
         return None
-    written = [TileOp.from_stmt(p).dst.source for p in producers]
+    written = [_tile_of(p) for p in producers]
     if any(buf in staged and staged[buf][1] != stages for buf in written):
         return None  # one buffer in two pipelines of different depth: leave it synchronous
     moved = _mid_body_producers(loop, stmts, values, written, stages, staged, kernel, shared_limit)
     producers += [substitute(stmts[i], values) for i in moved]
-    written += [TileOp.from_stmt(stmts[i]).dst.source for i in moved]
+    written += [_tile_of(stmts[i]) for i in moved]
     stmts = [s for i, s in enumerate(stmts) if i not in moved]
+    if not producers or not stmts:
+        return None
     if mixed_staging(stmts, set(written) | set(staged)):
         return None  # a scan between a staged and an unstaged tile: leave it synchronous
     stmts = bindings + _mark_fragment_prefetch(stmts, written)
@@ -223,9 +238,12 @@ def _pipeline(loop, stages: int, staged: dict, kernel=None, shared_limit: int | 
         slot = tirx.floormod(iteration, stages)
         out = []
         for p in producers:
-            op = stage_regions(p, slot)
-            op = op.replace(options={**op.options, "tl_async": True})
-            out.append(substitute(op.to_stmt(), {k: start + iteration}))
+            if as_gather(p) is not None:  # issued as async copies where LowerParallel can (gathers.py)
+                stmt = marked(_restage_accesses(p, staged, slot))
+            else:
+                op = stage_regions(p, slot)
+                stmt = op.replace(options={**op.options, "tl_async": True}).to_stmt()
+            out.append(substitute(stmt, {k: start + iteration}))
         return seq(out)
 
     def consume(iteration):
@@ -279,15 +297,25 @@ def _mid_body_producers(loop, stmts: list, values: dict, written: list, stages: 
     access = [accesses(s) for s in stmts]  # (a copy's tile is among its writes)
     moved = []
     for i, stmt in enumerate(stmts):
-        if _is_producer(stmt):
-            op = TileOp.from_stmt(stmt)
-            tile, source = op.dst.source, op.src.source
+        gather = as_gather(stmt)
+        if _is_producer(stmt) or gather is not None:
+            if gather is not None:
+                tile, sources = gather.dst, gather_reads(gather)
+                # the rows it reads come from index tensors the kernel never writes, so reading
+                # them iterations ahead gives the same rows
+                own = [n for n in local_names if not any(n.same_as(v) for v in gather.loop_vars)]
+                known = _known_at_top(substitute(stmt, values), own,
+                                      read_ok=lambda b: not _writes_global(kernel if kernel is not None
+                                                                           else loop.body, b))
+            else:
+                op = TileOp.from_stmt(stmt)
+                tile, sources = op.dst.source, {op.src.source}
+                known = _known_at_top(substitute(stmt, values), local_names)
             later_writes = set().union(*(w for _, w in access[i + 1:]))
             extra = (stages - 1) * _tile_bytes(tile)
             if (tile not in touched and tile not in later_writes
                     and tile not in outside and (tile not in staged or staged[tile][1] == stages)
-                    and _known_at_top(substitute(stmt, values), local_names)
-                    and not _writes_global(loop.body, source)
+                    and known and not any(_writes_global(loop.body, b) for b in sources)
                     and (budget is None or tile in staged or extra <= budget)):
                 moved.append(i)
                 touched.add(tile)
@@ -307,9 +335,10 @@ def _names_defined_in(body) -> set:
     return names
 
 
-def _known_at_top(stmt, local_names: set) -> bool:
+def _known_at_top(stmt, local_names: set, read_ok=None) -> bool:
     """Does the copy use only names bound outside the loop body (after the leading bindings are
-    inlined) and read no memory in its indices, so it can run iterations ahead?"""
+    inlined) and read no memory in its indices, so it can run iterations ahead? A row gather
+    (``read_ok`` given) may read the tensors ``read_ok`` accepts."""
     ok = True
 
     def on_var(v):
@@ -317,10 +346,14 @@ def _known_at_top(stmt, local_names: set) -> bool:
         if any(v.same_as(name) for name in local_names):
             ok = False
 
-    def on_load(_):
+    def on_load(load):
         nonlocal ok
-        ok = False
+        if read_ok is None or not read_ok(load.source):
+            ok = False
 
+    if read_ok is not None:
+        tvm_ffi.structural_walk(stmt, [(tvm.ir.Var, on_var), (tvm.ir.TensorLoad, on_load)])
+        return ok
     op = TileOp.from_stmt(stmt)
     for r in (op.src, op.dst):
         for rng in r.region:
