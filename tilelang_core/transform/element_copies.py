@@ -74,6 +74,7 @@ def fragment_part_copies_as_loops(func: tirx.PrimFunc) -> tirx.PrimFunc:
     from ..ir import Copy, TileOp, is_tile_op
     from ..ir import region as R
     from ..ir.elementwise import cast_to, elementwise
+    from .layout_inference import is_fragment
 
     inside = tile_ops_in_parallel(func.body)
 
@@ -81,7 +82,7 @@ def fragment_part_copies_as_loops(func: tirx.PrimFunc) -> tirx.PrimFunc:
         if not is_tile_op(call) or any(call.same_as(c) for c in inside):
             return call
         op = TileOp.from_stmt(call)
-        if not isinstance(op, Copy) or not all(R.is_region(r) and R.scope_of(r) == FRAGMENT for r in (op.src, op.dst)):
+        if not isinstance(op, Copy) or not all(R.is_region(r) and is_fragment(r.source) for r in (op.src, op.dst)):
             return call
         if R.covers_whole(op.src) and R.covers_whole(op.dst) or "loop_layout" in op.options:
             return call  # (an author's loop_layout lays the copy out itself)
@@ -91,8 +92,5 @@ def fragment_part_copies_as_loops(func: tirx.PrimFunc) -> tirx.PrimFunc:
 
     return func.with_body(tvm_ffi.structural_map(func.body, [(tirx.TilePrimitiveCall, on_call)]))
 
-
-#: the storage scope of T.alloc_fragment
-FRAGMENT = "local.fragment"
 
 __all__ = ["element_copies_as_stores", "fragment_part_copies_as_loops", "tile_ops_in_parallel"]

@@ -36,6 +36,7 @@ from tvm import tirx
 
 from tilelang_core.ir.atomic_calls import is_parallel_loop
 from tilelang_core.transform.bindings import uses_any
+from tilelang_core.transform.safe_values import is_if_then_else
 
 from .. import intrinsics as I
 
@@ -102,7 +103,7 @@ def as_gather(stmt) -> Gather | None:
             or _uses(list(node.indices)[:lead], loop_vars):
         return None
     value, cond = node.value, None
-    if isinstance(value, tirx.Call) and str(getattr(value.op, "name", "")).endswith("if_then_else"):
+    if is_if_then_else(value):
         cond, value, other = value.args
         if not _is_zero(other) or uses_any(cond, loop_vars[-1:]) or not _reads_only_global(cond):
             return None
@@ -187,7 +188,7 @@ def _emit_runs(g: Gather, st, anchor, vec: int, width: int):
     # are the run's); the row index's own reads (Indices[...]) guarded too
     guarded = guard_global_accesses(tirx.BufferStore(dst.source, src, list(dst.indices)), st).value
     conds, value = [], guarded
-    while isinstance(value, tirx.Call) and str(getattr(value.op, "name", "")).endswith("if_then_else"):
+    while is_if_then_else(value):
         cond, value, other = value.args
         if not _is_zero(other):
             return None

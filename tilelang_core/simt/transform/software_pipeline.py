@@ -234,11 +234,13 @@ def _pipeline(loop, stages: int, staged: dict, kernel=None, shared_limit: int | 
         op = TileOp.from_stmt(stmt)
         return _restage_op(op, staged, slot)
 
+    gathers = [as_gather(p) is not None for p in producers]
+
     def produce(iteration):
         slot = tirx.floormod(iteration, stages)
         out = []
-        for p in producers:
-            if as_gather(p) is not None:  # issued as async copies where LowerParallel can (gathers.py)
+        for p, gather in zip(producers, gathers):
+            if gather:  # issued as async copies where LowerParallel can (gathers.py)
                 stmt = marked(_restage_accesses(p, staged, slot))
             else:
                 op = stage_regions(p, slot)
@@ -294,6 +296,7 @@ def _mid_body_producers(loop, stmts: list, values: dict, written: list, stages: 
         slots = {**{buf: n for buf, (_, n) in staged.items()}, **{buf: stages for buf in written}}
         budget = shared_limit - shared_bytes(kernel, slots)
     touched = set(written)  # a tile filled twice: the second copy stays where it is
+    kernel_writes = None  # what the kernel writes, for a gather's index tensors (found once)
     access = [accesses(s) for s in stmts]  # (a copy's tile is among its writes)
     moved = []
     for i, stmt in enumerate(stmts):
@@ -303,10 +306,11 @@ def _mid_body_producers(loop, stmts: list, values: dict, written: list, stages: 
                 tile, sources = gather.dst, gather_reads(gather)
                 # the rows it reads come from index tensors the kernel never writes, so reading
                 # them iterations ahead gives the same rows
+                if kernel_writes is None:
+                    kernel_writes = written_buffers(kernel if kernel is not None else loop.body)
                 own = [n for n in local_names if not any(n.same_as(v) for v in gather.loop_vars)]
                 known = _known_at_top(substitute(stmt, values), own,
-                                      read_ok=lambda b: not _writes_global(kernel if kernel is not None
-                                                                           else loop.body, b))
+                                      read_ok=lambda b: not any(b.same_as(w) for w in kernel_writes))
             else:
                 op = TileOp.from_stmt(stmt)
                 tile, sources = op.dst.source, {op.src.source}
