@@ -297,6 +297,7 @@ def _mid_body_producers(loop, stmts: list, values: dict, written: list, stages: 
         budget = shared_limit - shared_bytes(kernel, slots)
     touched = set(written)  # a tile filled twice: the second copy stays where it is
     kernel_writes = None  # what the kernel writes, for a gather's index tensors (found once)
+    loop_writes = written_buffers(loop.body)  # a producer's source must not be among them
     access = [accesses(s) for s in stmts]  # (a copy's tile is among its writes)
     moved = []
     for i, stmt in enumerate(stmts):
@@ -319,7 +320,7 @@ def _mid_body_producers(loop, stmts: list, values: dict, written: list, stages: 
             extra = (stages - 1) * _tile_bytes(tile)
             if (tile not in touched and tile not in later_writes
                     and tile not in outside and (tile not in staged or staged[tile][1] == stages)
-                    and known and not any(_writes_global(loop.body, b) for b in sources)
+                    and known and not any(b.same_as(w) for b in sources for w in loop_writes)
                     and (budget is None or tile in staged or extra <= budget)):
                 moved.append(i)
                 touched.add(tile)
@@ -365,22 +366,6 @@ def _known_at_top(stmt, local_names: set, read_ok=None) -> bool:
                 tvm_ffi.structural_walk(e, [(tvm.ir.Var, on_var), (tvm.ir.TensorLoad, on_load)])
     tvm_ffi.structural_walk(stmt, [(tvm.ir.Var, on_var)])
     return ok
-
-
-def _writes_global(body, buffer) -> bool:
-    found = False
-
-    def on_store(store):
-        nonlocal found
-        found = found or store.buffer.same_as(buffer)
-
-    def on_call(call):
-        nonlocal found
-        if is_tile_op(call):
-            found = found or any(r.source.same_as(buffer) for r in TileOp.from_stmt(call).writes)
-
-    tvm_ffi.structural_walk(body, [(tirx.BufferStore, on_store), (tirx.TilePrimitiveCall, on_call)])
-    return found
 
 
 def _shared_used_outside(kernel, loop) -> set:
